@@ -1,0 +1,32 @@
+/*
+ * buf.h: a growable byte buffer (heap owned), for encoding rows, keys,
+ * wire messages and text output.
+ */
+#ifndef WEIR_COMMON_BUF_H
+#define WEIR_COMMON_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Buf {
+    char *data;   /* always NUL-terminated after any append (not counted in len) */
+    size_t len;   /* bytes in use */
+    size_t cap;   /* bytes allocated */
+} Buf;
+
+#define BUF_INIT {NULL, 0, 0}
+
+void buf_free(Buf *b);
+void buf_reset(Buf *b);                      /* len = 0, keeps memory */
+void buf_reserve(Buf *b, size_t extra);     /* room for extra more bytes */
+void buf_append(Buf *b, const void *p, size_t n);
+void buf_puts(Buf *b, const char *s);
+void buf_putc(Buf *b, char c);
+void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_put_u8(Buf *b, uint8_t v);
+void buf_put_u32be(Buf *b, uint32_t v);
+void buf_put_u64be(Buf *b, uint64_t v);
+/* Take the bytes: returns data (caller frees) and leaves b empty. */
+char *buf_take(Buf *b);
+
+#endif
