@@ -1,0 +1,739 @@
+/* types.c: type metadata, value text I/O, comparison and hashing. See types.h. */
+#include "types.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct TypeInfo {
+    const char *name;
+    PhysKind phys;
+    uint32_t oid;
+    int16_t len;
+} TypeInfo;
+
+static const TypeInfo TYPES[TYPE__COUNT] = {
+    [TYPE_NULL] = {"unknown", PHYS_I64, 705, -2},
+    [TYPE_BOOL] = {"boolean", PHYS_I64, 16, 1},
+    [TYPE_INT2] = {"smallint", PHYS_I64, 21, 2},
+    [TYPE_INT4] = {"integer", PHYS_I64, 23, 4},
+    [TYPE_INT8] = {"bigint", PHYS_I64, 20, 8},
+    [TYPE_FLOAT4] = {"real", PHYS_F64, 700, 4},
+    [TYPE_FLOAT8] = {"double precision", PHYS_F64, 701, 8},
+    [TYPE_NUMERIC] = {"numeric", PHYS_STR, 1700, -1},
+    [TYPE_TEXT] = {"character varying", PHYS_STR, 1043, -1},
+    [TYPE_BYTEA] = {"bytea", PHYS_STR, 17, -1},
+    [TYPE_DATE] = {"date", PHYS_I64, 1082, 4},
+    [TYPE_TIMESTAMP] = {"timestamp without time zone", PHYS_I64, 1114, 8},
+    [TYPE_TIMESTAMPTZ] = {"timestamp with time zone", PHYS_I64, 1184, 8},
+    [TYPE_INTERVAL] = {"interval", PHYS_IV, 1186, 16},
+    [TYPE_JSONB] = {"jsonb", PHYS_STR, 3802, -1},
+};
+
+PhysKind type_phys(TypeId t) { return TYPES[t].phys; }
+const char *type_name(TypeId t) { return TYPES[t].name; }
+uint32_t type_oid(TypeId t) { return TYPES[t].oid; }
+int16_t type_wire_len(TypeId t) { return TYPES[t].len; }
+bool type_is_integer(TypeId t) { return t == TYPE_INT2 || t == TYPE_INT4 || t == TYPE_INT8; }
+bool type_is_numeric(TypeId t) { return type_is_integer(t) || t == TYPE_FLOAT4 || t == TYPE_FLOAT8; }
+bool type_is_temporal(TypeId t) { return t == TYPE_DATE || t == TYPE_TIMESTAMP || t == TYPE_TIMESTAMPTZ; }
+
+static const struct {
+    const char *name;
+    TypeId t;
+} TYPE_NAMES[] = {
+    {"boolean", TYPE_BOOL}, {"bool", TYPE_BOOL},
+    {"smallint", TYPE_INT2}, {"int2", TYPE_INT2},
+    {"int", TYPE_INT4}, {"integer", TYPE_INT4}, {"int4", TYPE_INT4},
+    {"bigint", TYPE_INT8}, {"int8", TYPE_INT8},
+    {"real", TYPE_FLOAT4}, {"float4", TYPE_FLOAT4},
+    {"double", TYPE_FLOAT8}, {"double precision", TYPE_FLOAT8}, {"float8", TYPE_FLOAT8},
+    {"float", TYPE_FLOAT8},
+    {"numeric", TYPE_NUMERIC}, {"decimal", TYPE_NUMERIC},
+    {"varchar", TYPE_TEXT}, {"text", TYPE_TEXT}, {"string", TYPE_TEXT},
+    {"character varying", TYPE_TEXT}, {"char", TYPE_TEXT}, {"character", TYPE_TEXT},
+    {"bytea", TYPE_BYTEA}, {"bytes", TYPE_BYTEA},
+    {"date", TYPE_DATE},
+    {"timestamp", TYPE_TIMESTAMP}, {"timestamp without time zone", TYPE_TIMESTAMP},
+    {"timestamptz", TYPE_TIMESTAMPTZ}, {"timestamp with time zone", TYPE_TIMESTAMPTZ},
+    {"interval", TYPE_INTERVAL},
+    {"jsonb", TYPE_JSONB}, {"json", TYPE_JSONB},
+};
+
+TypeId type_from_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof TYPE_NAMES[0]; i++)
+        if (strcasecmp(name, TYPE_NAMES[i].name) == 0)
+            return TYPE_NAMES[i].t;
+    return TYPE_NULL;
+}
+
+Value value_null(TypeId t)
+{
+    Value v;
+    memset(&v, 0, sizeof v);
+    v.type = t;
+    v.null = true;
+    return v;
+}
+
+Value value_int(TypeId t, int64_t x)
+{
+    Value v = value_null(t);
+    v.null = false;
+    v.u.i = x;
+    return v;
+}
+
+Value value_float(TypeId t, double x)
+{
+    Value v = value_null(t);
+    v.null = false;
+    v.u.f = x;
+    return v;
+}
+
+Value value_str(TypeId t, const char *p, size_t len)
+{
+    Value v = value_null(t);
+    v.null = false;
+    v.u.s.p = p;
+    v.u.s.len = (uint32_t)len;
+    return v;
+}
+
+Value value_bool(bool b) { return value_int(TYPE_BOOL, b ? 1 : 0); }
+
+/* ---- dates and times ---------------------------------------------------- */
+
+/* Howard Hinnant's days-from-civil algorithm: exact for the whole range. */
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t yy = (int64_t)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yy + (*m <= 2);
+}
+
+static int days_in_month(int64_t y, unsigned m)
+{
+    static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+        return 29;
+    return dm[m - 1];
+}
+
+/* Reads exactly n digits at s[*i]. */
+static int read_digits(const char *s, size_t len, size_t *i, int n, int64_t *out)
+{
+    int64_t v = 0;
+    for (int k = 0; k < n; k++) {
+        if (*i >= len || !isdigit((unsigned char)s[*i]))
+            return -1;
+        v = v * 10 + (s[(*i)++] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static void skip_ws(const char *s, size_t len, size_t *i)
+{
+    while (*i < len && isspace((unsigned char)s[*i]))
+        (*i)++;
+}
+
+static int parse_date_at(const char *s, size_t len, size_t *i, int64_t *days)
+{
+    int64_t y, m, d;
+    size_t start = *i;
+    while (*i < len && isdigit((unsigned char)s[*i]))
+        (*i)++;
+    size_t ny = *i - start;
+    if (ny < 4 || ny > 6)
+        return -1;
+    *i = start;
+    if (read_digits(s, len, i, (int)ny, &y) || *i >= len || s[(*i)++] != '-' ||
+        read_digits(s, len, i, 2, &m) || *i >= len || s[(*i)++] != '-' ||
+        read_digits(s, len, i, 2, &d))
+        return -1;
+    if (m < 1 || m > 12 || d < 1 || d > days_in_month(y, (unsigned)m))
+        return -1;
+    *days = days_from_civil(y, (unsigned)m, (unsigned)d);
+    return 0;
+}
+
+int parse_date(const char *s, size_t len, int64_t *days)
+{
+    size_t i = 0;
+    skip_ws(s, len, &i);
+    if (parse_date_at(s, len, &i, days))
+        return -1;
+    skip_ws(s, len, &i);
+    return i == len ? 0 : -1;
+}
+
+int parse_timestamp(const char *s, size_t len, int64_t *usecs)
+{
+    size_t i = 0;
+    int64_t days, hh = 0, mi = 0, ss = 0, frac = 0;
+    skip_ws(s, len, &i);
+    if (parse_date_at(s, len, &i, &days))
+        return -1;
+    if (i < len && (s[i] == ' ' || s[i] == 'T' || s[i] == 't')) {
+        size_t j = i + 1;
+        skip_ws(s, len, &j);
+        if (j < len && isdigit((unsigned char)s[j])) {
+            i = j;
+            if (read_digits(s, len, &i, 2, &hh) || i >= len || s[i++] != ':' ||
+                read_digits(s, len, &i, 2, &mi))
+                return -1;
+            if (i < len && s[i] == ':') {
+                i++;
+                if (read_digits(s, len, &i, 2, &ss))
+                    return -1;
+                if (i < len && s[i] == '.') {
+                    i++;
+                    int nd = 0;
+                    while (i < len && isdigit((unsigned char)s[i])) {
+                        if (nd < 6)
+                            frac = frac * 10 + (s[i] - '0');
+                        nd++;
+                        i++;
+                    }
+                    if (nd == 0)
+                        return -1;
+                    for (; nd < 6; nd++)
+                        frac *= 10;
+                }
+            }
+        }
+    }
+    if (hh > 24 || mi > 59 || ss > 60 || (hh == 24 && (mi || ss || frac)))
+        return -1;
+    int64_t off = 0;
+    skip_ws(s, len, &i);
+    if (i < len && (s[i] == 'Z' || s[i] == 'z')) {
+        i++;
+    } else if (i < len && (s[i] == '+' || s[i] == '-')) {
+        int sign = s[i++] == '-' ? -1 : 1;
+        int64_t oh = 0, om = 0;
+        if (read_digits(s, len, &i, 2, &oh))
+            return -1;
+        if (i < len && s[i] == ':')
+            i++;
+        if (i < len && isdigit((unsigned char)s[i]) && read_digits(s, len, &i, 2, &om))
+            return -1;
+        off = sign * (oh * 3600 + om * 60) * USECS_PER_SEC;
+    } else if (i + 3 <= len && strncasecmp(s + i, "UTC", 3) == 0) {
+        i += 3;
+    }
+    skip_ws(s, len, &i);
+    if (i != len)
+        return -1;
+    *usecs = days * USECS_PER_DAY + ((hh * 60 + mi) * 60 + ss) * USECS_PER_SEC + frac - off;
+    return 0;
+}
+
+void format_date(int64_t days, Buf *out)
+{
+    int64_t y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+    if (y <= 0)
+        buf_printf(out, "%04" PRId64 "-%02u-%02u BC", 1 - y, m, d);
+    else
+        buf_printf(out, "%04" PRId64 "-%02u-%02u", y, m, d);
+}
+
+void format_timestamp(int64_t usecs, bool tz, Buf *out)
+{
+    if (usecs == TS_MINUS_INF) {
+        buf_puts(out, "-infinity");
+        return;
+    }
+    if (usecs == TS_PLUS_INF) {
+        buf_puts(out, "infinity");
+        return;
+    }
+    int64_t days = usecs / USECS_PER_DAY, rem = usecs % USECS_PER_DAY;
+    if (rem < 0) {
+        rem += USECS_PER_DAY;
+        days--;
+    }
+    format_date(days, out);
+    int64_t secs = rem / USECS_PER_SEC, frac = rem % USECS_PER_SEC;
+    buf_printf(out, " %02d:%02d:%02d", (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
+    if (frac) {
+        char f[8];
+        snprintf(f, sizeof f, "%06d", (int)frac);
+        int n = 6;
+        while (n > 0 && f[n - 1] == '0')
+            n--;
+        f[n] = 0;
+        buf_printf(out, ".%s", f);
+    }
+    if (tz)
+        buf_puts(out, "+00");
+}
+
+static const struct {
+    const char *name;
+    int kind; /* 0 usecs, 1 days, 2 months */
+    int64_t mult;
+} IV_UNITS[] = {
+    {"microsecond", 0, 1}, {"microseconds", 0, 1}, {"us", 0, 1}, {"usec", 0, 1}, {"usecs", 0, 1},
+    {"millisecond", 0, 1000}, {"milliseconds", 0, 1000}, {"ms", 0, 1000}, {"msec", 0, 1000}, {"msecs", 0, 1000},
+    {"second", 0, USECS_PER_SEC}, {"seconds", 0, USECS_PER_SEC}, {"s", 0, USECS_PER_SEC},
+    {"sec", 0, USECS_PER_SEC}, {"secs", 0, USECS_PER_SEC},
+    {"minute", 0, 60 * USECS_PER_SEC}, {"minutes", 0, 60 * USECS_PER_SEC}, {"m", 0, 60 * USECS_PER_SEC},
+    {"min", 0, 60 * USECS_PER_SEC}, {"mins", 0, 60 * USECS_PER_SEC},
+    {"hour", 0, 3600 * USECS_PER_SEC}, {"hours", 0, 3600 * USECS_PER_SEC}, {"h", 0, 3600 * USECS_PER_SEC},
+    {"hr", 0, 3600 * USECS_PER_SEC}, {"hrs", 0, 3600 * USECS_PER_SEC},
+    {"day", 1, 1}, {"days", 1, 1}, {"d", 1, 1},
+    {"week", 1, 7}, {"weeks", 1, 7}, {"w", 1, 7},
+    {"month", 2, 1}, {"months", 2, 1}, {"mon", 2, 1}, {"mons", 2, 1},
+    {"year", 2, 12}, {"years", 2, 12}, {"y", 2, 12}, {"yr", 2, 12}, {"yrs", 2, 12},
+};
+
+/* Adds n units named u to iv. */
+static int interval_add_unit(Interval *iv, double n, const char *u, size_t ulen)
+{
+    for (size_t k = 0; k < sizeof IV_UNITS / sizeof IV_UNITS[0]; k++) {
+        if (strlen(IV_UNITS[k].name) == ulen && strncasecmp(IV_UNITS[k].name, u, ulen) == 0) {
+            double v = n * (double)IV_UNITS[k].mult;
+            if (fabs(v) > 9.2e18)
+                return -1;
+            if (IV_UNITS[k].kind == 0)
+                iv->usecs += (int64_t)llround(v);
+            else if (IV_UNITS[k].kind == 1) {
+                /* Fractional days spill into the time part, as in Postgres. */
+                double whole = trunc(v);
+                iv->days += (int32_t)whole;
+                iv->usecs += (int64_t)llround((v - whole) * (double)USECS_PER_DAY);
+            } else {
+                double whole = trunc(v);
+                iv->months += (int32_t)whole;
+                iv->days += (int32_t)llround((v - whole) * 30);
+            }
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_iso_interval(const char *s, size_t len, Interval *out)
+{
+    size_t i = 1;
+    bool in_time = false;
+    while (i < len) {
+        if (s[i] == 'T' || s[i] == 't') {
+            in_time = true;
+            i++;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        double n = strtod(s + i, &end);
+        if (end == s + i || errno || (size_t)(end - s) >= len)
+            return -1;
+        i = (size_t)(end - s);
+        char u = (char)toupper((unsigned char)s[i++]);
+        const char *name = NULL;
+        switch (u) {
+        case 'Y': name = "year"; break;
+        case 'M': name = in_time ? "minute" : "month"; break;
+        case 'W': name = "week"; break;
+        case 'D': name = "day"; break;
+        case 'H': name = "hour"; break;
+        case 'S': name = "second"; break;
+        default: return -1;
+        }
+        if (interval_add_unit(out, n, name, strlen(name)))
+            return -1;
+    }
+    return 0;
+}
+
+int parse_interval(const char *s, size_t len, Interval *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t i = 0;
+    skip_ws(s, len, &i);
+    if (i < len && (s[i] == 'P' || s[i] == 'p'))
+        return parse_iso_interval(s + i, len - i, out);
+    bool any = false;
+    while (i < len) {
+        skip_ws(s, len, &i);
+        if (i >= len)
+            break;
+        if (strncasecmp(s + i, "ago", 3) == 0 && i + 3 == len) {
+            out->usecs = -out->usecs;
+            out->days = -out->days;
+            out->months = -out->months;
+            i += 3;
+            break;
+        }
+        size_t start = i;
+        int sign = 1;
+        if (s[i] == '+' || s[i] == '-')
+            sign = s[i++] == '-' ? -1 : 1;
+        /* hh:mm[:ss[.f]] time part */
+        size_t j = i;
+        while (j < len && isdigit((unsigned char)s[j]))
+            j++;
+        if (j < len && s[j] == ':' && j > i) {
+            int64_t parts[3] = {0, 0, 0};
+            int np = 0;
+            double secs = 0;
+            while (np < 3) {
+                char *end;
+                if (np == 2) {
+                    secs = strtod(s + i, &end);
+                } else {
+                    parts[np] = strtoll(s + i, &end, 10);
+                }
+                if (end == s + i)
+                    return -1;
+                i = (size_t)(end - s);
+                np++;
+                if (i < len && s[i] == ':' && np < 3)
+                    i++;
+                else
+                    break;
+            }
+            if (np < 2)
+                return -1;
+            int64_t us = (parts[0] * 3600 + parts[1] * 60) * USECS_PER_SEC + (int64_t)llround(secs * 1e6);
+            out->usecs += sign * us;
+            any = true;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        double n = strtod(s + start, &end);
+        if (end == s + start || errno)
+            return -1;
+        i = (size_t)(end - s);
+        skip_ws(s, len, &i);
+        size_t us = i;
+        while (i < len && isalpha((unsigned char)s[i]))
+            i++;
+        if (i == us) {
+            /* A bare number means seconds, as in Postgres. */
+            if (interval_add_unit(out, n, "second", 6))
+                return -1;
+        } else if (interval_add_unit(out, n, s + us, i - us)) {
+            return -1;
+        }
+        any = true;
+        skip_ws(s, len, &i);
+        if (i < len && s[i] == ',')
+            i++;
+    }
+    return any ? 0 : -1;
+}
+
+void format_interval(const Interval *iv, Buf *out)
+{
+    bool any = false;
+    int32_t years = iv->months / 12, mons = iv->months % 12;
+    if (years) {
+        buf_printf(out, "%d year%s", years, (years == 1 || years == -1) ? "" : "s");
+        any = true;
+    }
+    if (mons) {
+        buf_printf(out, "%s%d mon%s", any ? " " : "", mons, (mons == 1 || mons == -1) ? "" : "s");
+        any = true;
+    }
+    if (iv->days) {
+        buf_printf(out, "%s%d day%s", any ? " " : "", iv->days, (iv->days == 1 || iv->days == -1) ? "" : "s");
+        any = true;
+    }
+    if (iv->usecs || !any) {
+        int64_t u = iv->usecs;
+        bool neg = u < 0;
+        uint64_t a = neg ? (uint64_t)(-(u + 1)) + 1 : (uint64_t)u;
+        uint64_t secs = a / 1000000, frac = a % 1000000;
+        buf_printf(out, "%s%s%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64, any ? " " : "", neg ? "-" : "",
+                   secs / 3600, secs / 60 % 60, secs % 60);
+        if (frac) {
+            char f[8];
+            snprintf(f, sizeof f, "%06" PRIu64, frac);
+            int n = 6;
+            while (n > 0 && f[n - 1] == '0')
+                n--;
+            f[n] = 0;
+            buf_printf(out, ".%s", f);
+        }
+    }
+}
+
+int interval_to_usecs(const Interval *iv, int64_t *out)
+{
+    if (iv->months)
+        return -1;
+    *out = iv->usecs + (int64_t)iv->days * USECS_PER_DAY;
+    return 0;
+}
+
+/* ---- text I/O ------------------------------------------------------------ */
+
+static void format_float(double f, bool is4, Buf *out)
+{
+    if (isnan(f)) {
+        buf_puts(out, "NaN");
+        return;
+    }
+    if (isinf(f)) {
+        buf_puts(out, f > 0 ? "Infinity" : "-Infinity");
+        return;
+    }
+    /* Shortest text that round-trips, as Postgres 12+ prints by default. */
+    char tmp[64];
+    for (int prec = is4 ? 6 : 15; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, f);
+        if (is4 ? (float)strtod(tmp, NULL) == (float)f : strtod(tmp, NULL) == f)
+            break;
+    }
+    buf_puts(out, tmp);
+}
+
+void value_to_text(const Value *v, Buf *out)
+{
+    if (v->null)
+        return;
+    switch (v->type) {
+    case TYPE_BOOL: buf_putc(out, v->u.i ? 't' : 'f'); break;
+    case TYPE_INT2:
+    case TYPE_INT4:
+    case TYPE_INT8: buf_printf(out, "%" PRId64, v->u.i); break;
+    case TYPE_FLOAT4: format_float(v->u.f, true, out); break;
+    case TYPE_FLOAT8: format_float(v->u.f, false, out); break;
+    case TYPE_NUMERIC:
+    case TYPE_TEXT:
+    case TYPE_JSONB: buf_append(out, v->u.s.p, v->u.s.len); break;
+    case TYPE_BYTEA:
+        buf_puts(out, "\\x");
+        for (uint32_t k = 0; k < v->u.s.len; k++)
+            buf_printf(out, "%02x", (unsigned char)v->u.s.p[k]);
+        break;
+    case TYPE_DATE: format_date(v->u.i, out); break;
+    case TYPE_TIMESTAMP: format_timestamp(v->u.i, false, out); break;
+    case TYPE_TIMESTAMPTZ: format_timestamp(v->u.i, true, out); break;
+    case TYPE_INTERVAL: format_interval(&v->u.iv, out); break;
+    case TYPE_NULL:
+    case TYPE__COUNT: break;
+    }
+}
+
+static int parse_int(const char *s, size_t len, int64_t lo, int64_t hi, TypeId t, int64_t *out, WError *err)
+{
+    char tmp[64];
+    size_t a = 0, b = len;
+    while (a < b && isspace((unsigned char)s[a]))
+        a++;
+    while (b > a && isspace((unsigned char)s[b - 1]))
+        b--;
+    if (b - a == 0 || b - a >= sizeof tmp)
+        return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type %s: \"%.*s\"",
+                    type_name(t), (int)(len > 200 ? 200 : len), s);
+    memcpy(tmp, s + a, b - a);
+    tmp[b - a] = 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(tmp, &end, 10);
+    if (*end)
+        return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type %s: \"%s\"", type_name(t), tmp);
+    if (errno == ERANGE || v < lo || v > hi)
+        return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value \"%s\" is out of range for type %s", tmp, type_name(t));
+    *out = v;
+    return 0;
+}
+
+int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, WError *err)
+{
+    *out = value_null(t);
+    out->null = false;
+    switch (t) {
+    case TYPE_BOOL: {
+        char tmp[8];
+        size_t n = len < sizeof tmp - 1 ? len : sizeof tmp - 1;
+        memcpy(tmp, s, n);
+        tmp[n] = 0;
+        if (len < 8 && (!strcasecmp(tmp, "t") || !strcasecmp(tmp, "true") || !strcasecmp(tmp, "yes") ||
+                        !strcasecmp(tmp, "on") || !strcmp(tmp, "1")))
+            out->u.i = 1;
+        else if (len < 8 && (!strcasecmp(tmp, "f") || !strcasecmp(tmp, "false") || !strcasecmp(tmp, "no") ||
+                             !strcasecmp(tmp, "off") || !strcmp(tmp, "0")))
+            out->u.i = 0;
+        else
+            return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type boolean: \"%.*s\"",
+                        (int)(len > 200 ? 200 : len), s);
+        return 0;
+    }
+    case TYPE_INT2: return parse_int(s, len, INT16_MIN, INT16_MAX, t, &out->u.i, err);
+    case TYPE_INT4: return parse_int(s, len, INT32_MIN, INT32_MAX, t, &out->u.i, err);
+    case TYPE_INT8: return parse_int(s, len, INT64_MIN, INT64_MAX, t, &out->u.i, err);
+    case TYPE_FLOAT4:
+    case TYPE_FLOAT8: {
+        char tmp[128];
+        if (len >= sizeof tmp)
+            return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type %s", type_name(t));
+        memcpy(tmp, s, len);
+        tmp[len] = 0;
+        char *end;
+        double f = strtod(tmp, &end);
+        while (*end && isspace((unsigned char)*end))
+            end++;
+        if (end == tmp || *end)
+            return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type %s: \"%s\"", type_name(t), tmp);
+        out->u.f = t == TYPE_FLOAT4 ? (double)(float)f : f;
+        return 0;
+    }
+    case TYPE_TEXT:
+    case TYPE_JSONB:
+        out->u.s.p = arena_strndup(a, s, len);
+        out->u.s.len = (uint32_t)len;
+        return 0;
+    case TYPE_BYTEA: {
+        if (len >= 2 && s[0] == '\\' && s[1] == 'x') {
+            if ((len - 2) % 2)
+                return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid hexadecimal data: odd number of digits");
+            char *p = arena_alloc(a, (len - 2) / 2 + 1);
+            for (size_t k = 0; k < (len - 2) / 2; k++) {
+                unsigned x;
+                if (sscanf(s + 2 + 2 * k, "%2x", &x) != 1)
+                    return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid hexadecimal digit");
+                p[k] = (char)x;
+            }
+            out->u.s.p = p;
+            out->u.s.len = (uint32_t)((len - 2) / 2);
+        } else {
+            out->u.s.p = arena_strndup(a, s, len);
+            out->u.s.len = (uint32_t)len;
+        }
+        return 0;
+    }
+    case TYPE_DATE:
+        if (parse_date(s, len, &out->u.i))
+            return werr(err, SQLSTATE_DATETIME_FORMAT, 0, "invalid input syntax for type date: \"%.*s\"",
+                        (int)(len > 200 ? 200 : len), s);
+        return 0;
+    case TYPE_TIMESTAMP:
+    case TYPE_TIMESTAMPTZ:
+        if (len == 8 && strncasecmp(s, "infinity", 8) == 0) {
+            out->u.i = TS_PLUS_INF;
+            return 0;
+        }
+        if (len == 9 && strncasecmp(s, "-infinity", 9) == 0) {
+            out->u.i = TS_MINUS_INF;
+            return 0;
+        }
+        if (parse_timestamp(s, len, &out->u.i))
+            return werr(err, SQLSTATE_DATETIME_FORMAT, 0, "invalid input syntax for type %s: \"%.*s\"",
+                        type_name(t), (int)(len > 200 ? 200 : len), s);
+        return 0;
+    case TYPE_INTERVAL:
+        if (parse_interval(s, len, &out->u.iv))
+            return werr(err, SQLSTATE_DATETIME_FORMAT, 0, "invalid input syntax for type interval: \"%.*s\"",
+                        (int)(len > 200 ? 200 : len), s);
+        return 0;
+    case TYPE_NUMERIC:
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: type numeric");
+    case TYPE_NULL:
+    case TYPE__COUNT: break;
+    }
+    return werr(err, SQLSTATE_INTERNAL, 0, "cannot parse a value of unknown type");
+}
+
+/* Postgres compares intervals as if a month were 30 days and a day 24 hours. */
+static __int128 interval_key(const Interval *iv)
+{
+    return (__int128)iv->usecs + ((__int128)iv->days + (__int128)iv->months * 30) * USECS_PER_DAY;
+}
+
+int value_cmp(const Value *a, const Value *b)
+{
+    switch (type_phys(a->type)) {
+    case PHYS_I64: return a->u.i < b->u.i ? -1 : a->u.i > b->u.i;
+    case PHYS_F64:
+        /* NaN sorts after everything and equals itself, as in Postgres. */
+        if (isnan(a->u.f) || isnan(b->u.f))
+            return isnan(a->u.f) - isnan(b->u.f);
+        return a->u.f < b->u.f ? -1 : a->u.f > b->u.f;
+    case PHYS_STR: {
+        uint32_t n = a->u.s.len < b->u.s.len ? a->u.s.len : b->u.s.len;
+        int c = n ? memcmp(a->u.s.p, b->u.s.p, n) : 0;
+        if (c)
+            return c < 0 ? -1 : 1;
+        return a->u.s.len < b->u.s.len ? -1 : a->u.s.len > b->u.s.len;
+    }
+    case PHYS_IV: {
+        __int128 x = interval_key(&a->u.iv), y = interval_key(&b->u.iv);
+        return x < y ? -1 : x > y;
+    }
+    }
+    return 0;
+}
+
+bool value_eq(const Value *a, const Value *b) { return value_cmp(a, b) == 0; }
+
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+    /* A simple, fast 8-bytes-at-a-time mix; good enough for hash tables and
+     * exchange routing, not for adversarial keys. */
+    const unsigned char *s = p;
+    uint64_t h = seed ^ (n * UINT64_C(0x9e3779b97f4a7c15));
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = hash_u64(h ^ w) * UINT64_C(0x9e3779b97f4a7c15);
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    return hash_u64(h ^ w ^ ((uint64_t)n << 56));
+}
+
+uint64_t value_hash(const Value *v, uint64_t seed)
+{
+    if (v->null)
+        return hash_u64(seed ^ UINT64_C(0x5bd1e995));
+    switch (type_phys(v->type)) {
+    case PHYS_I64: return hash_u64(seed ^ (uint64_t)v->u.i);
+    case PHYS_F64: {
+        double f = v->u.f == 0 ? 0 : v->u.f; /* -0 == 0 */
+        uint64_t w;
+        memcpy(&w, &f, 8);
+        return hash_u64(seed ^ w);
+    }
+    case PHYS_STR: return hash_bytes(v->u.s.p, v->u.s.len, seed);
+    case PHYS_IV: {
+        __int128 k = interval_key(&v->u.iv);
+        return hash_u64(seed ^ (uint64_t)k ^ hash_u64((uint64_t)(k >> 64)));
+    }
+    }
+    return seed;
+}

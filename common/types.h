@@ -1,0 +1,132 @@
+/*
+ * types.h: SQL types, scalar values and their text forms.
+ *
+ * Every SQL type maps to one physical representation, which is what a chunk
+ * column stores (see chunk.h):
+ *   I64  BOOLEAN (0/1), SMALLINT, INT, BIGINT, DATE (days since 1970-01-01),
+ *        TIMESTAMP and TIMESTAMPTZ (microseconds since 1970-01-01 00:00 UTC)
+ *   F64  REAL, DOUBLE PRECISION
+ *   STR  VARCHAR/TEXT, BYTEA, JSONB (bytes; not NUL-terminated)
+ *   IV   INTERVAL (months, days, microseconds, as Postgres keeps them)
+ * Text input and output follow Postgres (DateStyle ISO, TimeZone UTC), so
+ * what psql shows matches what users expect from Postgres.
+ */
+#ifndef WEIR_COMMON_TYPES_H
+#define WEIR_COMMON_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "buf.h"
+#include "error.h"
+
+typedef enum TypeId {
+    TYPE_NULL = 0,    /* the type of a bare NULL literal before coercion */
+    TYPE_BOOL,
+    TYPE_INT2,
+    TYPE_INT4,
+    TYPE_INT8,
+    TYPE_FLOAT4,
+    TYPE_FLOAT8,
+    TYPE_NUMERIC,     /* recognised by name; values not supported yet (0A000) */
+    TYPE_TEXT,
+    TYPE_BYTEA,
+    TYPE_DATE,
+    TYPE_TIMESTAMP,
+    TYPE_TIMESTAMPTZ,
+    TYPE_INTERVAL,
+    TYPE_JSONB,
+    TYPE__COUNT
+} TypeId;
+
+typedef enum PhysKind { PHYS_I64, PHYS_F64, PHYS_STR, PHYS_IV } PhysKind;
+
+typedef struct Interval {
+    int64_t usecs;   /* time part, microseconds */
+    int32_t days;
+    int32_t months;
+} Interval;
+
+typedef struct StrRef {
+    const char *p;   /* borrowed; lifetime is the owner's (chunk arena, row buffer) */
+    uint32_t len;
+} StrRef;
+
+/* One scalar. Strings are borrowed (see StrRef). */
+typedef struct Value {
+    TypeId type;
+    bool null;
+    union {
+        int64_t i;
+        double f;
+        StrRef s;
+        Interval iv;
+    } u;
+} Value;
+
+#define USECS_PER_SEC  INT64_C(1000000)
+#define USECS_PER_DAY  INT64_C(86400000000)
+/* Timestamps that mean "before everything" and "after everything". */
+#define TS_MINUS_INF   INT64_MIN
+#define TS_PLUS_INF    INT64_MAX
+
+PhysKind type_phys(TypeId t);
+const char *type_name(TypeId t);            /* SQL name as Postgres prints it */
+uint32_t type_oid(TypeId t);                 /* Postgres type OID for RowDescription */
+int16_t type_wire_len(TypeId t);             /* typlen for RowDescription (-1 varlena) */
+/* Parses a type name (case-insensitive; "int", "integer", "bigint", "varchar",
+ * "timestamp without time zone"...). Returns TYPE_NULL if unknown. */
+TypeId type_from_name(const char *name);
+bool type_is_numeric(TypeId t);              /* int2..float8 */
+bool type_is_integer(TypeId t);
+bool type_is_temporal(TypeId t);             /* date, timestamp, timestamptz */
+
+Value value_null(TypeId t);
+Value value_int(TypeId t, int64_t v);
+Value value_float(TypeId t, double v);
+Value value_str(TypeId t, const char *p, size_t len);
+Value value_bool(bool b);
+
+/* Appends the Postgres text form of v (nothing for NULL; callers check). */
+void value_to_text(const Value *v, Buf *out);
+/* Parses the Postgres text form of type t. Strings are copied into a (so the
+ * result outlives s). Returns 0, or -1 with err (22P02, 22007, 22003). */
+int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, WError *err);
+/* Total order on two non-NULL values of the same physical kind: <0, 0, >0. */
+int value_cmp(const Value *a, const Value *b);
+/* SQL equality for non-NULL values of the same physical kind. */
+bool value_eq(const Value *a, const Value *b);
+uint64_t value_hash(const Value *v, uint64_t seed);
+
+/* Date/time helpers (proleptic Gregorian, UTC). */
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d);
+void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
+/* Parses "YYYY-MM-DD[ T]HH:MM[:SS[.ffffff]][Z|+HH[:MM]]" or a bare date.
+ * Returns 0 and microseconds since the epoch, or -1. */
+int parse_timestamp(const char *s, size_t len, int64_t *usecs);
+int parse_date(const char *s, size_t len, int64_t *days);
+/* Parses "5 seconds", "1 day 02:00:00", "00:00:05", "-3 hours 2 minutes",
+ * ISO-8601 "PT5S". Returns 0 or -1. */
+int parse_interval(const char *s, size_t len, Interval *out);
+void format_timestamp(int64_t usecs, bool tz, Buf *out);
+void format_date(int64_t days, Buf *out);
+void format_interval(const Interval *iv, Buf *out);
+/* An interval as microseconds when it has no month part (for window sizes);
+ * days count as 24 hours. Returns -1 if it has months. */
+int interval_to_usecs(const Interval *iv, int64_t *out);
+
+/* 64-bit hashing (not cryptographic; used by hash tables and exchanges). */
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
+static inline uint64_t hash_u64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x *= UINT64_C(0xc4ceb9fe1a85ec53);
+    x ^= x >> 33;
+    return x;
+}
+
+#endif
