@@ -26,6 +26,7 @@ Chunk *chunk_new(Arena *a, int n_cols, const TypeId *types, int cap)
     c->n_cols = n_cols;
     c->cap = cap;
     c->arena = a;
+    c->src_partition = -1;
     c->cols = arena_zalloc(a, sizeof(Column) * (size_t)(n_cols ? n_cols : 1));
     c->ops = arena_zalloc(a, (size_t)cap);
     for (int i = 0; i < n_cols; i++) {

@@ -48,6 +48,8 @@ typedef struct Chunk {
     Column *cols;
     uint8_t *ops;           /* RowOp per row */
     int64_t *wm;            /* watermark in effect per row, or NULL */
+    int32_t src_partition;  /* the source partition all rows came from, -1 if none or mixed */
+    int32_t src_n_partitions; /* partitions of that source (for per-partition watermarks) */
     Arena *arena;           /* owns arrays and strings; borrowed */
 } Chunk;
 

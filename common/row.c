@@ -44,7 +44,7 @@ static uint32_t get_be32(const unsigned char *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-int row_decode(const void *vp, size_t len, Value *vals, int n)
+int row_decode_prefix(const void *vp, size_t len, Value *vals, int n, size_t *used)
 {
     const unsigned char *p = vp, *end = p + len;
     for (int i = 0; i < n; i++) {
@@ -95,7 +95,16 @@ int row_decode(const void *vp, size_t len, Value *vals, int n)
             break;
         }
     }
-    return p == end ? 0 : -1;
+    *used = (size_t)(p - (const unsigned char *)vp);
+    return 0;
+}
+
+int row_decode(const void *vp, size_t len, Value *vals, int n)
+{
+    size_t used;
+    if (row_decode_prefix(vp, len, vals, n, &used))
+        return -1;
+    return used == len ? 0 : -1;
 }
 
 /* Key encoding: 0x00 for NULL (sorts first), 0x01 then the payload:

@@ -19,6 +19,8 @@ void row_encode(Buf *out, const Value *vals, int n);
 /* Decodes exactly n values from p[0..len). Strings point into p (so p must
  * outlive vals). Types come from the encoding. Returns 0, or -1 on corrupt input. */
 int row_decode(const void *p, size_t len, Value *vals, int n);
+/* Decodes the first n values only; *used gets the bytes they took. */
+int row_decode_prefix(const void *p, size_t len, Value *vals, int n, size_t *used);
 /* Appends the memcomparable encoding of vals[0..n) to out. */
 void key_encode(Buf *out, const Value *vals, int n);
 /* Decodes a key written by key_encode for the given types; strings are

@@ -1,0 +1,1145 @@
+/*
+ * ast.c: the AST builders called by the grammar's one-line actions, and the
+ * driver parse_sql() that runs tokenizer and grammar over a string.
+ *
+ * Every node lives in the caller's statement arena. Builders never return
+ * NULL, even after an error: the Lemon parser may run a few more reductions
+ * before the driver sees the error, and those must not crash. The first
+ * error recorded on the WError wins (SQLite's nErr/zErrMsg discipline).
+ *
+ * Nesting is bounded so that later recursive passes (binder, planner)
+ * cannot overflow the C stack: parentheses are counted by the driver,
+ * expression trees carry a depth in a private box around AstExpr, join and
+ * set-operation chains are counted when built, and Lemon's fixed-size stack
+ * bounds everything else (prefix operators, CASE nests). Each limit reports
+ * SQLSTATE 54000.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+#include "parser_int.h"
+
+/* Lemon's generated entry points (parse.c). */
+void *WeirParserAlloc(void *(*malloc_fn)(size_t), ParseCtx *ctx);
+void WeirParserFree(void *p, void (*free_fn)(void *));
+void WeirParser(void *p, int major, Token minor);
+
+/*
+ * Private boxes around public nodes: the public struct comes first, so a
+ * pointer to it is a pointer to the box (C11 6.7.2.1p15). Only builders in
+ * this file allocate these nodes, so the cast back is always valid.
+ */
+typedef struct ExprBox {
+    AstExpr e;
+    int depth;           /* height of the expression tree, 1 for a leaf */
+} ExprBox;
+
+typedef struct SelectBox {
+    AstSelect s;
+    int off;             /* byte offset of the first token */
+    int chain;           /* set-operation operands hanging off this select */
+} SelectBox;
+
+#define EXPR_DEPTH(e) ((e) ? ((const ExprBox *)(e))->depth : 0)
+
+/* ---- lists and names ----------------------------------------------------- */
+
+AstList *ast_list_append(Arena *a, AstList *l, void *item)
+{
+    if (!l)
+        l = arena_zalloc(a, sizeof *l);
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 4;
+        void **items = arena_alloc(a, (size_t)cap * sizeof *items);
+        if (l->n)
+            memcpy(items, l->items, (size_t)l->n * sizeof *items);
+        l->items = items;
+        l->cap = cap;
+    }
+    l->items[l->n++] = item;
+    return l;
+}
+
+AstList *ast_list2(ParseCtx *c, AstList *l, void *x, void *y)
+{
+    return ast_list_append(c->a, ast_list_append(c->a, l, x), y);
+}
+
+const char *ast_op_name(AstOp op)
+{
+    switch (op) {
+    case OP_NONE: return "";
+    case OP_NEG: return "-";
+    case OP_NOT: return "NOT";
+    case OP_PLUS: return "+";
+    case OP_ADD: return "+";
+    case OP_SUB: return "-";
+    case OP_MUL: return "*";
+    case OP_DIV: return "/";
+    case OP_MOD: return "%";
+    case OP_POW: return "^";
+    case OP_CONCAT: return "||";
+    case OP_EQ: return "=";
+    case OP_NE: return "<>";
+    case OP_LT: return "<";
+    case OP_LE: return "<=";
+    case OP_GT: return ">";
+    case OP_GE: return ">=";
+    case OP_AND: return "AND";
+    case OP_OR: return "OR";
+    }
+    return "?";
+}
+
+const char *ast_object_kind_name(AstObjectKind k)
+{
+    switch (k) {
+    case OBJ_SOURCE: return "source";
+    case OBJ_TABLE: return "table";
+    case OBJ_VIEW: return "view";
+    case OBJ_MATERIALIZED_VIEW: return "materialized view";
+    case OBJ_SINK: return "sink";
+    case OBJ_STREAM: return "stream";
+    }
+    return "object";
+}
+
+static char lower(char ch) { return (ch >= 'A' && ch <= 'Z') ? (char)(ch - 'A' + 'a') : ch; }
+
+const char *ast_ident(ParseCtx *c, Token t)
+{
+    if (t.n >= 2 && t.z[0] == '"') {
+        char *out = arena_alloc(c->a, (size_t)t.n);
+        int j = 0;
+        for (int i = 1; i < t.n - 1; i++) {
+            out[j++] = t.z[i];
+            if (t.z[i] == '"')
+                i++;   /* "" stands for one " */
+        }
+        out[j] = 0;
+        if (j == 0)
+            werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "zero-length delimited identifier at or near \"\"\"\"");
+        return out;
+    }
+    return ast_token_text(c, t);
+}
+
+const char *ast_token_text(ParseCtx *c, Token t)
+{
+    char *out = arena_strndup(c->a, t.z, (size_t)t.n);
+    for (int i = 0; i < t.n; i++)
+        out[i] = lower(out[i]);
+    return out;
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch = lower(ch);
+    return (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10 : -1;
+}
+
+/* Unescapes '...' ('' is a quote) or E'...' (also C-style backslash escapes,
+ * \ooo octal and \xhh hex, as in Postgres). A zero byte is dropped: C strings
+ * cannot carry it, and Postgres rejects it too. */
+const char *ast_string(ParseCtx *c, Token t)
+{
+    int esc = (t.z[0] == 'E' || t.z[0] == 'e');
+    const char *z = t.z + esc + 1;
+    int n = t.n - esc - 2;
+    char *out = arena_alloc(c->a, (size_t)(n > 0 ? n : 0) + 1);
+    int j = 0;
+    for (int i = 0; i < n; i++) {
+        char ch = z[i];
+        if (ch == '\'') {
+            i++;   /* '' */
+        } else if (esc && ch == '\\' && i + 1 < n) {
+            ch = z[++i];
+            switch (ch) {
+            case 'n': ch = '\n'; break;
+            case 't': ch = '\t'; break;
+            case 'r': ch = '\r'; break;
+            case 'b': ch = '\b'; break;
+            case 'f': ch = '\f'; break;
+            case 'x':
+                if (i + 1 < n && hexval(z[i + 1]) >= 0) {
+                    int v = hexval(z[++i]);
+                    if (i + 1 < n && hexval(z[i + 1]) >= 0)
+                        v = v * 16 + hexval(z[++i]);
+                    ch = (char)v;
+                }
+                break;
+            default:
+                if (ch >= '0' && ch <= '7') {
+                    int v = ch - '0';
+                    for (int k = 0; k < 2 && i + 1 < n && z[i + 1] >= '0' && z[i + 1] <= '7'; k++)
+                        v = v * 8 + (z[++i] - '0');
+                    ch = (char)v;
+                }
+                break;   /* \\, \', and any other character stand for themselves */
+            }
+        }
+        if (ch)
+            out[j++] = ch;
+    }
+    out[j] = 0;
+    return out;
+}
+
+const char *ast_join_dotted(ParseCtx *c, const char *l, const char *r)
+{
+    return arena_printf(c->a, "%s.%s", l, r);
+}
+
+AstList *ast_name_list(ParseCtx *c, AstList *l, Token t)
+{
+    return ast_list_append(c->a, l, (void *)ast_ident(c, t));
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+void parse_syntax_error(ParseCtx *c, Token t)
+{
+    if (t.n == 0) {
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "syntax error at end of input");
+        return;
+    }
+    /* Show at most 64 bytes, cut at a UTF-8 character boundary. */
+    int n = t.n;
+    if (n > 64) {
+        n = 64;
+        while (n > 0 && ((unsigned char)t.z[n] & 0xC0) == 0x80)
+            n--;
+    }
+    werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "syntax error at or near \"%.*s\"", n, t.z);
+}
+
+void parse_stack_overflow(ParseCtx *c)
+{
+    werr(c->err, SQLSTATE_PROGRAM_LIMIT, 0, "statement is too complex (parser stack overflow)");
+}
+
+static void too_deep(ParseCtx *c, int pos)
+{
+    werr(c->err, SQLSTATE_PROGRAM_LIMIT, pos, "statement is nested too deeply (limit %d)", PARSE_MAX_DEPTH);
+}
+
+/* ---- expressions --------------------------------------------------------- */
+
+static AstExpr *new_expr(ParseCtx *c, AstExprKind k, int pos, int depth)
+{
+    ExprBox *b = arena_zalloc(c->a, sizeof *b);
+    b->e.kind = k;
+    b->e.pos = pos;
+    b->depth = depth;
+    if (depth > PARSE_MAX_DEPTH)
+        too_deep(c, pos);
+    return &b->e;
+}
+
+static int max3(int a, int b, int c)
+{
+    int m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+static int list_depth(const AstList *l)
+{
+    int d = 0;
+    for (int i = 0; i < ast_list_len(l); i++)
+        if (EXPR_DEPTH(AST_AT(l, i)) > d)
+            d = EXPR_DEPTH(AST_AT(l, i));
+    return d;
+}
+
+AstExpr *ast_lit(ParseCtx *c, AstLitKind k, Token t)
+{
+    AstExpr *e = new_expr(c, AST_LITERAL, t.pos, 1);
+    e->lit_kind = k;
+    switch (k) {
+    case LIT_NULL: break;
+    case LIT_BOOL: e->text = lower(t.z[0]) == 't' ? "t" : "f"; break;
+    case LIT_STRING: e->text = ast_string(c, t); break;
+    default: e->text = arena_strndup(c->a, t.z, (size_t)t.n); break;
+    }
+    return e;
+}
+
+const char *ast_type_name(ParseCtx *c, Token t)
+{
+    return ast_ident(c, t);
+}
+
+const char *ast_type_tz(ParseCtx *c, const char *base, bool with_tz, Token at)
+{
+    if (strcmp(base, "timestamp") == 0)
+        return with_tz ? "timestamptz" : "timestamp";
+    if (strcmp(base, "time") == 0)
+        return with_tz ? "timetz" : "time";
+    werr(c->err, SQLSTATE_SYNTAX_ERROR, at.pos, "WITH%s TIME ZONE is not allowed for type %s",
+         with_tz ? "" : "OUT", base);
+    return base;
+}
+
+AstExpr *ast_lit_typed(ParseCtx *c, Token type, Token str)
+{
+    AstExpr *e = new_expr(c, AST_LITERAL, type.pos, 1);
+    e->lit_kind = LIT_TYPED;
+    e->type_name = ast_type_name(c, type);
+    e->text = ast_string(c, str);
+    return e;
+}
+
+AstExpr *ast_lit_interval(ParseCtx *c, Token kw, Token str, const char *unit)
+{
+    AstExpr *e = new_expr(c, AST_LITERAL, kw.pos, 1);
+    e->lit_kind = LIT_INTERVAL;
+    e->type_name = "interval";
+    e->text = ast_string(c, str);
+    e->interval_unit = unit;
+    return e;
+}
+
+AstExpr *ast_column(ParseCtx *c, const Token *qual, Token name)
+{
+    AstExpr *e = new_expr(c, AST_COLUMN, qual ? qual->pos : name.pos, 1);
+    e->qualifier = qual ? ast_ident(c, *qual) : NULL;
+    e->text = ast_ident(c, name);
+    return e;
+}
+
+AstExpr *ast_star(ParseCtx *c, const Token *qual, Token star)
+{
+    AstExpr *e = new_expr(c, AST_STAR, qual ? qual->pos : star.pos, 1);
+    e->qualifier = qual ? ast_ident(c, *qual) : NULL;
+    return e;
+}
+
+AstExpr *ast_param(ParseCtx *c, Token t)
+{
+    AstExpr *e = new_expr(c, AST_PARAM, t.pos, 1);
+    long v = 0;
+    for (int i = 1; i < t.n; i++) {
+        v = v * 10 + (t.z[i] - '0');
+        if (v > 65535) {
+            werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "parameter number too large at or near \"%.*s\"",
+                 t.n > 20 ? 20 : t.n, t.z);
+            break;
+        }
+    }
+    e->param_no = (int)v;
+    e->text = arena_strndup(c->a, t.z, (size_t)t.n);
+    return e;
+}
+
+AstExpr *ast_unary(ParseCtx *c, AstOp op, Token t, AstExpr *arg)
+{
+    /* A minus before a numeric literal folds into it, as Postgres's
+     * doNegate() does, so -9223372036854775808 is one bigint constant. */
+    if (op == OP_NEG && arg->kind == AST_LITERAL && (arg->lit_kind == LIT_INT || arg->lit_kind == LIT_DECIMAL)) {
+        arg->text = arg->text[0] == '-' ? arg->text + 1 : arena_printf(c->a, "-%s", arg->text);
+        arg->pos = t.pos;
+        return arg;
+    }
+    AstExpr *e = new_expr(c, AST_UNARY, t.pos, EXPR_DEPTH(arg) + 1);
+    e->op = op;
+    e->args = ast_list_append(c->a, NULL, arg);
+    return e;
+}
+
+AstExpr *ast_binary(ParseCtx *c, AstOp op, AstExpr *l, AstExpr *r)
+{
+    AstExpr *e = new_expr(c, AST_BINARY, l->pos, max3(EXPR_DEPTH(l), EXPR_DEPTH(r), 0) + 1);
+    e->op = op;
+    e->args = ast_list_append(c->a, ast_list_append(c->a, NULL, l), r);
+    return e;
+}
+
+AstExpr *ast_func(ParseCtx *c, Token name, AstList *args, bool distinct, bool star)
+{
+    AstExpr *e = new_expr(c, AST_FUNC, name.pos, list_depth(args) + 1);
+    e->text = ast_ident(c, name);
+    e->args = args;
+    e->distinct = distinct;
+    e->star_arg = star;
+    return e;
+}
+
+AstExpr *ast_func_name(ParseCtx *c, Token kw, const char *name)
+{
+    AstExpr *e = new_expr(c, AST_FUNC, kw.pos, 1);
+    e->text = name;
+    return e;
+}
+
+AstExpr *ast_func_decorate(ParseCtx *c, AstExpr *f, AstExpr *filter, AstWindowSpec *over)
+{
+    f->filter = filter;
+    f->over = over;
+    int d = EXPR_DEPTH(filter);
+    if (over)
+        d = max3(d, list_depth(over->partition_by), 0);
+    if (d + 1 > ((ExprBox *)f)->depth)
+        ((ExprBox *)f)->depth = d + 1;
+    if (((ExprBox *)f)->depth > PARSE_MAX_DEPTH)
+        too_deep(c, f->pos);
+    return f;
+}
+
+AstWindowSpec *ast_window_spec(ParseCtx *c, AstList *partition_by, AstList *order_by)
+{
+    AstWindowSpec *w = arena_zalloc(c->a, sizeof *w);
+    w->partition_by = partition_by;
+    w->order_by = order_by;
+    return w;
+}
+
+AstExpr *ast_cast(ParseCtx *c, AstExpr *arg, const char *type, int pos)
+{
+    AstExpr *e = new_expr(c, AST_CAST, pos, EXPR_DEPTH(arg) + 1);
+    e->arg = arg;
+    e->type_name = type;
+    return e;
+}
+
+AstExpr *ast_case(ParseCtx *c, Token t, AstExpr *operand, AstList *whens, AstExpr *else_)
+{
+    AstExpr *e = new_expr(c, AST_CASE, t.pos, max3(EXPR_DEPTH(operand), list_depth(whens), EXPR_DEPTH(else_)) + 1);
+    e->arg = operand;
+    e->whens = whens;
+    e->else_ = else_;
+    return e;
+}
+
+AstExpr *ast_in(ParseCtx *c, AstExpr *arg, AstList *list, bool negated)
+{
+    AstExpr *e = new_expr(c, AST_IN, arg->pos, max3(EXPR_DEPTH(arg), list_depth(list), 0) + 1);
+    e->arg = arg;
+    e->args = list;
+    e->negated = negated;
+    return e;
+}
+
+AstExpr *ast_in_select(ParseCtx *c, AstExpr *arg, AstSelect *q, bool negated)
+{
+    AstExpr *e = new_expr(c, AST_SUBQUERY, arg->pos, EXPR_DEPTH(arg) + 1);
+    e->subq_kind = SUBQ_IN;
+    e->arg = arg;
+    e->subquery = q;
+    e->negated = negated;
+    return e;
+}
+
+AstExpr *ast_between(ParseCtx *c, AstExpr *arg, AstExpr *lo, AstExpr *hi, bool negated)
+{
+    AstExpr *e = new_expr(c, AST_BETWEEN, arg->pos, max3(EXPR_DEPTH(arg), EXPR_DEPTH(lo), EXPR_DEPTH(hi)) + 1);
+    e->arg = arg;
+    e->lo = lo;
+    e->hi = hi;
+    e->negated = negated;
+    return e;
+}
+
+AstExpr *ast_is(ParseCtx *c, AstExpr *arg, AstIsKind k, bool negated, AstExpr *other)
+{
+    AstExpr *e = new_expr(c, AST_IS, arg->pos, max3(EXPR_DEPTH(arg), EXPR_DEPTH(other), 0) + 1);
+    e->arg = arg;
+    e->is_kind = k;
+    e->negated = negated;
+    e->lo = other;
+    return e;
+}
+
+AstExpr *ast_like(ParseCtx *c, AstExpr *arg, AstExpr *pat, AstExpr *esc, bool negated, bool ilike)
+{
+    AstExpr *e = new_expr(c, AST_LIKE, arg->pos, max3(EXPR_DEPTH(arg), EXPR_DEPTH(pat), EXPR_DEPTH(esc)) + 1);
+    e->arg = arg;
+    e->lo = pat;
+    e->hi = esc;
+    e->negated = negated;
+    e->ilike = ilike;
+    return e;
+}
+
+AstExpr *ast_extract(ParseCtx *c, Token kw, const char *field, AstExpr *arg)
+{
+    AstExpr *e = new_expr(c, AST_EXTRACT, kw.pos, EXPR_DEPTH(arg) + 1);
+    char *f = arena_strdup(c->a, field);
+    for (char *p = f; *p; p++)
+        *p = lower(*p);
+    e->text = f;
+    e->arg = arg;
+    return e;
+}
+
+AstExpr *ast_subquery(ParseCtx *c, Token t, AstSubqueryKind k, AstSelect *q)
+{
+    AstExpr *e = new_expr(c, AST_SUBQUERY, t.pos, 1);
+    e->subq_kind = k;
+    e->subquery = q;
+    return e;
+}
+
+AstExpr *ast_paren(ParseCtx *c, AstExpr *e)
+{
+    (void)c;
+    return e;
+}
+
+/* ---- queries ------------------------------------------------------------- */
+
+static AstSelect *new_select(ParseCtx *c, Token first)
+{
+    SelectBox *b = arena_zalloc(c->a, sizeof *b);
+    b->s.pos = first.pos;
+    b->off = first.off;
+    return &b->s;
+}
+
+AstTarget *ast_target(ParseCtx *c, AstExpr *e, const char *alias)
+{
+    AstTarget *t = arena_zalloc(c->a, sizeof *t);
+    t->expr = e;
+    t->alias = alias;
+    t->pos = e->pos;
+    return t;
+}
+
+AstOrderItem *ast_order_item(ParseCtx *c, AstExpr *e, bool desc, int nulls)
+{
+    AstOrderItem *o = arena_zalloc(c->a, sizeof *o);
+    o->expr = e;
+    o->desc = desc;
+    o->nulls = nulls;
+    return o;
+}
+
+AstSelect *ast_select(ParseCtx *c, Token t, int distinct, AstList *distinct_on, AstList *targets,
+                      AstList *from, AstExpr *where, AstList *group_by, AstExpr *having)
+{
+    AstSelect *s = new_select(c, t);
+    s->distinct = distinct || distinct_on;
+    s->distinct_on = distinct_on;
+    s->targets = targets;
+    s->from = from;
+    s->where = where;
+    s->group_by = group_by;
+    s->having = having;
+    return s;
+}
+
+AstSelect *ast_values(ParseCtx *c, Token t, AstSelect *prev, AstList *row)
+{
+    if (!prev) {
+        prev = new_select(c, t);
+    } else if (ast_list_len(row) != ast_list_len((AstList *)AST_AT(prev->values, 0))) {
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "VALUES lists must all be the same length");
+    }
+    prev->values = ast_list_append(c->a, prev->values, row);
+    return prev;
+}
+
+static bool chain_all(const AstSelect *s, AstSetOp op)
+{
+    for (; s && s->set_op != SETOP_NONE; s = s->set_rhs)
+        if (s->set_op != op)
+            return false;
+    return true;
+}
+
+/*
+ * `l op r`. The AST reads a set operation to the right: s combined with
+ * the whole of s->set_rhs. So an associative chain (the same UNION, UNION
+ * ALL or INTERSECT throughout) is kept flat by appending at its tail, and
+ * any other left operand that is itself a set operation is wrapped as
+ * SELECT * FROM (l), which keeps Postgres's left-to-right meaning for
+ * EXCEPT and mixed chains.
+ */
+AstSelect *ast_setop(ParseCtx *c, AstSelect *l, AstSetOp op, bool all, AstSelect *r, Token t)
+{
+    if (all && op != SETOP_UNION) {
+        werr(c->err, SQLSTATE_NOT_SUPPORTED, t.pos, "%s ALL is not supported",
+             op == SETOP_EXCEPT ? "EXCEPT" : "INTERSECT");
+        return l;
+    }
+    if (op == SETOP_UNION && all)
+        op = SETOP_UNION_ALL;
+    SelectBox *lb = (SelectBox *)l;
+    int chain = lb->chain + ((SelectBox *)r)->chain + 1;
+    if (chain > PARSE_MAX_DEPTH) {
+        too_deep(c, t.pos);
+        return l;
+    }
+    if (l->set_op == SETOP_NONE) {
+        l->set_op = op;
+        l->set_rhs = r;
+    } else if (op != SETOP_EXCEPT && chain_all(l, op)) {
+        AstSelect *tail = l;
+        while (tail->set_op != SETOP_NONE)
+            tail = tail->set_rhs;
+        tail->set_op = op;
+        tail->set_rhs = r;
+    } else {
+        Token first = {c->sql + lb->off, 0, lb->off, l->pos, 0};
+        AstSelect *w = new_select(c, first);
+        AstTableRef *sub = arena_zalloc(c->a, sizeof *sub);
+        sub->kind = TREF_SUBQUERY;
+        sub->pos = l->pos;
+        sub->subquery = l;
+        w->targets = ast_list_append(c->a, NULL, ast_target(c, ast_star(c, NULL, first), NULL));
+        w->from = ast_list_append(c->a, NULL, sub);
+        w->set_op = op;
+        w->set_rhs = r;
+        l = w;
+        lb = (SelectBox *)w;
+    }
+    lb->chain = chain;
+    return l;
+}
+
+AstSelect *ast_select_finish(ParseCtx *c, const Token *with, AstList *ctes, AstSelect *s,
+                             AstList *order_by, LimitSpec lim)
+{
+    (void)c;
+    if (with) {
+        s->pos = with->pos;
+        ((SelectBox *)s)->off = with->off;
+    }
+    s->ctes = ctes;
+    s->order_by = order_by;
+    s->limit = lim.limit;
+    s->offset = lim.offset;
+    return s;
+}
+
+AstCte *ast_cte(ParseCtx *c, Token name, AstSelect *q)
+{
+    AstCte *cte = arena_zalloc(c->a, sizeof *cte);
+    cte->name = ast_ident(c, name);
+    cte->query = q;
+    cte->pos = name.pos;
+    return cte;
+}
+
+static AstTableRef *new_tref(ParseCtx *c, AstTableRefKind k, int pos, AliasSpec al)
+{
+    AstTableRef *t = arena_zalloc(c->a, sizeof *t);
+    t->kind = k;
+    t->pos = pos;
+    t->alias = al.name;
+    t->col_aliases = al.cols;
+    return t;
+}
+
+AstTableRef *ast_tref_name(ParseCtx *c, Token name, const char *qualified, AstExpr *systime, AliasSpec al)
+{
+    AstTableRef *t = new_tref(c, TREF_NAME, name.pos, al);
+    t->name = qualified ? qualified : ast_ident(c, name);
+    t->system_time = systime;
+    return t;
+}
+
+AstTableRef *ast_tref_subquery(ParseCtx *c, Token lp, AstSelect *q, AliasSpec al)
+{
+    AstTableRef *t = new_tref(c, TREF_SUBQUERY, lp.pos, al);
+    t->subquery = q;
+    return t;
+}
+
+AstTableRef *ast_tref_join(ParseCtx *c, AstTableRef *l, AstJoinType jt, AstTableRef *r, AstExpr *on,
+                           AstList *using_cols)
+{
+    int depth = 1;
+    for (const AstTableRef *p = l; p->kind == TREF_JOIN; p = p->left)
+        depth++;
+    if (depth > PARSE_MAX_DEPTH)
+        too_deep(c, r->pos);
+    AstTableRef *t = new_tref(c, TREF_JOIN, l->pos, (AliasSpec){0});
+    t->join_type = jt;
+    t->left = l;
+    t->right = r;
+    t->on = on;
+    t->using_cols = using_cols;
+    return t;
+}
+
+AstTableRef *ast_tref_window(ParseCtx *c, Token fname, TvfInput in, AstList *args, AliasSpec al)
+{
+    static const struct {
+        const char *name;
+        AstWindowKind kind;
+        int min_args, max_args;   /* after the input and the time column */
+        const char *usage;
+    } fns[] = {
+        {"tumble", WIN_TUMBLE, 1, 2, "TUMBLE(table, time_col, size [, offset])"},
+        {"hop", WIN_HOP, 2, 3, "HOP(table, time_col, slide, size [, offset])"},
+        {"cumulate", WIN_CUMULATE, 2, 3, "CUMULATE(table, time_col, step, max_size [, offset])"},
+        {"session", WIN_SESSION, 1, 1, "SESSION(table, time_col, gap)"},
+    };
+    const char *name = ast_ident(c, fname);
+    int i;
+    for (i = 0; i < (int)(sizeof fns / sizeof fns[0]); i++)
+        if (strcmp(name, fns[i].name) == 0)
+            break;
+    if (i == (int)(sizeof fns / sizeof fns[0])) {
+        werr(c->err, SQLSTATE_UNDEFINED_FUNCTION, fname.pos, "table function \"%s\" does not exist", name);
+        return in.rel;
+    }
+    int n_rest = ast_list_len(args) - 1;
+    if (n_rest < fns[i].min_args || n_rest > fns[i].max_args) {
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, fname.pos, "wrong number of arguments to %s: expected %s",
+             fns[i].name, fns[i].usage);
+        return in.rel;
+    }
+    AstExpr *tc = AST_AT(args, 0);
+    if (tc->kind == AST_FUNC && strcmp(tc->text, "descriptor") == 0 && ast_list_len(tc->args) == 1 &&
+        !tc->distinct && !tc->filter && !tc->over)
+        tc = AST_AT(tc->args, 0);
+    if (tc->kind != AST_COLUMN) {
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, tc->pos, "the time column of %s must be a column name", fns[i].name);
+        return in.rel;
+    }
+    if (in.partition && fns[i].kind != WIN_SESSION) {
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, fname.pos, "PARTITION BY is only allowed in SESSION windows");
+        return in.rel;
+    }
+    AstTableRef *t = new_tref(c, TREF_WINDOW, fname.pos, al);
+    t->win_kind = fns[i].kind;
+    t->input = in.rel;
+    t->time_col = tc;
+    t->win_partition = in.partition;
+    for (int k = 1; k < ast_list_len(args); k++)
+        t->win_args = ast_list_append(c->a, t->win_args, AST_AT(args, k));
+    return t;
+}
+
+/* ---- statements ---------------------------------------------------------- */
+
+static AstStmt *new_stmt(ParseCtx *c, AstStmtKind k, int pos, int off)
+{
+    AstStmt *s = arena_zalloc(c->a, sizeof *s);
+    s->kind = k;
+    s->pos = pos;
+    s->text_start = off;
+    s->text_end = -1;
+    return s;
+}
+
+AstStmt *ast_stmt(ParseCtx *c, AstStmtKind k, Token first)
+{
+    return new_stmt(c, k, first.pos, first.off);
+}
+
+AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q)
+{
+    AstStmt *s = new_stmt(c, STMT_SELECT, q->pos, ((SelectBox *)q)->off);
+    s->u.select = q;
+    return s;
+}
+
+/* A statement ends at its ';' (Lemon may reduce it only when the next
+ * token arrives, so the end travels in the SEMI token, not in the context).
+ * An EXPLAINed statement runs to the same end. */
+void ast_stmt_done(ParseCtx *c, AstStmt *s, Token semi)
+{
+    for (AstStmt *p = s; p; p = p->kind == STMT_EXPLAIN ? p->u.explain->stmt : NULL)
+        p->text_end = semi.end;
+    c->stmts = ast_list_append(c->a, c->stmts, s);
+}
+
+/* The statement begun by ast_src_begin / ast_view_begin, or a harmless
+ * placeholder if the grammar ever reduced out of order. */
+static AstStmt *cur(ParseCtx *c, AstStmtKind k)
+{
+    if (!c->cur_stmt || c->cur_stmt->kind != k) {
+        c->cur_stmt = new_stmt(c, k, 0, 0);
+        c->cur_stmt->u.create_source = arena_zalloc(c->a, sizeof(AstCreateSource) > sizeof(AstCreateView)
+                                                                ? sizeof(AstCreateSource)
+                                                                : sizeof(AstCreateView));
+    }
+    return c->cur_stmt;
+}
+
+void ast_src_begin(ParseCtx *c, Token create, AstObjectKind obj, bool if_not_exists, Token name)
+{
+    AstStmt *s = new_stmt(c, STMT_CREATE_SOURCE, create.pos, create.off);
+    AstCreateSource *cs = arena_zalloc(c->a, sizeof *cs);
+    cs->obj = obj;
+    cs->name = ast_ident(c, name);
+    cs->if_not_exists = if_not_exists;
+    s->u.create_source = cs;
+    c->cur_stmt = s;
+}
+
+void ast_src_column(ParseCtx *c, Token name, const char *type, int cons, AstExpr *generated)
+{
+    AstCreateSource *cs = cur(c, STMT_CREATE_SOURCE)->u.create_source;
+    AstColumnDef *col = arena_zalloc(c->a, sizeof *col);
+    col->name = ast_ident(c, name);
+    col->type_name = type;
+    col->not_null = (cons & 1) != 0;
+    col->primary_key = (cons & 2) != 0;
+    col->generated = generated;
+    col->pos = name.pos;
+    cs->columns = ast_list_append(c->a, cs->columns, col);
+}
+
+void ast_src_watermark(ParseCtx *c, Token wm, Token col, AstExpr *e)
+{
+    AstCreateSource *cs = cur(c, STMT_CREATE_SOURCE)->u.create_source;
+    if (cs->wm_column) {
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, wm.pos, "multiple WATERMARK clauses are not allowed");
+        return;
+    }
+    cs->wm_column = ast_ident(c, col);
+    cs->wm_expr = e;
+    cs->wm_pos = wm.pos;
+}
+
+void ast_src_primary_key(ParseCtx *c, Token pk, AstList *cols)
+{
+    AstCreateSource *cs = cur(c, STMT_CREATE_SOURCE)->u.create_source;
+    if (cs->primary_key) {
+        werr(c->err, "42P16", pk.pos, "multiple primary keys for table \"%s\" are not allowed", cs->name);
+        return;
+    }
+    cs->primary_key = cols;
+}
+
+AstList *ast_include(ParseCtx *c, AstList *l, Token what, const char *alias)
+{
+    AstInclude *inc = arena_zalloc(c->a, sizeof *inc);
+    inc->what = ast_ident(c, what);
+    inc->alias = alias;
+    inc->pos = what.pos;
+    return ast_list_append(c->a, l, inc);
+}
+
+AstStmt *ast_src_finish(ParseCtx *c, AstList *includes, bool append_only, AstList *options, FormatSpec f)
+{
+    AstStmt *s = cur(c, STMT_CREATE_SOURCE);
+    AstCreateSource *cs = s->u.create_source;
+    cs->includes = includes;
+    cs->append_only = append_only;
+    cs->options = options;
+    cs->format = f.format;
+    cs->encode = f.encode;
+    cs->encode_options = f.encode_options;
+    c->cur_stmt = NULL;
+    return s;
+}
+
+AstOption *ast_option(ParseCtx *c, const char *key, const char *value, int pos)
+{
+    AstOption *o = arena_zalloc(c->a, sizeof *o);
+    o->key = key;
+    o->value = value;
+    o->pos = pos;
+    return o;
+}
+
+void ast_view_begin(ParseCtx *c, Token create, bool or_replace, bool materialized, bool if_not_exists,
+                    Token name, AstList *cols)
+{
+    AstStmt *s = new_stmt(c, STMT_CREATE_VIEW, create.pos, create.off);
+    AstCreateView *v = arena_zalloc(c->a, sizeof *v);
+    v->or_replace = or_replace;
+    v->materialized = materialized;
+    v->if_not_exists = if_not_exists;
+    v->name = ast_ident(c, name);
+    v->col_names = cols;
+    s->u.create_view = v;
+    c->cur_stmt = s;
+}
+
+static void redundant(ParseCtx *c, Token t)
+{
+    werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "conflicting or redundant options at or near \"%.*s\"", t.n, t.z);
+}
+
+void ast_view_emit(ParseCtx *c, Token t, AstEmitMode m)
+{
+    AstCreateView *v = cur(c, STMT_CREATE_VIEW)->u.create_view;
+    if (v->emit != EMIT_DEFAULT)
+        redundant(c, t);
+    v->emit = m;
+}
+
+void ast_view_lateness(ParseCtx *c, Token t, AstExpr *e)
+{
+    AstCreateView *v = cur(c, STMT_CREATE_VIEW)->u.create_view;
+    if (v->allow_lateness)
+        redundant(c, t);
+    v->allow_lateness = e;
+}
+
+void ast_view_late_rows(ParseCtx *c, Token t, const char *name)
+{
+    AstCreateView *v = cur(c, STMT_CREATE_VIEW)->u.create_view;
+    if (v->late_rows_into)
+        redundant(c, t);
+    v->late_rows_into = name;
+}
+
+void ast_view_options(ParseCtx *c, Token t, AstList *options)
+{
+    AstCreateView *v = cur(c, STMT_CREATE_VIEW)->u.create_view;
+    if (v->options)
+        redundant(c, t);
+    v->options = options;
+}
+
+AstStmt *ast_view_finish(ParseCtx *c, AstSelect *q)
+{
+    AstStmt *s = cur(c, STMT_CREATE_VIEW);
+    s->u.create_view->query = q;
+    s->u.create_view->query_pos = q->pos;
+    c->cur_stmt = NULL;
+    return s;
+}
+
+AstStmt *ast_sink(ParseCtx *c, Token create, bool if_not_exists, Token name, const char *from_name,
+                  AstSelect *q, AstList *options, FormatSpec f)
+{
+    AstStmt *s = new_stmt(c, STMT_CREATE_SINK, create.pos, create.off);
+    AstCreateSink *k = arena_zalloc(c->a, sizeof *k);
+    k->name = ast_ident(c, name);
+    k->if_not_exists = if_not_exists;
+    k->from_name = from_name;
+    k->query = q;
+    k->options = options;
+    k->format = f.format;
+    k->encode = f.encode;
+    k->encode_options = f.encode_options;
+    s->u.create_sink = k;
+    return s;
+}
+
+AstStmt *ast_drop(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, AstList *names, bool cascade)
+{
+    AstStmt *s = new_stmt(c, STMT_DROP, t.pos, t.off);
+    AstDrop *d = arena_zalloc(c->a, sizeof *d);
+    d->obj = obj;
+    d->if_exists = if_exists;
+    d->names = names;
+    d->cascade = cascade;
+    s->u.drop = d;
+    return s;
+}
+
+AstStmt *ast_insert(ParseCtx *c, Token t, Token table, AstList *cols, AstSelect *q)
+{
+    AstStmt *s = new_stmt(c, STMT_INSERT, t.pos, t.off);
+    AstInsert *ins = arena_zalloc(c->a, sizeof *ins);
+    ins->table = ast_ident(c, table);
+    ins->columns = cols;
+    ins->query = q;
+    s->u.insert = ins;
+    return s;
+}
+
+AstStmt *ast_update(ParseCtx *c, Token t, Token table, AstList *sets, AstExpr *where)
+{
+    AstStmt *s = new_stmt(c, STMT_UPDATE, t.pos, t.off);
+    AstUpdate *u = arena_zalloc(c->a, sizeof *u);
+    u->table = ast_ident(c, table);
+    for (int i = 0; i + 1 < ast_list_len(sets); i += 2) {
+        u->set_cols = ast_list_append(c->a, u->set_cols, AST_AT(sets, i));
+        u->set_exprs = ast_list_append(c->a, u->set_exprs, AST_AT(sets, i + 1));
+    }
+    u->where = where;
+    s->u.update = u;
+    return s;
+}
+
+AstStmt *ast_delete(ParseCtx *c, Token t, Token table, AstExpr *where)
+{
+    AstStmt *s = new_stmt(c, STMT_DELETE, t.pos, t.off);
+    AstDelete *d = arena_zalloc(c->a, sizeof *d);
+    d->table = ast_ident(c, table);
+    d->where = where;
+    s->u.delete_ = d;
+    return s;
+}
+
+AstStmt *ast_explain(ParseCtx *c, ExplainHead h, AstStmt *inner)
+{
+    AstStmt *s = new_stmt(c, STMT_EXPLAIN, h.pos, h.off);
+    AstExplain *e = arena_zalloc(c->a, sizeof *e);
+    e->options = h.options;
+    e->stmt = inner;
+    s->u.explain = e;
+    return s;
+}
+
+AstStmt *ast_show(ParseCtx *c, Token t, const char *what, AstObjectKind obj, const char *name)
+{
+    AstStmt *s = new_stmt(c, STMT_SHOW, t.pos, t.off);
+    AstShow *sh = arena_zalloc(c->a, sizeof *sh);
+    if (strncmp(what, "materialized.", 13) == 0) {
+        if (strcmp(what + 13, "views") != 0)
+            werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "syntax error at or near \"%s\"", what + 13);
+        what = "materialized views";
+    }
+    sh->what = what;
+    sh->obj = obj;
+    sh->name = name;
+    s->u.show = sh;
+    return s;
+}
+
+AstStmt *ast_set(ParseCtx *c, Token t, AstStmtKind k, const char *name, const char *value)
+{
+    AstStmt *s = new_stmt(c, k, t.pos, t.off);
+    AstSet *set = arena_zalloc(c->a, sizeof *set);
+    set->name = name;
+    set->value = value;
+    s->u.set = set;
+    return s;
+}
+
+AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k)
+{
+    AstStmt *s = new_stmt(c, STMT_TRANSACTION, t.pos, t.off);
+    s->u.txn = k;
+    return s;
+}
+
+/* ---- the driver ---------------------------------------------------------- */
+
+/* Walks the input one token at a time, counting characters for positions. */
+typedef struct Lexer {
+    const char *sql;
+    int off;     /* byte offset of the next unread byte */
+    int chars;   /* characters before off */
+} Lexer;
+
+static int count_chars(const char *z, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += ((unsigned char)z[i] & 0xC0) != 0x80;
+    return k;
+}
+
+/* Next grammar token into t and type: 1, or 0 at the end, or -1 with an error
+ * recorded for a token that cannot be read. */
+static int lex(ParseCtx *c, Lexer *L, Token *t, int *type)
+{
+    for (;;) {
+        const char *z = L->sql + L->off;
+        int n = parse_get_token((const unsigned char *)z, type);
+        if (n == 0)
+            return 0;
+        t->z = z;
+        t->n = n;
+        t->off = L->off;
+        t->pos = L->chars + 1;
+        L->off += n;
+        L->chars += count_chars(z, n);
+        int show = n > 32 ? 32 : n;
+        switch (*type) {
+        case TK_SPACE:
+            continue;
+        case TK_UNTERM_STRING:
+            return werr(c->err, SQLSTATE_SYNTAX_ERROR, t->pos, "unterminated quoted string at or near \"%.*s\"", show, z);
+        case TK_UNTERM_IDENT:
+            return werr(c->err, SQLSTATE_SYNTAX_ERROR, t->pos, "unterminated quoted identifier at or near \"%.*s\"", show, z);
+        case TK_UNTERM_COMMENT:
+            return werr(c->err, SQLSTATE_SYNTAX_ERROR, t->pos, "unterminated /* comment at or near \"%.*s\"", show, z);
+        case TK_ILLEGAL:
+            parse_syntax_error(c, *t);
+            return -1;
+        default:
+            return 1;
+        }
+    }
+}
+
+/* Feeds one token; ';' ends the current statement (empty ones are skipped).
+ * Counts parentheses: the nesting limit is checked before Lemon sees them. */
+static void feed(ParseCtx *c, void *p, Token t, int type, int *depth)
+{
+    if (type == TK_SEMI) {
+        if (c->stmt_start < 0)
+            return;
+        t.end = c->last_end;
+        c->n_fed++;
+        WeirParser(p, TK_SEMI, t);
+        c->stmt_start = -1;
+        *depth = 0;
+        return;
+    }
+    if (c->stmt_start < 0)
+        c->stmt_start = t.off;
+    if (type == TK_LP && ++*depth > PARSE_MAX_DEPTH) {
+        too_deep(c, t.pos);
+        return;
+    }
+    if (type == TK_RP && *depth > 0)
+        --*depth;
+    c->last_end = t.off + t.n;
+    c->n_fed++;
+    WeirParser(p, type, t);
+}
+
+int parse_sql(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, WError *err)
+{
+    *stmts = NULL;
+    *n_stmts = 0;
+    if (!sql)
+        sql = "";
+    size_t len = strnlen(sql, (size_t)PARSE_MAX_SQL + 1);
+    if (len > PARSE_MAX_SQL)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "statement is too long (limit %d bytes)", PARSE_MAX_SQL);
+
+    ParseCtx c = {.a = a, .sql = sql, .err = err, .stmt_start = -1};
+    Lexer L = {.sql = sql};
+    void *p = WeirParserAlloc(xmalloc, &c);
+    int depth = 0;
+    Token t, peek;
+    int type, peek_type, r, peek_r = 0;
+    bool have_peek = false;
+
+    for (;;) {
+        if (have_peek) {
+            t = peek;
+            type = peek_type;
+            r = peek_r;
+            have_peek = false;
+        } else {
+            r = lex(&c, &L, &t, &type);
+        }
+        if (r <= 0)
+            break;
+        /* One token of lookahead makes NOT_LA and WITH_LA (see parse.y). */
+        if (type == TK_NOT || type == TK_WITH) {
+            peek_r = lex(&c, &L, &peek, &peek_type);
+            have_peek = true;
+            if (peek_r > 0 && type == TK_NOT &&
+                (peek_type == TK_IN || peek_type == TK_LIKE || peek_type == TK_ILIKE || peek_type == TK_BETWEEN))
+                type = TK_NOT_LA;
+            if (peek_r > 0 && type == TK_WITH && peek_type == TK_TIME)
+                type = TK_WITH_LA;
+        }
+        feed(&c, p, t, type, &depth);
+        if (err->set)
+            break;
+    }
+    if (!err->set && c.n_fed > 0) {
+        Token eof = {sql + len, 0, (int)len, L.chars + 1, (int)len};
+        if (c.stmt_start >= 0)
+            feed(&c, p, eof, TK_SEMI, &depth);
+        if (!err->set)
+            WeirParser(p, 0, eof);
+    }
+    WeirParserFree(p, free);
+    if (err->set)
+        return -1;
+    *stmts = c.stmts ? (AstStmt **)c.stmts->items : NULL;
+    *n_stmts = ast_list_len(c.stmts);
+    return 0;
+}

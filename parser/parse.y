@@ -1,0 +1,537 @@
+/*
+ * parse.y: weir's SQL grammar, for Debian's lemon (SQLite's parser generator).
+ *
+ * Every action is one line calling a builder of ast.c; semantics live there.
+ * The driver (parse_sql in ast.c) feeds tokens and ends every statement with
+ * a SEMI token (a synthetic one with n == 0 at the end of input), so the
+ * whole input is `cmdlist`.
+ *
+ * Non-reserved keywords: every keyword listed in the %fallback below turns
+ * into an ID wherever the grammar has no use for it as a keyword (the
+ * SQLite way), so `SELECT source, key, value, timestamp FROM t` works. The
+ * keywords left out of %fallback are reserved, as in Postgres.
+ *
+ * Two tokens are made by the driver with one token of lookahead (as
+ * Postgres does): NOT_LA is NOT before IN/LIKE/ILIKE/BETWEEN (so that
+ * `a = b NOT IN (...)` binds like IN), WITH_LA is WITH before TIME (the type
+ * `timestamp with time zone`, which would otherwise clash with a view's
+ * trailing WITH (...)).
+ */
+
+%name WeirParser
+%token_prefix TK_
+%token_type {Token}
+%default_type {Token}
+%extra_context {ParseCtx *ctx}
+%stack_size 4000
+%start_symbol input
+
+%syntax_error { parse_syntax_error(ctx, TOKEN); }
+%stack_overflow { parse_stack_overflow(ctx); }
+
+%include {
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "parser_int.h"
+
+#define YYNOERRORRECOVERY 1
+#define YYPARSEFREENEVERNULL 1
+}
+
+/* Tokens made by the tokenizer that no rule below mentions still need codes. */
+%token ID STRING INTEGER FLOAT PARAM.
+
+/* Non-reserved keywords: usable as identifiers where no rule wants them. */
+%fallback ID
+  ABORT ALLOW ALTER APPEND BEGIN BY CASCADE CHANGES CHARACTER CHECKPOINT CLOSE COMMIT
+  DAY DELETE DOUBLE DROP EMIT ENCODE ESCAPE EXISTS EXPLAIN EXTRACT
+  FILTER FIRST FLUSH FORMAT HOUR IF INCLUDE INSERT INTERVAL KEY LAST LATE LATENESS LOCAL
+  MATERIALIZED MINUTE MONTH NULLS ONLY OVER PARTITION PRECISION PRIMARY REPLACE RESET
+  RESTRICT ROLLBACK ROWS SECOND SESSION SET SHOW SINK SOURCE START STREAM SYSTEM
+  SYSTEM_TIME TIME TRANSACTION UNKNOWN UPDATE VALUES VARYING VIEW WATERMARK WINDOW
+  WITHOUT WORK YEAR ZONE OF.
+
+/* Precedence, lowest first, as in Postgres's gram.y. */
+%left UNION EXCEPT.
+%left INTERSECT.
+%left OR.
+%left AND.
+%right NOT.
+%nonassoc IS.
+%nonassoc EQ NE LT LE GT GE.
+%nonassoc BETWEEN IN LIKE ILIKE NOT_LA.
+%nonassoc ESCAPE.
+%left CONCAT.
+%left PLUS MINUS.
+%left STAR SLASH REM.
+%left CARET.
+%right UMINUS.
+%left DCOLON.
+%left DOT.
+
+/* ---- statements ---------------------------------------------------------- */
+
+input ::= cmdlist.
+cmdlist ::= cmdlist ecmd.
+cmdlist ::= ecmd.
+ecmd ::= SEMI.
+ecmd ::= cmd(S) SEMI(T).                      { ast_stmt_done(ctx, S, T); }
+
+%type cmd {AstStmt*}
+cmd(A) ::= select(Q).                         { A = ast_stmt_select(ctx, Q); }
+
+/* EXPLAIN [(opt [value], ...)] | EXPLAIN word stmt */
+%type explain_head {ExplainHead}
+%type explain_opts {AstList*}
+%type explain_optlist {AstList*}
+%type explain_opt {AstOption*}
+cmd(A) ::= explain_head(H) cmd(S).           { A = ast_explain(ctx, H, S); }
+explain_head(A) ::= EXPLAIN(T) explain_opts(O). { A.options = O; A.pos = T.pos; A.off = T.off; }
+explain_opts(A) ::= .                          { A = NULL; }
+explain_opts(A) ::= LP explain_optlist(L) RP.  { A = L; }
+explain_opts(A) ::= nm(N).                     { A = ast_list_append(ctx->a, NULL, ast_option(ctx, ast_ident(ctx, N), "true", N.pos)); }
+explain_optlist(A) ::= explain_opt(O).         { A = ast_list_append(ctx->a, NULL, O); }
+explain_optlist(A) ::= explain_optlist(L) COMMA explain_opt(O). { A = ast_list_append(ctx->a, L, O); }
+explain_opt(A) ::= nm(N).                      { A = ast_option(ctx, ast_ident(ctx, N), "true", N.pos); }
+explain_opt(A) ::= nm(N) optval(V).            { A = ast_option(ctx, ast_ident(ctx, N), V, N.pos); }
+explain_opt(A) ::= nm(N) ON.                   { A = ast_option(ctx, ast_ident(ctx, N), "on", N.pos); }
+
+cmd(A) ::= FLUSH(T).                           { A = ast_stmt(ctx, STMT_FLUSH, T); }
+cmd(A) ::= CHECKPOINT(T).                      { A = ast_stmt(ctx, STMT_CHECKPOINT, T); }
+cmd(A) ::= ALTER(T) SYSTEM CHECKPOINT.         { A = ast_stmt(ctx, STMT_CHECKPOINT, T); }
+
+/* transactions */
+cmd(A) ::= BEGIN(T) txn_opt.                   { A = ast_txn(ctx, T, TXN_BEGIN); }
+cmd(A) ::= START(T) TRANSACTION.               { A = ast_txn(ctx, T, TXN_BEGIN); }
+cmd(A) ::= COMMIT(T) txn_opt.                  { A = ast_txn(ctx, T, TXN_COMMIT); }
+cmd(A) ::= END(T) txn_opt.                     { A = ast_txn(ctx, T, TXN_COMMIT); }
+cmd(A) ::= ROLLBACK(T) txn_opt.                { A = ast_txn(ctx, T, TXN_ROLLBACK); }
+cmd(A) ::= ABORT(T) txn_opt.                   { A = ast_txn(ctx, T, TXN_ROLLBACK); }
+txn_opt ::= .
+txn_opt ::= TRANSACTION.
+txn_opt ::= WORK.
+
+/* SHOW */
+%type show_obj {int}
+cmd(A) ::= SHOW(T) dotted(N).                  { A = ast_show(ctx, T, N, OBJ_SOURCE, NULL); }
+cmd(A) ::= SHOW(T) ALL.                        { A = ast_show(ctx, T, "all", OBJ_SOURCE, NULL); }
+cmd(A) ::= SHOW(T) TIME ZONE.                  { A = ast_show(ctx, T, "timezone", OBJ_SOURCE, NULL); }
+cmd(A) ::= SHOW(T) MATERIALIZED nm(N).         { A = ast_show(ctx, T, ast_join_dotted(ctx, "materialized", ast_ident(ctx, N)), OBJ_MATERIALIZED_VIEW, NULL); }
+cmd(A) ::= SHOW(T) CREATE show_obj(O) dotted(N). { A = ast_show(ctx, T, "create", (AstObjectKind)O, N); }
+show_obj(A) ::= SOURCE.                        { A = OBJ_SOURCE; }
+show_obj(A) ::= STREAM.                        { A = OBJ_STREAM; }
+show_obj(A) ::= TABLE.                         { A = OBJ_TABLE; }
+show_obj(A) ::= VIEW.                          { A = OBJ_VIEW; }
+show_obj(A) ::= MATERIALIZED VIEW.             { A = OBJ_MATERIALIZED_VIEW; }
+show_obj(A) ::= SINK.                          { A = OBJ_SINK; }
+
+/* SET / RESET */
+%type setval {const char*}
+%type setvals {const char*}
+cmd(A) ::= SET(T) set_scope dotted(N) EQ setvals(V). { A = ast_set(ctx, T, STMT_SET, N, V); }
+cmd(A) ::= SET(T) set_scope dotted(N) TO setvals(V). { A = ast_set(ctx, T, STMT_SET, N, V); }
+cmd(A) ::= SET(T) set_scope TIME ZONE setval(V). { A = ast_set(ctx, T, STMT_SET, "timezone", V); }
+cmd(A) ::= RESET(T) dotted(N).                 { A = ast_set(ctx, T, STMT_RESET, N, NULL); }
+cmd(A) ::= RESET(T) ALL.                       { A = ast_set(ctx, T, STMT_RESET, "all", NULL); }
+cmd(A) ::= RESET(T) TIME ZONE.                 { A = ast_set(ctx, T, STMT_RESET, "timezone", NULL); }
+set_scope ::= .
+set_scope ::= SESSION.
+set_scope ::= LOCAL.
+setvals(A) ::= setval(V).                      { A = V; }
+setvals(A) ::= setvals(L) COMMA setval(V).     { A = (L && V) ? arena_printf(ctx->a, "%s, %s", L, V) : NULL; }
+setval(A) ::= optval(V).                       { A = V; }
+setval(A) ::= ON.                              { A = "on"; }
+setval(A) ::= DEFAULT.                         { A = NULL; }
+
+/* DROP */
+%type drop_obj {int}
+%type ifexists {bool}
+%type cascade_opt {bool}
+%type namelist {AstList*}
+cmd(A) ::= DROP(T) drop_obj(O) ifexists(E) dottedlist(L) cascade_opt(C). { A = ast_drop(ctx, T, (AstObjectKind)O, E, L, C); }
+drop_obj(A) ::= show_obj(O).                   { A = O; }
+ifexists(A) ::= .                              { A = false; }
+ifexists(A) ::= IF EXISTS.                     { A = true; }
+cascade_opt(A) ::= .                           { A = false; }
+cascade_opt(A) ::= CASCADE.                    { A = true; }
+cascade_opt(A) ::= RESTRICT.                   { A = false; }
+
+/* CREATE SOURCE | STREAM | TABLE */
+%type src_kind {int}
+%type ifnotexists {bool}
+%type colcons {int}
+%type colcons_list {int}
+%type includes {AstList*}
+%type append_opt {bool}
+%type with_opt {AstList*}
+%type format_opt {FormatSpec}
+%type optlist {AstList*}
+%type opt {AstOption*}
+%type optkey {const char*}
+%type optkeypart {const char*}
+%type optval {const char*}
+%type as_nm_opt {const char*}
+cmd(A) ::= src_head src_elems_opt includes(I) append_opt(P) with_opt(W) format_opt(F). { A = ast_src_finish(ctx, I, P, W, F); }
+src_head ::= CREATE(T) src_kind(K) ifnotexists(E) nm(N). { ast_src_begin(ctx, T, (AstObjectKind)K, E, N); }
+src_kind(A) ::= SOURCE.                        { A = OBJ_SOURCE; }
+src_kind(A) ::= STREAM.                        { A = OBJ_STREAM; }
+src_kind(A) ::= TABLE.                         { A = OBJ_TABLE; }
+ifnotexists(A) ::= .                           { A = false; }
+ifnotexists(A) ::= IF NOT EXISTS.              { A = true; }
+src_elems_opt ::= .
+src_elems_opt ::= LP src_elems RP.
+src_elems ::= src_elem.
+src_elems ::= src_elems COMMA src_elem.
+src_elem ::= nm(N) typename(T) colcons_list(C). { ast_src_column(ctx, N, T, C, NULL); }
+src_elem ::= nm(N) AS expr(E).                 { ast_src_column(ctx, N, NULL, 0, E); }
+src_elem ::= WATERMARK(W) FOR nm(C) AS expr(E). { ast_src_watermark(ctx, W, C, E); }
+src_elem ::= PRIMARY(T) KEY LP namelist(L) RP. { ast_src_primary_key(ctx, T, L); }
+colcons_list(A) ::= .                          { A = 0; }
+colcons_list(A) ::= colcons_list(L) colcons(C). { A = L | C; }
+colcons(A) ::= NOT NULL.                       { A = 1; }
+colcons(A) ::= NULL.                           { A = 0; }
+colcons(A) ::= PRIMARY KEY.                    { A = 2; }
+includes(A) ::= .                              { A = NULL; }
+includes(A) ::= includes(L) INCLUDE nm(W) as_nm_opt(N).     { A = ast_include(ctx, L, W, N); }
+includes(A) ::= includes(L) INCLUDE OFFSET(W) as_nm_opt(N). { A = ast_include(ctx, L, W, N); }
+as_nm_opt(A) ::= .                             { A = NULL; }
+as_nm_opt(A) ::= AS nm(N).                     { A = ast_ident(ctx, N); }
+append_opt(A) ::= .                            { A = false; }
+append_opt(A) ::= APPEND ONLY.                 { A = true; }
+with_opt(A) ::= .                              { A = NULL; }
+with_opt(A) ::= WITH LP optlist(L) RP.         { A = L; }
+format_opt(A) ::= .                            { A.format = NULL; A.encode = NULL; A.encode_options = NULL; }
+format_opt(A) ::= FORMAT nm(F) ENCODE nm(E).   { A.format = ast_ident(ctx, F); A.encode = ast_ident(ctx, E); A.encode_options = NULL; }
+format_opt(A) ::= FORMAT nm(F) ENCODE nm(E) LP optlist(L) RP. { A.format = ast_ident(ctx, F); A.encode = ast_ident(ctx, E); A.encode_options = L; }
+optlist(A) ::= opt(O).                         { A = ast_list_append(ctx->a, NULL, O); }
+optlist(A) ::= optlist(L) COMMA opt(O).        { A = ast_list_append(ctx->a, L, O); }
+opt(A) ::= optkey(K) EQ(T) optval(V).          { A = ast_option(ctx, K, V, T.pos); }
+optkey(A) ::= STRING(S).                       { A = ast_string(ctx, S); }
+optkey(A) ::= optkeypart(P).                   { A = P; }
+optkey(A) ::= optkey(K) DOT optkeypart(P).     { A = ast_join_dotted(ctx, K, P); }
+optkeypart(A) ::= nm(N).                       { A = ast_ident(ctx, N); }
+optkeypart(A) ::= TABLE(T).                    { A = ast_token_text(ctx, T); }
+optkeypart(A) ::= GROUP(T).                    { A = ast_token_text(ctx, T); }
+optkeypart(A) ::= OFFSET(T).                   { A = ast_token_text(ctx, T); }
+optkeypart(A) ::= LIMIT(T).                    { A = ast_token_text(ctx, T); }
+optkeypart(A) ::= ORDER(T).                    { A = ast_token_text(ctx, T); }
+optkeypart(A) ::= DEFAULT(T).                  { A = ast_token_text(ctx, T); }
+optkeypart(A) ::= TO(T).                       { A = ast_token_text(ctx, T); }
+optkeypart(A) ::= FROM(T).                     { A = ast_token_text(ctx, T); }
+optval(A) ::= STRING(S).                       { A = ast_string(ctx, S); }
+optval(A) ::= INTEGER(N).                      { A = ast_token_text(ctx, N); }
+optval(A) ::= FLOAT(N).                        { A = ast_token_text(ctx, N); }
+optval(A) ::= MINUS INTEGER(N).                { A = arena_printf(ctx->a, "-%s", ast_token_text(ctx, N)); }
+optval(A) ::= MINUS FLOAT(N).                  { A = arena_printf(ctx->a, "-%s", ast_token_text(ctx, N)); }
+optval(A) ::= nm(N).                           { A = ast_ident(ctx, N); }
+optval(A) ::= TRUE.                            { A = "true"; }
+optval(A) ::= FALSE.                           { A = "false"; }
+
+/* CREATE [OR REPLACE] [MATERIALIZED] VIEW */
+%type orreplace {bool}
+%type materialized {bool}
+%type collist_opt {AstList*}
+cmd(A) ::= view_head select(Q) view_tail.     { A = ast_view_finish(ctx, Q); }
+view_head ::= CREATE(T) orreplace(R) materialized(M) VIEW ifnotexists(E) nm(N) collist_opt(C) AS. { ast_view_begin(ctx, T, R, M, E, N, C); }
+orreplace(A) ::= .                             { A = false; }
+orreplace(A) ::= OR REPLACE.                   { A = true; }
+materialized(A) ::= .                          { A = false; }
+materialized(A) ::= MATERIALIZED.              { A = true; }
+collist_opt(A) ::= .                           { A = NULL; }
+collist_opt(A) ::= LP namelist(L) RP.          { A = L; }
+view_tail ::= .
+view_tail ::= view_tail view_clause.
+view_clause ::= EMIT(T) CHANGES.               { ast_view_emit(ctx, T, EMIT_CHANGES); }
+view_clause ::= EMIT(T) ON WINDOW CLOSE.       { ast_view_emit(ctx, T, EMIT_ON_WINDOW_CLOSE); }
+view_clause ::= ALLOW(T) LATENESS expr(E).     { ast_view_lateness(ctx, T, E); }
+view_clause ::= LATE(T) ROWS INTO dotted(N).   { ast_view_late_rows(ctx, T, N); }
+view_clause ::= WITH(T) LP optlist(L) RP.      { ast_view_options(ctx, T, L); }
+
+/* CREATE SINK */
+cmd(A) ::= CREATE(T) SINK ifnotexists(E) nm(N) FROM dotted(F) with_opt(W) format_opt(P). { A = ast_sink(ctx, T, E, N, F, NULL, W, P); }
+cmd(A) ::= CREATE(T) SINK ifnotexists(E) nm(N) AS select(Q) with_opt(W) format_opt(P). { A = ast_sink(ctx, T, E, N, NULL, Q, W, P); }
+
+/* INSERT / UPDATE / DELETE */
+%type setlist {AstList*}
+%type where_opt {AstExpr*}
+cmd(A) ::= INSERT(T) INTO nm(N) collist_opt(C) select(Q). { A = ast_insert(ctx, T, N, C, Q); }
+cmd(A) ::= UPDATE(T) nm(N) SET setlist(L) where_opt(W). { A = ast_update(ctx, T, N, L, W); }
+cmd(A) ::= DELETE(T) FROM nm(N) where_opt(W).  { A = ast_delete(ctx, T, N, W); }
+setlist(A) ::= nm(N) EQ expr(E).               { A = ast_list2(ctx, NULL, (void *)ast_ident(ctx, N), E); }
+setlist(A) ::= setlist(L) COMMA nm(N) EQ expr(E). { A = ast_list2(ctx, L, (void *)ast_ident(ctx, N), E); }
+
+/* ---- names --------------------------------------------------------------- */
+
+nm(A) ::= ID(X).                               { A = X; }
+%type dotted {const char*}
+dotted(A) ::= nm(N).                           { A = ast_ident(ctx, N); }
+dotted(A) ::= dotted(L) DOT nm(N).             { A = ast_join_dotted(ctx, L, ast_ident(ctx, N)); }
+%type dottedlist {AstList*}
+dottedlist(A) ::= dotted(N).                   { A = ast_list_append(ctx->a, NULL, (void *)N); }
+dottedlist(A) ::= dottedlist(L) COMMA dotted(N). { A = ast_list_append(ctx->a, L, (void *)N); }
+namelist(A) ::= nm(N).                         { A = ast_name_list(ctx, NULL, N); }
+namelist(A) ::= namelist(L) COMMA nm(N).       { A = ast_name_list(ctx, L, N); }
+
+/* ---- queries ------------------------------------------------------------- */
+
+%type select {AstSelect*}
+%type selectnowith {AstSelect*}
+%type oneselect {AstSelect*}
+%type values {AstSelect*}
+%type ctelist {AstList*}
+%type cte {AstCte*}
+%type orderby_opt {AstList*}
+%type sortlist {AstList*}
+%type sortitem {AstOrderItem*}
+%type desc_opt {bool}
+%type nulls_opt {int}
+%type limit_opt {LimitSpec}
+%type all_opt {bool}
+
+select(A) ::= selectnowith(S) orderby_opt(O) limit_opt(L). { A = ast_select_finish(ctx, NULL, NULL, S, O, L); }
+select(A) ::= WITH(T) ctelist(C) selectnowith(S) orderby_opt(O) limit_opt(L). { A = ast_select_finish(ctx, &T, C, S, O, L); }
+ctelist(A) ::= cte(C).                         { A = ast_list_append(ctx->a, NULL, C); }
+ctelist(A) ::= ctelist(L) COMMA cte(C).        { A = ast_list_append(ctx->a, L, C); }
+cte(A) ::= nm(N) AS LP select(Q) RP.           { A = ast_cte(ctx, N, Q); }
+
+selectnowith(A) ::= oneselect(S).              { A = S; }
+selectnowith(A) ::= selectnowith(L) UNION(T) all_opt(X) selectnowith(R).     { A = ast_setop(ctx, L, SETOP_UNION, X, R, T); }
+selectnowith(A) ::= selectnowith(L) EXCEPT(T) all_opt(X) selectnowith(R).    { A = ast_setop(ctx, L, SETOP_EXCEPT, X, R, T); }
+selectnowith(A) ::= selectnowith(L) INTERSECT(T) all_opt(X) selectnowith(R). { A = ast_setop(ctx, L, SETOP_INTERSECT, X, R, T); }
+all_opt(A) ::= .                               { A = false; }
+all_opt(A) ::= ALL.                            { A = true; }
+all_opt(A) ::= DISTINCT.                       { A = false; }
+
+%type distinct_opt {int}
+%type distinct_on {AstList*}
+%type targets {AstList*}
+%type target {AstTarget*}
+%type alias_opt {const char*}
+%type from_opt {AstList*}
+%type groupby_opt {AstList*}
+%type having_opt {AstExpr*}
+oneselect(A) ::= SELECT(T) distinct_opt(D) distinct_on(O) targets(L) from_opt(F) where_opt(W) groupby_opt(G) having_opt(H). { A = ast_select(ctx, T, D, O, L, F, W, G, H); }
+oneselect(A) ::= values(V).                    { A = V; }
+values(A) ::= VALUES(T) LP exprlist(L) RP.     { A = ast_values(ctx, T, NULL, L); }
+values(A) ::= values(V) COMMA(T) LP exprlist(L) RP. { A = ast_values(ctx, T, V, L); }
+distinct_opt(A) ::= .                          { A = 0; }
+distinct_opt(A) ::= ALL.                       { A = 0; }
+distinct_opt(A) ::= DISTINCT.                  { A = 1; }
+distinct_on(A) ::= .                           { A = NULL; }
+distinct_on(A) ::= ON LP exprlist(L) RP.       { A = L; }
+targets(A) ::= target(T).                      { A = ast_list_append(ctx->a, NULL, T); }
+targets(A) ::= targets(L) COMMA target(T).     { A = ast_list_append(ctx->a, L, T); }
+target(A) ::= expr(E) alias_opt(N).            { A = ast_target(ctx, E, N); }
+target(A) ::= STAR(S).                         { A = ast_target(ctx, ast_star(ctx, NULL, S), NULL); }
+target(A) ::= nm(Q) DOT STAR(S).               { A = ast_target(ctx, ast_star(ctx, &Q, S), NULL); }
+alias_opt(A) ::= .                             { A = NULL; }
+alias_opt(A) ::= AS nm(N).                     { A = ast_ident(ctx, N); }
+alias_opt(A) ::= nm(N).                        { A = ast_ident(ctx, N); }
+from_opt(A) ::= .                              { A = NULL; }
+from_opt(A) ::= FROM seltablist(L).            { A = L; }
+where_opt(A) ::= .                             { A = NULL; }
+where_opt(A) ::= WHERE expr(E).                { A = E; }
+groupby_opt(A) ::= .                           { A = NULL; }
+groupby_opt(A) ::= GROUP BY exprlist(L).       { A = L; }
+having_opt(A) ::= .                            { A = NULL; }
+having_opt(A) ::= HAVING expr(E).              { A = E; }
+orderby_opt(A) ::= .                           { A = NULL; }
+orderby_opt(A) ::= ORDER BY sortlist(L).       { A = L; }
+sortlist(A) ::= sortitem(S).                   { A = ast_list_append(ctx->a, NULL, S); }
+sortlist(A) ::= sortlist(L) COMMA sortitem(S). { A = ast_list_append(ctx->a, L, S); }
+sortitem(A) ::= expr(E) desc_opt(D) nulls_opt(N). { A = ast_order_item(ctx, E, D, N); }
+desc_opt(A) ::= .                              { A = false; }
+desc_opt(A) ::= ASC.                           { A = false; }
+desc_opt(A) ::= DESC.                          { A = true; }
+nulls_opt(A) ::= .                             { A = 0; }
+nulls_opt(A) ::= NULLS FIRST.                  { A = 1; }
+nulls_opt(A) ::= NULLS LAST.                   { A = 2; }
+limit_opt(A) ::= .                             { A.limit = NULL; A.offset = NULL; }
+limit_opt(A) ::= LIMIT expr(L).                { A.limit = L; A.offset = NULL; }
+limit_opt(A) ::= LIMIT ALL.                    { A.limit = NULL; A.offset = NULL; }
+limit_opt(A) ::= LIMIT expr(L) OFFSET expr(O). { A.limit = L; A.offset = O; }
+limit_opt(A) ::= OFFSET expr(O).               { A.limit = NULL; A.offset = O; }
+limit_opt(A) ::= OFFSET expr(O) LIMIT expr(L). { A.limit = L; A.offset = O; }
+
+/* FROM items */
+%type seltablist {AstList*}
+%type tref {AstTableRef*}
+%type tprimary {AstTableRef*}
+%type jointype {int}
+%type tref_alias {AliasSpec}
+%type systime_opt {AstExpr*}
+%type tvf_in {TvfInput}
+%type partition_opt {AstList*}
+seltablist(A) ::= tref(T).                     { A = ast_list_append(ctx->a, NULL, T); }
+seltablist(A) ::= seltablist(L) COMMA tref(T). { A = ast_list_append(ctx->a, L, T); }
+tref(A) ::= tprimary(P).                       { A = P; }
+tref(A) ::= tref(L) jointype(J) JOIN tprimary(R) ON expr(E).  { A = ast_tref_join(ctx, L, (AstJoinType)J, R, E, NULL); }
+tref(A) ::= tref(L) jointype(J) JOIN tprimary(R) USING LP namelist(U) RP. { A = ast_tref_join(ctx, L, (AstJoinType)J, R, NULL, U); }
+tref(A) ::= tref(L) CROSS JOIN tprimary(R).    { A = ast_tref_join(ctx, L, JOIN_CROSS, R, NULL, NULL); }
+jointype(A) ::= .                              { A = JOIN_INNER; }
+jointype(A) ::= INNER.                         { A = JOIN_INNER; }
+jointype(A) ::= LEFT.                          { A = JOIN_LEFT; }
+jointype(A) ::= LEFT OUTER.                    { A = JOIN_LEFT; }
+jointype(A) ::= RIGHT.                         { A = JOIN_RIGHT; }
+jointype(A) ::= RIGHT OUTER.                   { A = JOIN_RIGHT; }
+jointype(A) ::= FULL.                          { A = JOIN_FULL; }
+jointype(A) ::= FULL OUTER.                    { A = JOIN_FULL; }
+tprimary(A) ::= nm(N) systime_opt(S) tref_alias(L).             { A = ast_tref_name(ctx, N, NULL, S, L); }
+tprimary(A) ::= nm(Q) DOT nm(N) systime_opt(S) tref_alias(L).   { A = ast_tref_name(ctx, Q, ast_join_dotted(ctx, ast_ident(ctx, Q), ast_ident(ctx, N)), S, L); }
+tprimary(A) ::= LP(T) select(Q) RP tref_alias(L).               { A = ast_tref_subquery(ctx, T, Q, L); }
+tprimary(A) ::= nm(F) LP tvf_in(I) COMMA exprlist(X) RP tref_alias(L).            { A = ast_tref_window(ctx, F, I, X, L); }
+tprimary(A) ::= TABLE LP nm(F) LP tvf_in(I) COMMA exprlist(X) RP RP tref_alias(L). { A = ast_tref_window(ctx, F, I, X, L); }
+tvf_in(A) ::= nm(N).                           { A.rel = ast_tref_name(ctx, N, NULL, NULL, (AliasSpec){0}); A.partition = NULL; }
+tvf_in(A) ::= LP(T) select(Q) RP.              { A.rel = ast_tref_subquery(ctx, T, Q, (AliasSpec){0}); A.partition = NULL; }
+tvf_in(A) ::= TABLE nm(N) tvf_partition(P).    { A.rel = ast_tref_name(ctx, N, NULL, NULL, (AliasSpec){0}); A.partition = P; }
+partition_opt(A) ::= .                         { A = NULL; }
+partition_opt(A) ::= PARTITION BY exprlist(L). { A = L; }
+%type tvf_partition {AstList*}
+%type tvf_cols {AstList*}
+tvf_partition(A) ::= .                         { A = NULL; }
+tvf_partition(A) ::= PARTITION BY nm(N).       { A = ast_list_append(ctx->a, NULL, ast_column(ctx, NULL, N)); }
+tvf_partition(A) ::= PARTITION BY LP tvf_cols(L) RP. { A = L; }
+tvf_cols(A) ::= nm(N).                         { A = ast_list_append(ctx->a, NULL, ast_column(ctx, NULL, N)); }
+tvf_cols(A) ::= tvf_cols(L) COMMA nm(N).       { A = ast_list_append(ctx->a, L, ast_column(ctx, NULL, N)); }
+systime_opt(A) ::= .                           { A = NULL; }
+systime_opt(A) ::= FOR SYSTEM_TIME AS OF expr(E). { A = E; }
+tref_alias(A) ::= .                            { A.name = NULL; A.cols = NULL; }
+tref_alias(A) ::= AS nm(N).                    { A.name = ast_ident(ctx, N); A.cols = NULL; }
+tref_alias(A) ::= nm(N).                       { A.name = ast_ident(ctx, N); A.cols = NULL; }
+tref_alias(A) ::= AS nm(N) LP namelist(L) RP.  { A.name = ast_ident(ctx, N); A.cols = L; }
+tref_alias(A) ::= nm(N) LP namelist(L) RP.     { A.name = ast_ident(ctx, N); A.cols = L; }
+
+/* ---- expressions --------------------------------------------------------- */
+
+%type expr {AstExpr*}
+%type exprlist {AstList*}
+%type typename {const char*}
+%type simpletype {const char*}
+%type iunit {const char*}
+%type interval_qual {const char*}
+%type case_operand {AstExpr*}
+%type case_list {AstList*}
+%type case_else {AstExpr*}
+%type filter_opt {AstExpr*}
+%type over_opt {AstWindowSpec*}
+%type extract_field {const char*}
+
+exprlist(A) ::= expr(E).                       { A = ast_list_append(ctx->a, NULL, E); }
+exprlist(A) ::= exprlist(L) COMMA expr(E).     { A = ast_list_append(ctx->a, L, E); }
+
+expr(A) ::= NULL(T).                           { A = ast_lit(ctx, LIT_NULL, T); }
+expr(A) ::= TRUE(T).                           { A = ast_lit(ctx, LIT_BOOL, T); }
+expr(A) ::= FALSE(T).                          { A = ast_lit(ctx, LIT_BOOL, T); }
+expr(A) ::= INTEGER(T).                        { A = ast_lit(ctx, LIT_INT, T); }
+expr(A) ::= FLOAT(T).                          { A = ast_lit(ctx, LIT_DECIMAL, T); }
+expr(A) ::= STRING(T).                         { A = ast_lit(ctx, LIT_STRING, T); }
+expr(A) ::= nm(T) STRING(S).                   { A = ast_lit_typed(ctx, T, S); }
+expr(A) ::= INTERVAL(T) STRING(S) interval_qual(U). { A = ast_lit_interval(ctx, T, S, U); }
+expr(A) ::= PARAM(T).                          { A = ast_param(ctx, T); }
+expr(A) ::= nm(N).                             { A = ast_column(ctx, NULL, N); }
+/* Keywords that start an expression are still column names when what
+ * follows cannot continue that expression (`SELECT interval FROM t`). */
+expr(A) ::= INTERVAL(N).                       { A = ast_column(ctx, NULL, N); }
+expr(A) ::= EXTRACT(N).                        { A = ast_column(ctx, NULL, N); }
+expr(A) ::= EXISTS(N).                         { A = ast_column(ctx, NULL, N); }
+expr(A) ::= nm(Q) DOT nm(N).                   { A = ast_column(ctx, &Q, N); }
+expr(A) ::= LP expr(E) RP.                     { A = ast_paren(ctx, E); }
+expr(A) ::= LP(T) select(Q) RP.                { A = ast_subquery(ctx, T, SUBQ_SCALAR, Q); }
+expr(A) ::= EXISTS(T) LP select(Q) RP.         { A = ast_subquery(ctx, T, SUBQ_EXISTS, Q); }
+expr(A) ::= CURRENT_TIMESTAMP(T).              { A = ast_func_name(ctx, T, "current_timestamp"); }
+
+expr(A) ::= nm(N) LP RP filter_opt(F) over_opt(O).                       { A = ast_func_decorate(ctx, ast_func(ctx, N, NULL, false, false), F, O); }
+expr(A) ::= nm(N) LP STAR RP filter_opt(F) over_opt(O).                  { A = ast_func_decorate(ctx, ast_func(ctx, N, NULL, false, true), F, O); }
+expr(A) ::= nm(N) LP exprlist(L) RP filter_opt(F) over_opt(O).           { A = ast_func_decorate(ctx, ast_func(ctx, N, L, false, false), F, O); }
+expr(A) ::= nm(N) LP DISTINCT exprlist(L) RP filter_opt(F) over_opt(O).  { A = ast_func_decorate(ctx, ast_func(ctx, N, L, true, false), F, O); }
+expr(A) ::= nm(N) LP ALL exprlist(L) RP filter_opt(F) over_opt(O).       { A = ast_func_decorate(ctx, ast_func(ctx, N, L, false, false), F, O); }
+filter_opt(A) ::= .                            { A = NULL; }
+filter_opt(A) ::= FILTER LP WHERE expr(E) RP.  { A = E; }
+over_opt(A) ::= .                              { A = NULL; }
+over_opt(A) ::= OVER LP partition_opt(P) orderby_opt(O) RP. { A = ast_window_spec(ctx, P, O); }
+
+expr(A) ::= CAST(T) LP expr(E) AS typename(N) RP. { A = ast_cast(ctx, E, N, T.pos); }
+expr(A) ::= expr(E) DCOLON typename(N).        { A = ast_cast(ctx, E, N, E->pos); }
+expr(A) ::= EXTRACT(T) LP extract_field(F) FROM expr(E) RP. { A = ast_extract(ctx, T, F, E); }
+extract_field(A) ::= nm(N).                    { A = ast_ident(ctx, N); }
+extract_field(A) ::= STRING(S).                { A = ast_string(ctx, S); }
+
+expr(A) ::= CASE(T) case_operand(O) case_list(L) case_else(E) END. { A = ast_case(ctx, T, O, L, E); }
+case_operand(A) ::= .                          { A = NULL; }
+case_operand(A) ::= expr(E).                   { A = E; }
+case_list(A) ::= WHEN expr(W) THEN expr(T).    { A = ast_list2(ctx, NULL, W, T); }
+case_list(A) ::= case_list(L) WHEN expr(W) THEN expr(T). { A = ast_list2(ctx, L, W, T); }
+case_else(A) ::= .                             { A = NULL; }
+case_else(A) ::= ELSE expr(E).                 { A = E; }
+
+expr(A) ::= MINUS(T) expr(E). [UMINUS]         { A = ast_unary(ctx, OP_NEG, T, E); }
+expr(A) ::= PLUS(T) expr(E). [UMINUS]          { A = ast_unary(ctx, OP_PLUS, T, E); }
+expr(A) ::= NOT(T) expr(E).                    { A = ast_unary(ctx, OP_NOT, T, E); }
+expr(A) ::= expr(L) OR expr(R).                { A = ast_binary(ctx, OP_OR, L, R); }
+expr(A) ::= expr(L) AND expr(R).               { A = ast_binary(ctx, OP_AND, L, R); }
+expr(A) ::= expr(L) EQ expr(R).                { A = ast_binary(ctx, OP_EQ, L, R); }
+expr(A) ::= expr(L) NE expr(R).                { A = ast_binary(ctx, OP_NE, L, R); }
+expr(A) ::= expr(L) LT expr(R).                { A = ast_binary(ctx, OP_LT, L, R); }
+expr(A) ::= expr(L) LE expr(R).                { A = ast_binary(ctx, OP_LE, L, R); }
+expr(A) ::= expr(L) GT expr(R).                { A = ast_binary(ctx, OP_GT, L, R); }
+expr(A) ::= expr(L) GE expr(R).                { A = ast_binary(ctx, OP_GE, L, R); }
+expr(A) ::= expr(L) CONCAT expr(R).            { A = ast_binary(ctx, OP_CONCAT, L, R); }
+expr(A) ::= expr(L) PLUS expr(R).              { A = ast_binary(ctx, OP_ADD, L, R); }
+expr(A) ::= expr(L) MINUS expr(R).             { A = ast_binary(ctx, OP_SUB, L, R); }
+expr(A) ::= expr(L) STAR expr(R).              { A = ast_binary(ctx, OP_MUL, L, R); }
+expr(A) ::= expr(L) SLASH expr(R).             { A = ast_binary(ctx, OP_DIV, L, R); }
+expr(A) ::= expr(L) REM expr(R).               { A = ast_binary(ctx, OP_MOD, L, R); }
+expr(A) ::= expr(L) CARET expr(R).             { A = ast_binary(ctx, OP_POW, L, R); }
+
+expr(A) ::= expr(E) IS NULL.                   { A = ast_is(ctx, E, IS_NULL, false, NULL); }
+expr(A) ::= expr(E) IS NOT NULL.               { A = ast_is(ctx, E, IS_NULL, true, NULL); }
+expr(A) ::= expr(E) IS TRUE.                   { A = ast_is(ctx, E, IS_TRUE, false, NULL); }
+expr(A) ::= expr(E) IS NOT TRUE.               { A = ast_is(ctx, E, IS_TRUE, true, NULL); }
+expr(A) ::= expr(E) IS FALSE.                  { A = ast_is(ctx, E, IS_FALSE, false, NULL); }
+expr(A) ::= expr(E) IS NOT FALSE.              { A = ast_is(ctx, E, IS_FALSE, true, NULL); }
+expr(A) ::= expr(E) IS UNKNOWN.                { A = ast_is(ctx, E, IS_UNKNOWN, false, NULL); }
+expr(A) ::= expr(E) IS NOT UNKNOWN.            { A = ast_is(ctx, E, IS_UNKNOWN, true, NULL); }
+expr(A) ::= expr(E) IS DISTINCT FROM expr(O). [IS] { A = ast_is(ctx, E, IS_DISTINCT_FROM, false, O); }
+expr(A) ::= expr(E) IS NOT DISTINCT FROM expr(O). [IS] { A = ast_is(ctx, E, IS_DISTINCT_FROM, true, O); }
+
+expr(A) ::= expr(E) IN LP exprlist(L) RP. [IN]            { A = ast_in(ctx, E, L, false); }
+expr(A) ::= expr(E) NOT_LA IN LP exprlist(L) RP. [IN]     { A = ast_in(ctx, E, L, true); }
+expr(A) ::= expr(E) IN LP select(Q) RP. [IN]              { A = ast_in_select(ctx, E, Q, false); }
+expr(A) ::= expr(E) NOT_LA IN LP select(Q) RP. [IN]       { A = ast_in_select(ctx, E, Q, true); }
+expr(A) ::= expr(E) BETWEEN expr(L) AND expr(H). [BETWEEN]        { A = ast_between(ctx, E, L, H, false); }
+expr(A) ::= expr(E) NOT_LA BETWEEN expr(L) AND expr(H). [BETWEEN] { A = ast_between(ctx, E, L, H, true); }
+expr(A) ::= expr(E) LIKE expr(P). [LIKE]                  { A = ast_like(ctx, E, P, NULL, false, false); }
+expr(A) ::= expr(E) LIKE expr(P) ESCAPE expr(X). [LIKE]   { A = ast_like(ctx, E, P, X, false, false); }
+expr(A) ::= expr(E) NOT_LA LIKE expr(P). [LIKE]           { A = ast_like(ctx, E, P, NULL, true, false); }
+expr(A) ::= expr(E) NOT_LA LIKE expr(P) ESCAPE expr(X). [LIKE] { A = ast_like(ctx, E, P, X, true, false); }
+expr(A) ::= expr(E) ILIKE expr(P). [LIKE]                 { A = ast_like(ctx, E, P, NULL, false, true); }
+expr(A) ::= expr(E) ILIKE expr(P) ESCAPE expr(X). [LIKE]  { A = ast_like(ctx, E, P, X, false, true); }
+expr(A) ::= expr(E) NOT_LA ILIKE expr(P). [LIKE]          { A = ast_like(ctx, E, P, NULL, true, true); }
+expr(A) ::= expr(E) NOT_LA ILIKE expr(P) ESCAPE expr(X). [LIKE] { A = ast_like(ctx, E, P, X, true, true); }
+
+/* INTERVAL 'n' unit [TO unit] */
+interval_qual(A) ::= .                         { A = NULL; }
+interval_qual(A) ::= iunit(U).                 { A = U; }
+interval_qual(A) ::= iunit(U) TO iunit(V).     { A = arena_printf(ctx->a, "%s to %s", U, V); }
+iunit(A) ::= YEAR.                             { A = "year"; }
+iunit(A) ::= MONTH.                            { A = "month"; }
+iunit(A) ::= DAY.                              { A = "day"; }
+iunit(A) ::= HOUR.                             { A = "hour"; }
+iunit(A) ::= MINUTE.                           { A = "minute"; }
+iunit(A) ::= SECOND.                           { A = "second"; }
+
+/* type names: lower case; modifiers are accepted and dropped */
+typename(A) ::= simpletype(T).                 { A = T; }
+typename(A) ::= simpletype(T) LP INTEGER RP.   { A = T; }
+typename(A) ::= simpletype(T) LP INTEGER COMMA INTEGER RP. { A = T; }
+simpletype(A) ::= nm(N).                       { A = ast_type_name(ctx, N); }
+simpletype(A) ::= nm(N) WITH_LA TIME ZONE.     { A = ast_type_tz(ctx, ast_type_name(ctx, N), true, N); }
+simpletype(A) ::= nm(N) WITHOUT TIME ZONE.     { A = ast_type_tz(ctx, ast_type_name(ctx, N), false, N); }
+simpletype(A) ::= DOUBLE.                      { A = "double precision"; }
+simpletype(A) ::= DOUBLE PRECISION.            { A = "double precision"; }
+simpletype(A) ::= CHARACTER.                   { A = "char"; }
+simpletype(A) ::= CHARACTER VARYING.           { A = "varchar"; }
+simpletype(A) ::= INTERVAL.                    { A = "interval"; }

@@ -1,0 +1,871 @@
+/*
+ * bind.c: expressions from AST to typed PlanExpr.
+ *
+ * Names resolve against a Scope (the columns of one plan node). Operators
+ * and functions resolve to one ScalarFn by their argument types, inserting
+ * implicit casts the way Postgres does: integers widen to the wider
+ * integer, integers meet floats as double, a bare string literal takes the
+ * type the other side wants (so `ts > '2026-01-01'` compares timestamps).
+ * Inside a grouped query (b->agg set), expressions equal to a GROUP BY
+ * expression and aggregate calls become columns of the aggregation output.
+ */
+#include "planner_int.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+PlanExpr *make_col(BindCtx *b, int col, TypeId t)
+{
+    PlanExpr *e = arena_zalloc(b->a, sizeof *e);
+    e->kind = PE_COL;
+    e->col = col;
+    e->type = t;
+    return e;
+}
+
+PlanExpr *make_const(BindCtx *b, Value v)
+{
+    PlanExpr *e = arena_zalloc(b->a, sizeof *e);
+    e->kind = PE_CONST;
+    e->type = v.type;
+    e->value = v;
+    return e;
+}
+
+static PlanExpr *make_call(BindCtx *b, ScalarFn fn, TypeId t, int pos, int n, PlanExpr **args)
+{
+    PlanExpr *e = arena_zalloc(b->a, sizeof *e);
+    e->kind = PE_CALL;
+    e->fn = fn;
+    e->type = t;
+    e->pos = pos;
+    e->n_args = n;
+    e->args = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++)
+        e->args[i] = args[i];
+    return e;
+}
+
+bool expr_equal(const PlanExpr *x, const PlanExpr *y)
+{
+    if (x->kind != y->kind || x->type != y->type)
+        return false;
+    switch (x->kind) {
+    case PE_COL: return x->col == y->col;
+    case PE_CONST:
+        if (x->value.null || y->value.null)
+            return x->value.null == y->value.null;
+        return value_cmp(&x->value, &y->value) == 0;
+    case PE_CALL:
+        if (x->fn != y->fn || x->n_args != y->n_args)
+            return false;
+        for (int i = 0; i < x->n_args; i++)
+            if (!expr_equal(x->args[i], y->args[i]))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+int eval_const(BindCtx *b, const PlanExpr *e, Value *out)
+{
+    switch (e->kind) {
+    case PE_CONST: *out = e->value; return 0;
+    case PE_COL: return werr(b->err, SQLSTATE_INVALID_PARAMETER, e->pos, "expression must be a constant");
+    case PE_CALL: {
+        Value args[16];
+        if (e->n_args > 16)
+            return werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "too many arguments");
+        for (int i = 0; i < e->n_args; i++)
+            if (eval_const(b, e->args[i], &args[i]))
+                return -1;
+        if (scalar_call(e->fn, e->type, e->n_args, args, b->a, out, b->err)) {
+            if (b->err->pos == 0)
+                b->err->pos = e->pos;
+            return -1;
+        }
+        return 0;
+    }
+    }
+    return -1;
+}
+
+/* ---- type rules ----------------------------------------------------------- */
+
+static int int_rank(TypeId t) { return t == TYPE_INT2 ? 1 : t == TYPE_INT4 ? 2 : t == TYPE_INT8 ? 3 : 0; }
+
+/* Can a value of type from be used where to is wanted without CAST? */
+static bool implicit_ok(TypeId from, TypeId to)
+{
+    if (from == to || from == TYPE_NULL)
+        return true;
+    if (type_is_integer(from) && type_is_integer(to))
+        return int_rank(from) <= int_rank(to);
+    if (type_is_integer(from) && (to == TYPE_FLOAT4 || to == TYPE_FLOAT8))
+        return true;
+    if (from == TYPE_FLOAT4 && to == TYPE_FLOAT8)
+        return true;
+    if (from == TYPE_DATE && (to == TYPE_TIMESTAMP || to == TYPE_TIMESTAMPTZ))
+        return true;
+    if (from == TYPE_TIMESTAMP && to == TYPE_TIMESTAMPTZ)
+        return true;
+    if ((from == TYPE_TEXT) && to == TYPE_JSONB)
+        return false;
+    return false;
+}
+
+PlanExpr *coerce_expr(BindCtx *b, PlanExpr *e, TypeId t, int pos)
+{
+    if (e->type == t)
+        return e;
+    if (e->kind == PE_CONST && (e->value.null || e->unknown)) {
+        Value v;
+        if (e->value.null) {
+            v = value_null(t);
+        } else if (value_from_text(t, e->value.u.s.p, e->value.u.s.len, b->a, &v, b->err)) {
+            b->err->pos = pos ? pos : e->pos;
+            return NULL;
+        }
+        PlanExpr *c = make_const(b, v);
+        c->pos = e->pos;
+        return c;
+    }
+    if (!implicit_ok(e->type, t)) {
+        werr(b->err, SQLSTATE_DATATYPE_MISMATCH, pos ? pos : e->pos,
+             "expression is of type %s but %s is expected", type_name(e->type), type_name(t));
+        werr_hint(b->err, "You will need to rewrite or cast the expression.");
+        return NULL;
+    }
+    PlanExpr *arg = e;
+    return make_call(b, FN_CAST, t, e->pos, 1, &arg);
+}
+
+/* The common type of two operands for comparison or arithmetic, or TYPE_NULL. */
+static TypeId common_type(const PlanExpr *x, const PlanExpr *y)
+{
+    TypeId a = x->type, c = y->type;
+    bool ua = x->kind == PE_CONST && (x->unknown || x->value.null);
+    bool uc = y->kind == PE_CONST && (y->unknown || y->value.null);
+    if (ua && !uc)
+        return c;
+    if (uc && !ua)
+        return a;
+    if (ua && uc)
+        return TYPE_TEXT;
+    if (a == c)
+        return a;
+    if (type_is_integer(a) && type_is_integer(c))
+        return int_rank(a) > int_rank(c) ? a : c;
+    if (type_is_numeric(a) && type_is_numeric(c))
+        return TYPE_FLOAT8;
+    if (implicit_ok(a, c))
+        return c;
+    if (implicit_ok(c, a))
+        return a;
+    return TYPE_NULL;
+}
+
+/* ---- literals ------------------------------------------------------------- */
+
+static PlanExpr *bind_literal(BindCtx *b, const AstExpr *e)
+{
+    Value v;
+    PlanExpr *r;
+    switch (e->lit_kind) {
+    case LIT_NULL:
+        r = make_const(b, value_null(TYPE_NULL));
+        break;
+    case LIT_BOOL:
+        r = make_const(b, value_bool(e->text[0] == 't'));
+        break;
+    case LIT_INT: {
+        WError tmp = {0};
+        if (value_from_text(TYPE_INT4, e->text, strlen(e->text), b->a, &v, &tmp) == 0) {
+            r = make_const(b, v);
+            break;
+        }
+        werr_clear(&tmp);
+        if (value_from_text(TYPE_INT8, e->text, strlen(e->text), b->a, &v, &tmp) == 0) {
+            r = make_const(b, v);
+            break;
+        }
+        /* Beyond bigint: Postgres would make a numeric; weir uses double. */
+        if (value_from_text(TYPE_FLOAT8, e->text, strlen(e->text), b->a, &v, b->err))
+            return b->err->pos = e->pos, NULL;
+        r = make_const(b, v);
+        break;
+    }
+    case LIT_DECIMAL:
+        /* weir has no NUMERIC arithmetic yet: decimal literals are double precision. */
+        if (value_from_text(TYPE_FLOAT8, e->text, strlen(e->text), b->a, &v, b->err))
+            return b->err->pos = e->pos, NULL;
+        r = make_const(b, v);
+        break;
+    case LIT_STRING:
+        r = make_const(b, value_str(TYPE_TEXT, arena_strdup(b->a, e->text), strlen(e->text)));
+        r->unknown = true;
+        break;
+    case LIT_TYPED: {
+        TypeId t = type_from_name(e->type_name);
+        if (t == TYPE_NULL) {
+            werr(b->err, SQLSTATE_UNDEFINED_OBJECT, e->pos, "type \"%s\" does not exist", e->type_name);
+            return NULL;
+        }
+        if (value_from_text(t, e->text, strlen(e->text), b->a, &v, b->err))
+            return b->err->pos = e->pos, NULL;
+        r = make_const(b, v);
+        break;
+    }
+    case LIT_INTERVAL: {
+        Value iv = value_null(TYPE_INTERVAL);
+        iv.null = false;
+        const char *u = e->interval_unit;
+        char tmp[128];
+        const char *text = e->text;
+        /* INTERVAL '10' SECOND: a bare number takes the unit; for
+         * "DAY TO SECOND"-style ranges the text is a full interval. */
+        bool bare = text[0] != 0;
+        for (const char *p = text; *p; p++)
+            if (!((*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '+' || *p == ' '))
+                bare = false;
+        if (u && bare && !strchr(u, ' ')) {
+            snprintf(tmp, sizeof tmp, "%s %s", text, u);
+            text = tmp;
+        }
+        if (parse_interval(text, strlen(text), &iv.u.iv)) {
+            werr(b->err, SQLSTATE_DATETIME_FORMAT, e->pos, "invalid input syntax for type interval: \"%s\"", e->text);
+            return NULL;
+        }
+        r = make_const(b, iv);
+        break;
+    }
+    default:
+        werr(b->err, SQLSTATE_INTERNAL, e->pos, "unknown literal");
+        return NULL;
+    }
+    r->pos = e->pos;
+    return r;
+}
+
+/* ---- columns -------------------------------------------------------------- */
+
+static PlanExpr *bind_column(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    int found = -1;
+    bool qual_seen = false;
+    for (int i = 0; i < s->n; i++) {
+        const ScopeCol *c = &s->cols[i];
+        if (e->qualifier) {
+            if (!c->qualifier || strcmp(c->qualifier, e->qualifier) != 0)
+                continue;
+            qual_seen = true;
+        }
+        if (strcmp(c->name, e->text) != 0)
+            continue;
+        if (found >= 0) {
+            werr(b->err, SQLSTATE_AMBIGUOUS_COLUMN, e->pos, "column reference \"%s\" is ambiguous", e->text);
+            return NULL;
+        }
+        found = i;
+    }
+    if (found < 0) {
+        if (e->qualifier && !qual_seen)
+            werr(b->err, SQLSTATE_UNDEFINED_TABLE, e->pos, "missing FROM-clause entry for table \"%s\"", e->qualifier);
+        else if (e->qualifier)
+            werr(b->err, SQLSTATE_UNDEFINED_COLUMN, e->pos, "column %s.%s does not exist", e->qualifier, e->text);
+        else
+            werr(b->err, SQLSTATE_UNDEFINED_COLUMN, e->pos, "column \"%s\" does not exist", e->text);
+        return NULL;
+    }
+    PlanExpr *r = make_col(b, found, s->cols[found].type);
+    r->pos = e->pos;
+    return r;
+}
+
+/* ---- operators ------------------------------------------------------------ */
+
+static PlanExpr *bind_binary(BindCtx *b, const Scope *s, const AstExpr *e, AstOp op, PlanExpr *x, PlanExpr *y)
+{
+    int pos = e->pos;
+    if (op == OP_AND || op == OP_OR) {
+        if (!(x = coerce_expr(b, x, TYPE_BOOL, x->pos)) || !(y = coerce_expr(b, y, TYPE_BOOL, y->pos)))
+            return NULL;
+        PlanExpr *args[2] = {x, y};
+        return make_call(b, op == OP_AND ? FN_AND : FN_OR, TYPE_BOOL, pos, 2, args);
+    }
+    if (op == OP_CONCAT) {
+        if (!(x = coerce_expr(b, x->type == TYPE_TEXT || x->unknown ? x : make_call(b, FN_CAST, TYPE_TEXT, x->pos, 1, &x), TYPE_TEXT, pos)))
+            return NULL;
+        if (!(y = coerce_expr(b, y->type == TYPE_TEXT || y->unknown ? y : make_call(b, FN_CAST, TYPE_TEXT, y->pos, 1, &y), TYPE_TEXT, pos)))
+            return NULL;
+        PlanExpr *args[2] = {x, y};
+        return make_call(b, FN_CONCAT, TYPE_TEXT, pos, 2, args);
+    }
+    TypeId tx = x->type, ty = y->type;
+    bool ux = x->kind == PE_CONST && x->unknown, uy = y->kind == PE_CONST && y->unknown;
+    /* Time arithmetic first: the operand types pick the function. */
+    if (op == OP_ADD || op == OP_SUB) {
+        if ((tx == TYPE_TIMESTAMP || tx == TYPE_TIMESTAMPTZ) && (ty == TYPE_INTERVAL || uy)) {
+            if (!(y = coerce_expr(b, y, TYPE_INTERVAL, pos)))
+                return NULL;
+            PlanExpr *args[2] = {x, y};
+            return make_call(b, op == OP_ADD ? FN_TS_ADD_IV : FN_TS_SUB_IV, tx, pos, 2, args);
+        }
+        if (op == OP_ADD && tx == TYPE_INTERVAL && (ty == TYPE_TIMESTAMP || ty == TYPE_TIMESTAMPTZ)) {
+            PlanExpr *args[2] = {y, x};
+            return make_call(b, FN_TS_ADD_IV, ty, pos, 2, args);
+        }
+        if ((tx == TYPE_TIMESTAMP || tx == TYPE_TIMESTAMPTZ) && op == OP_SUB &&
+            (ty == TYPE_TIMESTAMP || ty == TYPE_TIMESTAMPTZ || uy)) {
+            if (!(y = coerce_expr(b, y, tx, pos)))
+                return NULL;
+            PlanExpr *args[2] = {x, y};
+            return make_call(b, FN_TS_SUB_TS, TYPE_INTERVAL, pos, 2, args);
+        }
+        if (tx == TYPE_INTERVAL && (ty == TYPE_INTERVAL || uy)) {
+            if (!(y = coerce_expr(b, y, TYPE_INTERVAL, pos)))
+                return NULL;
+            PlanExpr *args[2] = {x, y};
+            return make_call(b, op == OP_ADD ? FN_IV_ADD_IV : FN_IV_SUB_IV, TYPE_INTERVAL, pos, 2, args);
+        }
+        if (tx == TYPE_DATE && type_is_integer(ty)) {
+            PlanExpr *args[2] = {x, coerce_expr(b, y, TYPE_INT8, pos)};
+            return make_call(b, op == OP_ADD ? FN_DATE_ADD_I : FN_DATE_SUB_I, TYPE_DATE, pos, 2, args);
+        }
+        if (tx == TYPE_DATE && ty == TYPE_DATE && op == OP_SUB) {
+            PlanExpr *args[2] = {x, y};
+            return make_call(b, FN_DATE_SUB_DATE, TYPE_INT4, pos, 2, args);
+        }
+    }
+    if (op == OP_MUL && tx == TYPE_INTERVAL && type_is_numeric(ty)) {
+        PlanExpr *args[2] = {x, coerce_expr(b, y, TYPE_FLOAT8, pos)};
+        return make_call(b, FN_IV_MUL_F, TYPE_INTERVAL, pos, 2, args);
+    }
+    if (op == OP_MUL && ty == TYPE_INTERVAL && type_is_numeric(tx)) {
+        PlanExpr *args[2] = {y, coerce_expr(b, x, TYPE_FLOAT8, pos)};
+        return make_call(b, FN_IV_MUL_F, TYPE_INTERVAL, pos, 2, args);
+    }
+    TypeId t = common_type(x, y);
+    if (ux && uy && op >= OP_ADD && op <= OP_POW)
+        t = TYPE_NULL;
+    if (t == TYPE_NULL) {
+        werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, pos, "operator does not exist: %s %s %s",
+             type_name(tx), ast_op_name(op), type_name(ty));
+        werr_hint(b->err, "No operator matches the given name and argument types. You might need to add explicit type casts.");
+        return NULL;
+    }
+    if (!(x = coerce_expr(b, x, t, pos)) || !(y = coerce_expr(b, y, t, pos)))
+        return NULL;
+    PlanExpr *args[2] = {x, y};
+    switch (op) {
+    case OP_EQ: return make_call(b, FN_EQ, TYPE_BOOL, pos, 2, args);
+    case OP_NE: return make_call(b, FN_NE, TYPE_BOOL, pos, 2, args);
+    case OP_LT: return make_call(b, FN_LT, TYPE_BOOL, pos, 2, args);
+    case OP_LE: return make_call(b, FN_LE, TYPE_BOOL, pos, 2, args);
+    case OP_GT: return make_call(b, FN_GT, TYPE_BOOL, pos, 2, args);
+    case OP_GE: return make_call(b, FN_GE, TYPE_BOOL, pos, 2, args);
+    default: break;
+    }
+    if (type_is_integer(t)) {
+        ScalarFn fn = op == OP_ADD ? FN_ADD_I : op == OP_SUB ? FN_SUB_I : op == OP_MUL ? FN_MUL_I
+                    : op == OP_DIV ? FN_DIV_I : op == OP_MOD ? FN_MOD_I : FN_NONE;
+        if (op == OP_POW) {
+            PlanExpr *fargs[2] = {coerce_expr(b, x, TYPE_FLOAT8, pos), coerce_expr(b, y, TYPE_FLOAT8, pos)};
+            return make_call(b, FN_POW_F, TYPE_FLOAT8, pos, 2, fargs);
+        }
+        if (fn != FN_NONE)
+            return make_call(b, fn, t, pos, 2, args);
+    } else if (t == TYPE_FLOAT4 || t == TYPE_FLOAT8) {
+        ScalarFn fn = op == OP_ADD ? FN_ADD_F : op == OP_SUB ? FN_SUB_F : op == OP_MUL ? FN_MUL_F
+                    : op == OP_DIV ? FN_DIV_F : op == OP_POW ? FN_POW_F : FN_NONE;
+        if (fn != FN_NONE)
+            return make_call(b, fn, t, pos, 2, args);
+    }
+    (void)s;
+    werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, pos, "operator does not exist: %s %s %s",
+         type_name(tx), ast_op_name(op), type_name(ty));
+    return NULL;
+}
+
+/* ---- aggregates ----------------------------------------------------------- */
+
+static const char *AGG_NAMES[] = {"count", "sum", "min", "max", "avg"};
+
+bool ast_is_aggregate(const AstExpr *e)
+{
+    if (e->kind != AST_FUNC || e->over)
+        return false;
+    for (size_t i = 0; i < sizeof AGG_NAMES / sizeof AGG_NAMES[0]; i++)
+        if (strcmp(e->text, AGG_NAMES[i]) == 0)
+            return true;
+    return false;
+}
+
+bool ast_contains_aggregate(const AstExpr *e)
+{
+    if (!e)
+        return false;
+    if (ast_is_aggregate(e))
+        return true;
+    for (int i = 0; i < ast_list_len(e->args); i++)
+        if (ast_contains_aggregate(AST_AT(e->args, i)))
+            return true;
+    for (int i = 0; i < ast_list_len(e->whens); i++)
+        if (ast_contains_aggregate(AST_AT(e->whens, i)))
+            return true;
+    return ast_contains_aggregate(e->arg) || ast_contains_aggregate(e->lo) ||
+           ast_contains_aggregate(e->hi) || ast_contains_aggregate(e->else_);
+}
+
+static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
+{
+    AggCtx *g = b->agg;
+    if (b->in_agg_arg) {
+        werr(b->err, SQLSTATE_GROUPING_ERROR, e->pos, "aggregate function calls cannot be nested");
+        return NULL;
+    }
+    if (e->distinct) {
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: %s(DISTINCT ...)", e->text);
+        return NULL;
+    }
+    PlanAgg agg = {.arg = -1, .filter_col = -1};
+    PlanExpr *arg = NULL;
+    const char *f = e->text;
+    int nargs = ast_list_len(e->args);
+    if (strcmp(f, "count") == 0 && (e->star_arg || nargs == 0)) {
+        agg.kind = AGG_COUNT_STAR;
+        agg.type = TYPE_INT8;
+    } else {
+        if (nargs != 1) {
+            werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "function %s takes exactly one argument", f);
+            return NULL;
+        }
+        b->in_agg_arg = true;
+        AggCtx *saved = b->agg;
+        b->agg = NULL;
+        arg = bind_expr(b, g->input, AST_AT(e->args, 0));
+        b->agg = saved;
+        b->in_agg_arg = false;
+        if (!arg)
+            return NULL;
+        if (arg->kind == PE_CONST && arg->unknown)
+            arg = coerce_expr(b, arg, TYPE_TEXT, e->pos);
+        agg.arg_type = arg->type;
+        if (strcmp(f, "count") == 0) {
+            agg.kind = AGG_COUNT;
+            agg.type = TYPE_INT8;
+        } else if (strcmp(f, "sum") == 0) {
+            agg.kind = AGG_SUM;
+            if (type_is_integer(arg->type))
+                agg.type = TYPE_INT8;
+            else if (arg->type == TYPE_FLOAT4 || arg->type == TYPE_FLOAT8)
+                agg.type = TYPE_FLOAT8;
+            else if (arg->type == TYPE_INTERVAL)
+                agg.type = TYPE_INTERVAL;
+            else
+                goto badtype;
+        } else if (strcmp(f, "avg") == 0) {
+            agg.kind = AGG_AVG;
+            if (!type_is_numeric(arg->type))
+                goto badtype;
+            agg.type = TYPE_FLOAT8;
+        } else {
+            agg.kind = strcmp(f, "min") == 0 ? AGG_MIN : AGG_MAX;
+            if (arg->type == TYPE_JSONB || arg->type == TYPE_NULL)
+                goto badtype;
+            agg.type = arg->type;
+        }
+    }
+    PlanExpr *filter = NULL;
+    if (e->filter) {
+        AggCtx *saved = b->agg;
+        b->agg = NULL;
+        filter = bind_expr(b, g->input, e->filter);
+        b->agg = saved;
+        if (!filter || !(filter = coerce_expr(b, filter, TYPE_BOOL, e->filter->pos)))
+            return NULL;
+    }
+    /* The same aggregate twice (count(*) in SELECT and HAVING) is computed once. */
+    for (int i = 0; i < g->n_aggs; i++) {
+        if (g->aggs[i].kind != agg.kind)
+            continue;
+        if ((g->agg_args[i] == NULL) != (arg == NULL) || (arg && !expr_equal(g->agg_args[i], arg)))
+            continue;
+        if ((g->agg_filters[i] == NULL) != (filter == NULL) || (filter && !expr_equal(g->agg_filters[i], filter)))
+            continue;
+        PlanExpr *r = make_col(b, g->n_group + i, agg.type);
+        r->pos = e->pos;
+        return r;
+    }
+    if (g->n_aggs == g->cap_aggs) {
+        int cap = g->cap_aggs ? g->cap_aggs * 2 : 8;
+        PlanAgg *na = arena_alloc(b->a, sizeof *na * (size_t)cap);
+        PlanExpr **nx = arena_alloc(b->a, sizeof *nx * (size_t)cap);
+        PlanExpr **nf = arena_alloc(b->a, sizeof *nf * (size_t)cap);
+        if (g->n_aggs) {
+            memcpy(na, g->aggs, sizeof *na * (size_t)g->n_aggs);
+            memcpy(nx, g->agg_args, sizeof *nx * (size_t)g->n_aggs);
+            memcpy(nf, g->agg_filters, sizeof *nf * (size_t)g->n_aggs);
+        }
+        g->aggs = na;
+        g->agg_args = nx;
+        g->agg_filters = nf;
+        g->cap_aggs = cap;
+    }
+    g->aggs[g->n_aggs] = agg;
+    g->agg_args[g->n_aggs] = arg;
+    g->agg_filters[g->n_aggs] = filter;
+    g->n_aggs++;
+    PlanExpr *r = make_col(b, g->n_group + g->n_aggs - 1, agg.type);
+    r->pos = e->pos;
+    return r;
+badtype:
+    werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "function %s(%s) does not exist", f, type_name(arg->type));
+    return NULL;
+}
+
+/* ---- functions ------------------------------------------------------------ */
+
+static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    const char *f = e->text;
+    int n = ast_list_len(e->args);
+    if (e->over) {
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: window function %s() OVER (...)", f);
+        return NULL;
+    }
+    if (n > 64) {
+        werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "cannot pass more than 64 arguments to a function");
+        return NULL;
+    }
+    PlanExpr *args[64];
+    for (int i = 0; i < n; i++)
+        if (!(args[i] = bind_expr(b, s, AST_AT(e->args, i))))
+            return NULL;
+    if ((strcmp(f, "lower") == 0 || strcmp(f, "upper") == 0 || strcmp(f, "length") == 0 ||
+         strcmp(f, "char_length") == 0) && n == 1) {
+        if (!(args[0] = coerce_expr(b, args[0], TYPE_TEXT, e->pos)))
+            return NULL;
+        if (f[0] == 'l' && f[1] == 'o')
+            return make_call(b, FN_LOWER, TYPE_TEXT, e->pos, 1, args);
+        if (f[0] == 'u')
+            return make_call(b, FN_UPPER, TYPE_TEXT, e->pos, 1, args);
+        return make_call(b, FN_LENGTH, TYPE_INT4, e->pos, 1, args);
+    }
+    if (strcmp(f, "abs") == 0 && n == 1) {
+        if (type_is_integer(args[0]->type))
+            return make_call(b, FN_ABS_I, args[0]->type, e->pos, 1, args);
+        if (args[0]->type == TYPE_FLOAT4 || args[0]->type == TYPE_FLOAT8)
+            return make_call(b, FN_ABS_F, args[0]->type, e->pos, 1, args);
+    }
+    if (strcmp(f, "coalesce") == 0 && n >= 1) {
+        TypeId t = TYPE_NULL;
+        for (int i = 0; i < n; i++) {
+            if (t == TYPE_NULL) {
+                if (!(args[i]->kind == PE_CONST && (args[i]->unknown || args[i]->value.null)))
+                    t = args[i]->type;
+            } else {
+                TypeId c = common_type(make_col(b, 0, t), args[i]);
+                if (c == TYPE_NULL) {
+                    werr(b->err, SQLSTATE_DATATYPE_MISMATCH, args[i]->pos, "COALESCE types %s and %s cannot be matched",
+                         type_name(t), type_name(args[i]->type));
+                    return NULL;
+                }
+                t = c;
+            }
+        }
+        if (t == TYPE_NULL)
+            t = TYPE_TEXT;
+        for (int i = 0; i < n; i++)
+            if (!(args[i] = coerce_expr(b, args[i], t, args[i]->pos)))
+                return NULL;
+        return make_call(b, FN_COALESCE, t, e->pos, n, args);
+    }
+    werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "function %s(%s%s) does not exist", f,
+         n ? type_name(args[0]->type) : "", n > 1 ? ", ..." : "");
+    werr_hint(b->err, "No function matches the given name and argument types. You might need to add explicit type casts.");
+    return NULL;
+}
+
+/* ---- the dispatcher ------------------------------------------------------- */
+
+static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e);
+
+PlanExpr *bind_expr(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    if (b->agg && !b->in_agg_arg) {
+        /* Post-aggregation: a GROUP BY expression becomes its column. */
+        if (ast_is_aggregate(e))
+            return bind_aggregate(b, e);
+        if (e->kind != AST_LITERAL) {
+            AggCtx *g = b->agg;
+            WError probe = {0};
+            WError *saved_err = b->err;
+            AggCtx *saved = b->agg;
+            b->err = &probe;
+            b->agg = NULL;
+            PlanExpr *x = ast_contains_aggregate(e) ? NULL : bind_expr_inner(b, g->input, e);
+            b->err = saved_err;
+            b->agg = saved;
+            if (x) {
+                for (int i = 0; i < g->n_group; i++)
+                    if (expr_equal(x, g->group[i])) {
+                        PlanExpr *r = make_col(b, i, g->group[i]->type);
+                        r->pos = e->pos;
+                        return r;
+                    }
+            }
+            if (e->kind == AST_COLUMN) {
+                if (!x) /* the name itself is wrong: report that */
+                    return bind_expr_inner(b, g->input, e);
+                werr(b->err, SQLSTATE_GROUPING_ERROR, e->pos,
+                     "column \"%s\" must appear in the GROUP BY clause or be used in an aggregate function", e->text);
+                return NULL;
+            }
+        }
+    }
+    PlanExpr *r = bind_expr_inner(b, s, e);
+    if (r && !r->pos)
+        r->pos = e->pos;
+    return r;
+}
+
+static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    switch (e->kind) {
+    case AST_LITERAL: return bind_literal(b, e);
+    case AST_COLUMN:
+        if (b->agg && !b->in_agg_arg) /* reached only for columns handled above */
+            return NULL;
+        return bind_column(b, s, e);
+    case AST_STAR:
+        werr(b->err, SQLSTATE_SYNTAX_ERROR, e->pos, "\"*\" is not allowed here");
+        return NULL;
+    case AST_PARAM:
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: query parameters ($%d)", e->param_no);
+        return NULL;
+    case AST_UNARY: {
+        PlanExpr *x = bind_expr(b, s, AST_AT(e->args, 0));
+        if (!x)
+            return NULL;
+        if (e->op == OP_NOT) {
+            if (!(x = coerce_expr(b, x, TYPE_BOOL, e->pos)))
+                return NULL;
+            return make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &x);
+        }
+        if (e->op == OP_PLUS)
+            return x;
+        if (x->kind == PE_CONST && x->unknown && !(x = coerce_expr(b, x, TYPE_FLOAT8, e->pos)))
+            return NULL;
+        if (type_is_integer(x->type))
+            return make_call(b, FN_NEG_I, x->type, e->pos, 1, &x);
+        if (x->type == TYPE_FLOAT4 || x->type == TYPE_FLOAT8)
+            return make_call(b, FN_NEG_F, x->type, e->pos, 1, &x);
+        if (x->type == TYPE_INTERVAL)
+            return make_call(b, FN_IV_NEG, x->type, e->pos, 1, &x);
+        werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "operator does not exist: - %s", type_name(x->type));
+        return NULL;
+    }
+    case AST_BINARY: {
+        PlanExpr *x = bind_expr(b, s, AST_AT(e->args, 0));
+        PlanExpr *y = x ? bind_expr(b, s, AST_AT(e->args, 1)) : NULL;
+        if (!x || !y)
+            return NULL;
+        return bind_binary(b, s, e, e->op, x, y);
+    }
+    case AST_FUNC:
+        if (ast_is_aggregate(e)) {
+            werr(b->err, SQLSTATE_GROUPING_ERROR, e->pos, "aggregate functions are not allowed here");
+            return NULL;
+        }
+        return bind_function(b, s, e);
+    case AST_CAST: {
+        PlanExpr *x = bind_expr(b, s, e->arg);
+        if (!x)
+            return NULL;
+        TypeId t = type_from_name(e->type_name);
+        if (t == TYPE_NULL) {
+            werr(b->err, SQLSTATE_UNDEFINED_OBJECT, e->pos, "type \"%s\" does not exist", e->type_name);
+            return NULL;
+        }
+        if (t == TYPE_NUMERIC) {
+            werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: type numeric");
+            return NULL;
+        }
+        if (x->kind == PE_CONST && (x->unknown || x->value.null))
+            return coerce_expr(b, x, t, e->pos);
+        if (x->type == t)
+            return x;
+        /* Check castability now, so a bad cast is a plan-time error. */
+        Value probe = value_null(x->type), out;
+        probe.null = false;
+        memset(&probe.u, 0, sizeof probe.u);
+        if (type_phys(x->type) == PHYS_STR)
+            probe.u.s.p = "", probe.u.s.len = 0;
+        WError tmp = {0};
+        if (scalar_cast(&probe, t, b->a, &out, &tmp) && strcmp(tmp.sqlstate, SQLSTATE_DATATYPE_MISMATCH) == 0) {
+            werr(b->err, SQLSTATE_DATATYPE_MISMATCH, e->pos, "cannot cast type %s to %s", type_name(x->type), type_name(t));
+            return NULL;
+        }
+        return make_call(b, FN_CAST, t, e->pos, 1, &x);
+    }
+    case AST_IS: {
+        PlanExpr *x = bind_expr(b, s, e->arg);
+        if (!x)
+            return NULL;
+        ScalarFn fn;
+        switch (e->is_kind) {
+        case IS_NULL: fn = e->negated ? FN_IS_NOT_NULL : FN_IS_NULL; break;
+        case IS_TRUE: fn = e->negated ? FN_IS_NOT_TRUE : FN_IS_TRUE; break;
+        case IS_FALSE: fn = e->negated ? FN_IS_NOT_FALSE : FN_IS_FALSE; break;
+        case IS_UNKNOWN: fn = e->negated ? FN_IS_NOT_NULL : FN_IS_NULL; break;
+        case IS_DISTINCT_FROM: {
+            PlanExpr *y = bind_expr(b, s, e->lo);
+            if (!y)
+                return NULL;
+            TypeId t = common_type(x, y);
+            if (t == TYPE_NULL || !(x = coerce_expr(b, x, t, e->pos)) || !(y = coerce_expr(b, y, t, e->pos))) {
+                werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "operator does not exist: %s = %s",
+                     type_name(x ? x->type : TYPE_NULL), type_name(y->type));
+                return NULL;
+            }
+            PlanExpr *args[2] = {x, y};
+            return make_call(b, e->negated ? FN_IS_NOT_DISTINCT : FN_IS_DISTINCT, TYPE_BOOL, e->pos, 2, args);
+        }
+        default: return NULL;
+        }
+        if (e->is_kind != IS_NULL && !(x = coerce_expr(b, x, TYPE_BOOL, e->pos)))
+            return NULL;
+        return make_call(b, fn, TYPE_BOOL, e->pos, 1, &x);
+    }
+    case AST_BETWEEN: {
+        PlanExpr *x = bind_expr(b, s, e->arg), *lo = x ? bind_expr(b, s, e->lo) : NULL;
+        PlanExpr *hi = lo ? bind_expr(b, s, e->hi) : NULL;
+        if (!hi)
+            return NULL;
+        PlanExpr *ge = bind_binary(b, s, e, OP_GE, x, lo);
+        PlanExpr *le = ge ? bind_binary(b, s, e, OP_LE, x, hi) : NULL;
+        if (!le)
+            return NULL;
+        PlanExpr *args[2] = {ge, le};
+        PlanExpr *r = make_call(b, FN_AND, TYPE_BOOL, e->pos, 2, args);
+        return e->negated ? make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &r) : r;
+    }
+    case AST_IN: {
+        int n = ast_list_len(e->args);
+        PlanExpr **args = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n + 1));
+        if (!(args[0] = bind_expr(b, s, e->arg)))
+            return NULL;
+        TypeId t = args[0]->kind == PE_CONST && args[0]->unknown ? TYPE_NULL : args[0]->type;
+        for (int i = 0; i < n; i++) {
+            if (!(args[i + 1] = bind_expr(b, s, AST_AT(e->args, i))))
+                return NULL;
+            if (t == TYPE_NULL && !(args[i + 1]->kind == PE_CONST && args[i + 1]->unknown))
+                t = args[i + 1]->type;
+            else if (t != TYPE_NULL) {
+                TypeId c = common_type(make_col(b, 0, t), args[i + 1]);
+                if (c == TYPE_NULL) {
+                    werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, args[i + 1]->pos, "operator does not exist: %s = %s",
+                         type_name(t), type_name(args[i + 1]->type));
+                    return NULL;
+                }
+                t = c;
+            }
+        }
+        if (t == TYPE_NULL)
+            t = TYPE_TEXT;
+        for (int i = 0; i <= n; i++)
+            if (!(args[i] = coerce_expr(b, args[i], t, args[i]->pos)))
+                return NULL;
+        PlanExpr *r = make_call(b, FN_IN, TYPE_BOOL, e->pos, n + 1, args);
+        return e->negated ? make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &r) : r;
+    }
+    case AST_LIKE: {
+        PlanExpr *x = bind_expr(b, s, e->arg), *p = x ? bind_expr(b, s, e->lo) : NULL;
+        if (!p)
+            return NULL;
+        if (e->hi) {
+            werr(b->err, SQLSTATE_NOT_SUPPORTED, e->hi->pos, "feature not supported: LIKE ... ESCAPE");
+            return NULL;
+        }
+        if (!(x = coerce_expr(b, x, TYPE_TEXT, e->pos)) || !(p = coerce_expr(b, p, TYPE_TEXT, e->pos)))
+            return NULL;
+        PlanExpr *args[2] = {x, p};
+        PlanExpr *r = make_call(b, e->ilike ? FN_ILIKE : FN_LIKE, TYPE_BOOL, e->pos, 2, args);
+        return e->negated ? make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &r) : r;
+    }
+    case AST_CASE: {
+        int nw = ast_list_len(e->whens);
+        int n = nw + (e->else_ ? 1 : 0);
+        PlanExpr **args = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n ? n : 1));
+        PlanExpr *operand = e->arg ? bind_expr(b, s, e->arg) : NULL;
+        if (e->arg && !operand)
+            return NULL;
+        TypeId t = TYPE_NULL;
+        for (int i = 0; i < n; i++) {
+            const AstExpr *ae = i < nw ? AST_AT(e->whens, i) : e->else_;
+            bool is_when = i < nw && i % 2 == 0;
+            PlanExpr *x = bind_expr(b, s, ae);
+            if (!x)
+                return NULL;
+            if (is_when) {
+                if (operand && !(x = bind_binary(b, s, ae, OP_EQ, operand, x)))
+                    return NULL;
+                if (!(x = coerce_expr(b, x, TYPE_BOOL, ae->pos)))
+                    return NULL;
+            } else if (!(x->kind == PE_CONST && (x->unknown || x->value.null))) {
+                TypeId c = t == TYPE_NULL ? x->type : common_type(make_col(b, 0, t), x);
+                if (c == TYPE_NULL) {
+                    werr(b->err, SQLSTATE_DATATYPE_MISMATCH, ae->pos, "CASE types %s and %s cannot be matched",
+                         type_name(t), type_name(x->type));
+                    return NULL;
+                }
+                t = c;
+            }
+            args[i] = x;
+        }
+        if (t == TYPE_NULL)
+            t = TYPE_TEXT;
+        for (int i = 0; i < n; i++) {
+            bool is_when = i < nw && i % 2 == 0;
+            if (!is_when && !(args[i] = coerce_expr(b, args[i], t, args[i]->pos)))
+                return NULL;
+        }
+        return make_call(b, FN_CASE, t, e->pos, n, args);
+    }
+    case AST_EXTRACT:
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: EXTRACT");
+        return NULL;
+    case AST_SUBQUERY:
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: subqueries in expressions");
+        return NULL;
+    }
+    werr(b->err, SQLSTATE_INTERNAL, e->pos, "unknown expression");
+    return NULL;
+}
+
+const char *expr_default_name(const AstExpr *e)
+{
+    switch (e->kind) {
+    case AST_COLUMN: return e->text;
+    case AST_FUNC: return e->text;
+    case AST_CAST: return e->arg->kind == AST_COLUMN ? e->arg->text : e->type_name;
+    case AST_CASE: return "case";
+    default: return "?column?";
+    }
+}
+
+int const_interval_us(BindCtx *b, const Scope *s, const AstExpr *e, int64_t *out)
+{
+    PlanExpr *x = bind_expr(b, s, e);
+    if (!x || !(x = coerce_expr(b, x, TYPE_INTERVAL, e->pos)))
+        return -1;
+    Value v;
+    if (eval_const(b, x, &v))
+        return -1;
+    if (v.null || interval_to_usecs(&v.u.iv, out))
+        return werr(b->err, SQLSTATE_INVALID_PARAMETER, e->pos,
+                    "window sizes must be fixed intervals (seconds to days, no months)");
+    return 0;
+}

@@ -1,0 +1,316 @@
+/*
+ * explain.c: EXPLAIN output for stream plans and ad hoc queries.
+ *
+ * Text form: an indented tree, root first, one node per line with its
+ * parameters in braces, then the properties users reason about: output
+ * key, changelog mode (append-only or retract), the watermark column and,
+ * for stateful operators, what the state is keyed by and what bounds it.
+ * JSON form: the same facts as one object per node with "inputs".
+ */
+#include "planner_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static void fmt_us(int64_t us, Buf *out)
+{
+    Interval iv = {.usecs = us};
+    format_interval(&iv, out);
+}
+
+void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out)
+{
+    switch (e->kind) {
+    case PE_COL:
+        buf_puts(out, in && e->col < in->n ? in->names[e->col] : "?");
+        return;
+    case PE_CONST:
+        if (e->value.null) {
+            buf_puts(out, "NULL");
+            return;
+        }
+        if (type_phys(e->type) == PHYS_STR || e->type == TYPE_INTERVAL || type_is_temporal(e->type)) {
+            buf_puts(out, e->type == TYPE_INTERVAL ? "INTERVAL '" : type_is_temporal(e->type) ? "'" : "'");
+            value_to_text(&e->value, out);
+            buf_putc(out, '\'');
+        } else {
+            value_to_text(&e->value, out);
+        }
+        return;
+    case PE_CALL:
+        if (e->fn == FN_CAST) {
+            buf_puts(out, "CAST(");
+            expr_to_text(e->args[0], in, out);
+            buf_printf(out, " AS %s)", type_name(e->type));
+        } else if (scalar_fn_is_infix(e->fn) && e->n_args == 2) {
+            buf_putc(out, '(');
+            expr_to_text(e->args[0], in, out);
+            buf_printf(out, " %s ", scalar_fn_name(e->fn));
+            expr_to_text(e->args[1], in, out);
+            buf_putc(out, ')');
+        } else if (e->fn >= FN_IS_NULL && e->fn <= FN_IS_NOT_FALSE) {
+            buf_putc(out, '(');
+            expr_to_text(e->args[0], in, out);
+            buf_printf(out, " %s)", scalar_fn_name(e->fn));
+        } else if (e->fn == FN_NOT || e->fn == FN_NEG_I || e->fn == FN_NEG_F || e->fn == FN_IV_NEG) {
+            buf_puts(out, scalar_fn_name(e->fn));
+            buf_puts(out, e->fn == FN_NOT ? " " : "");
+            expr_to_text(e->args[0], in, out);
+        } else {
+            buf_printf(out, "%s(", scalar_fn_name(e->fn));
+            for (int i = 0; i < e->n_args; i++) {
+                if (i)
+                    buf_puts(out, ", ");
+                expr_to_text(e->args[i], in, out);
+            }
+            buf_putc(out, ')');
+        }
+        return;
+    }
+}
+
+static const char *agg_name(PlanAggKind k)
+{
+    static const char *names[] = {"count", "count", "sum", "min", "max", "avg"};
+    return names[k];
+}
+
+static void cols_list(const PlanSchema *s, int n, const int *cols, Buf *out)
+{
+    buf_putc(out, '[');
+    for (int i = 0; i < n; i++)
+        buf_printf(out, "%s%s", i ? ", " : "", s->names[cols[i]]);
+    buf_putc(out, ']');
+}
+
+/* The node's own parameters, as "k: v, k: v". */
+static void node_params(const PlanNode *n, Buf *out)
+{
+    const PlanSchema *in = n->n_inputs ? &n->inputs[0]->out : NULL;
+    switch (n->kind) {
+    case PN_SOURCE: {
+        const char *conn = cat_option(n->source, "connector");
+        buf_printf(out, "source: %s, connector: %s", n->source->name, conn ? conn : "?");
+        const char *topic = cat_option(n->source, "topic");
+        if (topic)
+            buf_printf(out, ", topic: %s", topic);
+        buf_puts(out, ", columns: [");
+        for (int i = 0; i < n->out.n; i++)
+            buf_printf(out, "%s%s", i ? ", " : "", n->out.names[i]);
+        buf_putc(out, ']');
+        break;
+    }
+    case PN_WATERMARK:
+        buf_printf(out, "column: %s, expr: ", n->out.names[n->wm_col]);
+        expr_to_text(n->wm_expr, &n->out, out);
+        buf_puts(out, ", per partition: max, across partitions: min");
+        break;
+    case PN_PROJECT:
+        buf_puts(out, "exprs: [");
+        for (int i = 0; i < n->n_exprs; i++) {
+            if (i)
+                buf_puts(out, ", ");
+            expr_to_text(n->exprs[i], in, out);
+            if (!(n->exprs[i]->kind == PE_COL && strcmp(in->names[n->exprs[i]->col], n->out.names[i]) == 0))
+                buf_printf(out, " AS %s", n->out.names[i]);
+        }
+        buf_putc(out, ']');
+        break;
+    case PN_FILTER:
+        buf_puts(out, "predicate: ");
+        expr_to_text(n->pred, in, out);
+        break;
+    case PN_WINDOW:
+        buf_printf(out, "%s(%s, ", n->win_kind == WIN_TUMBLE ? "TUMBLE" : "HOP", in->names[n->win_time_col]);
+        if (n->win_kind == WIN_HOP) {
+            fmt_us(n->win_slide_us, out);
+            buf_puts(out, ", ");
+        }
+        fmt_us(n->win_size_us, out);
+        if (n->win_offset_us) {
+            buf_puts(out, ", offset ");
+            fmt_us(n->win_offset_us, out);
+        }
+        buf_puts(out, "), adds: [window_start, window_end]");
+        break;
+    case PN_AGG:
+        buf_puts(out, "group: ");
+        cols_list(in, n->n_group, n->group_cols, out);
+        buf_puts(out, ", aggs: [");
+        for (int i = 0; i < n->n_aggs; i++) {
+            const PlanAgg *g = &n->aggs[i];
+            buf_printf(out, "%s%s(%s)", i ? ", " : "", agg_name(g->kind), g->arg < 0 ? "*" : in->names[g->arg]);
+            if (g->filter_col >= 0)
+                buf_printf(out, " FILTER (WHERE %s)", in->names[g->filter_col]);
+        }
+        buf_putc(out, ']');
+        if (n->win_group_idx >= 0)
+            buf_printf(out, ", emit: %s", n->emit == PLAN_EMIT_ON_CLOSE ? "on window close" : "changes");
+        break;
+    case PN_MATERIALIZE:
+        buf_printf(out, "view: %s, pk: ", n->view_name);
+        cols_list(&n->out, n->n_keys, n->keys, out);
+        break;
+    case PN_VIEW_SCAN:
+        buf_printf(out, "view: %s", n->scan_rel->name);
+        break;
+    case PN_VALUES:
+        buf_printf(out, "rows: %d", n->n_rows);
+        break;
+    }
+}
+
+/* What the operator keeps and what bounds it (stateful operators only). */
+static void node_state(const PlanNode *n, Buf *out)
+{
+    const PlanSchema *in = n->n_inputs ? &n->inputs[0]->out : NULL;
+    switch (n->kind) {
+    case PN_SOURCE:
+        buf_puts(out, "offset per partition");
+        break;
+    case PN_WATERMARK:
+        buf_puts(out, "max event time per partition");
+        break;
+    case PN_AGG:
+        buf_puts(out, "keyed by ");
+        cols_list(in, n->n_group, n->group_cols, out);
+        if (n->win_group_idx >= 0) {
+            buf_printf(out, "; bounded by watermark on %s", in->names[n->group_cols[n->win_group_idx]]);
+            if (n->win_end_offset_us) {
+                buf_puts(out, " + ");
+                fmt_us(n->win_end_offset_us, out);
+            }
+            buf_puts(out, ", lateness ");
+            fmt_us(n->lateness_us, out);
+        } else {
+            buf_puts(out, "; no time bound (one entry per group)");
+        }
+        break;
+    case PN_MATERIALIZE:
+        buf_puts(out, "the view's rows, keyed by pk");
+        break;
+    default:
+        break;
+    }
+}
+
+static void explain_text(const PlanNode *n, int depth, Buf *out)
+{
+    for (int i = 0; i < depth; i++)
+        buf_puts(out, i + 1 == depth ? "└─ " : "   ");
+    buf_printf(out, "%s%s { ", n->kind == PN_VIEW_SCAN || n->kind == PN_VALUES ? "Batch" : "Stream",
+               plan_node_kind_name(n->kind));
+    node_params(n, out);
+    buf_puts(out, " }\n");
+    /* Properties on the following line, indented under the node. */
+    for (int i = 0; i < depth; i++)
+        buf_puts(out, "   ");
+    buf_puts(out, "      ");
+    buf_puts(out, n->append_only ? "append-only" : "retract");
+    if (n->n_keys) {
+        buf_puts(out, ", key: ");
+        cols_list(&n->out, n->n_keys, n->keys, out);
+    }
+    if (n->wm_col >= 0)
+        buf_printf(out, ", watermark: %s", n->out.names[n->wm_col]);
+    Buf st = BUF_INIT;
+    node_state(n, &st);
+    if (st.len)
+        buf_printf(out, ", state: %s", st.data);
+    buf_free(&st);
+    buf_putc(out, '\n');
+    for (int i = 0; i < n->n_inputs; i++)
+        explain_text(n->inputs[i], depth + 1, out);
+}
+
+static void json_str(Buf *out, const char *s)
+{
+    buf_putc(out, '"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            buf_printf(out, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            buf_printf(out, "\\u%04x", *s);
+        else
+            buf_putc(out, *s);
+    }
+    buf_putc(out, '"');
+}
+
+static void explain_json(const PlanNode *n, Buf *out)
+{
+    Buf tmp = BUF_INIT;
+    buf_printf(out, "{\"id\": %d, \"operator\": ", n->id);
+    json_str(out, plan_node_kind_name(n->kind));
+    node_params(n, &tmp);
+    buf_puts(out, ", \"params\": ");
+    json_str(out, tmp.data ? tmp.data : "");
+    buf_printf(out, ", \"append_only\": %s, \"key\": [", n->append_only ? "true" : "false");
+    for (int i = 0; i < n->n_keys; i++) {
+        if (i)
+            buf_puts(out, ", ");
+        json_str(out, n->out.names[n->keys[i]]);
+    }
+    buf_puts(out, "], \"watermark\": ");
+    if (n->wm_col >= 0)
+        json_str(out, n->out.names[n->wm_col]);
+    else
+        buf_puts(out, "null");
+    buf_reset(&tmp);
+    node_state(n, &tmp);
+    buf_puts(out, ", \"state\": ");
+    if (tmp.len)
+        json_str(out, tmp.data);
+    else
+        buf_puts(out, "null");
+    buf_puts(out, ", \"columns\": [");
+    for (int i = 0; i < n->out.n; i++) {
+        if (i)
+            buf_puts(out, ", ");
+        buf_puts(out, "{\"name\": ");
+        json_str(out, n->out.names[i]);
+        buf_puts(out, ", \"type\": ");
+        json_str(out, type_name(n->out.types[i]));
+        buf_putc(out, '}');
+    }
+    buf_puts(out, "], \"inputs\": [");
+    for (int i = 0; i < n->n_inputs; i++) {
+        if (i)
+            buf_puts(out, ", ");
+        explain_json(n->inputs[i], out);
+    }
+    buf_puts(out, "]}");
+    buf_free(&tmp);
+}
+
+void plan_explain_view(const PlanView *v, bool json, Buf *out)
+{
+    if (json)
+        explain_json(v->root, out);
+    else
+        explain_text(v->root, 0, out);
+}
+
+void plan_explain_query(const PlanQuery *q, bool json, Buf *out)
+{
+    if (json) {
+        explain_json(q->root, out);
+        return;
+    }
+    int depth = 0;
+    if (q->limit >= 0 || q->offset) {
+        buf_printf(out, "BatchLimit { limit: %" PRId64 ", offset: %" PRId64 " }\n", q->limit, q->offset);
+        depth++;
+    }
+    if (q->n_order) {
+        for (int i = 0; i < depth; i++)
+            buf_puts(out, i + 1 == depth ? "└─ " : "   ");
+        buf_puts(out, "BatchSort { order: [");
+        for (int i = 0; i < q->n_order; i++)
+            buf_printf(out, "%s%s %s", i ? ", " : "", q->root->out.names[q->order[i].col], q->order[i].desc ? "DESC" : "ASC");
+        buf_puts(out, "] }\n");
+        depth++;
+    }
+    explain_text(q->root, depth, out);
+}

@@ -1,0 +1,993 @@
+/*
+ * plan.c: lowering a bound query to a stream plan (a DAG of PlanNodes).
+ *
+ * The shape for a windowed aggregation, the common streaming query:
+ *   SOURCE -> WATERMARK -> WINDOW -> [FILTER] -> PROJECT(pre) -> AGG
+ *          -> [FILTER(having)] -> PROJECT -> MATERIALIZE
+ * Each node records its output schema, key, changelog mode and watermark
+ * column as it is made, so later nodes (and EXPLAIN) read them instead of
+ * re-deriving. The same lowering serves ad hoc queries, whose leaves read
+ * materialized views once (VIEW_SCAN) instead of connectors.
+ */
+#include "planner_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct Rel {
+    PlanNode *node;
+    Scope scope;
+} Rel;
+
+typedef struct PlanCtx {
+    BindCtx b;
+    bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
+    int n_nodes, cap_nodes;
+    PlanNode **nodes;
+} PlanCtx;
+
+const char *plan_node_kind_name(PlanNodeKind k)
+{
+    static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
+                                  "Materialize", "ViewScan", "Values"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+const char *cat_option(const CatRelation *r, const char *key)
+{
+    for (int i = 0; i < r->n_options; i++)
+        if (strcasecmp(r->options[i].key, key) == 0)
+            return r->options[i].value;
+    return NULL;
+}
+
+static PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input)
+{
+    PlanNode *n = arena_zalloc(p->b.a, sizeof *n);
+    n->kind = kind;
+    n->id = p->b.next_node_id++;
+    n->wm_col = -1;
+    n->win_group_idx = -1;
+    if (input) {
+        n->n_inputs = 1;
+        n->inputs[0] = input;
+        n->append_only = input->append_only;
+    }
+    if (p->n_nodes == p->cap_nodes) {
+        int cap = p->cap_nodes ? p->cap_nodes * 2 : 16;
+        PlanNode **nn = arena_alloc(p->b.a, sizeof *nn * (size_t)cap);
+        if (p->n_nodes)
+            memcpy(nn, p->nodes, sizeof *nn * (size_t)p->n_nodes);
+        p->nodes = nn;
+        p->cap_nodes = cap;
+    }
+    p->nodes[p->n_nodes++] = n;
+    return n;
+}
+
+static void alloc_schema(Arena *a, PlanSchema *s, int n)
+{
+    s->n = n;
+    s->names = arena_zalloc(a, sizeof(char *) * (size_t)(n ? n : 1));
+    s->types = arena_zalloc(a, sizeof(TypeId) * (size_t)(n ? n : 1));
+    s->hidden = arena_zalloc(a, sizeof(bool) * (size_t)(n ? n : 1));
+}
+
+static void alloc_scope(Arena *a, Scope *s, int n)
+{
+    s->n = n;
+    s->cols = arena_zalloc(a, sizeof(ScopeCol) * (size_t)(n ? n : 1));
+}
+
+/* Schema of a node from a scope (names, types, hidden flags). */
+static void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s)
+{
+    alloc_schema(a, out, s->n);
+    for (int i = 0; i < s->n; i++) {
+        out->names[i] = s->cols[i].name;
+        out->types[i] = s->cols[i].type;
+        out->hidden[i] = s->cols[i].hidden;
+    }
+}
+
+static uint64_t new_table(PlanCtx *p)
+{
+    return p->streaming && p->b.cat->new_table_id ? p->b.cat->new_table_id(p->b.cat->ctx) : 0;
+}
+
+/* ---- FROM ------------------------------------------------------------------ */
+
+static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
+
+static int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
+{
+    BindCtx *b = &p->b;
+    const CatRelation *r = b->cat->lookup(b->cat->ctx, t->name);
+    if (!r)
+        return werr(b->err, SQLSTATE_UNDEFINED_TABLE, t->pos, "relation \"%s\" does not exist", t->name);
+    if (t->system_time)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->system_time->pos,
+                    "feature not supported: FOR SYSTEM_TIME AS OF (temporal joins)");
+    const char *qual = t->alias ? t->alias : r->name;
+    PlanNode *n;
+    if (r->kind == CAT_SINK)
+        return werr(b->err, SQLSTATE_WRONG_OBJECT_TYPE, t->pos, "\"%s\" is a sink, not a relation", t->name);
+    if (p->streaming) {
+        if (r->kind != CAT_SOURCE)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
+                        "feature not supported: a materialized view over \"%s\" (only sources can feed a view yet)",
+                        t->name);
+        n = new_node(p, PN_SOURCE, NULL);
+        n->source = r;
+        n->append_only = true;
+        n->table_id = new_table(p);
+    } else {
+        if (r->kind == CAT_SOURCE)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
+                        "feature not supported: querying source \"%s\" directly", t->name),
+                   werr_hint(b->err, "Create a materialized view over the source and query the view."), -1;
+        if (!r->materialized)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: querying non-materialized view \"%s\"",
+                        t->name);
+        n = new_node(p, PN_VIEW_SCAN, NULL);
+        n->scan_rel = r;
+        n->append_only = true;
+    }
+    alloc_schema(b->a, &n->out, r->n_cols);
+    alloc_scope(b->a, &out->scope, r->n_cols);
+    for (int i = 0; i < r->n_cols; i++) {
+        n->out.names[i] = r->col_names[i];
+        n->out.types[i] = r->col_types[i];
+        out->scope.cols[i] = (ScopeCol){.qualifier = qual, .name = r->col_names[i], .type = r->col_types[i],
+                                        .hidden = r->col_hidden && r->col_hidden[i]};
+        n->out.hidden[i] = out->scope.cols[i].hidden;
+    }
+    if (n->kind == PN_VIEW_SCAN && r->n_pk) {
+        n->n_keys = r->n_pk;
+        n->keys = (int *)r->pk;
+    }
+    out->node = n;
+    if (p->streaming && r->wm_col >= 0 && r->wm_expr) {
+        PlanNode *w = new_node(p, PN_WATERMARK, n);
+        w->out = n->out;
+        w->wm_col = r->wm_col;
+        w->wm_expr = (PlanExpr *)r->wm_expr;
+        w->wm_delay_us = r->wm_delay_us;
+        w->table_id = new_table(p);
+        out->scope.cols[r->wm_col].role = ROLE_EVENT_TIME;
+        out->node = w;
+    }
+    return 0;
+}
+
+static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
+{
+    BindCtx *b = &p->b;
+    Rel in;
+    if (t->input->kind == TREF_NAME) {
+        if (plan_relation_name(p, t->input, &in))
+            return -1;
+    } else if (t->input->kind == TREF_SUBQUERY) {
+        if (plan_select(p, t->input->subquery, &in, NULL))
+            return -1;
+    } else {
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: this window input");
+    }
+    if (t->win_kind == WIN_CUMULATE || t->win_kind == WIN_SESSION)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: %s windows",
+                    t->win_kind == WIN_CUMULATE ? "CUMULATE" : "SESSION");
+    if (t->win_partition)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: PARTITION BY in this window");
+    PlanExpr *tc = bind_expr(b, &in.scope, t->time_col);
+    if (!tc)
+        return -1;
+    if (tc->kind != PE_COL || (tc->type != TYPE_TIMESTAMP && tc->type != TYPE_TIMESTAMPTZ))
+        return werr(b->err, SQLSTATE_DATATYPE_MISMATCH, t->time_col->pos,
+                    "the time column of a window must be a TIMESTAMP or TIMESTAMPTZ column");
+    int nargs = ast_list_len(t->win_args);
+    int64_t size = 0, slide = 0, offset = 0;
+    if (t->win_kind == WIN_TUMBLE) {
+        if (nargs < 1 || nargs > 2)
+            return werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, t->pos, "TUMBLE takes (relation, time column, size [, offset])");
+        if (const_interval_us(b, &in.scope, AST_AT(t->win_args, 0), &size))
+            return -1;
+        slide = size;
+        if (nargs == 2 && const_interval_us(b, &in.scope, AST_AT(t->win_args, 1), &offset))
+            return -1;
+    } else {
+        if (nargs < 2 || nargs > 3)
+            return werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, t->pos, "HOP takes (relation, time column, slide, size [, offset])");
+        if (const_interval_us(b, &in.scope, AST_AT(t->win_args, 0), &slide) ||
+            const_interval_us(b, &in.scope, AST_AT(t->win_args, 1), &size))
+            return -1;
+        if (nargs == 3 && const_interval_us(b, &in.scope, AST_AT(t->win_args, 2), &offset))
+            return -1;
+        if (slide > 0 && size % slide != 0)
+            return werr(b->err, SQLSTATE_INVALID_PARAMETER, ((AstExpr *)AST_AT(t->win_args, 1))->pos,
+                        "HOP window size must be a multiple of the slide");
+        if (slide > 0 && size / slide > 1000)
+            return werr(b->err, SQLSTATE_PROGRAM_LIMIT, ((AstExpr *)AST_AT(t->win_args, 1))->pos,
+                        "HOP window size / slide must be at most 1000");
+    }
+    if (size <= 0 || slide <= 0)
+        return werr(b->err, SQLSTATE_INVALID_PARAMETER, ((AstExpr *)AST_AT(t->win_args, 0))->pos, "window size must be positive");
+    PlanNode *w = new_node(p, PN_WINDOW, in.node);
+    w->win_kind = t->win_kind;
+    w->win_time_col = tc->col;
+    w->win_size_us = size;
+    w->win_slide_us = slide;
+    w->win_offset_us = offset;
+    w->wm_col = in.node->wm_col;
+    int n = in.scope.n;
+    alloc_scope(b->a, &out->scope, n + 2);
+    if (n > 0)
+        memcpy(out->scope.cols, in.scope.cols, sizeof(ScopeCol) * (size_t)n);
+    const char *qual = t->alias ? t->alias : (t->input->kind == TREF_NAME ? t->input->name : NULL);
+    if (t->alias)
+        for (int i = 0; i < n; i++)
+            out->scope.cols[i].qualifier = t->alias;
+    out->scope.cols[n] = (ScopeCol){.qualifier = qual, .name = "window_start", .type = tc->type,
+                                    .role = ROLE_WINDOW_START, .win_size_us = size};
+    out->scope.cols[n + 1] = (ScopeCol){.qualifier = qual, .name = "window_end", .type = tc->type,
+                                        .role = ROLE_WINDOW_END};
+    /* Without a watermark on the time column, nothing ever closes a window. */
+    if (in.scope.cols[tc->col].role != ROLE_EVENT_TIME) {
+        out->scope.cols[n].role = ROLE_NONE;
+        out->scope.cols[n + 1].role = ROLE_NONE;
+    }
+    schema_from_scope(b->a, &w->out, &out->scope);
+    out->node = w;
+    return 0;
+}
+
+static int plan_from(PlanCtx *p, const AstSelect *sel, Rel *out)
+{
+    BindCtx *b = &p->b;
+    int n = ast_list_len(sel->from);
+    if (n == 0) {
+        if (p->streaming)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: a materialized view without FROM");
+        PlanNode *v = new_node(p, PN_VALUES, NULL);
+        v->n_rows = 1;
+        v->rows = arena_zalloc(b->a, sizeof(Value *));
+        v->rows[0] = arena_zalloc(b->a, sizeof(Value));
+        v->append_only = true;
+        alloc_schema(b->a, &v->out, 0);
+        alloc_scope(b->a, &out->scope, 0);
+        out->node = v;
+        return 0;
+    }
+    if (n > 1)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, ((AstTableRef *)AST_AT(sel->from, 1))->pos,
+                    "feature not supported: joins (more than one relation in FROM)");
+    const AstTableRef *t = AST_AT(sel->from, 0);
+    switch (t->kind) {
+    case TREF_NAME: return plan_relation_name(p, t, out);
+    case TREF_WINDOW: return plan_window(p, t, out);
+    case TREF_SUBQUERY: {
+        if (plan_select(p, t->subquery, out, NULL))
+            return -1;
+        const char *q = t->alias;
+        for (int i = 0; i < out->scope.n; i++) {
+            out->scope.cols[i].qualifier = q;
+            if (t->col_aliases && i < ast_list_len(t->col_aliases))
+                out->scope.cols[i].name = AST_AT(t->col_aliases, i);
+        }
+        return 0;
+    }
+    case TREF_JOIN:
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: JOIN");
+    }
+    return werr(b->err, SQLSTATE_INTERNAL, t->pos, "unknown FROM item");
+}
+
+/* ---- SELECT ------------------------------------------------------------------ */
+
+/* Expands the select list into (AST expr, name) pairs, resolving '*'. */
+typedef struct Target {
+    const AstExpr *expr;     /* NULL for a star-expanded column */
+    int star_col;            /* scope column for star expansion */
+    const char *name;
+    int pos;
+} Target;
+
+static int expand_targets(PlanCtx *p, const AstSelect *sel, const Scope *s, Target **out, int *n_out)
+{
+    BindCtx *b = &p->b;
+    int cap = 0, n = 0;
+    Target *ts = NULL;
+    for (int i = 0; i < ast_list_len(sel->targets); i++) {
+        const AstTarget *t = AST_AT(sel->targets, i);
+        int want = t->expr->kind == AST_STAR ? s->n : 1;
+        if (n + want > cap) {
+            int nc = (n + want) * 2 + 8;
+            Target *nt = arena_alloc(b->a, sizeof *nt * (size_t)nc);
+            if (n)
+                memcpy(nt, ts, sizeof *nt * (size_t)n);
+            ts = nt;
+            cap = nc;
+        }
+        if (t->expr->kind == AST_STAR) {
+            bool any = false;
+            for (int c = 0; c < s->n; c++) {
+                if (s->cols[c].hidden)
+                    continue;
+                if (t->expr->qualifier && (!s->cols[c].qualifier || strcmp(s->cols[c].qualifier, t->expr->qualifier)))
+                    continue;
+                ts[n++] = (Target){.expr = NULL, .star_col = c, .name = s->cols[c].name, .pos = t->pos};
+                any = true;
+            }
+            if (!any && t->expr->qualifier)
+                return werr(b->err, SQLSTATE_UNDEFINED_TABLE, t->expr->pos, "missing FROM-clause entry for table \"%s\"",
+                            t->expr->qualifier);
+        } else {
+            ts[n++] = (Target){.expr = t->expr, .star_col = -1,
+                               .name = t->alias ? t->alias : expr_default_name(t->expr), .pos = t->pos};
+        }
+    }
+    *out = ts;
+    *n_out = n;
+    return 0;
+}
+
+static PlanExpr *bind_target(PlanCtx *p, const Target *t, const Scope *s, const Scope *pre_agg)
+{
+    BindCtx *b = &p->b;
+    if (!t->expr) {
+        if (b->agg) {
+            /* `SELECT *` in a grouped query: each column must be grouped. */
+            AstExpr col = {.kind = AST_COLUMN, .pos = t->pos, .text = pre_agg->cols[t->star_col].name,
+                           .qualifier = pre_agg->cols[t->star_col].qualifier};
+            AstExpr *c = arena_alloc(b->a, sizeof col);
+            *c = col;
+            return bind_expr(b, s, c);
+        }
+        return make_col(b, t->star_col, s->cols[t->star_col].type);
+    }
+    PlanExpr *e = bind_expr(b, s, t->expr);
+    if (e && e->kind == PE_CONST && e->unknown)
+        e = coerce_expr(b, e, TYPE_TEXT, t->pos);
+    if (e && e->kind == PE_CONST && e->type == TYPE_NULL)
+        e = coerce_expr(b, e, TYPE_TEXT, t->pos);
+    return e;
+}
+
+/* Builds a PROJECT over in with exprs; maps the input key through PE_COL
+ * expressions, appending hidden key columns that the projection dropped. */
+static PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, int n, PlanExpr **exprs,
+                              const char **names, const ColRole *roles, Scope *out_scope, bool keep_key)
+{
+    BindCtx *b = &p->b;
+    int extra = 0;
+    int *key_map = NULL;
+    if (keep_key && in->n_keys) {
+        key_map = arena_alloc(b->a, sizeof(int) * (size_t)in->n_keys);
+        for (int k = 0; k < in->n_keys; k++) {
+            key_map[k] = -1;
+            for (int i = 0; i < n; i++)
+                if (exprs[i]->kind == PE_COL && exprs[i]->col == in->keys[k]) {
+                    key_map[k] = i;
+                    break;
+                }
+            if (key_map[k] < 0)
+                key_map[k] = n + extra++;
+        }
+    }
+    PlanNode *pr = new_node(p, PN_PROJECT, in);
+    pr->n_exprs = n + extra;
+    pr->exprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n + extra + 1));
+    alloc_scope(b->a, out_scope, n + extra);
+    for (int i = 0; i < n; i++) {
+        pr->exprs[i] = exprs[i];
+        out_scope->cols[i] = (ScopeCol){.name = names[i], .type = exprs[i]->type, .role = roles ? roles[i] : ROLE_NONE};
+        if (exprs[i]->kind == PE_COL) {
+            const ScopeCol *src = &in_scope->cols[exprs[i]->col];
+            if (!roles)
+                out_scope->cols[i].role = src->role;
+            out_scope->cols[i].win_size_us = src->win_size_us;
+            if (exprs[i]->col == in->wm_col && pr->wm_col < 0)
+                pr->wm_col = i;
+        }
+    }
+    if (key_map) {
+        pr->n_keys = in->n_keys;
+        pr->keys = key_map;
+        for (int k = 0; k < in->n_keys; k++) {
+            int c = key_map[k];
+            if (c < n)
+                continue;
+            int src = in->keys[k];
+            pr->exprs[c] = make_col(b, src, in->out.types[src]);
+            out_scope->cols[c] = (ScopeCol){.name = arena_printf(b->a, "_key_%s", in->out.names[src]),
+                                            .type = in->out.types[src], .hidden = true};
+        }
+    }
+    schema_from_scope(b->a, &pr->out, out_scope);
+    return pr;
+}
+
+static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
+{
+    BindCtx *b = &p->b;
+    if (sel->ctes)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: WITH (common table expressions)");
+    if (sel->set_op != SETOP_NONE)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->set_rhs ? sel->set_rhs->pos : sel->pos,
+                    "feature not supported: UNION, INTERSECT and EXCEPT");
+    if (sel->distinct_on)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: DISTINCT ON");
+    if (sel->values) {
+        if (p->streaming)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: VALUES in a materialized view");
+        int nr = ast_list_len(sel->values);
+        AstList *first = AST_AT(sel->values, 0);
+        int nc = ast_list_len(first);
+        PlanNode *v = new_node(p, PN_VALUES, NULL);
+        v->append_only = true;
+        v->n_rows = nr;
+        v->rows = arena_alloc(b->a, sizeof(Value *) * (size_t)nr);
+        alloc_schema(b->a, &v->out, nc);
+        Scope empty = {0};
+        PlanExpr ***bound = arena_alloc(b->a, sizeof(PlanExpr **) * (size_t)nr);
+        for (int r = 0; r < nr; r++) {
+            AstList *row = AST_AT(sel->values, r);
+            if (ast_list_len(row) != nc)
+                return werr(b->err, SQLSTATE_SYNTAX_ERROR, ((AstExpr *)AST_AT(row, 0))->pos,
+                            "VALUES lists must all be the same length");
+            bound[r] = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(nc ? nc : 1));
+            for (int c = 0; c < nc; c++)
+                if (!(bound[r][c] = bind_expr(b, &empty, AST_AT(row, c))))
+                    return -1;
+        }
+        for (int c = 0; c < nc; c++) {
+            TypeId t = TYPE_NULL;
+            for (int r = 0; r < nr; r++) {
+                PlanExpr *e = bound[r][c];
+                if (e->kind == PE_CONST && (e->unknown || e->value.null))
+                    continue;
+                t = t == TYPE_NULL ? e->type : (type_is_numeric(t) && type_is_numeric(e->type) && t != e->type ? TYPE_FLOAT8 : t);
+            }
+            if (t == TYPE_NULL)
+                t = TYPE_TEXT;
+            v->out.types[c] = t;
+            v->out.names[c] = arena_printf(b->a, "column%d", c + 1);
+        }
+        for (int r = 0; r < nr; r++) {
+            v->rows[r] = arena_alloc(b->a, sizeof(Value) * (size_t)(nc ? nc : 1));
+            for (int c = 0; c < nc; c++) {
+                PlanExpr *e = coerce_expr(b, bound[r][c], v->out.types[c], bound[r][c]->pos);
+                if (!e || eval_const(b, e, &v->rows[r][c]))
+                    return -1;
+            }
+        }
+        out->node = v;
+        alloc_scope(b->a, &out->scope, nc);
+        for (int c = 0; c < nc; c++)
+            out->scope.cols[c] = (ScopeCol){.name = v->out.names[c], .type = v->out.types[c]};
+        return 0;
+    }
+
+    Rel in;
+    if (plan_from(p, sel, &in))
+        return -1;
+    PlanNode *cur = in.node;
+    Scope scope = in.scope;
+
+    if (sel->where) {
+        if (ast_contains_aggregate(sel->where))
+            return werr(b->err, SQLSTATE_GROUPING_ERROR, sel->where->pos, "aggregate functions are not allowed in WHERE");
+        PlanExpr *pred = bind_expr(b, &scope, sel->where);
+        if (!pred || !(pred = coerce_expr(b, pred, TYPE_BOOL, sel->where->pos))) {
+            if (!b->err->set)
+                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, sel->where->pos, "argument of WHERE must be type boolean");
+            return -1;
+        }
+        PlanNode *f = new_node(p, PN_FILTER, cur);
+        f->pred = pred;
+        f->out = cur->out;
+        f->wm_col = cur->wm_col;
+        f->n_keys = cur->n_keys;
+        f->keys = cur->keys;
+        cur = f;
+    }
+
+    Target *targets = NULL;
+    int n_targets = 0;
+    if (expand_targets(p, sel, &scope, &targets, &n_targets))
+        return -1;
+
+    bool grouped = sel->group_by || sel->having || sel->distinct;
+    for (int i = 0; i < n_targets && !grouped; i++)
+        if (targets[i].expr && ast_contains_aggregate(targets[i].expr))
+            grouped = true;
+
+    AggCtx agg = {0};
+    Scope pre_scope = scope;
+    Scope post_scope = scope;
+    PlanExpr **texprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_targets + 1));
+    const char **tnames = arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + 1));
+    PlanExpr *having = NULL;
+
+    if (grouped && !sel->distinct) {
+        agg.input = &scope;
+        int ng = ast_list_len(sel->group_by);
+        agg.group = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(ng + 1));
+        for (int i = 0; i < ng; i++) {
+            const AstExpr *ge = AST_AT(sel->group_by, i);
+            if (ge->kind == AST_LITERAL && ge->lit_kind == LIT_INT) {
+                int k = atoi(ge->text);
+                if (k < 1 || k > n_targets)
+                    return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, ge->pos,
+                                "GROUP BY position %d is not in select list", k);
+                if (!targets[k - 1].expr) {
+                    agg.group[agg.n_group++] = make_col(b, targets[k - 1].star_col, scope.cols[targets[k - 1].star_col].type);
+                    continue;
+                }
+                ge = targets[k - 1].expr;
+            } else if (ge->kind == AST_COLUMN && !ge->qualifier) {
+                /* An output alias used in GROUP BY (allowed by Postgres when no input column has the name). */
+                bool is_input = false;
+                for (int c = 0; c < scope.n; c++)
+                    if (strcmp(scope.cols[c].name, ge->text) == 0)
+                        is_input = true;
+                if (!is_input)
+                    for (int k = 0; k < n_targets; k++)
+                        if (targets[k].expr && strcmp(targets[k].name, ge->text) == 0) {
+                            ge = targets[k].expr;
+                            break;
+                        }
+            }
+            if (ast_contains_aggregate(ge))
+                return werr(b->err, SQLSTATE_GROUPING_ERROR, ge->pos, "aggregate functions are not allowed in GROUP BY");
+            PlanExpr *x = bind_expr(b, &scope, ge);
+            if (!x)
+                return -1;
+            if (x->kind == PE_CONST && x->unknown)
+                x = coerce_expr(b, x, TYPE_TEXT, ge->pos);
+            bool dup = false;
+            for (int k = 0; k < agg.n_group; k++)
+                if (expr_equal(agg.group[k], x))
+                    dup = true;
+            if (!dup)
+                agg.group[agg.n_group++] = x;
+        }
+        b->agg = &agg;
+        for (int i = 0; i < n_targets; i++) {
+            if (!(texprs[i] = bind_target(p, &targets[i], &scope, &scope)))
+                return b->agg = NULL, -1;
+            tnames[i] = targets[i].name;
+        }
+        if (sel->having) {
+            having = bind_expr(b, &scope, sel->having);
+            if (!having || !(having = coerce_expr(b, having, TYPE_BOOL, sel->having->pos)))
+                return b->agg = NULL, -1;
+        }
+        b->agg = NULL;
+
+        /* Pre-projection: group expressions, then aggregate arguments and filters. */
+        int n_pre = agg.n_group;
+        for (int i = 0; i < agg.n_aggs; i++)
+            n_pre += (agg.agg_args[i] != NULL) + (agg.agg_filters[i] != NULL);
+        PlanExpr **pre = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_pre + 1));
+        const char **pre_names = arena_alloc(b->a, sizeof(char *) * (size_t)(n_pre + 1));
+        int k = 0;
+        for (int i = 0; i < agg.n_group; i++) {
+            pre[k] = agg.group[i];
+            pre_names[k++] = agg.group[i]->kind == PE_COL ? scope.cols[agg.group[i]->col].name
+                                                           : arena_printf(b->a, "_group%d", i);
+        }
+        PlanAgg *aggs = arena_alloc(b->a, sizeof(PlanAgg) * (size_t)(agg.n_aggs + 1));
+        for (int i = 0; i < agg.n_aggs; i++) {
+            aggs[i] = agg.aggs[i];
+            if (agg.agg_args[i]) {
+                aggs[i].arg = k;
+                pre[k] = agg.agg_args[i];
+                pre_names[k++] = arena_printf(b->a, "_arg%d", i);
+            }
+            if (agg.agg_filters[i]) {
+                aggs[i].filter_col = k;
+                pre[k] = agg.agg_filters[i];
+                pre_names[k++] = arena_printf(b->a, "_filter%d", i);
+            }
+        }
+        PlanNode *pp = make_project(p, cur, &scope, n_pre, pre, pre_names, NULL, &pre_scope, false);
+        /* Keep qualifiers for grouped columns so `t.col` still resolves after grouping. */
+        for (int i = 0; i < agg.n_group; i++)
+            if (agg.group[i]->kind == PE_COL)
+                pre_scope.cols[i].qualifier = scope.cols[agg.group[i]->col].qualifier;
+
+        PlanNode *a = new_node(p, PN_AGG, pp);
+        a->n_group = agg.n_group;
+        a->group_cols = arena_alloc(b->a, sizeof(int) * (size_t)(agg.n_group + 1));
+        for (int i = 0; i < agg.n_group; i++)
+            a->group_cols[i] = i;
+        a->n_aggs = agg.n_aggs;
+        a->aggs = aggs;
+        a->table_id = new_table(p);
+        a->n_keys = agg.n_group;
+        a->keys = a->group_cols;
+        a->append_only = false;
+        /* A GROUP BY column that is a window bound with a watermark bounds the state. */
+        for (int i = 0; i < agg.n_group; i++) {
+            ColRole r = pre_scope.cols[i].role;
+            if (r == ROLE_WINDOW_END) {
+                a->win_group_idx = i;
+                a->win_end_offset_us = 0;
+                break;
+            }
+            if (r == ROLE_WINDOW_START && a->win_group_idx < 0) {
+                a->win_group_idx = i;
+                a->win_end_offset_us = pre_scope.cols[i].win_size_us;
+            }
+        }
+        if (a->win_group_idx >= 0)
+            a->wm_col = a->win_group_idx;
+        alloc_scope(b->a, &post_scope, agg.n_group + agg.n_aggs);
+        for (int i = 0; i < agg.n_group; i++)
+            post_scope.cols[i] = pre_scope.cols[i];
+        for (int i = 0; i < agg.n_aggs; i++)
+            post_scope.cols[agg.n_group + i] = (ScopeCol){.name = arena_printf(b->a, "_agg%d", i), .type = aggs[i].type};
+        schema_from_scope(b->a, &a->out, &post_scope);
+        cur = a;
+        if (having) {
+            PlanNode *f = new_node(p, PN_FILTER, cur);
+            f->pred = having;
+            f->out = cur->out;
+            f->wm_col = cur->wm_col;
+            f->n_keys = cur->n_keys;
+            f->keys = cur->keys;
+            cur = f;
+        }
+    } else {
+        for (int i = 0; i < n_targets; i++) {
+            if (!(texprs[i] = bind_target(p, &targets[i], &scope, &scope)))
+                return -1;
+            tnames[i] = targets[i].name;
+        }
+    }
+
+    /* ORDER BY (ad hoc queries): output columns by name or ordinal, or extra hidden columns. */
+    int n_out = n_targets;
+    PlanOrder *order = NULL;
+    int n_order = ast_list_len(sel->order_by);
+    if (n_order && q) {
+        order = arena_alloc(b->a, sizeof(PlanOrder) * (size_t)n_order);
+        texprs = memcpy(arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_targets + n_order)), texprs,
+                        sizeof(PlanExpr *) * (size_t)n_targets);
+        tnames = memcpy(arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + n_order)), tnames,
+                        sizeof(char *) * (size_t)n_targets);
+        for (int i = 0; i < n_order; i++) {
+            const AstOrderItem *o = AST_AT(sel->order_by, i);
+            int col = -1;
+            if (o->expr->kind == AST_LITERAL && o->expr->lit_kind == LIT_INT) {
+                int k = atoi(o->expr->text);
+                if (k < 1 || k > n_targets)
+                    return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, o->expr->pos,
+                                "ORDER BY position %d is not in select list", k);
+                col = k - 1;
+            } else if (o->expr->kind == AST_COLUMN && !o->expr->qualifier) {
+                for (int k = 0; k < n_targets; k++)
+                    if (strcmp(tnames[k], o->expr->text) == 0) {
+                        if (col >= 0 && !expr_equal(texprs[col], texprs[k]))
+                            return werr(b->err, SQLSTATE_AMBIGUOUS_COLUMN, o->expr->pos,
+                                        "ORDER BY \"%s\" is ambiguous", o->expr->text);
+                        col = k;
+                    }
+            }
+            if (col < 0) {
+                b->agg = grouped && !sel->distinct ? &agg : NULL;
+                PlanExpr *x = bind_expr(b, grouped && !sel->distinct ? &scope : &scope, o->expr);
+                b->agg = NULL;
+                if (!x)
+                    return -1;
+                if (grouped && !sel->distinct && agg.n_aggs != cur->n_aggs && cur->kind == PN_AGG)
+                    return werr(b->err, SQLSTATE_NOT_SUPPORTED, o->expr->pos,
+                                "feature not supported: an aggregate only in ORDER BY");
+                for (int k = 0; k < n_out && col < 0; k++)
+                    if (expr_equal(texprs[k], x))
+                        col = k;
+                if (col < 0) {
+                    if (sel->distinct)
+                        return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, o->expr->pos,
+                                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
+                    texprs[n_out] = x;
+                    tnames[n_out] = "_order";
+                    col = n_out++;
+                }
+            }
+            order[i] = (PlanOrder){.col = col, .desc = o->desc,
+                                   .nulls_first = o->nulls == 1 || (o->nulls == 0 && o->desc)};
+        }
+    }
+
+    Scope final_scope;
+    PlanNode *proj = make_project(p, cur, grouped && !sel->distinct ? &post_scope : &scope, n_out, texprs, tnames,
+                                  NULL, &final_scope, p->streaming);
+    for (int i = n_targets; i < n_out; i++) {
+        final_scope.cols[i].hidden = true;
+        proj->out.hidden[i] = true;
+    }
+    /* Keep qualifiers of plain column references for an enclosing query. */
+    cur = proj;
+
+    if (sel->distinct) {
+        /* DISTINCT over a stream keeps one entry per distinct row: the state
+         * is bounded by the data's cardinality, shown by EXPLAIN. */
+        PlanNode *a = new_node(p, PN_AGG, cur);
+        a->n_group = n_out;
+        a->group_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_out + 1));
+        for (int i = 0; i < n_out; i++)
+            a->group_cols[i] = i;
+        a->table_id = new_table(p);
+        a->n_keys = n_out;
+        a->keys = a->group_cols;
+        a->append_only = false;
+        a->out = cur->out;
+        cur = a;
+    }
+
+    if (q) {
+        q->n_order = n_order;
+        q->order = order;
+        q->limit = -1;
+        q->offset = 0;
+        Scope empty = {0};
+        if (sel->limit) {
+            PlanExpr *l = bind_expr(b, &empty, sel->limit);
+            Value v;
+            if (!l || !(l = coerce_expr(b, l, TYPE_INT8, sel->limit->pos)) || eval_const(b, l, &v))
+                return -1;
+            if (!v.null && v.u.i < 0)
+                return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->limit->pos, "LIMIT must not be negative");
+            q->limit = v.null ? -1 : v.u.i;
+        }
+        if (sel->offset) {
+            PlanExpr *l = bind_expr(b, &empty, sel->offset);
+            Value v;
+            if (!l || !(l = coerce_expr(b, l, TYPE_INT8, sel->offset->pos)) || eval_const(b, l, &v))
+                return -1;
+            if (!v.null && v.u.i < 0)
+                return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->offset->pos, "OFFSET must not be negative");
+            q->offset = v.null ? 0 : v.u.i;
+        }
+    } else if (sel->limit || sel->offset) {
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, (sel->limit ? sel->limit : sel->offset)->pos,
+                    "feature not supported: LIMIT/OFFSET in a streaming query (Top-N)");
+    }
+
+    out->node = cur;
+    out->scope = final_scope;
+    (void)pre_scope;
+    return 0;
+}
+
+/* ---- entry points -------------------------------------------------------------- */
+
+static void init_ctx(PlanCtx *p, const PlanCatalog *cat, Arena *a, WError *err, bool streaming)
+{
+    memset(p, 0, sizeof *p);
+    p->b.a = a;
+    p->b.err = err;
+    p->b.cat = cat;
+    p->b.next_node_id = 1;
+    p->streaming = streaming;
+}
+
+PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanViewOptions *opt, Arena *a, WError *err)
+{
+    PlanCtx p;
+    init_ctx(&p, cat, a, err, true);
+    BindCtx *b = &p.b;
+    if (!cv->materialized) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos, "feature not supported: non-materialized views");
+        werr_hint(err, "Use CREATE MATERIALIZED VIEW.");
+        return NULL;
+    }
+    if (cv->late_rows_into) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos, "feature not supported: LATE ROWS INTO");
+        return NULL;
+    }
+    Rel r;
+    if (plan_select(&p, cv->query, &r, NULL))
+        return NULL;
+    PlanNode *in = r.node;
+
+    /* Emit mode and lateness apply to a window-bounded aggregation at the top. */
+    PlanNode *agg = NULL;
+    for (PlanNode *n = in; n; n = n->n_inputs ? n->inputs[0] : NULL)
+        if (n->kind == PN_AGG) {
+            agg = n;
+            break;
+        }
+    int64_t lateness = 0;
+    if (cv->allow_lateness) {
+        Scope empty = {0};
+        if (const_interval_us(b, &empty, cv->allow_lateness, &lateness))
+            return NULL;
+        if (lateness < 0) {
+            werr(err, SQLSTATE_INVALID_PARAMETER, cv->allow_lateness->pos, "ALLOW LATENESS must not be negative");
+            return NULL;
+        }
+    }
+    bool windowed = agg && agg->win_group_idx >= 0;
+    if ((cv->emit == EMIT_ON_WINDOW_CLOSE || cv->allow_lateness) && !windowed) {
+        werr(err, "42P20", cv->query_pos,
+             "%s needs a windowed aggregation: GROUP BY window_start or window_end of a window over a source with a WATERMARK",
+             cv->emit == EMIT_ON_WINDOW_CLOSE ? "EMIT ON WINDOW CLOSE" : "ALLOW LATENESS");
+        return NULL;
+    }
+    if (agg) {
+        agg->lateness_us = lateness;
+        agg->emit = cv->emit == EMIT_ON_WINDOW_CLOSE ? PLAN_EMIT_ON_CLOSE : PLAN_EMIT_CHANGES;
+        if (agg->emit == PLAN_EMIT_ON_CLOSE && lateness == 0)
+            agg->append_only = true;
+        for (int i = 0; i < agg->n_aggs; i++)
+            if ((agg->aggs[i].kind == AGG_MIN || agg->aggs[i].kind == AGG_MAX) && !agg->inputs[0]->append_only) {
+                werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos,
+                     "feature not supported: min/max over a changelog input (with retractions)");
+                return NULL;
+            }
+        /* Propagate the changelog mode to the nodes above the aggregation. */
+        for (int i = 0; i < p.n_nodes; i++) {
+            PlanNode *n = p.nodes[i];
+            if (n != agg && n->n_inputs && (n->kind == PN_PROJECT || n->kind == PN_FILTER))
+                n->append_only = n->inputs[0]->append_only;
+        }
+    }
+
+    PlanNode *m = new_node(&p, PN_MATERIALIZE, in);
+    m->view_name = opt && opt->name ? arena_strdup(a, opt->name) : "view";
+    m->table_id = new_table(&p);
+    m->append_only = in->append_only;
+    m->wm_col = in->wm_col;
+    if (in->n_keys) {
+        m->out = in->out;
+        m->n_keys = in->n_keys;
+        m->keys = in->keys;
+    } else {
+        /* A keyless stream: every row is distinct; a hidden row id keys it. */
+        m->row_id_key = true;
+        alloc_schema(a, &m->out, in->out.n + 1);
+        for (int i = 0; i < in->out.n; i++) {
+            m->out.names[i] = in->out.names[i];
+            m->out.types[i] = in->out.types[i];
+            m->out.hidden[i] = in->out.hidden[i];
+        }
+        m->out.names[in->out.n] = "_row_id";
+        m->out.types[in->out.n] = TYPE_INT8;
+        m->out.hidden[in->out.n] = true;
+        m->n_keys = 1;
+        m->keys = arena_alloc(a, sizeof(int));
+        m->keys[0] = in->out.n;
+    }
+    /* Duplicate output names are ambiguous for users of the view. */
+    for (int i = 0; i < m->out.n; i++)
+        for (int j = 0; j < i; j++)
+            if (!m->out.hidden[i] && !m->out.hidden[j] && strcmp(m->out.names[i], m->out.names[j]) == 0) {
+                werr(err, SQLSTATE_DUPLICATE_COLUMN, cv->query_pos,
+                     "column \"%s\" specified more than once", m->out.names[i]);
+                werr_hint(err, "Give the columns distinct names with AS.");
+                return NULL;
+            }
+    if (cv->col_names) {
+        int k = 0;
+        for (int i = 0; i < m->out.n; i++)
+            if (!m->out.hidden[i] && k < ast_list_len(cv->col_names))
+                m->out.names[i] = AST_AT(cv->col_names, k++);
+        if (k != ast_list_len(cv->col_names)) {
+            werr(err, SQLSTATE_SYNTAX_ERROR, cv->query_pos, "the view has %d columns but %d names were given", k,
+                 ast_list_len(cv->col_names));
+            return NULL;
+        }
+    }
+
+    PlanView *v = arena_zalloc(a, sizeof *v);
+    v->root = m;
+    v->n_nodes = p.n_nodes;
+    v->nodes = p.nodes;
+    v->schema = m->out;
+    v->n_pk = m->n_keys;
+    v->pk = m->keys;
+    v->append_only = m->append_only;
+    v->emit = agg ? agg->emit : PLAN_EMIT_CHANGES;
+    return v;
+}
+
+PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WError *err)
+{
+    PlanCtx p;
+    init_ctx(&p, cat, a, err, false);
+    PlanQuery *q = arena_zalloc(a, sizeof *q);
+    Rel r;
+    if (plan_select(&p, sel, &r, q))
+        return NULL;
+    q->root = r.node;
+    q->n_nodes = p.n_nodes;
+    q->nodes = p.nodes;
+    q->schema = r.node->out;
+    return q;
+}
+
+int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *err)
+{
+    PlanCtx p;
+    init_ctx(&p, NULL, a, err, false);
+    BindCtx *b = &p.b;
+    int n = ast_list_len(cs->columns);
+    if (n == 0)
+        return werr(err, SQLSTATE_SYNTAX_ERROR, 0, "a source needs at least one column");
+    if (n > 1600)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "sources can have at most 1600 columns");
+    const char **names = arena_alloc(a, sizeof(char *) * (size_t)n);
+    TypeId *types = arena_alloc(a, sizeof(TypeId) * (size_t)n);
+    Scope s;
+    alloc_scope(a, &s, n);
+    for (int i = 0; i < n; i++) {
+        const AstColumnDef *c = AST_AT(cs->columns, i);
+        if (c->generated)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: generated columns");
+        if (c->primary_key)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: PRIMARY KEY on a source");
+        TypeId t = type_from_name(c->type_name);
+        if (t == TYPE_NULL)
+            return werr(err, SQLSTATE_UNDEFINED_OBJECT, c->pos, "type \"%s\" does not exist", c->type_name);
+        if (t == TYPE_NUMERIC)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: type numeric (use DOUBLE PRECISION or BIGINT)");
+        for (int j = 0; j < i; j++)
+            if (strcmp(names[j], c->name) == 0)
+                return werr(err, SQLSTATE_DUPLICATE_COLUMN, c->pos, "column \"%s\" specified more than once", c->name);
+        names[i] = arena_strdup(a, c->name);
+        types[i] = t;
+        s.cols[i] = (ScopeCol){.name = names[i], .type = t};
+    }
+    if (cs->primary_key || cs->includes)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: %s on a source",
+                    cs->primary_key ? "PRIMARY KEY" : "INCLUDE");
+    rel->n_cols = n;
+    rel->col_names = names;
+    rel->col_types = types;
+    rel->wm_col = -1;
+    rel->wm_delay_us = -1;
+    rel->append_only = true;
+    if (cs->wm_column) {
+        int c = -1;
+        for (int i = 0; i < n; i++)
+            if (strcmp(names[i], cs->wm_column) == 0)
+                c = i;
+        if (c < 0)
+            return werr(err, SQLSTATE_UNDEFINED_COLUMN, cs->wm_pos, "column \"%s\" does not exist", cs->wm_column);
+        if (types[c] != TYPE_TIMESTAMP && types[c] != TYPE_TIMESTAMPTZ)
+            return werr(err, SQLSTATE_DATATYPE_MISMATCH, cs->wm_pos,
+                        "the WATERMARK column must be TIMESTAMP or TIMESTAMPTZ, not %s", type_name(types[c]));
+        PlanExpr *e = bind_expr(b, &s, cs->wm_expr);
+        if (!e)
+            return -1;
+        if (e->type != types[c] && !(e = coerce_expr(b, e, types[c], cs->wm_expr->pos)))
+            return -1;
+        rel->wm_col = c;
+        rel->wm_expr = e;
+        /* Recognise `col - INTERVAL` to show the delay and let the runtime take a fast path. */
+        if (e->kind == PE_COL && e->col == c)
+            rel->wm_delay_us = 0;
+        else if (e->kind == PE_CALL && e->fn == FN_TS_SUB_IV && e->args[0]->kind == PE_COL &&
+                 e->args[0]->col == c && e->args[1]->kind == PE_CONST &&
+                 interval_to_usecs(&e->args[1]->value.u.iv, &rel->wm_delay_us) == 0) {
+        } else {
+            rel->wm_delay_us = -1;
+        }
+    }
+    return 0;
+}
+
+int plan_const_expr(const AstExpr *e, TypeId want, Arena *a, Value *out, WError *err)
+{
+    PlanCtx p;
+    init_ctx(&p, NULL, a, err, false);
+    Scope empty = {0};
+    PlanExpr *x = bind_expr(&p.b, &empty, e);
+    if (!x || !(x = coerce_expr(&p.b, x, want, e->pos)))
+        return -1;
+    return eval_const(&p.b, x, out);
+}

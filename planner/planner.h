@@ -1,0 +1,223 @@
+/*
+ * planner.h: from AST to an immutable stream plan.
+ *
+ * The binder resolves names against a read-only catalog view (PlanCatalog,
+ * supplied by the server), types every expression with Postgres rules and
+ * produces PlanExpr trees; the lowering turns a bound query into a DAG of
+ * PlanNodes: the operators the runtime instantiates. A plan records, per
+ * node, its output schema, stream key, changelog mode (append-only or
+ * retracting), watermark column and the bound on its state, so EXPLAIN can
+ * show them and the runtime need not re-derive them.
+ *
+ * Everything returned here lives in the arena passed in (a view's plan
+ * arena lives as long as the view). Plans are never mutated after
+ * plan_*() returns; execution state is the runtime's.
+ */
+#ifndef WEIR_PLANNER_H
+#define WEIR_PLANNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "buf.h"
+#include "error.h"
+#include "parser.h"
+#include "scalar.h"
+#include "types.h"
+
+/* ---- the catalog as the binder sees it ----------------------------------- */
+
+typedef enum CatKind { CAT_SOURCE = 1, CAT_TABLE = 2, CAT_VIEW = 3, CAT_SINK = 4 } CatKind;
+
+typedef struct CatOption {
+    const char *key;
+    const char *value;
+} CatOption;
+
+/* A relation known to the catalog. The server owns these; the planner only
+ * reads them during one planning call. */
+typedef struct CatRelation {
+    uint64_t id;
+    CatKind kind;
+    const char *name;
+    bool materialized;          /* CAT_VIEW: a materialized view (has a state table) */
+    int n_cols;
+    const char **col_names;
+    const TypeId *col_types;
+    const bool *col_hidden;     /* NULL = all visible (hidden: _row_id and key columns of views) */
+    int wm_col;                 /* watermark column index, -1 none */
+    const struct PlanExpr *wm_expr; /* the WATERMARK expression bound against the columns, or NULL */
+    int64_t wm_delay_us;        /* for display and for simple `ts - INTERVAL` forms; -1 if general */
+    int n_pk;                   /* primary key / stream key */
+    const int *pk;
+    bool append_only;           /* rows are only ever inserted */
+    int n_options;
+    const CatOption *options;   /* WITH options of a source */
+    const char *format;         /* FORMAT/ENCODE of a source ("plain", "json") */
+    const char *encode;
+    uint64_t table_id;          /* CAT_VIEW materialized: the state table holding its rows */
+} CatRelation;
+
+typedef struct PlanCatalog {
+    void *ctx;
+    /* Returns the relation named name (lower case), or NULL. */
+    const CatRelation *(*lookup)(void *ctx, const char *name);
+    /* Hands out a fresh id for a state table (persisted by the server). */
+    uint64_t (*new_table_id)(void *ctx);
+} PlanCatalog;
+
+/* ---- expressions --------------------------------------------------------- */
+
+typedef enum PlanExprKind { PE_CONST, PE_COL, PE_CALL } PlanExprKind;
+
+typedef struct PlanExpr {
+    PlanExprKind kind;
+    TypeId type;                /* result type */
+    int pos;                    /* source position for run-time errors, 0 = none */
+    Value value;                /* PE_CONST (strings in the plan arena) */
+    bool unknown;               /* PE_CONST from a bare string literal: its type is decided by context */
+    int col;                    /* PE_COL: input column index */
+    ScalarFn fn;                /* PE_CALL */
+    int n_args;
+    struct PlanExpr **args;
+} PlanExpr;
+
+/* ---- aggregates ---------------------------------------------------------- */
+
+typedef enum PlanAggKind { AGG_COUNT_STAR, AGG_COUNT, AGG_SUM, AGG_MIN, AGG_MAX, AGG_AVG } PlanAggKind;
+
+typedef struct PlanAgg {
+    PlanAggKind kind;
+    int arg;                    /* input column, -1 for count(*) */
+    TypeId arg_type;
+    TypeId type;                /* result type */
+    bool distinct;              /* count(DISTINCT x) etc. (not supported yet: rejected by the binder) */
+    int filter_col;             /* boolean input column from FILTER (WHERE), -1 none */
+} PlanAgg;
+
+/* ---- the stream plan ----------------------------------------------------- */
+
+typedef enum PlanNodeKind {
+    PN_SOURCE,        /* reads a connector (Kafka, ...) */
+    PN_WATERMARK,     /* per-partition watermark generation, annotates rows */
+    PN_PROJECT,
+    PN_FILTER,
+    PN_WINDOW,        /* TUMBLE/HOP: adds window_start, window_end */
+    PN_AGG,           /* grouped aggregation, optionally window-bounded */
+    PN_MATERIALIZE,   /* the view's rows, keyed by pk, in a state table */
+    PN_VIEW_SCAN,     /* batch: reads a materialized view's rows once */
+    PN_VALUES,        /* batch: literal rows */
+} PlanNodeKind;
+
+typedef struct PlanSchema {
+    int n;
+    const char **names;
+    TypeId *types;
+    bool *hidden;               /* columns the user does not see (e.g. _row_id) */
+} PlanSchema;
+
+typedef enum PlanEmit { PLAN_EMIT_CHANGES, PLAN_EMIT_ON_CLOSE } PlanEmit;
+
+typedef struct PlanNode {
+    PlanNodeKind kind;
+    int id;                     /* unique within the plan, stable (used for state names) */
+    int n_inputs;
+    struct PlanNode *inputs[2];
+    PlanSchema out;
+    bool append_only;           /* changelog mode of the output edge */
+    int wm_col;                 /* output column that carries the event-time watermark, -1 none */
+    int n_keys;                 /* output stream key (unique per row), may be 0 */
+    int *keys;
+    uint64_t table_id;          /* stateful nodes: their state table, 0 none */
+
+    /* PN_SOURCE */
+    const CatRelation *source;
+    /* PN_WATERMARK: wm = value of wm_expr per row, over the input columns */
+    PlanExpr *wm_expr;
+    int64_t wm_delay_us;        /* -1 when the expression is not `col - interval` */
+    /* PN_PROJECT */
+    int n_exprs;
+    PlanExpr **exprs;
+    /* PN_FILTER */
+    PlanExpr *pred;
+    /* PN_WINDOW */
+    AstWindowKind win_kind;
+    int win_time_col;           /* input column */
+    int64_t win_size_us, win_slide_us, win_offset_us;
+    /* PN_AGG */
+    int n_group;
+    int *group_cols;            /* input columns */
+    int n_aggs;
+    PlanAgg *aggs;
+    int win_group_idx;          /* index into group_cols of the window bound column, -1 unbounded */
+    int64_t win_end_offset_us;  /* window end = that column's value + this (0 for window_end) */
+    int64_t lateness_us;        /* ALLOW LATENESS */
+    PlanEmit emit;
+    /* PN_MATERIALIZE: keys are the pk; a hidden _row_id is added for keyless append-only input */
+    const char *view_name;
+    bool row_id_key;
+    /* PN_VIEW_SCAN */
+    const CatRelation *scan_rel;
+    /* PN_VALUES */
+    int n_rows;
+    Value **rows;               /* n_rows arrays of out.n values */
+} PlanNode;
+
+/* A planned streaming view (CREATE MATERIALIZED VIEW). */
+typedef struct PlanView {
+    PlanNode *root;             /* PN_MATERIALIZE */
+    int n_nodes;
+    PlanNode **nodes;           /* topological order: inputs before users */
+    PlanSchema schema;          /* the view's visible columns */
+    int n_pk;
+    int *pk;                    /* the view's key (columns of schema; may include hidden ones) */
+    bool append_only;
+    PlanEmit emit;
+} PlanView;
+
+/* An ad hoc query (SELECT) run once over materialized views. */
+typedef struct PlanOrder {
+    int col;                    /* column of the pre-sort output */
+    bool desc;
+    bool nulls_first;
+} PlanOrder;
+
+typedef struct PlanQuery {
+    PlanNode *root;             /* produces the rows (a changelog, applied by the runner) */
+    int n_nodes;
+    PlanNode **nodes;
+    PlanSchema schema;          /* visible output columns (a prefix of root's output) */
+    int n_order;
+    PlanOrder *order;
+    int64_t limit;              /* -1 none */
+    int64_t offset;
+} PlanQuery;
+
+typedef struct PlanViewOptions {
+    const char *name;           /* the view's name */
+    bool allow_unbounded;       /* session setting streaming_allow_unbounded_state */
+} PlanViewOptions;
+
+/* Plans CREATE MATERIALIZED VIEW. New state table ids come from cat. On error
+ * returns NULL with err set (SQLSTATE and position in the statement text). */
+PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanViewOptions *opt,
+                    Arena *a, WError *err);
+/* Plans a SELECT for one-off execution over materialized views. */
+PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WError *err);
+/* Binds the column definitions and watermark of CREATE SOURCE into rel
+ * (allocated in a; rel->id/name/options filled by the caller). */
+int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *err);
+/* Binds a constant expression (INSERT ... VALUES rows, WITH option values) to
+ * the wanted type; errors carry positions. */
+int plan_const_expr(const AstExpr *e, TypeId want, Arena *a, Value *out, WError *err);
+
+/* EXPLAIN: appends the indented operator tree (text) or JSON to out. */
+void plan_explain_view(const PlanView *v, bool json, Buf *out);
+void plan_explain_query(const PlanQuery *q, bool json, Buf *out);
+
+const char *plan_node_kind_name(PlanNodeKind k);
+/* Looks up a WITH option (case-insensitive key); NULL if absent. */
+const char *cat_option(const CatRelation *r, const char *key);
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * dataflow.c: instantiating plans and driving them.
+ *
+ * Plan nodes come in topological order; each becomes one operator, and an
+ * operator's output goes to the operator of the node that reads it (every
+ * node has at most one reader in the plans made today). The sources are
+ * the entry points of a step; the materialize operator is the root.
+ *
+ * Checkpoints: between steps no chunk is in flight, so the state tables
+ * of all operators and the source offsets describe one consistent epoch.
+ * rt_dataflow_checkpoint asks each operator to write what it keeps in
+ * memory into its table and adds every table to the epoch's transaction.
+ */
+#include "runtime_int.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct RtDataflow {
+    RtCtx rc;
+    WError err;
+    const PlanView *plan;
+    int n_ops;
+    RtOp **ops;               /* parallel to plan->nodes */
+    int n_sources;
+    RtOp **sources;
+    RtOp *root;
+};
+
+int rt_emit(RtOp *op, Chunk *c)
+{
+    if (!op->down || c->n_rows == 0)
+        return 0;
+    return op->down->vt->push(op->down, c);
+}
+
+int rt_emit_watermark(RtOp *op, int64_t wm)
+{
+    if (!op->down)
+        return 0;
+    return op->down->vt->watermark(op->down, wm);
+}
+
+/* Ad hoc queries keep their state in temporary tables from this id range:
+ * never checkpointed, so nothing of them reaches the disk. */
+static _Atomic uint64_t next_temp_table = UINT64_C(1) << 62;
+
+int rt_op_open_table(RtOp *op, WError *err)
+{
+    uint64_t id = op->rc->batch ? atomic_fetch_add(&next_temp_table, 1) : op->node->table_id;
+    if (!id)
+        return werr(err, SQLSTATE_INTERNAL, 0, "operator %s has no state table", plan_node_kind_name(op->node->kind));
+    return stor_table_open(op->rc->env->stor, id, &op->table, err);
+}
+
+static RtOp *make_op(RtCtx *rc, const PlanNode *n)
+{
+    switch (n->kind) {
+    case PN_SOURCE: return rt_op_source_new(rc, n);
+    case PN_WATERMARK: return rt_op_watermark_new(rc, n);
+    case PN_PROJECT: return rt_op_project_new(rc, n);
+    case PN_FILTER: return rt_op_filter_new(rc, n);
+    case PN_WINDOW: return rt_op_window_new(rc, n);
+    case PN_AGG: return rt_op_agg_new(rc, n);
+    case PN_MATERIALIZE: return rt_op_materialize_new(rc, n);
+    case PN_VIEW_SCAN: return rt_op_view_scan_new(rc, n);
+    case PN_VALUES: return rt_op_values_new(rc, n);
+    }
+    werr(rc->err, SQLSTATE_INTERNAL, 0, "unknown plan node");
+    return NULL;
+}
+
+/* Creates operators for nodes[0..n) and wires each to its reader. */
+int rt_instantiate(RtCtx *rc, int n, PlanNode *const *nodes, RtOp **ops)
+{
+    for (int i = 0; i < n; i++) {
+        if (!(ops[i] = make_op(rc, nodes[i])))
+            return -1;
+        for (int k = 0; k < nodes[i]->n_inputs; k++)
+            for (int j = 0; j < i; j++)
+                if (nodes[j] == nodes[i]->inputs[k]) {
+                    if (ops[j]->down)
+                        return werr(rc->err, SQLSTATE_INTERNAL, 0, "plan node read twice");
+                    ops[j]->down = ops[i];
+                }
+    }
+    return 0;
+}
+
+void rt_close_ops(int n, RtOp **ops)
+{
+    for (int i = n - 1; i >= 0; i--)
+        if (ops[i])
+            ops[i]->vt->close(ops[i]);
+}
+
+int rt_dataflow_open(const RtEnv *env, const PlanView *plan, RtDataflow **out, WError *err)
+{
+    RtDataflow *df = xcalloc(1, sizeof *df);
+    df->plan = plan;
+    df->rc.env = env;
+    df->rc.err = &df->err;
+    df->rc.chunk_arena = arena_new(1 << 20);
+    df->rc.stats.watermark = TS_MINUS_INF;
+    df->n_ops = plan->n_nodes;
+    df->ops = xcalloc((size_t)df->n_ops, sizeof(RtOp *));
+    df->sources = xcalloc((size_t)df->n_ops, sizeof(RtOp *));
+    if (rt_instantiate(&df->rc, plan->n_nodes, plan->nodes, df->ops)) {
+        *err = df->err;
+        rt_dataflow_close(df);
+        return -1;
+    }
+    for (int i = 0; i < df->n_ops; i++) {
+        if (plan->nodes[i]->kind == PN_SOURCE)
+            df->sources[df->n_sources++] = df->ops[i];
+        if (plan->nodes[i] == plan->root)
+            df->root = df->ops[i];
+    }
+    *out = df;
+    return 0;
+}
+
+int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err)
+{
+    *did_work = false;
+    int rcode = 0;
+    for (int i = 0; i < df->n_sources && !rcode; i++)
+        rcode = rt_source_poll(df->sources[i], i == 0 ? timeout_ms : 0, did_work);
+    /* Every chunk of this step has gone all the way down. */
+    arena_reset(df->rc.chunk_arena);
+    for (int i = 0; i < df->n_ops; i++)
+        if (df->plan->nodes[i]->kind == PN_WATERMARK && df->ops[i]->down)
+            df->rc.stats.watermark = df->ops[i]->down->wm > df->rc.stats.watermark ? df->ops[i]->down->wm
+                                                                                      : df->rc.stats.watermark;
+    if (rcode) {
+        *err = df->err;
+        return -1;
+    }
+    return 0;
+}
+
+int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, WError *err)
+{
+    for (int i = 0; i < df->n_ops; i++) {
+        RtOp *op = df->ops[i];
+        if (op->vt->flush_state && op->vt->flush_state(op)) {
+            *err = df->err;
+            return -1;
+        }
+        if (op->table && stor_checkpoint_add_table(ck, op->table, err))
+            return -1;
+    }
+    return 0;
+}
+
+int rt_dataflow_flush_target(RtDataflow *df, WError *err)
+{
+    for (int i = 0; i < df->n_sources; i++)
+        if (rt_source_flush_target(df->sources[i], err))
+            return -1;
+    return 0;
+}
+
+bool rt_dataflow_flushed(RtDataflow *df)
+{
+    for (int i = 0; i < df->n_sources; i++)
+        if (!rt_source_flushed(df->sources[i]))
+            return false;
+    return true;
+}
+
+StorTable *rt_dataflow_view_table(RtDataflow *df) { return df->root ? df->root->table : NULL; }
+
+void rt_dataflow_stats(RtDataflow *df, RtStats *out) { *out = df->rc.stats; }
+
+void rt_dataflow_close(RtDataflow *df)
+{
+    if (!df)
+        return;
+    rt_close_ops(df->n_ops, df->ops);
+    free(df->ops);
+    free(df->sources);
+    arena_free(df->rc.chunk_arena);
+    free(df);
+}
+
+int rt_dataflow_drop_state(StorEnv *stor, const PlanView *plan, WError *err)
+{
+    for (int i = 0; i < plan->n_nodes; i++)
+        if (plan->nodes[i]->table_id && stor_table_drop(stor, plan->nodes[i]->table_id, err))
+            return -1;
+    return 0;
+}

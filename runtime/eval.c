@@ -1,0 +1,235 @@
+/*
+ * eval.c: vectorized expression evaluation.
+ *
+ * An expression is evaluated a column at a time: arguments first (each a
+ * whole column), then the function over all rows in one loop. The common
+ * operators on 64-bit integers, timestamps and doubles have tight kernels
+ * with no per-value dispatch; everything else goes through scalar_call(),
+ * the reference semantics shared with the planner's constant folding, one
+ * row at a time. Errors (overflow, division by zero, bad casts) mark only
+ * the failing rows as bad, so one bad row never stops a view.
+ */
+#include "runtime_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void rt_row_error(RtCtx *rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rc->stats.last_error, sizeof rc->stats.last_error, fmt, ap);
+    va_end(ap);
+}
+
+static size_t phys_size(TypeId t)
+{
+    switch (type_phys(t)) {
+    case PHYS_I64: return sizeof(int64_t);
+    case PHYS_F64: return sizeof(double);
+    case PHYS_STR: return sizeof(StrRef);
+    case PHYS_IV: return sizeof(Interval);
+    }
+    return 8;
+}
+
+static void col_alloc(Arena *a, Column *c, TypeId t, int n)
+{
+    c->type = t;
+    c->nulls = arena_zalloc(a, (size_t)(n ? n : 1));
+    c->v.raw = arena_zalloc(a, phys_size(t) * (size_t)(n ? n : 1));
+}
+
+static void col_get(const Column *c, int r, Value *v)
+{
+    v->type = c->type;
+    v->null = c->nulls[r] != 0;
+    switch (type_phys(c->type)) {
+    case PHYS_I64: v->u.i = c->v.i[r]; break;
+    case PHYS_F64: v->u.f = c->v.f[r]; break;
+    case PHYS_STR: v->u.s = c->v.s[r]; break;
+    case PHYS_IV: v->u.iv = c->v.iv[r]; break;
+    }
+}
+
+static void col_set(Column *c, int r, const Value *v)
+{
+    c->nulls[r] = v->null;
+    if (v->null)
+        return;
+    switch (type_phys(c->type)) {
+    case PHYS_I64: c->v.i[r] = v->u.i; break;
+    case PHYS_F64: c->v.f[r] = v->u.f; break;
+    case PHYS_STR: c->v.s[r] = v->u.s; break;   /* strings live in the chunk arena already */
+    case PHYS_IV: c->v.iv[r] = v->u.iv; break;
+    }
+}
+
+/* Tight kernels. Return 1 if handled. */
+static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *bad, RtCtx *rc)
+{
+    if (e->n_args != 2)
+        return 0;
+    Column *x = &args[0], *y = &args[1];
+    PhysKind px = type_phys(x->type), py = type_phys(y->type);
+    switch (e->fn) {
+    case FN_EQ: case FN_NE: case FN_LT: case FN_LE: case FN_GT: case FN_GE:
+        if (px == PHYS_I64 && py == PHYS_I64) {
+            int64_t *a = x->v.i, *b = y->v.i, *o = out->v.i;
+            switch (e->fn) {
+            case FN_EQ: for (int r = 0; r < n; r++) o[r] = a[r] == b[r]; break;
+            case FN_NE: for (int r = 0; r < n; r++) o[r] = a[r] != b[r]; break;
+            case FN_LT: for (int r = 0; r < n; r++) o[r] = a[r] < b[r]; break;
+            case FN_LE: for (int r = 0; r < n; r++) o[r] = a[r] <= b[r]; break;
+            case FN_GT: for (int r = 0; r < n; r++) o[r] = a[r] > b[r]; break;
+            default: for (int r = 0; r < n; r++) o[r] = a[r] >= b[r]; break;
+            }
+            for (int r = 0; r < n; r++)
+                out->nulls[r] = x->nulls[r] | y->nulls[r];
+            return 1;
+        }
+        return 0;
+    case FN_ADD_I:
+    case FN_SUB_I:
+        if (e->type != TYPE_INT8)
+            return 0; /* narrower results need range checks: use the reference path */
+        for (int r = 0; r < n; r++) {
+            out->nulls[r] = x->nulls[r] | y->nulls[r];
+            if (out->nulls[r])
+                continue;
+            bool ovf = e->fn == FN_ADD_I ? __builtin_add_overflow(x->v.i[r], y->v.i[r], &out->v.i[r])
+                                         : __builtin_sub_overflow(x->v.i[r], y->v.i[r], &out->v.i[r]);
+            if (ovf) {
+                out->nulls[r] = 1;
+                if (bad)
+                    bad[r] = 1;
+                rc->stats.eval_errors++;
+                rt_row_error(rc, "bigint out of range");
+            }
+        }
+        return 1;
+    case FN_TS_SUB_IV:
+    case FN_TS_ADD_IV: {
+        /* The watermark expression `ts - INTERVAL '2' SECOND` lands here. */
+        for (int r = 0; r < n; r++)
+            if (!y->nulls[r] && y->v.iv[r].months)
+                return 0;
+        for (int r = 0; r < n; r++) {
+            out->nulls[r] = x->nulls[r] | y->nulls[r];
+            if (out->nulls[r])
+                continue;
+            int64_t d = y->v.iv[r].usecs + (int64_t)y->v.iv[r].days * USECS_PER_DAY;
+            bool ovf = e->fn == FN_TS_ADD_IV ? __builtin_add_overflow(x->v.i[r], d, &out->v.i[r])
+                                             : __builtin_sub_overflow(x->v.i[r], d, &out->v.i[r]);
+            if (ovf) {
+                out->nulls[r] = 1;
+                if (bad)
+                    bad[r] = 1;
+                rc->stats.eval_errors++;
+                rt_row_error(rc, "timestamp out of range");
+            }
+        }
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t *bad)
+{
+    int n = in->n_rows;
+    Arena *a = in->arena;
+    switch (e->kind) {
+    case PE_COL:
+        *out = in->cols[e->col];
+        return 0;
+    case PE_CONST: {
+        col_alloc(a, out, e->type, n);
+        Value v = e->value;
+        v.type = e->type;
+        for (int r = 0; r < n; r++)
+            col_set(out, r, &v);
+        return 0;
+    }
+    case PE_CALL: {
+        Column *args = arena_alloc(a, sizeof(Column) * (size_t)(e->n_args ? e->n_args : 1));
+        for (int i = 0; i < e->n_args; i++)
+            if (rt_eval(rc, e->args[i], in, &args[i], bad))
+                return -1;
+        col_alloc(a, out, e->type, n);
+        if (kernel(e, args, n, out, bad, rc))
+            return 0;
+        Value vs[64], res;
+        if (e->n_args > 64)
+            return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "too many arguments");
+        for (int r = 0; r < n; r++) {
+            if (bad && bad[r]) {
+                out->nulls[r] = 1;
+                continue;
+            }
+            for (int i = 0; i < e->n_args; i++)
+                col_get(&args[i], r, &vs[i]);
+            WError err = {0};
+            if (scalar_call(e->fn, e->type, e->n_args, vs, a, &res, &err)) {
+                out->nulls[r] = 1;
+                if (bad)
+                    bad[r] = 1;
+                rc->stats.eval_errors++;
+                rt_row_error(rc, "%s", err.msg);
+                continue;
+            }
+            res.type = e->type;
+            col_set(out, r, &res);
+        }
+        return 0;
+    }
+    }
+    return werr(rc->err, SQLSTATE_INTERNAL, 0, "unknown expression kind");
+}
+
+Chunk *rt_chunk_with_columns(const Chunk *in, int n_cols, Column *cols)
+{
+    Chunk *c = arena_alloc(in->arena, sizeof *c);
+    *c = *in;
+    c->n_cols = n_cols;
+    c->cols = cols;
+    return c;
+}
+
+void rt_chunk_select(Chunk *c, const uint8_t *keep)
+{
+    /* Columns may share arrays with other chunks (projections pass columns
+     * through), so the kept rows go to fresh arrays, never in place. */
+    int n = 0;
+    for (int r = 0; r < c->n_rows; r++)
+        n += keep[r] != 0;
+    if (n == c->n_rows)
+        return;
+    Arena *a = c->arena;
+    uint8_t *ops = arena_alloc(a, (size_t)(n ? n : 1));
+    int64_t *wm = c->wm ? arena_alloc(a, sizeof(int64_t) * (size_t)(n ? n : 1)) : NULL;
+    Column *cols = arena_alloc(a, sizeof(Column) * (size_t)(c->n_cols ? c->n_cols : 1));
+    for (int i = 0; i < c->n_cols; i++)
+        col_alloc(a, &cols[i], c->cols[i].type, n);
+    int w = 0;
+    for (int r = 0; r < c->n_rows; r++) {
+        if (!keep[r])
+            continue;
+        ops[w] = c->ops[r];
+        if (wm)
+            wm[w] = c->wm[r];
+        for (int i = 0; i < c->n_cols; i++) {
+            size_t sz = phys_size(c->cols[i].type);
+            cols[i].nulls[w] = c->cols[i].nulls[r];
+            memcpy((char *)cols[i].v.raw + sz * (size_t)w, (char *)c->cols[i].v.raw + sz * (size_t)r, sz);
+        }
+        w++;
+    }
+    c->ops = ops;
+    c->wm = wm;
+    c->cols = cols;
+    c->n_rows = n;
+    c->cap = n;
+}

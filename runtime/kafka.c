@@ -1,0 +1,679 @@
+/*
+ * kafka.c: the Kafka connector over librdkafka (see kafka.h).
+ *
+ * Source: a high-level consumer used in assign-only mode. It has a dummy
+ * group.id because librdkafka's assign() needs a consumer-group object, but
+ * it never subscribes, never commits and never stores offsets, so the group
+ * is never joined. Fetching is tuned for loopback latency (the broker
+ * answers a fetch after at most fetch.wait.max.ms = 10 ms) while librdkafka
+ * still prefetches whole batches into its queue; rt_kafka_source_poll waits
+ * for the first record and then drains what is already queued.
+ *
+ * Producer: librdkafka's, with a short linger so records travel in batches
+ * without adding visible latency. Delivery reports record the first failure
+ * for rt_kafka_producer_flush. Transactions map onto librdkafka's
+ * transactional API one to one.
+ */
+#include "kafka.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "arena.h"
+
+#define DUMMY_GROUP "weir-assign-only" /* never joined, never committed to */
+
+struct RtKafkaSource {
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *q;           /* the consumer queue (fetched records) */
+    char *topic;
+    int n_parts;                   /* partition count seen at open */
+    bool *at_end;                  /* n_parts flags: last event was partition EOF */
+    rd_kafka_message_t **held;     /* records returned by the last poll */
+    int n_held;
+    int cap_held;
+};
+
+struct RtKafkaProducer {
+    rd_kafka_t *rk;
+    bool transactional;            /* "transactional.id" was given */
+    rd_kafka_resp_err_t fail_err;  /* first delivery failure since the last flush */
+    char fail_topic[256];
+    int32_t fail_partition;
+    long n_failed;                 /* delivery failures since the last flush */
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int remaining_ms(int64_t deadline)
+{
+    int64_t r = deadline - now_ms();
+    return r < 0 ? 0 : (int)r;
+}
+
+/* librdkafka's own messages: only errors, prefixed like every weir message. */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    if (level <= LOG_ERR)
+        fprintf(stderr, "weir: kafka: %s: %s\n", fac, buf);
+}
+
+static void silent_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+}
+
+/* Client-level errors (all brokers down, fatal idempotence errors...).
+ * librdkafka retries the transient ones itself, so they are only logged. */
+static void error_cb(rd_kafka_t *rk, int e, const char *reason, void *opaque)
+{
+    /* Connection failures are already logged, once, by log_cb. */
+    if (e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        return;
+    fprintf(stderr, "weir: kafka: %s%s\n", rd_kafka_fatal_error(rk, NULL, 0) ? "fatal: " : "",
+            reason);
+}
+
+/* A configuration with weir's defaults (pairs in defs, NULL-terminated)
+ * followed by the user's properties. NULL with err set on a bad property. */
+static rd_kafka_conf_t *conf_build(const char *bootstrap, const char *const *defs,
+                                   const RtKafkaProp *props, int n_props, WError *err)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+    rd_kafka_conf_set_log_cb(conf, log_cb);
+    rd_kafka_conf_set_error_cb(conf, error_cb);
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof errstr))
+        goto bad;
+    for (const char *const *d = defs; d && d[0]; d += 2)
+        if (rd_kafka_conf_set(conf, d[0], d[1], errstr, sizeof errstr))
+            goto bad;
+    for (int i = 0; i < n_props; i++)
+        if (rd_kafka_conf_set(conf, props[i].key, props[i].value, errstr, sizeof errstr))
+            goto bad;
+    return conf;
+bad:
+    rd_kafka_conf_destroy(conf);
+    werr(err, SQLSTATE_INVALID_PARAMETER, 0, "invalid kafka property: %s", errstr);
+    return NULL;
+}
+
+static bool is_conn_err(rd_kafka_resp_err_t e)
+{
+    return e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+           e == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || e == RD_KAFKA_RESP_ERR__RESOLVE;
+}
+
+/* Finds topic in a full metadata listing: its partition count, 0 if the
+ * topic does not exist (or has no partitions yet). */
+static int topic_partitions(rd_kafka_t *rk, const char *bootstrap, const char *topic,
+                            int timeout_ms, WError *err)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    /* all_topics = 1: a listing never auto-creates anything. */
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
+    int n = 0;
+
+    if (e) {
+        werr(err, is_conn_err(e) ? SQLSTATE_CONNECTION_FAILURE : SQLSTATE_IO_ERROR, 0,
+             "could not reach kafka at %s within %d ms: %s", bootstrap, timeout_ms,
+             rd_kafka_err2str(e));
+        if (is_conn_err(e))
+            werr_hint(err, "Is a broker running there? \"weir broker\" starts an embedded one.");
+        return -1;
+    }
+    for (int i = 0; i < md->topic_cnt; i++)
+        if (!strcmp(md->topics[i].topic, topic) && !md->topics[i].err)
+            n = md->topics[i].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    return n;
+}
+
+/* Creates topic through the Admin API; an existing topic is fine (another
+ * client may have won the race). */
+static int create_topic(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms,
+                        WError *err)
+{
+    char errstr[512];
+    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, -1, errstr, sizeof errstr);
+    rd_kafka_queue_t *q = NULL;
+    rd_kafka_AdminOptions_t *opt = NULL;
+    rd_kafka_event_t *ev = NULL;
+    rd_kafka_resp_err_t e;
+    int rc = -1;
+
+    if (!nt)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "cannot create topic \"%s\": %s", topic,
+                    errstr);
+    q = rd_kafka_queue_new(rk);
+    opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof errstr);
+    rd_kafka_AdminOptions_set_operation_timeout(opt, timeout_ms, errstr, sizeof errstr);
+    rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
+    ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
+    if (!ev) {
+        werr(err, SQLSTATE_CONNECTION_FAILURE, 0,
+             "creating topic \"%s\" got no answer within %d ms", topic, timeout_ms);
+        goto out;
+    }
+    if ((e = rd_kafka_event_error(ev))) {
+        werr(err, is_conn_err(e) ? SQLSTATE_CONNECTION_FAILURE : SQLSTATE_IO_ERROR, 0,
+             "could not create topic \"%s\": %s", topic, rd_kafka_event_error_string(ev));
+        goto out;
+    }
+    size_t n = 0;
+    const rd_kafka_topic_result_t **res =
+        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+    for (size_t i = 0; i < n; i++) {
+        e = rd_kafka_topic_result_error(res[i]);
+        if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+            const char *msg = rd_kafka_topic_result_error_string(res[i]);
+            werr(err, SQLSTATE_IO_ERROR, 0, "could not create topic \"%s\": %s", topic,
+                 msg ? msg : rd_kafka_err2str(e));
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(opt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_NewTopic_destroy(nt);
+    return rc;
+}
+
+int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_partitions,
+                         const RtKafkaProp *props, int n_props, int timeout_ms,
+                         RtKafkaSource **out, WError *err)
+{
+    static const char *const defs[] = {
+        "group.id", DUMMY_GROUP,
+        "enable.auto.commit", "false",
+        "enable.auto.offset.store", "false",
+        "enable.partition.eof", "true",
+        "allow.auto.create.topics", "false",
+        /* Where an exact offset is no longer retained, start at the oldest. */
+        "auto.offset.reset", "earliest",
+        "fetch.wait.max.ms", "10",
+        "fetch.min.bytes", "1",
+        "fetch.error.backoff.ms", "50",
+        "socket.nagle.disable", "true",
+        "log_level", "3",
+        "log.connection.close", "false",
+        NULL,
+    };
+    char errstr[512];
+    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    RtKafkaSource *s;
+    rd_kafka_conf_t *conf;
+    int n;
+
+    *out = NULL;
+    if (!(conf = conf_build(bootstrap, defs, props, n_props, err)))
+        return -1;
+    s = xcalloc(1, sizeof *s);
+    s->topic = xstrdup(topic);
+    if (!(s->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr))) {
+        rd_kafka_conf_destroy(conf);
+        werr(err, SQLSTATE_INVALID_PARAMETER, 0, "could not create kafka consumer: %s", errstr);
+        goto fail;
+    }
+    /* Errors and callbacks are served by the consumer poll. */
+    rd_kafka_poll_set_consumer(s->rk);
+    s->q = rd_kafka_queue_get_consumer(s->rk);
+
+    n = topic_partitions(s->rk, bootstrap, topic, remaining_ms(deadline), err);
+    if (n < 0)
+        goto fail;
+    if (n == 0 && create_partitions <= 0) {
+        werr(err, "42704", 0, "kafka topic \"%s\" does not exist at %s", topic, bootstrap);
+        werr_hint(err, "Create the topic first, or let weir create it with a partition count.");
+        goto fail;
+    }
+    if (n == 0) {
+        if (create_topic(s->rk, topic, create_partitions, remaining_ms(deadline), err) < 0)
+            goto fail;
+        /* Real brokers publish a new topic's metadata a moment later. */
+        while ((n = topic_partitions(s->rk, bootstrap, topic, remaining_ms(deadline), err)) == 0 &&
+               remaining_ms(deadline) > 0)
+            usleep(50 * 1000);
+        if (n < 0)
+            goto fail;
+        if (n == 0) {
+            werr(err, SQLSTATE_CONNECTION_FAILURE, 0,
+                 "kafka topic \"%s\" was created but did not appear within %d ms", topic,
+                 timeout_ms);
+            goto fail;
+        }
+    }
+    s->n_parts = n;
+    s->at_end = xcalloc((size_t)n, sizeof *s->at_end);
+    *out = s;
+    return 0;
+fail:
+    rt_kafka_source_close(s);
+    return -1;
+}
+
+int rt_kafka_source_partition_count(RtKafkaSource *s)
+{
+    return s->n_parts;
+}
+
+int rt_kafka_source_assign(RtKafkaSource *s, int n, const int32_t *partitions,
+                           const int64_t *offsets, WError *err)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n > 0 ? n : 1);
+    rd_kafka_resp_err_t e;
+
+    for (int i = 0; i < n; i++) {
+        if (partitions[i] < 0 || partitions[i] >= s->n_parts) {
+            rd_kafka_topic_partition_list_destroy(l);
+            return werr(err, SQLSTATE_INVALID_PARAMETER, 0,
+                        "kafka topic \"%s\" has no partition %d (it has %d)", s->topic,
+                        (int)partitions[i], s->n_parts);
+        }
+        int64_t off = offsets[i] == RT_KAFKA_EARLIEST ? RD_KAFKA_OFFSET_BEGINNING
+                      : offsets[i] == RT_KAFKA_LATEST ? RD_KAFKA_OFFSET_END
+                                                      : offsets[i];
+        if (off < 0 && off != RD_KAFKA_OFFSET_BEGINNING && off != RD_KAFKA_OFFSET_END) {
+            rd_kafka_topic_partition_list_destroy(l);
+            return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "invalid start offset %lld",
+                        (long long)offsets[i]);
+        }
+        rd_kafka_topic_partition_list_add(l, s->topic, partitions[i])->offset = off;
+    }
+    e = rd_kafka_assign(s->rk, n > 0 ? l : NULL);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (e)
+        return werr(err, SQLSTATE_IO_ERROR, 0, "could not assign kafka partitions: %s",
+                    rd_kafka_err2str(e));
+    memset(s->at_end, 0, (size_t)s->n_parts * sizeof *s->at_end);
+    return 0;
+}
+
+static void release_held(RtKafkaSource *s)
+{
+    for (int i = 0; i < s->n_held; i++)
+        rd_kafka_message_destroy(s->held[i]);
+    s->n_held = 0;
+}
+
+/* Takes ownership of m: a record is kept in held and described in *rec
+ * (returns 1); an event is consumed (returns 0, or RT_KAFKA_ERR_FATAL). */
+static int take(RtKafkaSource *s, rd_kafka_message_t *m, RtKafkaRecord *rec)
+{
+    int32_t p = m->partition;
+    if (m->err) {
+        int rc = 0;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            if (p >= 0 && p < s->n_parts)
+                s->at_end[p] = true;
+        } else {
+            char reason[256];
+            rd_kafka_resp_err_t fe = rd_kafka_fatal_error(s->rk, reason, sizeof reason);
+            if (fe) {
+                fprintf(stderr, "weir: kafka: consumer failed: %s\n", reason);
+                rc = RT_KAFKA_ERR_FATAL;
+            } else {
+                fprintf(stderr, "weir: kafka: %s [%d]: %s\n",
+                        m->rkt ? rd_kafka_topic_name(m->rkt) : s->topic, (int)p,
+                        rd_kafka_message_errstr(m));
+            }
+        }
+        rd_kafka_message_destroy(m);
+        return rc;
+    }
+    if (p >= 0 && p < s->n_parts)
+        s->at_end[p] = false;
+    s->held[s->n_held++] = m;
+    rd_kafka_timestamp_type_t tt;
+    int64_t ts = rd_kafka_message_timestamp(m, &tt);
+    *rec = (RtKafkaRecord){
+        .partition = p,
+        .offset = m->offset,
+        .timestamp_ms = tt == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? -1 : ts,
+        .key = m->key,
+        .key_len = m->key_len,
+        .value = m->payload,
+        .value_len = m->len,
+    };
+    return 1;
+}
+
+int rt_kafka_source_poll(RtKafkaSource *s, int timeout_ms, RtKafkaRecord *recs, int max)
+{
+    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int n = 0;
+
+    release_held(s);
+    if (max <= 0)
+        return 0;
+    if (max > s->cap_held) {
+        s->cap_held = max;
+        s->held = xrealloc(s->held, (size_t)max * sizeof *s->held);
+    }
+    /* Wait for the first record; events (EOF, errors) do not end the wait. */
+    while (n == 0) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(s->rk, remaining_ms(deadline));
+        if (!m)
+            return 0;
+        int r = take(s, m, &recs[n]);
+        if (r < 0)
+            return r;
+        n += r;
+        if (n == 0 && remaining_ms(deadline) == 0)
+            return 0;
+    }
+    /* Then drain what is already fetched, without waiting. The spare slots
+     * of held double as the batch buffer: each message moves down to its
+     * final place in take(). */
+    while (n < max) {
+        rd_kafka_message_t **batch = s->held + s->n_held;
+        ssize_t got = rd_kafka_consume_batch_queue(s->q, 0, batch, (size_t)(max - n));
+        if (got <= 0)
+            break;
+        for (ssize_t i = 0; i < got; i++) {
+            int r = take(s, batch[i], &recs[n]);
+            if (r < 0) {
+                for (ssize_t j = i + 1; j < got; j++)
+                    rd_kafka_message_destroy(batch[j]);
+                return r;
+            }
+            n += r;
+        }
+    }
+    return n;
+}
+
+bool rt_kafka_source_at_end(RtKafkaSource *s, int32_t partition)
+{
+    return partition >= 0 && partition < s->n_parts && s->at_end[partition];
+}
+
+int rt_kafka_source_end_offsets(RtKafkaSource *s, int64_t *out, int timeout_ms, WError *err)
+{
+    int rc = -1;
+    for (int p = 0; p < s->n_parts; p++) {
+        int64_t lo, hi;
+        rd_kafka_resp_err_t e =
+            rd_kafka_query_watermark_offsets(s->rk, s->topic, p, &lo, &hi, timeout_ms);
+        if (e) {
+            werr(err, is_conn_err(e) ? SQLSTATE_CONNECTION_FAILURE : SQLSTATE_IO_ERROR, 0,
+                 "could not read the end offset of kafka topic \"%s\" partition %d: %s",
+                 s->topic, p, rd_kafka_err2str(e));
+            goto out;
+        }
+        out[p] = hi;
+    }
+    rc = 0;
+out:
+    return rc;
+}
+
+void rt_kafka_source_close(RtKafkaSource *s)
+{
+    if (!s)
+        return;
+    release_held(s);
+    if (s->q)
+        rd_kafka_queue_destroy(s->q);
+    if (s->rk) {
+        /* Unassign, then leave: with no subscription nothing is committed. */
+        rd_kafka_assign(s->rk, NULL);
+        rd_kafka_consumer_close(s->rk);
+        rd_kafka_destroy(s->rk);
+    }
+    free(s->held);
+    free(s->at_end);
+    free(s->topic);
+    free(s);
+}
+
+/* --- producer --- */
+
+static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    RtKafkaProducer *p = opaque;
+    if (!m->err)
+        return;
+    if (p->n_failed++ == 0) {
+        p->fail_err = m->err;
+        snprintf(p->fail_topic, sizeof p->fail_topic, "%s", rd_kafka_topic_name(m->rkt));
+        p->fail_partition = m->partition;
+    }
+}
+
+int rt_kafka_producer_open(const char *bootstrap, const RtKafkaProp *props, int n_props,
+                           RtKafkaProducer **out, WError *err)
+{
+    static const char *const defs[] = {
+        "linger.ms", "5",
+        "socket.nagle.disable", "true",
+        "log_level", "3",
+        "log.connection.close", "false",
+        NULL,
+    };
+    char errstr[512];
+    RtKafkaProducer *p;
+    rd_kafka_conf_t *conf;
+
+    *out = NULL;
+    if (!(conf = conf_build(bootstrap, defs, props, n_props, err)))
+        return -1;
+    p = xcalloc(1, sizeof *p);
+    for (int i = 0; i < n_props; i++)
+        if (!strcmp(props[i].key, "transactional.id"))
+            p->transactional = true;
+    rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
+    rd_kafka_conf_set_opaque(conf, p);
+    if (!(p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr))) {
+        rd_kafka_conf_destroy(conf);
+        free(p);
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "could not create kafka producer: %s",
+                    errstr);
+    }
+    *out = p;
+    return 0;
+}
+
+int rt_kafka_produce(RtKafkaProducer *p, const char *topic, int32_t partition, const void *key,
+                     size_t klen, const void *val, size_t vlen, WError *err)
+{
+    rd_kafka_resp_err_t e;
+    for (;;) {
+        e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
+                              RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA
+                                                                 : partition),
+                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_KEY(key, key ? klen : 0),
+                              RD_KAFKA_V_VALUE((void *)val, val ? vlen : 0), RD_KAFKA_V_END);
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            break;
+        /* Backpressure: wait for deliveries to make room. */
+        rd_kafka_poll(p->rk, 50);
+    }
+    if (e)
+        return werr(err, SQLSTATE_IO_ERROR, 0, "could not produce to kafka topic \"%s\": %s",
+                    topic, rd_kafka_err2str(e));
+    rd_kafka_poll(p->rk, 0); /* serve delivery reports */
+    return 0;
+}
+
+int rt_kafka_producer_flush(RtKafkaProducer *p, int timeout_ms, WError *err)
+{
+    rd_kafka_resp_err_t e = rd_kafka_flush(p->rk, timeout_ms);
+    if (e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+        werr(err, SQLSTATE_CONNECTION_FAILURE, 0,
+             "%d kafka records still undelivered after %d ms", rd_kafka_outq_len(p->rk),
+             timeout_ms);
+        return RT_KAFKA_ERR_RETRIABLE;
+    }
+    if (p->n_failed) {
+        werr(err, SQLSTATE_IO_ERROR, 0,
+             "kafka delivery to \"%s\" partition %d failed: %s", p->fail_topic,
+             (int)p->fail_partition, rd_kafka_err2str(p->fail_err));
+        if (p->n_failed > 1)
+            werr_detail(err, "%ld records failed since the last flush.", p->n_failed);
+        p->n_failed = 0;
+        p->fail_err = 0;
+        return RT_KAFKA_ERR;
+    }
+    return 0;
+}
+
+/* Maps a librdkafka transaction error to RT_KAFKA_ERR_* and takes e. */
+static int txn_result(rd_kafka_error_t *e, const char *what, WError *err)
+{
+    if (!e)
+        return 0;
+    int rc = rd_kafka_error_is_fatal(e)              ? RT_KAFKA_ERR_FATAL
+             : rd_kafka_error_txn_requires_abort(e) ? RT_KAFKA_ERR_ABORTABLE
+             : rd_kafka_error_is_retriable(e)        ? RT_KAFKA_ERR_RETRIABLE
+                                                     : RT_KAFKA_ERR;
+    rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+    werr(err, is_conn_err(code) ? SQLSTATE_CONNECTION_FAILURE : SQLSTATE_IO_ERROR, 0,
+         "kafka %s failed: %s", what, rd_kafka_error_string(e));
+    if (rc == RT_KAFKA_ERR_ABORTABLE)
+        werr_hint(err, "Abort the transaction and retry.");
+    else if (rc == RT_KAFKA_ERR_FATAL)
+        werr_hint(err, "The producer is unusable (perhaps fenced by another with the same "
+                       "transactional.id); reopen it.");
+    rd_kafka_error_destroy(e);
+    return rc;
+}
+
+int rt_kafka_producer_init_txn(RtKafkaProducer *p, int timeout_ms, WError *err)
+{
+    if (!p->transactional)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0,
+                    "kafka transactions need a \"transactional.id\" property");
+    return txn_result(rd_kafka_init_transactions(p->rk, timeout_ms), "init transactions", err);
+}
+
+int rt_kafka_producer_begin_txn(RtKafkaProducer *p, WError *err)
+{
+    return txn_result(rd_kafka_begin_transaction(p->rk), "begin transaction", err);
+}
+
+int rt_kafka_producer_commit_txn(RtKafkaProducer *p, int timeout_ms, WError *err)
+{
+    return txn_result(rd_kafka_commit_transaction(p->rk, timeout_ms), "commit transaction",
+                      err);
+}
+
+int rt_kafka_producer_abort_txn(RtKafkaProducer *p, int timeout_ms, WError *err)
+{
+    int rc = txn_result(rd_kafka_abort_transaction(p->rk, timeout_ms), "abort transaction", err);
+    if (rc == 0) {
+        /* Purged records' failures belong to the aborted transaction. */
+        rd_kafka_poll(p->rk, 0);
+        p->n_failed = 0;
+        p->fail_err = 0;
+    }
+    return rc;
+}
+
+void rt_kafka_producer_close(RtKafkaProducer *p)
+{
+    if (!p)
+        return;
+    rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(p->rk, 0);
+    rd_kafka_destroy(p->rk);
+    free(p);
+}
+
+/* --- ping --- */
+
+/* True if a TCP connection to one of the comma-separated host:port entries
+ * opens within the deadline. */
+static bool tcp_probe(const char *bootstrap, int64_t deadline)
+{
+    char *list = xstrdup(bootstrap), *save = NULL;
+    bool up = false;
+
+    for (char *t = strtok_r(list, ",", &save); t && !up; t = strtok_r(NULL, ",", &save)) {
+        char *hp = strstr(t, "://") ? strstr(t, "://") + 3 : t;
+        while (*hp == ' ')
+            hp++;
+        char *colon = strrchr(hp, ':');
+        if (!colon)
+            continue;
+        *colon = '\0';
+        char *host = hp;
+        if (host[0] == '[') {
+            host++;
+            char *rb = strchr(host, ']');
+            if (rb)
+                *rb = '\0';
+        }
+        struct addrinfo hints = {0}, *res = NULL;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_NUMERICSERV;
+        if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
+            continue;
+        for (struct addrinfo *ai = res; ai && !up; ai = ai->ai_next) {
+            int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            if (fd < 0)
+                continue;
+            if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+                up = true;
+            } else if (errno == EINPROGRESS) {
+                struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+                int soerr = 0;
+                socklen_t sl = sizeof soerr;
+                if (poll(&pfd, 1, remaining_ms(deadline)) == 1 &&
+                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0)
+                    up = true;
+            }
+            close(fd);
+        }
+        freeaddrinfo(res);
+    }
+    free(list);
+    return up;
+}
+
+bool rt_kafka_ping(const char *bootstrap, int timeout_ms)
+{
+    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    char errstr[512];
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_conf_t *conf;
+    rd_kafka_t *rk;
+    rd_kafka_resp_err_t e;
+
+    if (!tcp_probe(bootstrap, deadline))
+        return false;
+    conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, silent_log_cb);
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof errstr) ||
+        !(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr))) {
+        rd_kafka_conf_destroy(conf);
+        return false;
+    }
+    /* Only locally known topics (none): the answer is the broker list. */
+    e = rd_kafka_metadata(rk, 0, NULL, &md, remaining_ms(deadline));
+    if (!e)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_destroy(rk);
+    return e == RD_KAFKA_RESP_ERR_NO_ERROR;
+}

@@ -1,0 +1,149 @@
+/*
+ * kafka.h: the Kafka connector's client side: an assign-only source
+ * (consumer) and a producer with transactions, over librdkafka.
+ *
+ * The source never joins a consumer group: weir decides which partitions an
+ * actor reads and keeps the offsets in its own checkpoints (as Flink does),
+ * so a restart seeks every partition to the checkpointed offsets with
+ * rt_kafka_source_assign. Nothing is ever committed to the broker. The
+ * producer serves sinks; its transactional API backs the exactly-once Kafka
+ * sink (one transaction per epoch, committed after the checkpoint).
+ *
+ * librdkafka is quiet: only its errors reach stderr, prefixed "weir: kafka:".
+ * Handles are not thread-safe for concurrent calls on the same handle; use
+ * one handle per actor. `<librdkafka/rdkafka.h>` stays inside kafka.c.
+ */
+#ifndef WEIR_RUNTIME_KAFKA_H
+#define WEIR_RUNTIME_KAFKA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define RT_KAFKA_EARLIEST (-2) /* start at the partition's first retained offset */
+#define RT_KAFKA_LATEST   (-1) /* start at the partition's end (only new records) */
+
+/* Negative results beyond the generic -1, for callers that must react
+ * differently (the exactly-once sink). The WError always has the message. */
+enum {
+    RT_KAFKA_ERR = -1,           /* failed; see the WError */
+    RT_KAFKA_ERR_ABORTABLE = -2, /* transaction failed: abort it, then retry the epoch */
+    RT_KAFKA_ERR_FATAL = -3,     /* producer unusable (e.g. fenced): close and reopen */
+    RT_KAFKA_ERR_RETRIABLE = -4, /* timed out or transient: the same call may be retried */
+};
+
+/* One consumed record. key/value point into librdkafka's buffer and stay
+ * valid until the next rt_kafka_source_poll or rt_kafka_source_close on the
+ * same source. key is NULL for a null key, value NULL for a tombstone. */
+typedef struct RtKafkaRecord {
+    int32_t partition;
+    int64_t offset;
+    int64_t timestamp_ms;  /* record timestamp (create or log-append time), -1 if none */
+    const void *key;
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+} RtKafkaRecord;
+
+/* An extra librdkafka property passed through as is: the "properties.*"
+ * WITH options minus the prefix (e.g. "security.protocol"). They are applied
+ * after weir's defaults, so they override them. */
+typedef struct RtKafkaProp {
+    const char *key;
+    const char *value;
+} RtKafkaProp;
+
+typedef struct RtKafkaSource RtKafkaSource;
+
+/* Connects to bootstrap ("host:port[,host:port...]") and checks topic
+ * within timeout_ms. A missing topic is created through the Admin API with
+ * create_partitions partitions when that is > 0 (replication factor 1 on a
+ * single broker, the broker default otherwise). On success *out owns a
+ * source with nothing assigned yet.
+ * Errors: 08006 broker unreachable within timeout_ms; 42704 topic missing
+ * and create_partitions == 0; 22023 bad property; 58030 the broker refused
+ * (e.g. topic creation failed). */
+int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_partitions,
+                         const RtKafkaProp *props, int n_props, int timeout_ms,
+                         RtKafkaSource **out, WError *err);
+
+/* The topic's partition count, as seen at open. */
+int rt_kafka_source_partition_count(RtKafkaSource *s);
+
+/* Assigns the n partitions, each starting at its offset (>= 0 exact next
+ * offset, RT_KAFKA_EARLIEST or RT_KAFKA_LATEST); replaces any previous
+ * assignment (records of dropped partitions are not returned after this).
+ * n == 0 unassigns everything. Errors: 22023 partition out of range. */
+int rt_kafka_source_assign(RtKafkaSource *s, int n, const int32_t *partitions,
+                           const int64_t *offsets, WError *err);
+
+/* Waits up to timeout_ms for the first record, then takes whatever else is
+ * already fetched, up to max, without waiting further. Returns the count (0
+ * on timeout) or RT_KAFKA_ERR_FATAL if the consumer became unusable (the
+ * error is logged). Transient errors are logged and retried by librdkafka.
+ * Records stay valid until the next poll or close. */
+int rt_kafka_source_poll(RtKafkaSource *s, int timeout_ms, RtKafkaRecord *recs, int max);
+
+/* True when the last thing seen for partition was its end of log (nothing
+ * newer fetched since); false for unassigned partitions and after assign. */
+bool rt_kafka_source_at_end(RtKafkaSource *s, int32_t partition);
+
+/* Asks the broker for every partition's end offset (the offset the next
+ * record will get; with the default read_committed isolation the last
+ * stable offset) and writes partition_count entries to out. For FLUSH and
+ * bounded sources. Errors: 08006 no answer within timeout_ms, 58030 broker
+ * error. */
+int rt_kafka_source_end_offsets(RtKafkaSource *s, int64_t *out, int timeout_ms,
+                                WError *err);
+
+/* Releases the consumer and every record returned by the last poll. NULL
+ * is allowed. Commits nothing. */
+void rt_kafka_source_close(RtKafkaSource *s);
+
+typedef struct RtKafkaProducer RtKafkaProducer;
+
+/* A producer for bootstrap. Does not contact the broker yet. With
+ * "transactional.id" among props it is a transactional producer: call
+ * rt_kafka_producer_init_txn once before the first transaction.
+ * Errors: 22023 bad property. */
+int rt_kafka_producer_open(const char *bootstrap, const RtKafkaProp *props, int n_props,
+                           RtKafkaProducer **out, WError *err);
+
+/* Queues one record (the data is copied). partition -1 lets librdkafka's
+ * partitioner choose (by key hash; random-sticky for NULL keys); key may be
+ * NULL. Blocks while the local queue is full (backpressure). A record that
+ * later fails to deliver is reported by rt_kafka_producer_flush.
+ * Errors: 58030 (unknown partition, record too large, producer fatal). */
+int rt_kafka_produce(RtKafkaProducer *p, const char *topic, int32_t partition,
+                     const void *key, size_t klen, const void *val, size_t vlen,
+                     WError *err);
+
+/* Waits until every queued record is acknowledged or timeout_ms passes.
+ * Errors: 08006 (RT_KAFKA_ERR_RETRIABLE) records still outstanding at the
+ * timeout; 58030 a delivery failed since the last flush (the first failure is
+ * reported; the failure state is then cleared). */
+int rt_kafka_producer_flush(RtKafkaProducer *p, int timeout_ms, WError *err);
+
+/* Transactions (requires "transactional.id" in the open props). init_txn
+ * registers the id with the broker and fences older producers with the
+ * same id, aborting their open transaction; begin starts a local
+ * transaction; commit flushes and commits; abort drops everything produced
+ * since begin. Negative results are RT_KAFKA_ERR_* (see above); the mock
+ * broker accepts transactions but does not hide aborted records from
+ * read_committed consumers. */
+int rt_kafka_producer_init_txn(RtKafkaProducer *p, int timeout_ms, WError *err);
+int rt_kafka_producer_begin_txn(RtKafkaProducer *p, WError *err);
+int rt_kafka_producer_commit_txn(RtKafkaProducer *p, int timeout_ms, WError *err);
+int rt_kafka_producer_abort_txn(RtKafkaProducer *p, int timeout_ms, WError *err);
+
+/* Destroys the producer. Records not yet delivered are dropped: flush (or
+ * commit) first. NULL is allowed. */
+void rt_kafka_producer_close(RtKafkaProducer *p);
+
+/* True if something answers the Kafka protocol at bootstrap within
+ * timeout_ms (a TCP probe first, so a closed port answers false at once). */
+bool rt_kafka_ping(const char *bootstrap, int timeout_ms);
+
+#endif

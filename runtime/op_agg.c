@@ -1,0 +1,429 @@
+/*
+ * op_agg.c: grouped aggregation, optionally bounded by a window.
+ *
+ * State (one entry per group in the operator's table):
+ *   key   = [window end,] group values        (memcomparable: windows in end order)
+ *   value = group values, row count, fired flag, then each aggregate's
+ *           accumulator (count; sum + non-null count; min/max value)
+ * Rows add to or, for -D/-U, retract from their group. Within a chunk the
+ * first touch of a group remembers its old output row; when the chunk is
+ * done (or before the watermark moves) each touched group emits its change:
+ * +I for a new group, -U/+U when its values changed, -D when its last row
+ * was retracted.
+ *
+ * Windowed aggregation (GROUP BY window_start/window_end of a window over a
+ * watermarked source) follows DESIGN "Time, windows, lateness": a row whose
+ * window has end + lateness <= the watermark in effect for that row is late
+ * (dropped and counted); when the watermark reaches end + lateness the
+ * window's state is deleted. With EMIT ON WINDOW CLOSE nothing is emitted
+ * until the watermark reaches the window's end; then the final row is
+ * emitted once (+I), and rows arriving within the lateness emit -U/+U.
+ */
+#include "runtime_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytemap.h"
+
+#define MAX_VALS 256
+
+typedef struct AggOp {
+    RtOp op;
+    int n_group, n_aggs;
+    int n_state;              /* values in a state row */
+    int n_out;                /* values in an output row */
+    bool windowed;
+    Arena *touch_arena;       /* the touched map; reset after each flush */
+    ByteMap touched;
+    Chunk *out;               /* output being filled, in the chunk arena */
+    Buf kbuf, vbuf, tmp;
+    TypeId *state_types;      /* for initial values */
+} AggOp;
+
+static int slots_of(const PlanAgg *g)
+{
+    return (g->kind == AGG_SUM || g->kind == AGG_AVG) ? 2 : 1;
+}
+
+static int emit_row(AggOp *a, RowOp op, const Value *vals)
+{
+    RtCtx *rc = a->op.rc;
+    if (!a->out || chunk_full(a->out)) {
+        if (a->out && a->out->n_rows) {
+            Chunk *full = a->out;
+            a->out = NULL;
+            if (rt_emit(&a->op, full))
+                return -1;
+        }
+        a->out = chunk_new(rc->chunk_arena, a->n_out, a->op.node->out.types, CHUNK_DEFAULT_CAP);
+    }
+    chunk_append(a->out, op, vals);
+    return 0;
+}
+
+static int emit_pending(AggOp *a)
+{
+    if (a->out && a->out->n_rows) {
+        Chunk *c = a->out;
+        a->out = NULL;
+        return rt_emit(&a->op, c);
+    }
+    return 0;
+}
+
+/* Fresh accumulator for a group with these group values. */
+static void state_init(AggOp *a, const Value *group, Value *st)
+{
+    const PlanNode *n = a->op.node;
+    for (int i = 0; i < a->n_group; i++)
+        st[i] = group[i];
+    st[a->n_group] = value_int(TYPE_INT8, 0);     /* rows */
+    st[a->n_group + 1] = value_int(TYPE_INT8, 0); /* fired */
+    int k = a->n_group + 2;
+    for (int i = 0; i < n->n_aggs; i++) {
+        const PlanAgg *g = &n->aggs[i];
+        switch (g->kind) {
+        case AGG_COUNT_STAR:
+        case AGG_COUNT: st[k++] = value_int(TYPE_INT8, 0); break;
+        case AGG_SUM:
+            if (g->type == TYPE_FLOAT8)
+                st[k++] = value_float(TYPE_FLOAT8, 0);
+            else if (g->type == TYPE_INTERVAL) {
+                st[k] = value_null(TYPE_INTERVAL);
+                st[k].null = false;
+                k++;
+            } else
+                st[k++] = value_int(TYPE_INT8, 0);
+            st[k++] = value_int(TYPE_INT8, 0);
+            break;
+        case AGG_AVG:
+            st[k++] = value_float(TYPE_FLOAT8, 0);
+            st[k++] = value_int(TYPE_INT8, 0);
+            break;
+        case AGG_MIN:
+        case AGG_MAX: st[k++] = value_null(g->arg_type); break;
+        }
+    }
+}
+
+/* Adds (sign 1) or retracts (sign -1) row r of c into st. Returns -1 on overflow. */
+static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign)
+{
+    const PlanNode *n = a->op.node;
+    st[a->n_group].u.i += sign;
+    int k = a->n_group + 2;
+    for (int i = 0; i < n->n_aggs; i++) {
+        const PlanAgg *g = &n->aggs[i];
+        int slots = slots_of(g);
+        if (g->filter_col >= 0) {
+            const Column *f = &c->cols[g->filter_col];
+            if (f->nulls[r] || !f->v.i[r]) {
+                k += slots;
+                continue;
+            }
+        }
+        Value v;
+        if (g->arg >= 0)
+            chunk_get(c, g->arg, r, &v);
+        switch (g->kind) {
+        case AGG_COUNT_STAR: st[k].u.i += sign; break;
+        case AGG_COUNT:
+            if (!v.null)
+                st[k].u.i += sign;
+            break;
+        case AGG_SUM:
+        case AGG_AVG:
+            if (v.null)
+                break;
+            if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8) {
+                double x = type_phys(v.type) == PHYS_F64 ? v.u.f : (double)v.u.i;
+                st[k].u.f += sign * x;
+            } else if (g->type == TYPE_INTERVAL) {
+                st[k].u.iv.months += sign * v.u.iv.months;
+                st[k].u.iv.days += sign * v.u.iv.days;
+                st[k].u.iv.usecs += sign * v.u.iv.usecs;
+            } else if (__builtin_add_overflow(st[k].u.i, sign * v.u.i, &st[k].u.i)) {
+                rt_row_error(a->op.rc, "bigint out of range in sum()");
+                return -1;
+            }
+            st[k + 1].u.i += sign;
+            break;
+        case AGG_MIN:
+        case AGG_MAX:
+            /* Inputs are append-only here (the planner rejects min/max over retractions). */
+            if (v.null || sign < 0)
+                break;
+            if (st[k].null || (g->kind == AGG_MIN ? value_cmp(&v, &st[k]) < 0 : value_cmp(&v, &st[k]) > 0))
+                st[k] = v;
+            break;
+        }
+        k += slots;
+    }
+    return 0;
+}
+
+/* The output row (group values, then aggregate results) of state st. */
+static void state_output(AggOp *a, const Value *st, Value *out)
+{
+    const PlanNode *n = a->op.node;
+    for (int i = 0; i < a->n_group; i++)
+        out[i] = st[i];
+    int k = a->n_group + 2;
+    for (int i = 0; i < n->n_aggs; i++) {
+        const PlanAgg *g = &n->aggs[i];
+        Value *o = &out[a->n_group + i];
+        switch (g->kind) {
+        case AGG_COUNT_STAR:
+        case AGG_COUNT: *o = st[k]; break;
+        case AGG_SUM:
+            *o = st[k + 1].u.i > 0 ? st[k] : value_null(g->type);
+            o->type = g->type;
+            break;
+        case AGG_AVG:
+            *o = st[k + 1].u.i > 0 ? value_float(TYPE_FLOAT8, st[k].u.f / (double)st[k + 1].u.i) : value_null(TYPE_FLOAT8);
+            break;
+        case AGG_MIN:
+        case AGG_MAX: *o = st[k]; break;
+        }
+        k += slots_of(g);
+    }
+}
+
+/* Loads the state of key into st; returns 1 found, 0 not, -1 error. st's
+ * strings point into a->tmp (valid until the next load). */
+static int state_load(AggOp *a, const void *key, size_t klen, Value *st)
+{
+    const void *v;
+    size_t vl;
+    int f = stor_table_get(a->op.table, key, klen, &v, &vl, a->op.rc->err);
+    if (f <= 0)
+        return f;
+    buf_reset(&a->tmp);
+    buf_append(&a->tmp, v, vl);
+    if (row_decode(a->tmp.data, a->tmp.len, st, a->n_state))
+        return werr(a->op.rc->err, SQLSTATE_INTERNAL, 0, "corrupt aggregation state");
+    return 1;
+}
+
+static int state_store(AggOp *a, const void *key, size_t klen, const Value *st)
+{
+    buf_reset(&a->vbuf);
+    row_encode(&a->vbuf, st, a->n_state);
+    return stor_table_put(a->op.table, key, klen, a->vbuf.data, a->vbuf.len, a->op.rc->err);
+}
+
+/* Emits the change of every group touched since the last flush. */
+static int flush_changes(AggOp *a)
+{
+    const PlanNode *n = a->op.node;
+    Value st[MAX_VALS], now[MAX_VALS], before[MAX_VALS];
+    for (int i = 0; i < a->touched.n; i++) {
+        ByteMapEntry *e = &a->touched.entries[i];
+        int f = state_load(a, e->key, e->klen, st);
+        if (f < 0)
+            return -1;
+        bool exists = f == 1 && st[a->n_group].u.i > 0;
+        bool fired = f == 1 && st[a->n_group + 1].u.i;
+        /* On window close, unfired windows say nothing yet. */
+        if (n->emit == PLAN_EMIT_ON_CLOSE && a->windowed && !fired)
+            continue;
+        if (exists)
+            state_output(a, st, now);
+        bool had = e->val != NULL;
+        if (had && row_decode(e->val, e->vlen, before, a->n_out))
+            return werr(a->op.rc->err, SQLSTATE_INTERNAL, 0, "corrupt aggregation change");
+        if (had && exists) {
+            bool same = true;
+            for (int k = 0; k < a->n_out && same; k++)
+                same = before[k].null == now[k].null && (now[k].null || value_cmp(&before[k], &now[k]) == 0);
+            if (same)
+                continue;
+            if (emit_row(a, OP_UPDATE_BEFORE, before) || emit_row(a, OP_UPDATE_AFTER, now))
+                return -1;
+        } else if (exists) {
+            if (emit_row(a, OP_INSERT, now))
+                return -1;
+        } else if (had) {
+            if (emit_row(a, OP_DELETE, before))
+                return -1;
+        }
+    }
+    arena_reset(a->touch_arena);
+    bytemap_init(&a->touched, a->touch_arena);
+    return 0;
+}
+
+/* The watermark reached wm: fire (on close) and forget windows it passed. */
+static int advance(AggOp *a, int64_t wm)
+{
+    const PlanNode *n = a->op.node;
+    RtCtx *rc = a->op.rc;
+    if (wm <= a->op.wm)
+        return 0;
+    a->op.wm = wm;
+    if (!a->windowed)
+        return 0;
+    StorIter *it;
+    if (stor_iter_open(a->op.table, NULL, 0, &it, rc->err))
+        return -1;
+    Value st[MAX_VALS], out[MAX_VALS];
+    Buf key = BUF_INIT, val = BUF_INIT;
+    int rcode = 0, got;
+    const void *k, *v;
+    size_t kl, vl;
+    TypeId tt = TYPE_TIMESTAMP;
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        Value end;
+        if (key_decode(k, kl, &tt, 1, rc->chunk_arena, &end) || end.null)
+            continue;
+        bool closes = end.u.i <= wm;
+        bool expires = end.u.i <= wm - n->lateness_us || (wm == TS_PLUS_INF);
+        if (!closes && !expires)
+            break; /* keys are in end order: nothing further is due */
+        buf_reset(&key);
+        buf_append(&key, k, kl);
+        buf_reset(&val);
+        buf_append(&val, v, vl);
+        if (row_decode(val.data, val.len, st, a->n_state)) {
+            rcode = werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt aggregation state");
+            break;
+        }
+        if (n->emit == PLAN_EMIT_ON_CLOSE && closes && !st[a->n_group + 1].u.i && st[a->n_group].u.i > 0) {
+            state_output(a, st, out);
+            if ((rcode = emit_row(a, OP_INSERT, out)))
+                break;
+            st[a->n_group + 1].u.i = 1;
+            if (!expires && (rcode = state_store(a, key.data, key.len, st)))
+                break;
+        }
+        if (expires && (rcode = stor_table_delete(a->op.table, key.data, key.len, rc->err)))
+            break;
+    }
+    if (got < 0)
+        rcode = -1;
+    stor_iter_close(it);
+    buf_free(&key);
+    buf_free(&val);
+    return rcode;
+}
+
+static int agg_push(RtOp *op, Chunk *c)
+{
+    AggOp *a = (AggOp *)op;
+    const PlanNode *n = op->node;
+    RtCtx *rc = op->rc;
+    Value group[MAX_VALS], kv[MAX_VALS + 1], st[MAX_VALS], out[MAX_VALS];
+    for (int r = 0; r < c->n_rows; r++) {
+        for (int i = 0; i < a->n_group; i++)
+            chunk_get(c, n->group_cols[i], r, &group[i]);
+        int nk = 0;
+        if (a->windowed) {
+            const Value *gv = &group[n->win_group_idx];
+            if (gv->null)
+                continue;
+            int64_t end = gv->u.i + n->win_end_offset_us;
+            int64_t row_wm = c->wm ? c->wm[r] : op->wm;
+            if (row_wm > op->wm) {
+                /* The watermark moved between rows: settle pending changes first. */
+                if (flush_changes(a) || advance(a, row_wm))
+                    return -1;
+            }
+            if (op->wm != TS_MINUS_INF && end <= op->wm - n->lateness_us) {
+                rc->stats.late_rows++;
+                continue;
+            }
+            kv[nk++] = value_int(TYPE_TIMESTAMP, end);
+        }
+        for (int i = 0; i < a->n_group; i++)
+            kv[nk++] = group[i];
+        buf_reset(&a->kbuf);
+        key_encode(&a->kbuf, kv, nk);
+        int created;
+        ByteMapEntry *e = bytemap_get(&a->touched, a->kbuf.data, a->kbuf.len, 1, &created);
+        int f = state_load(a, a->kbuf.data, a->kbuf.len, st);
+        if (f < 0)
+            return -1;
+        if (created && f == 1 && st[a->n_group].u.i > 0) {
+            /* Remember the output before this chunk changed it. */
+            state_output(a, st, out);
+            buf_reset(&a->vbuf);
+            row_encode(&a->vbuf, out, a->n_out);
+            e->val = arena_strndup(a->touch_arena, a->vbuf.data, a->vbuf.len);
+            e->vlen = a->vbuf.len;
+        }
+        if (f == 0)
+            state_init(a, group, st);
+        int sign = rowop_is_add(c->ops[r]) ? 1 : -1;
+        if (state_apply(a, st, c, r, sign)) {
+            rc->stats.eval_errors++;
+            continue;
+        }
+        int rcode = st[a->n_group].u.i > 0 ? state_store(a, a->kbuf.data, a->kbuf.len, st)
+                                           : stor_table_delete(op->table, a->kbuf.data, a->kbuf.len, rc->err);
+        if (rcode)
+            return -1;
+    }
+    if (flush_changes(a))
+        return -1;
+    return emit_pending(a);
+}
+
+static int agg_watermark(RtOp *op, int64_t wm)
+{
+    AggOp *a = (AggOp *)op;
+    if (wm <= op->wm)
+        return 0;
+    if (flush_changes(a) || advance(a, wm) || emit_pending(a))
+        return -1;
+    /* Downstream sees the watermark on the window column once windows up to it are final. */
+    return rt_emit_watermark(op, wm);
+}
+
+static int agg_finish(RtOp *op)
+{
+    AggOp *a = (AggOp *)op;
+    return flush_changes(a) || emit_pending(a) ? -1 : 0;
+}
+
+static void agg_close(RtOp *op)
+{
+    AggOp *a = (AggOp *)op;
+    stor_table_close(op->table);
+    arena_free(a->touch_arena);
+    buf_free(&a->kbuf);
+    buf_free(&a->vbuf);
+    buf_free(&a->tmp);
+    free(a);
+}
+
+static const RtOpVt AGG_VT = {agg_push, agg_watermark, NULL, agg_finish, agg_close};
+
+RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
+{
+    AggOp *a = xcalloc(1, sizeof *a);
+    a->op.vt = &AGG_VT;
+    a->op.node = n;
+    a->op.rc = rc;
+    a->op.wm = TS_MINUS_INF;
+    a->n_group = n->n_group;
+    a->n_aggs = n->n_aggs;
+    a->n_out = n->n_group + n->n_aggs;
+    a->n_state = n->n_group + 2;
+    for (int i = 0; i < n->n_aggs; i++)
+        a->n_state += slots_of(&n->aggs[i]);
+    a->windowed = n->win_group_idx >= 0;
+    a->touch_arena = arena_new(0);
+    bytemap_init(&a->touched, a->touch_arena);
+    if (a->n_state > MAX_VALS || a->n_out > MAX_VALS) {
+        werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many grouping columns and aggregates (at most %d)", MAX_VALS / 2);
+        agg_close(&a->op);
+        return NULL;
+    }
+    if (rt_op_open_table(&a->op, rc->err)) {
+        agg_close(&a->op);
+        return NULL;
+    }
+    return &a->op;
+}

@@ -1,0 +1,110 @@
+/*
+ * op_materialize.c: keeps a view's rows in its state table.
+ *
+ * Each change is applied by primary key: +I/+U put the row, -D/-U delete
+ * it; a -U followed by its +U for the same key therefore nets to a put.
+ * Rows of a keyless append-only stream get a hidden, increasing _row_id as
+ * their key; the next id is state too (key 0xFF 0xFF, which no encoded key
+ * can equal since those start with 0x00 or 0x01), so ids are never reused
+ * after a restart. Ad hoc queries read the table in key order.
+ */
+#include "runtime_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const unsigned char ROW_ID_KEY[2] = {0xff, 0xff};
+
+typedef struct MatOp {
+    RtOp op;
+    int64_t next_row_id;
+    bool row_id_dirty;
+    Buf kbuf, vbuf;
+} MatOp;
+
+static int mat_push(RtOp *op, Chunk *c)
+{
+    MatOp *m = (MatOp *)op;
+    const PlanNode *n = op->node;
+    RtCtx *rc = op->rc;
+    int ncols = n->out.n;
+    Value vals[1601], key[64];
+    if (ncols > 1601 || n->n_keys > 64)
+        return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns in a view");
+    for (int r = 0; r < c->n_rows; r++) {
+        int nin = n->row_id_key ? ncols - 1 : ncols;
+        for (int i = 0; i < nin; i++)
+            chunk_get(c, i, r, &vals[i]);
+        if (n->row_id_key) {
+            if (!rowop_is_add(c->ops[r]))
+                return werr(rc->err, SQLSTATE_INTERNAL, 0, "a retraction reached a keyless view");
+            vals[ncols - 1] = value_int(TYPE_INT8, m->next_row_id++);
+            m->row_id_dirty = true;
+        }
+        for (int k = 0; k < n->n_keys; k++)
+            key[k] = vals[n->keys[k]];
+        buf_reset(&m->kbuf);
+        key_encode(&m->kbuf, key, n->n_keys);
+        int rcode;
+        if (rowop_is_add(c->ops[r])) {
+            buf_reset(&m->vbuf);
+            row_encode(&m->vbuf, vals, ncols);
+            rcode = stor_table_put(op->table, m->kbuf.data, m->kbuf.len, m->vbuf.data, m->vbuf.len, rc->err);
+        } else {
+            rcode = stor_table_delete(op->table, m->kbuf.data, m->kbuf.len, rc->err);
+        }
+        if (rcode)
+            return -1;
+        rc->stats.rows_out++;
+    }
+    return op->down ? rt_emit(op, c) : 0;
+}
+
+static int mat_watermark(RtOp *op, int64_t wm) { return op->down ? rt_emit_watermark(op, wm) : 0; }
+
+static int mat_flush_state(RtOp *op)
+{
+    MatOp *m = (MatOp *)op;
+    if (!m->row_id_dirty)
+        return 0;
+    unsigned char v[8];
+    put_be64(v, (uint64_t)m->next_row_id);
+    m->row_id_dirty = false;
+    return stor_table_put(op->table, ROW_ID_KEY, 2, v, 8, op->rc->err);
+}
+
+static int mat_finish(RtOp *op) { return 0; }
+
+static void mat_close(RtOp *op)
+{
+    MatOp *m = (MatOp *)op;
+    stor_table_close(op->table);
+    buf_free(&m->kbuf);
+    buf_free(&m->vbuf);
+    free(m);
+}
+
+static const RtOpVt MAT_VT = {mat_push, mat_watermark, mat_flush_state, mat_finish, mat_close};
+
+RtOp *rt_op_materialize_new(RtCtx *rc, const PlanNode *n)
+{
+    MatOp *m = xcalloc(1, sizeof *m);
+    m->op.vt = &MAT_VT;
+    m->op.node = n;
+    m->op.rc = rc;
+    m->op.wm = TS_MINUS_INF;
+    if (rt_op_open_table(&m->op, rc->err)) {
+        mat_close(&m->op);
+        return NULL;
+    }
+    const void *v;
+    size_t vl;
+    int f = stor_table_get(m->op.table, ROW_ID_KEY, 2, &v, &vl, rc->err);
+    if (f < 0) {
+        mat_close(&m->op);
+        return NULL;
+    }
+    if (f == 1 && vl == 8)
+        m->next_row_id = (int64_t)get_be64(v);
+    return &m->op;
+}

@@ -1,0 +1,242 @@
+/*
+ * op_source.c: the Kafka source operator.
+ *
+ * weir assigns every partition of the topic to itself (no consumer group:
+ * group joins are slow and offsets must live in weir's own checkpoints, as
+ * in Flink). Each poll returns a batch of records; consecutive records of
+ * one partition become one chunk, tagged with the partition so the
+ * watermark operator can track event time per partition. A record that is
+ * not a valid JSON object for the schema is counted and skipped; its
+ * offset still advances, so it is never read again after a checkpoint.
+ *
+ * State (the source's table): partition (4 bytes BE) -> next offset (8 bytes BE).
+ */
+#include "runtime_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kafka.h"
+
+#define POLL_BATCH 1024
+
+typedef struct SourceOp {
+    RtOp op;
+    RtKafkaSource *ks;
+    int n_parts;
+    int64_t *next;            /* next offset per partition (RT_KAFKA_EARLIEST before any record) */
+    int64_t *target;          /* flush target per partition, or NULL */
+    const char **names;       /* column names for JSON decoding */
+    TypeId *types;
+    int n_cols;
+    RtKafkaRecord recs[POLL_BATCH];
+} SourceOp;
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static int source_push(RtOp *op, Chunk *c) { return rt_emit(op, c); }
+static int source_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, wm); }
+
+/* Writes the offsets into the source's table (they commit with the epoch). */
+int rt_source_save(RtOp *op)
+{
+    SourceOp *s = (SourceOp *)op;
+    for (int p = 0; p < s->n_parts; p++) {
+        if (s->next[p] < 0)
+            continue;
+        unsigned char k[4], v[8];
+        put_be32(k, (uint32_t)p);
+        put_be64(v, (uint64_t)s->next[p]);
+        if (stor_table_put(op->table, k, 4, v, 8, op->rc->err))
+            return -1;
+    }
+    return 0;
+}
+
+static int source_flush_state(RtOp *op) { return rt_source_save(op); }
+
+static void source_close(RtOp *op)
+{
+    SourceOp *s = (SourceOp *)op;
+    rt_kafka_source_close(s->ks);
+    free(s->next);
+    free(s->target);
+    stor_table_close(op->table);
+    free(s);
+}
+
+static const RtOpVt SOURCE_VT = {source_push, source_watermark, source_flush_state, NULL, source_close};
+
+/* Collects "properties.*" WITH options as librdkafka properties. */
+static int kafka_props(const CatRelation *r, RtKafkaProp *props, int max)
+{
+    int n = 0;
+    for (int i = 0; i < r->n_options && n < max; i++) {
+        const char *k = r->options[i].key;
+        if (strncasecmp(k, "properties.", 11) != 0)
+            continue;
+        k += 11;
+        /* bootstrap is passed separately; RisingWave spells it "bootstrap.server". */
+        if (!strcasecmp(k, "bootstrap.server") || !strcasecmp(k, "bootstrap.servers"))
+            continue;
+        props[n].key = k;
+        props[n].value = r->options[i].value;
+        n++;
+    }
+    return n;
+}
+
+const char *rt_source_bootstrap(const CatRelation *r, const RtEnv *env)
+{
+    const char *b = cat_option(r, "properties.bootstrap.server");
+    if (!b)
+        b = cat_option(r, "properties.bootstrap.servers");
+    return b ? b : env->kafka_bootstrap;
+}
+
+RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n)
+{
+    const CatRelation *r = n->source;
+    const char *conn = cat_option(r, "connector");
+    if (!conn || strcasecmp(conn, "kafka") != 0) {
+        werr(rc->err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: connector '%s'", conn ? conn : "");
+        return NULL;
+    }
+    SourceOp *s = xcalloc(1, sizeof *s);
+    s->op.vt = &SOURCE_VT;
+    s->op.node = n;
+    s->op.rc = rc;
+    s->op.wm = TS_MINUS_INF;
+    s->names = (const char **)r->col_names;
+    s->n_cols = r->n_cols;
+    if (rt_op_open_table(&s->op, rc->err))
+        goto fail;
+    const char *topic = cat_option(r, "topic");
+    const char *parts = cat_option(r, "topic.partitions");
+    RtKafkaProp props[32];
+    int np = kafka_props(r, props, 32);
+    if (rt_kafka_source_open(rt_source_bootstrap(r, rc->env), topic, parts ? atoi(parts) : 1, props, np, 10000,
+                             &s->ks, rc->err))
+        goto fail;
+    s->n_parts = rt_kafka_source_partition_count(s->ks);
+    s->next = xcalloc((size_t)s->n_parts, sizeof(int64_t));
+    int32_t *ids = xcalloc((size_t)s->n_parts, sizeof(int32_t));
+    const char *mode = cat_option(r, "scan.startup.mode");
+    bool latest = mode && !strcasecmp(mode, "latest");
+    if (mode && !latest && strcasecmp(mode, "earliest") != 0) {
+        free(ids);
+        werr(rc->err, SQLSTATE_INVALID_PARAMETER, 0, "scan.startup.mode must be 'earliest' or 'latest', not '%s'", mode);
+        goto fail;
+    }
+    /* 'latest' is pinned to exact offsets now, so a restart before the first
+     * checkpoint and FLUSH both see the same starting point. */
+    if (latest && rt_kafka_source_end_offsets(s->ks, s->next, 10000, rc->err)) {
+        free(ids);
+        goto fail;
+    }
+    for (int p = 0; p < s->n_parts; p++) {
+        ids[p] = p;
+        if (!latest)
+            s->next[p] = RT_KAFKA_EARLIEST;
+        unsigned char k[4];
+        put_be32(k, (uint32_t)p);
+        const void *v;
+        size_t vl;
+        int found = stor_table_get(s->op.table, k, 4, &v, &vl, rc->err);
+        if (found < 0) {
+            free(ids);
+            goto fail;
+        }
+        if (found && vl == 8)
+            s->next[p] = (int64_t)get_be64(v); /* resume where the last checkpoint left off */
+    }
+    int rcode = rt_kafka_source_assign(s->ks, s->n_parts, ids, s->next, rc->err);
+    free(ids);
+    if (rcode)
+        goto fail;
+    return &s->op;
+fail:
+    source_close(&s->op);
+    return NULL;
+}
+
+int rt_source_poll(RtOp *op, int timeout_ms, bool *did_work)
+{
+    SourceOp *s = (SourceOp *)op;
+    RtCtx *rc = op->rc;
+    int n = rt_kafka_source_poll(s->ks, timeout_ms, s->recs, POLL_BATCH);
+    if (n < 0)
+        return 0; /* transient: the connector logs and retries */
+    if (n > 0)
+        *did_work = true;
+    const PlanNode *node = op->node;
+    int i = 0;
+    while (i < n) {
+        int32_t part = s->recs[i].partition;
+        int j = i;
+        while (j < n && s->recs[j].partition == part)
+            j++;
+        Chunk *c = chunk_new(rc->chunk_arena, node->out.n, node->out.types, j - i);
+        c->src_partition = part;
+        c->src_n_partitions = s->n_parts;
+        for (int k = i; k < j; k++) {
+            const RtKafkaRecord *rec = &s->recs[k];
+            rc->stats.records_in++;
+            if (part >= 0 && part < s->n_parts)
+                s->next[part] = rec->offset + 1;
+            char errbuf[200];
+            int row = c->n_rows;
+            if (!rec->value) {
+                rc->stats.bad_records++;
+                rt_row_error(rc, "partition %d offset %lld: empty record", part, (long long)rec->offset);
+                continue;
+            }
+            if (rt_json_decode_row(rec->value, rec->value_len, s->n_cols, s->names, c, row, errbuf, sizeof errbuf)) {
+                rc->stats.bad_records++;
+                rt_row_error(rc, "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf);
+                continue;
+            }
+            c->ops[row] = OP_INSERT;
+            c->n_rows++;
+        }
+        if (c->n_rows && rt_emit(op, c))
+            return -1;
+        i = j;
+    }
+    return 0;
+}
+
+int rt_source_flush_target(RtOp *op, WError *err)
+{
+    SourceOp *s = (SourceOp *)op;
+    int64_t *t = xcalloc((size_t)s->n_parts, sizeof(int64_t));
+    if (rt_kafka_source_end_offsets(s->ks, t, 5000, err)) {
+        free(t);
+        return -1;
+    }
+    free(s->target);
+    s->target = t;
+    return 0;
+}
+
+bool rt_source_flushed(RtOp *op)
+{
+    SourceOp *s = (SourceOp *)op;
+    if (!s->target)
+        return true;
+    for (int p = 0; p < s->n_parts; p++) {
+        if (s->target[p] <= 0)
+            continue;
+        if (s->next[p] < s->target[p])
+            return false;
+    }
+    return true;
+}

@@ -1,0 +1,155 @@
+/*
+ * op_watermark.c: event-time watermarks, generated per source partition.
+ *
+ * For every row the operator evaluates the source's WATERMARK expression
+ * (e.g. ts - INTERVAL '2' SECOND); a partition's watermark is the largest
+ * value seen in it, and the source's watermark is the minimum over all
+ * partitions, never moving backwards. Each row is annotated (chunk->wm)
+ * with the watermark in effect *before* it, i.e. implied by the rows that
+ * came before it in its partition and by the other partitions at that
+ * moment, so downstream operators judge lateness row by row, independent
+ * of how records were batched. After the chunk, the new watermark is
+ * emitted as a message.
+ *
+ * State: partition (4 bytes BE) -> max watermark value (8 bytes BE), so a
+ * restart resumes with the same watermark and late rows stay late.
+ */
+#include "runtime_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct WmOp {
+    RtOp op;
+    int n_parts;
+    int64_t *part_max;        /* per partition, TS_MINUS_INF before its first row */
+    int64_t current;          /* min over partitions, monotone */
+    int64_t emitted;          /* last watermark sent downstream */
+    bool dirty;
+} WmOp;
+
+static void ensure_parts(WmOp *w, int n)
+{
+    if (n <= w->n_parts)
+        return;
+    w->part_max = xrealloc(w->part_max, sizeof(int64_t) * (size_t)n);
+    for (int p = w->n_parts; p < n; p++)
+        w->part_max[p] = TS_MINUS_INF;
+    w->n_parts = n;
+}
+
+static int64_t min_over(const WmOp *w)
+{
+    int64_t m = TS_PLUS_INF;
+    for (int p = 0; p < w->n_parts; p++)
+        if (w->part_max[p] < m)
+            m = w->part_max[p];
+    return w->n_parts ? m : TS_MINUS_INF;
+}
+
+static int wm_push(RtOp *op, Chunk *c)
+{
+    WmOp *w = (WmOp *)op;
+    const PlanNode *n = op->node;
+    int part = c->src_partition >= 0 ? c->src_partition : 0;
+    ensure_parts(w, c->src_n_partitions > part ? c->src_n_partitions : part + 1);
+    Column wc;
+    if (rt_eval(op->rc, n->wm_expr, c, &wc, NULL))
+        return -1;
+    chunk_enable_wm(c);
+    for (int r = 0; r < c->n_rows; r++) {
+        c->wm[r] = w->current;
+        if (wc.nulls[r])
+            continue;
+        int64_t v = wc.v.i[r];
+        if (v > w->part_max[part]) {
+            w->part_max[part] = v;
+            w->dirty = true;
+            int64_t m = min_over(w);
+            if (m > w->current)
+                w->current = m;
+        }
+    }
+    if (rt_emit(op, c))
+        return -1;
+    if (w->current > w->emitted) {
+        w->emitted = w->current;
+        return rt_emit_watermark(op, w->current);
+    }
+    return 0;
+}
+
+static int wm_watermark(RtOp *op, int64_t wm) { return 0; } /* sources send none: this operator makes them */
+
+static int wm_flush_state(RtOp *op)
+{
+    WmOp *w = (WmOp *)op;
+    if (!w->dirty)
+        return 0;
+    for (int p = 0; p < w->n_parts; p++) {
+        unsigned char k[4] = {(unsigned char)(p >> 24), (unsigned char)(p >> 16), (unsigned char)(p >> 8),
+                              (unsigned char)p};
+        unsigned char v[8];
+        put_be64(v, (uint64_t)w->part_max[p]);
+        if (stor_table_put(op->table, k, 4, v, 8, op->rc->err))
+            return -1;
+    }
+    w->dirty = false;
+    return 0;
+}
+
+static int wm_finish(RtOp *op)
+{
+    /* The end of a bounded input is a watermark of +infinity. */
+    return rt_emit_watermark(op, TS_PLUS_INF);
+}
+
+static void wm_close(RtOp *op)
+{
+    WmOp *w = (WmOp *)op;
+    stor_table_close(op->table);
+    free(w->part_max);
+    free(w);
+}
+
+static const RtOpVt WM_VT = {wm_push, wm_watermark, wm_flush_state, wm_finish, wm_close};
+
+RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
+{
+    WmOp *w = xcalloc(1, sizeof *w);
+    w->op.vt = &WM_VT;
+    w->op.node = n;
+    w->op.rc = rc;
+    w->op.wm = TS_MINUS_INF;
+    w->current = TS_MINUS_INF;
+    w->emitted = TS_MINUS_INF;
+    if (rt_op_open_table(&w->op, rc->err)) {
+        wm_close(&w->op);
+        return NULL;
+    }
+    StorIter *it;
+    if (stor_iter_open(w->op.table, NULL, 0, &it, rc->err)) {
+        wm_close(&w->op);
+        return NULL;
+    }
+    const void *k, *v;
+    size_t kl, vl;
+    int got;
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        if (kl != 4 || vl != 8)
+            continue;
+        const unsigned char *kb = k;
+        int p = (int)((uint32_t)kb[0] << 24 | (uint32_t)kb[1] << 16 | (uint32_t)kb[2] << 8 | kb[3]);
+        if (p < 0 || p > 100000)
+            continue;
+        ensure_parts(w, p + 1);
+        w->part_max[p] = (int64_t)get_be64(v);
+    }
+    stor_iter_close(it);
+    if (got < 0) {
+        wm_close(&w->op);
+        return NULL;
+    }
+    w->current = w->emitted = min_over(w);
+    return &w->op;
+}

@@ -1,0 +1,90 @@
+/*
+ * runtime.h: running stream plans.
+ *
+ * A dataflow is one materialized view's plan instantiated as operators
+ * (runtime/op_*.c) wired input to output. The engine thread drives every
+ * dataflow with rt_dataflow_step(): each source polls its connector, turns
+ * records into chunks and pushes them depth-first through the operators,
+ * which update their state tables and emit changes downstream. Between
+ * steps every operator is quiescent, so a checkpoint taken there
+ * (rt_dataflow_checkpoint) sees one consistent epoch across all of them
+ * and the source offsets: exactly-once on recovery.
+ *
+ * Ad hoc queries (rt_query_run) instantiate the same operators over a
+ * bounded input (a materialized view's rows, or VALUES) and collect the
+ * resulting changelog into a table of rows, then sort and limit it.
+ *
+ * Threading: a dataflow and the tables it owns are used by one thread at a
+ * time; the server serialises access with its engine lock.
+ */
+#ifndef WEIR_RUNTIME_H
+#define WEIR_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "planner.h"
+#include "storage.h"
+
+typedef struct RtDataflow RtDataflow;
+
+/* Where the runtime finds what it does not own. */
+typedef struct RtEnv {
+    StorEnv *stor;
+    const char *kafka_bootstrap;    /* default bootstrap when a source names none */
+    /* The open state table of a running materialized view (for queries), or NULL. */
+    StorTable *(*view_table)(void *ctx, uint64_t table_id);
+    void *ctx;
+} RtEnv;
+
+/* Counters of one dataflow, for system views and tests. */
+typedef struct RtStats {
+    uint64_t records_in;        /* connector records read */
+    uint64_t bad_records;       /* records skipped as undecodable */
+    uint64_t rows_out;          /* changes applied to the view */
+    uint64_t late_rows;         /* rows dropped as late by window operators */
+    uint64_t eval_errors;       /* rows dropped by expression errors */
+    int64_t watermark;          /* the source watermark (TS_MINUS_INF before any) */
+    char last_error[256];       /* the last record or evaluation error, "" if none */
+} RtStats;
+
+/*
+ * Instantiates plan (which must outlive the dataflow) and restores every
+ * operator's state and the source offsets from the last checkpoint. Opens
+ * connectors (may block up to a few seconds if the broker is slow).
+ * Returns 0, or -1 with err.
+ */
+int rt_dataflow_open(const RtEnv *env, const PlanView *plan, RtDataflow **out, WError *err);
+/* Polls the sources once (waiting at most timeout_ms) and pushes what
+ * arrived through the operators. *did_work tells whether any record came.
+ * Errors in single records or rows never fail the step; -1 means the
+ * dataflow itself is broken (err says why). */
+int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err);
+/* Adds the dataflow's dirty state and source offsets to checkpoint ck. */
+int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, WError *err);
+/* Asks the connectors for their current end offsets and remembers them as
+ * the flush target (called with no lock held; thread-safe with step). */
+int rt_dataflow_flush_target(RtDataflow *df, WError *err);
+/* True once the sources have consumed up to the last flush target. */
+bool rt_dataflow_flushed(RtDataflow *df);
+/* The materialize operator's table (the view's rows). */
+StorTable *rt_dataflow_view_table(RtDataflow *df);
+void rt_dataflow_stats(RtDataflow *df, RtStats *out);
+/* Stops the connectors and frees the operators; state stays in storage. */
+void rt_dataflow_close(RtDataflow *df);
+/* Deletes the durable state of every stateful node of plan. */
+int rt_dataflow_drop_state(StorEnv *stor, const PlanView *plan, WError *err);
+
+/* Receives the rows of an ad hoc query, text form (NULL = SQL NULL).
+ * Returning nonzero stops the query. */
+typedef int (*RtRowFn)(void *arg, int n_cols, const char *const *vals, const int *lens);
+
+/* Runs q to completion and hands each visible output row to fn, in ORDER
+ * BY order, after OFFSET/LIMIT. Returns the row count, or -1 with err. */
+long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, WError *err);
+
+/* Encodes one row as the JSON object a Kafka source with these columns
+ * reads (used by INSERT INTO a source). */
+void rt_json_encode_row(int n, const char *const *names, const Value *vals, Buf *out);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * runtime_int.h: the operator interface shared by the runtime/ sources.
+ *
+ * Every operator is an RtOp with a vtable. Messages flow by direct calls:
+ * an operator's push() processes a chunk and calls rt_emit() for its
+ * output, which calls the downstream operator's push() before returning.
+ * Watermarks travel the same way (rt_emit_watermark). Chunks produced
+ * while handling one source batch live in the dataflow's chunk arena,
+ * which is reset once the batch has gone all the way down.
+ */
+#ifndef WEIR_RUNTIME_INT_H
+#define WEIR_RUNTIME_INT_H
+
+#include "chunk.h"
+#include "row.h"
+#include "runtime.h"
+
+typedef struct RtOp RtOp;
+
+typedef struct RtOpVt {
+    /* A chunk from the input. Returns 0, or -1 when the dataflow must stop. */
+    int (*push)(RtOp *op, Chunk *c);
+    /* The input's watermark advanced to wm (monotone). */
+    int (*watermark)(RtOp *op, int64_t wm);
+    /* Before a checkpoint: write in-memory state into the state table. */
+    int (*flush_state)(RtOp *op);
+    /* Bounded input ended (ad hoc queries). */
+    int (*finish)(RtOp *op);
+    void (*close)(RtOp *op);
+} RtOpVt;
+
+typedef struct RtCtx RtCtx;
+
+struct RtOp {
+    const RtOpVt *vt;
+    const PlanNode *node;
+    RtCtx *rc;
+    RtOp *down;               /* the consumer, NULL at the root */
+    StorTable *table;         /* state table (stateful operators), owned */
+    int64_t wm;               /* last watermark seen on the input */
+};
+
+/* What operators share within one dataflow or query. */
+struct RtCtx {
+    const RtEnv *env;
+    Arena *chunk_arena;       /* reset after each source batch */
+    RtStats stats;
+    WError *err;              /* where a fatal error is recorded */
+    bool batch;               /* an ad hoc query: bounded input, temporary state */
+};
+
+/* Hands c to the downstream operator. The receiver owns the chunk from then
+ * on (it may filter it in place): the sender must not touch it again. */
+int rt_emit(RtOp *op, Chunk *c);
+int rt_emit_watermark(RtOp *op, int64_t wm);
+/* Records a per-row error (counted, message kept), never fatal. */
+void rt_row_error(RtCtx *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Operator constructors (op_*.c). Each returns NULL with rc->err set on failure. */
+RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_op_project_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_op_filter_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_op_window_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_op_materialize_new(RtCtx *rc, const PlanNode *n);
+/* Batch leaves: produce all their rows on rt_op_produce(). */
+RtOp *rt_op_view_scan_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_op_values_new(RtCtx *rc, const PlanNode *n);
+int rt_op_produce(RtOp *leaf);
+
+/* Source operator extras used by the dataflow. */
+int rt_source_poll(RtOp *src, int timeout_ms, bool *did_work);
+int rt_source_save(RtOp *src);                    /* offsets into its table */
+int rt_source_flush_target(RtOp *src, WError *err);
+bool rt_source_flushed(RtOp *src);
+
+/* Creates operators for nodes[0..n) (topological order) and wires each to
+ * its reader; ops must have n slots. rt_close_ops closes them in reverse. */
+int rt_instantiate(RtCtx *rc, int n, PlanNode *const *nodes, RtOp **ops);
+void rt_close_ops(int n, RtOp **ops);
+
+/* Opens the state table of node n for op (temporary tables for queries). */
+int rt_op_open_table(RtOp *op, WError *err);
+
+/* ---- expression evaluation (eval.c) ---- */
+
+/* Evaluates e over every row of in into a new column (allocated in
+ * in->arena; a PE_COL result may share the input's arrays). Rows whose
+ * evaluation fails get bad[r] = 1 and a NULL result; the error is counted
+ * through rc. bad may be NULL when the expression cannot fail. */
+int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t *bad);
+/* A chunk with the same ops/wm and the given columns (arrays shared). */
+Chunk *rt_chunk_with_columns(const Chunk *in, int n_cols, Column *cols);
+/* Keeps only rows r with keep[r] != 0 (in place, order preserved). */
+void rt_chunk_select(Chunk *c, const uint8_t *keep);
+
+/* ---- JSON (json.c) ---- */
+
+/* Decodes one JSON object into row `row` of c (columns by name; missing
+ * fields NULL, unknown fields ignored). Returns 0, or -1 with a message in
+ * errbuf (the row is left undefined; the caller does not count it). */
+int rt_json_decode_row(const char *p, size_t n, int n_cols, const char *const *names, Chunk *c, int row,
+                       char *errbuf, size_t errlen);
+
+#endif

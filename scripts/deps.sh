@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# deps.sh: install the Debian 12 packages weir needs to build and test.
+#
+# Checks each package with dpkg first and only touches apt when something is
+# missing: one `apt-get update`, then one `apt-get install -y` of the missing
+# set. Runs apt directly as root, through sudo otherwise. Quiet on success.
+set -euo pipefail
+
+PACKAGES=(
+    build-essential pkg-config meson ninja-build lemon
+    librdkafka-dev liblmdb-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libssl-dev
+    postgresql postgresql-client kcat python3-confluent-kafka sqlite3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    if [ "$status" != "install ok installed" ]; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+else
+    echo "deps.sh: missing packages: ${missing[*]}" >&2
+    echo "deps.sh: not root and sudo is not available; install them as root" >&2
+    exit 1
+fi
+
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+log=$(mktemp /tmp/weir-deps.XXXXXX)
+trap 'rm -f "$log"' EXIT
+if ! "${SUDO[@]}" apt-get update -q >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "deps.sh: apt-get update failed" >&2
+    exit 1
+fi
+if ! "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "deps.sh: apt-get install failed for: ${missing[*]}" >&2
+    exit 1
+fi

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# test.sh: the README's second command. Installs what is missing, then builds
+# and runs every registered test (unit tests and sql-tests) twice: a normal
+# build in ./build and an ASan/UBSan build in ./build-asan (skip the latter
+# locally with WEIR_SKIP_ASAN=1; CI always runs it). Results are read from
+# each build's meson-logs/testlog.json, and the last line printed is exactly
+#   N passed, N failed[, N skipped]
+# summed over both builds. Exits non-zero if any test failed, a build failed,
+# or no test ran at all.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+./scripts/deps.sh || exit 1
+
+SUMMARY=$(mktemp /tmp/weir-test.XXXXXX)   # one "RESULT<TAB>build<TAB>name" per test
+trap 'rm -f "$SUMMARY" "$SUMMARY".*.log' EXIT
+
+# run_suite DIR [meson setup options...]: configure DIR if needed, build it,
+# run meson test, and append its results to $SUMMARY. A failed setup or build
+# is recorded as one failed pseudo-test so it shows in the final count.
+run_suite() {
+    local dir=$1; shift
+    local log="$SUMMARY.$dir.log"
+    echo "== $dir: configure and build"
+    if [ ! -f "$dir/build.ninja" ]; then
+        if ! meson setup "$dir" "$@" >"$log" 2>&1; then
+            tail -n 40 "$log"
+            printf 'FAIL\t%s\tmeson setup\n' "$dir" >>"$SUMMARY"
+            return
+        fi
+    fi
+    if ! ninja -C "$dir" >"$log" 2>&1; then
+        grep -E 'error|FAILED' "$log" | head -n 60
+        printf 'FAIL\t%s\tbuild\n' "$dir" >>"$SUMMARY"
+        return
+    fi
+    echo "== $dir: meson test"
+    rm -f "$dir/meson-logs/testlog.json"
+    local extra=()
+    case "$dir" in *asan*) extra=(--timeout-multiplier 3) ;; esac
+    meson test -C "$dir" --print-errorlogs "${extra[@]}"
+    if [ ! -f "$dir/meson-logs/testlog.json" ]; then
+        printf 'FAIL\t%s\tmeson test (no testlog.json)\n' "$dir" >>"$SUMMARY"
+        return
+    fi
+    /usr/bin/python3 - "$dir" "$dir/meson-logs/testlog.json" >>"$SUMMARY" <<'PY'
+import json, sys
+build, path = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    for line in f:
+        line = line.strip()
+        if not line:
+            continue
+        t = json.loads(line)
+        print("%s\t%s\t%s" % (t.get("result", "ERROR"), build, t.get("name", "?")))
+PY
+}
+
+run_suite build
+if [ "${WEIR_SKIP_ASAN:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
+    echo "== build-asan: skipped (WEIR_SKIP_ASAN=1)"
+else
+    run_suite build-asan -Db_sanitize=address,undefined \
+        -Dc_args=-fno-sanitize-recover=all -Db_lundef=false
+fi
+
+passed=0; failed=0; skipped=0; failures=()
+while IFS=$'\t' read -r result build name; do
+    case "$result" in
+        OK|EXPECTEDFAIL) passed=$((passed + 1)) ;;
+        SKIP) skipped=$((skipped + 1)) ;;
+        *) failed=$((failed + 1)); failures+=("$build: $name ($result)") ;;
+    esac
+done <"$SUMMARY"
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then
+    echo "Failed tests:"
+    printf '  %s\n' "${failures[@]}"
+fi
+if [ $((passed + failed)) -eq 0 ]; then
+    echo "no tests ran"
+fi
+line="$passed passed, $failed failed"
+[ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
+echo "$line"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,0 +1,423 @@
+/*
+ * engine.c: the catalog, the engine thread and checkpoints.
+ *
+ * Catalog entries are the CREATE statements themselves plus the state
+ * table ids their plans were given: at start the statements are parsed and
+ * planned again, in creation order, with the same table ids handed back,
+ * so each view resumes on its own state. (Re-planning rather than storing
+ * serialized plans keeps one code path for creating and recovering; the
+ * planner is deterministic for a given catalog.)
+ *
+ * The engine thread loops: step every running view (poll its sources, push
+ * the records through), take a checkpoint when the interval has passed and
+ * something changed, wake statements waiting for progress (FLUSH). It
+ * holds the engine lock while it works and releases it between steps, so
+ * statements interleave at step boundaries.
+ */
+#include "engine_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "row.h"
+
+int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+CatObj *engine_find(Engine *e, const char *name)
+{
+    for (int i = 0; i < e->n_objs; i++)
+        if (strcmp(e->objs[i]->name, name) == 0)
+            return e->objs[i];
+    return NULL;
+}
+
+void cat_obj_free(CatObj *o)
+{
+    if (!o)
+        return;
+    rt_dataflow_close(o->df);
+    free(o->name);
+    free(o->sql);
+    free(o->table_ids);
+    arena_free(o->arena);
+    free(o);
+}
+
+/* ---- catalog persistence ---------------------------------------------------- */
+
+static int persist(Engine *e, CatObj *o, WError *err)
+{
+    int n = 4 + o->n_table_ids;
+    Value *vals = xcalloc((size_t)n, sizeof(Value));
+    vals[0] = value_int(TYPE_INT8, o->kind);
+    vals[1] = value_str(TYPE_TEXT, o->name, strlen(o->name));
+    vals[2] = value_str(TYPE_TEXT, o->sql, strlen(o->sql));
+    vals[3] = value_int(TYPE_INT8, o->n_table_ids);
+    for (int i = 0; i < o->n_table_ids; i++)
+        vals[4 + i] = value_int(TYPE_INT8, (int64_t)o->table_ids[i]);
+    Buf b = BUF_INIT;
+    row_encode(&b, vals, n);
+    free(vals);
+    StorCatalogEntry ce = {.id = o->id, .kind = o->kind, .name = o->name, .body = b.data, .body_len = b.len};
+    int rc = stor_catalog_put(e->stor, &ce, err);
+    buf_free(&b);
+    return rc;
+}
+
+int engine_add_object(Engine *e, CatObj *o, bool do_persist, WError *err)
+{
+    if (do_persist && persist(e, o, err))
+        return -1;
+    if (e->n_objs == e->cap_objs) {
+        e->cap_objs = e->cap_objs ? e->cap_objs * 2 : 16;
+        e->objs = xrealloc(e->objs, sizeof(CatObj *) * (size_t)e->cap_objs);
+    }
+    e->objs[e->n_objs++] = o;
+    return 0;
+}
+
+int engine_remove_object(Engine *e, CatObj *o, WError *err)
+{
+    if (stor_catalog_delete(e->stor, o->id, err) < 0)
+        return -1;
+    if (o->df) {
+        rt_dataflow_close(o->df);
+        o->df = NULL;
+    }
+    /* The catalog entry is gone first: a crash now leaves orphan state rows
+     * at worst, never a view without its state. */
+    for (int i = 0; i < o->n_table_ids; i++)
+        if (stor_table_drop(e->stor, o->table_ids[i], err))
+            return -1;
+    for (int i = 0; i < e->n_objs; i++)
+        if (e->objs[i] == o) {
+            memmove(&e->objs[i], &e->objs[i + 1], sizeof(CatObj *) * (size_t)(e->n_objs - i - 1));
+            e->n_objs--;
+            break;
+        }
+    cat_obj_free(o);
+    return 0;
+}
+
+/* ---- the planner's view of the catalog ----------------------------------------- */
+
+typedef struct PlanCatCtx {
+    Engine *e;
+    CatObj *owner;
+    bool replay;
+    bool dry_run;
+    int next_replay;
+    uint64_t fake;
+} PlanCatCtx;
+
+static __thread PlanCatCtx plan_cat_ctx;
+
+static const CatRelation *cat_lookup(void *ctx, const char *name)
+{
+    PlanCatCtx *c = ctx;
+    CatObj *o = engine_find(c->e, name);
+    return o ? &o->rel : NULL;
+}
+
+static uint64_t cat_new_table(void *ctx)
+{
+    PlanCatCtx *c = ctx;
+    if (c->dry_run)
+        return ++c->fake;
+    CatObj *o = c->owner;
+    if (c->replay)
+        return c->next_replay < o->n_table_ids ? o->table_ids[c->next_replay++] : 0;
+    uint64_t id = 0;
+    WError err = {0};
+    if (stor_next_id(c->e->stor, &id, &err))
+        return 0;
+    o->table_ids = xrealloc(o->table_ids, sizeof(uint64_t) * (size_t)(o->n_table_ids + 1));
+    o->table_ids[o->n_table_ids++] = id;
+    return id;
+}
+
+PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run)
+{
+    plan_cat_ctx = (PlanCatCtx){.e = e, .owner = owner, .replay = replay, .dry_run = dry_run};
+    return (PlanCatalog){.ctx = &plan_cat_ctx, .lookup = cat_lookup, .new_table_id = cat_new_table};
+}
+
+static StorTable *view_table(void *ctx, uint64_t table_id)
+{
+    Engine *e = ctx;
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if (o->df && o->rel.table_id == table_id)
+            return rt_dataflow_view_table(o->df);
+    }
+    return NULL;
+}
+
+/* ---- Kafka producer for INSERT ---------------------------------------------- */
+
+int engine_producer(Engine *e, const char *bootstrap, RtKafkaProducer **out, WError *err)
+{
+    if (e->producer && strcmp(e->producer_bootstrap, bootstrap) == 0) {
+        *out = e->producer;
+        return 0;
+    }
+    rt_kafka_producer_close(e->producer);
+    free(e->producer_bootstrap);
+    e->producer = NULL;
+    e->producer_bootstrap = NULL;
+    RtKafkaProp props[] = {{"linger.ms", "0"}, {"acks", "all"}};
+    if (rt_kafka_producer_open(bootstrap, props, 2, &e->producer, err))
+        return -1;
+    e->producer_bootstrap = xstrdup(bootstrap);
+    *out = e->producer;
+    return 0;
+}
+
+/* ---- checkpoints ------------------------------------------------------------ */
+
+int engine_checkpoint(Engine *e, WError *err)
+{
+    StorCheckpoint *ck;
+    uint64_t epoch = e->epoch + 1;
+    if (stor_checkpoint_begin(e->stor, epoch, &ck, err))
+        return -1;
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if (o->df && rt_dataflow_checkpoint(o->df, ck, err)) {
+            stor_checkpoint_abort(ck);
+            return -1;
+        }
+    }
+    if (stor_checkpoint_commit(ck, err))
+        return -1;
+    e->epoch = epoch;
+    e->dirty = false;
+    e->checkpoints++;
+    e->last_checkpoint_ms = now_ms();
+    return 0;
+}
+
+/* ---- the engine thread ------------------------------------------------------- */
+
+static void *engine_main(void *arg)
+{
+    Engine *e = arg;
+    int64_t last_retry = 0;
+    pthread_mutex_lock(&e->lock);
+    while (!e->stop) {
+        bool any = false;
+        for (int i = 0; i < e->n_objs; i++) {
+            CatObj *o = e->objs[i];
+            if (!o->df)
+                continue;
+            bool did = false;
+            WError err = {0};
+            if (rt_dataflow_step(o->df, 0, &did, &err)) {
+                fprintf(stderr, "weir: view %s stopped: %s\n", o->name, err.msg);
+                rt_dataflow_close(o->df);
+                o->df = NULL;
+                continue;
+            }
+            any |= did;
+        }
+        if (any)
+            e->dirty = true;
+        int64_t now = now_ms();
+        if (e->dirty && now - e->last_checkpoint_ms >= e->checkpoint_interval_ms) {
+            WError err = {0};
+            if (engine_checkpoint(e, &err)) {
+                /* The last good checkpoint stays; state stays dirty and the next try includes it. */
+                snprintf(e->last_checkpoint_error, sizeof e->last_checkpoint_error, "%.500s", err.msg);
+                fprintf(stderr, "weir: checkpoint failed: %s\n", err.msg);
+                e->last_checkpoint_ms = now;
+            }
+        }
+        /* Views whose dataflow could not start (broker down at start) are retried. */
+        if (now - last_retry > 2000) {
+            last_retry = now;
+            for (int i = 0; i < e->n_objs; i++) {
+                CatObj *o = e->objs[i];
+                if (o->kind == CAT_VIEW && o->plan && !o->df) {
+                    WError err = {0};
+                    if (rt_dataflow_open(&e->rt, o->plan, &o->df, &err) == 0)
+                        fprintf(stderr, "weir: view %s is running again\n", o->name);
+                }
+            }
+        }
+        pthread_cond_broadcast(&e->progress);
+        pthread_mutex_unlock(&e->lock);
+        if (!any)
+            usleep(2000);
+        else
+            sched_yield(); /* let waiting statements take the lock between steps */
+        pthread_mutex_lock(&e->lock);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* ---- open / close ------------------------------------------------------------- */
+
+typedef struct Loaded {
+    uint64_t id;
+    char *body;
+    size_t len;
+} Loaded;
+
+typedef struct LoadList {
+    int n, cap;
+    Loaded *items;
+} LoadList;
+
+static int load_entry(void *arg, const StorCatalogEntry *ce)
+{
+    LoadList *l = arg;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->items = xrealloc(l->items, sizeof(Loaded) * (size_t)l->cap);
+    }
+    Loaded *it = &l->items[l->n++];
+    it->id = ce->id;
+    it->len = ce->body_len;
+    it->body = xmalloc(ce->body_len + 1);
+    memcpy(it->body, ce->body, ce->body_len);
+    return 0;
+}
+
+static int replay_catalog(Engine *e, WError *err)
+{
+    LoadList l = {0};
+    if (stor_catalog_scan(e->stor, load_entry, &l, err))
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < l.n && !rc; i++) {
+        Loaded *it = &l.items[i];
+        Value head[4];
+        size_t used;
+        if (row_decode_prefix(it->body, it->len, head, 4, &used) || head[0].null || head[3].null ||
+            head[3].u.i < 0 || head[3].u.i > 100000) {
+            rc = werr(err, SQLSTATE_INTERNAL, 0, "corrupt catalog entry %llu", (unsigned long long)it->id);
+            break;
+        }
+        int nids = (int)head[3].u.i;
+        Value *vals = xcalloc((size_t)(nids + 4), sizeof(Value));
+        if (row_decode(it->body, it->len, vals, nids + 4)) {
+            free(vals);
+            rc = werr(err, SQLSTATE_INTERNAL, 0, "corrupt catalog entry %llu", (unsigned long long)it->id);
+            break;
+        }
+        CatObj *o = xcalloc(1, sizeof *o);
+        o->id = it->id;
+        o->kind = (CatKind)vals[0].u.i;
+        o->name = strndup(vals[1].u.s.p, vals[1].u.s.len);
+        o->sql = strndup(vals[2].u.s.p, vals[2].u.s.len);
+        o->n_table_ids = nids;
+        o->table_ids = xcalloc((size_t)(nids ? nids : 1), sizeof(uint64_t));
+        for (int k = 0; k < nids; k++)
+            o->table_ids[k] = (uint64_t)vals[4 + k].u.i;
+        free(vals);
+        Arena *a = arena_new(0);
+        AstStmt **stmts;
+        int n_stmts;
+        WError perr = {0};
+        if (parse_sql(o->sql, a, &stmts, &n_stmts, &perr) || n_stmts != 1) {
+            fprintf(stderr, "weir: cannot replay %s: %s\n", o->name, perr.msg);
+            arena_free(a);
+            cat_obj_free(o);
+            continue;
+        }
+        WError cerr = {0};
+        int r = o->kind == CAT_SOURCE ? session_create_source(e, stmts[0], o->sql, o, &cerr)
+                                      : session_create_view(e, stmts[0], o->sql, o, &cerr);
+        if (r) {
+            fprintf(stderr, "weir: cannot restore %s: %s\n", o->name, cerr.msg);
+            cat_obj_free(o);
+        }
+        arena_free(a);
+    }
+    for (int i = 0; i < l.n; i++)
+        free(l.items[i].body);
+    free(l.items);
+    return rc;
+}
+
+int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
+{
+    Engine *e = xcalloc(1, sizeof *e);
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->progress, NULL);
+    e->data_dir = xstrdup(cfg->data_dir);
+    e->kafka_bootstrap = xstrdup(cfg->kafka_bootstrap);
+    e->checkpoint_interval_ms = cfg->checkpoint_interval_ms > 0 ? cfg->checkpoint_interval_ms : 1000;
+    StorOptions so = {0};
+    so.initial_map_size = 0;
+    so.max_map_size = cfg->max_map_size;
+    if (stor_open(cfg->data_dir, cfg->max_map_size ? &so : NULL, &e->stor, err)) {
+        engine_close(e);
+        return -1;
+    }
+    if (stor_last_epoch(e->stor, &e->epoch, err)) {
+        engine_close(e);
+        return -1;
+    }
+    e->rt = (RtEnv){.stor = e->stor, .kafka_bootstrap = e->kafka_bootstrap, .view_table = view_table, .ctx = e};
+    e->last_checkpoint_ms = now_ms();
+    pthread_mutex_lock(&e->lock);
+    int rc = replay_catalog(e, err);
+    pthread_mutex_unlock(&e->lock);
+    if (rc) {
+        engine_close(e);
+        return -1;
+    }
+    if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
+        werr(err, SQLSTATE_INTERNAL, 0, "cannot start the engine thread");
+        engine_close(e);
+        return -1;
+    }
+    e->thread_started = true;
+    *out = e;
+    return 0;
+}
+
+void engine_close(Engine *e)
+{
+    if (!e)
+        return;
+    if (e->thread_started) {
+        pthread_mutex_lock(&e->lock);
+        e->stop = true;
+        pthread_mutex_unlock(&e->lock);
+        pthread_join(e->thread, NULL);
+    }
+    if (e->stor && e->dirty) {
+        WError err = {0};
+        if (engine_checkpoint(e, &err))
+            fprintf(stderr, "weir: final checkpoint failed: %s\n", err.msg);
+    }
+    for (int i = e->n_objs - 1; i >= 0; i--)
+        cat_obj_free(e->objs[i]);
+    free(e->objs);
+    rt_kafka_producer_close(e->producer);
+    free(e->producer_bootstrap);
+    stor_close(e->stor);
+    free(e->data_dir);
+    free(e->kafka_bootstrap);
+    pthread_cond_destroy(&e->progress);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+}
+
+SrvEngine engine_srv(Engine *e)
+{
+    return (SrvEngine){.ctx = e, .session_open = session_open, .session_close = session_close,
+                       .query = session_query, .execute = session_execute};
+}

@@ -1,0 +1,211 @@
+/*
+ * main.c: the weir command.
+ *
+ *   weir [serve] [options]     the server (the default)
+ *   weir broker [options]      the embedded Kafka-protocol broker on its own
+ *
+ * With no --kafka, the server uses 127.0.0.1:9092 and, if nothing answers
+ * there, starts `weir broker` as a separate, detached process: the broker
+ * keeps its topics in memory, so it must outlive a crash (or a restart) of
+ * the server. It keeps running after the server stops; its log is
+ * DATADIR/broker.log.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "broker.h"
+#include "engine.h"
+#include "kafka.h"
+#include "pgwire.h"
+
+#define WEIR_VERSION "0.1.0"
+#define DEFAULT_PORT 4566
+#define DEFAULT_KAFKA "127.0.0.1:9092"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "weir " WEIR_VERSION " - a streaming SQL engine server\n"
+            "\n"
+            "Usage:\n"
+            "  weir [serve] [options]   run the server\n"
+            "  weir broker [options]    run the embedded Kafka broker (see weir broker --help)\n"
+            "\n"
+            "Server options:\n"
+            "  --data-dir DIR              where state, checkpoints and the catalog live (default ./data)\n"
+            "  --host ADDR                 address for the Postgres protocol (default 127.0.0.1)\n"
+            "  --port N                    port for the Postgres protocol (default %d)\n"
+            "  --kafka HOST:PORT           Kafka bootstrap server for sources that name none\n"
+            "                              (default " DEFAULT_KAFKA ", with an embedded broker started\n"
+            "                              there if nothing answers)\n"
+            "  --no-broker                 never start the embedded broker\n"
+            "  --checkpoint-interval MS    time between checkpoints (default 1000)\n"
+            "  --max-connections N         client connections at once (default 100)\n"
+            "  --version                   print the version\n"
+            "  -h, --help                  this text\n",
+            DEFAULT_PORT);
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Starts `weir broker --listen addr` detached, and waits until it answers. */
+static int spawn_broker(const char *addr, const char *data_dir)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = 0;
+    char log[PATH_MAX];
+    snprintf(log, sizeof log, "%s/broker.log", data_dir);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        /* A new session: the broker must not die with the server's terminal or process group. */
+        setsid();
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        int null = open("/dev/null", O_RDONLY);
+        if (null >= 0)
+            dup2(null, 0);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        if (fork() != 0)
+            _exit(0); /* double fork: the broker is nobody's child */
+        execl(exe, exe, "broker", "--listen", addr, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, NULL, 0);
+    for (int i = 0; i < 100; i++) {
+        if (rt_kafka_ping(addr, 200))
+            return 0;
+        usleep(100 * 1000);
+    }
+    return -1;
+}
+
+static int serve(int argc, char **argv)
+{
+    const char *data_dir = "./data", *host = "127.0.0.1", *kafka = NULL;
+    int port = DEFAULT_PORT, interval = 1000, max_conn = 100;
+    bool no_broker = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("weir " WEIR_VERSION "\n");
+            return 0;
+        } else if (!strcmp(a, "--no-broker")) {
+            no_broker = true;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "weir: unknown option or missing value: %s\n\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (!strcmp(a, "--data-dir"))
+            data_dir = v;
+        else if (!strcmp(a, "--host"))
+            host = v;
+        else if (!strcmp(a, "--kafka"))
+            kafka = v;
+        else if (!strcmp(a, "--port") && !parse_int(v, 0, 65535, &port))
+            ;
+        else if (!strcmp(a, "--checkpoint-interval") && !parse_int(v, 10, 3600000, &interval))
+            ;
+        else if (!strcmp(a, "--max-connections") && !parse_int(v, 1, 100000, &max_conn))
+            ;
+        else {
+            fprintf(stderr, "weir: bad option: %s %s\n\n", a, v);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+    }
+    if (mkdir(data_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "weir: cannot create data directory %s: %s\n", data_dir, strerror(errno));
+        return 1;
+    }
+    const char *bootstrap = kafka ? kafka : DEFAULT_KAFKA;
+    const char *broker_note = "";
+    if (!kafka && !no_broker) {
+        if (rt_kafka_ping(bootstrap, 1000)) {
+            broker_note = " (already running)";
+        } else if (spawn_broker(bootstrap, data_dir) == 0) {
+            broker_note = " (embedded broker started; it keeps running after weir stops)";
+        } else {
+            fprintf(stderr, "weir: could not start the embedded Kafka broker on %s (see %s/broker.log)\n", bootstrap,
+                    data_dir);
+            return 1;
+        }
+    }
+
+    /* Signals are taken by sigwait below; every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    WError err = {0};
+    Engine *e;
+    EngineConfig ec = {.data_dir = data_dir, .kafka_bootstrap = bootstrap, .checkpoint_interval_ms = interval};
+    if (engine_open(&ec, &e, &err)) {
+        fprintf(stderr, "weir: %s\n", err.msg);
+        return 1;
+    }
+    SrvConfig sc = {.host = host, .port = port, .max_connections = max_conn, .server_version = "15.0"};
+    SrvEngine se = engine_srv(e);
+    SrvServer *srv;
+    if (srv_server_start(&sc, &se, &srv, &err)) {
+        fprintf(stderr, "weir: %s\n", err.msg);
+        engine_close(e);
+        return 1;
+    }
+    printf("weir " WEIR_VERSION " is ready\n"
+           "  postgres protocol: %s:%d   connect with: psql \"host=%s port=%d dbname=weir user=weir\"\n"
+           "  kafka:             %s%s\n"
+           "  data directory:    %s\n",
+           host, srv_server_port(srv), host, srv_server_port(srv), bootstrap, broker_note, data_dir);
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    printf("weir: shutting down (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    fflush(stdout);
+    srv_server_stop(srv);
+    engine_close(e);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "broker"))
+        return rt_broker_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "serve"))
+        return serve(argc - 2, argv + 2);
+    return serve(argc - 1, argv + 1);
+}

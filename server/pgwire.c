@@ -1,0 +1,1643 @@
+/*
+ * pgwire.c: the PostgreSQL frontend/backend protocol v3, server side.
+ *
+ * Every byte of the wire format is encoded and decoded here (as in Postgres'
+ * pqformat.c): the startup handshake, the simple and extended query
+ * sub-protocols, COPY OUT, cancel requests, and the SrvResult calls that turn
+ * the engine's output into messages. The last part of the file is the
+ * listener: it accepts, runs each connection on its own thread (conn_main),
+ * enforces the connection limit and routes cancel requests.
+ *
+ * Input is read message by message: a type byte and a length are read first
+ * and checked against SrvConfig.max_message before any body memory is
+ * reserved, and the body then grows as bytes actually arrive, so a lying
+ * length costs nothing. Bodies are decoded through a bounds-checked cursor
+ * (Rd); any structural defect is a protocol violation: a FATAL ErrorResponse
+ * 08P01 and the connection closes. Semantic errors (unknown statement, wrong
+ * parameter count, binary results) are ordinary ERRORs; in the extended
+ * protocol they make the connection discard messages until Sync.
+ *
+ * Output accumulates in one buffer per connection and is sent at
+ * ReadyForQuery, at COPY start, on Flush, or whenever it passes FLUSH_AT, so
+ * a result set costs a handful of send() calls. send() uses MSG_NOSIGNAL and
+ * a send timeout: a vanished or stalled client marks the connection dead,
+ * further output is discarded, and the engine learns of it through the
+ * return values of srv_result_row / srv_result_copy_data.
+ */
+#include "pgwire.h"
+
+#include "arena.h"
+#include "buf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+    PROTO_MAJOR = 3,
+    CODE_CANCEL = 80877102,   /* 1234 << 16 | 5678 */
+    CODE_SSL = 80877103,      /* 1234 << 16 | 5679 */
+    CODE_GSSENC = 80877104,   /* 1234 << 16 | 5680 */
+    MAX_STARTUP_LEN = 10000,  /* as Postgres: startup packets are small */
+    MAX_NEGOTIATIONS = 4,     /* SSL/GSS requests answered before giving up */
+    FLUSH_AT = 64 * 1024,     /* output bytes that trigger a send */
+    READ_STEP = 1 << 20,      /* body memory reserved per step of arrival */
+    MAX_OBJECTS = 10000,      /* prepared statements + portals per connection */
+    PROBE_NS = 100 * 1000 * 1000, /* srv_result_cancelled socket probe period */
+    EXTRA_THREADS = 16,       /* threads beyond max_connections, so cancel
+                                 requests and "too many clients" replies
+                                 still get through when the server is full */
+};
+
+typedef struct Stmt Stmt;
+typedef struct Portal Portal;
+typedef struct SrvConn SrvConn;
+
+/* SrvServer: the listener and the set of live connections. mu guards the
+ * connection list, the counters, and every SrvConn's fd/done fields. */
+struct SrvServer {
+    SrvConfig cfg;             /* defaults filled in; strings owned */
+    SrvEngine eng;
+    int lfd;                   /* listening socket */
+    int port;
+    int wake[2];               /* pipe: wakes the accept thread to stop */
+    pthread_t acceptor;
+    pthread_mutex_t mu;
+    SrvConn *conns;            /* every connection whose thread is not joined */
+    int n_threads;             /* connection threads not yet finished */
+    int n_sessions;            /* connections past startup (the limited ones) */
+    int32_t next_pid;          /* BackendKeyData process ids */
+    atomic_bool stopping;
+};
+
+/* SrvConn: one client connection, owned by its thread until done, then by
+ * whoever joins it (the accept thread or srv_server_stop). */
+struct SrvConn {
+    SrvConn *next;             /* in srv->conns */
+    SrvServer *srv;
+    pthread_t thread;
+    int fd;                    /* -1 once closed (under srv->mu) */
+    bool done;                 /* thread finished (under srv->mu) */
+    bool counted;              /* holds one of max_connections */
+    int32_t pid, key;          /* BackendKeyData: cancel requests must match */
+    atomic_bool cancel;        /* cancel requested; cleared per statement */
+    bool dead;                 /* peer gone or stalled: output is discarded */
+    bool eof;                  /* peer closed its side in an orderly way */
+    bool skip_till_sync;       /* extended-protocol error: ignore until Sync */
+    char rbuf[16384];          /* socket read buffer: rbuf[rpos..rlen) unread */
+    size_t rpos, rlen;
+    Buf in;                    /* body of the current message */
+    Buf out;                   /* pending output */
+    size_t msg_start;          /* offset in out of the message being built */
+    void *sess;                /* engine session state */
+    bool sess_open;
+    char *user, *database, *app_name;
+    Stmt *stmts;
+    Portal *portals;
+    int n_objects;             /* statements + portals, bounded by MAX_OBJECTS */
+};
+
+static void cancel_backend(SrvConn *c, int32_t pid, int32_t key);
+static int take_slot(SrvConn *c);
+static void set_timeout(int fd, int opt, int ms);
+
+/* A prepared statement (Parse). Parameter types are as the client declared
+ * them, 0 = unspecified; n_params also covers $n the client left undeclared. */
+struct Stmt {
+    struct Stmt *next;
+    char *name;           /* "" = the unnamed statement */
+    char *sql;
+    int n_params;         /* >= n_types */
+    int n_types;
+    uint32_t *types;      /* n_params entries; undeclared ones 0 */
+};
+
+/* A bound portal (Bind): the statement text with its parameters decoded to
+ * text. It copies the SQL so that closing the statement leaves it intact. */
+struct Portal {
+    struct Portal *next;
+    char *name;           /* "" = the unnamed portal */
+    char *sql;
+    int n_params;
+    char **params;        /* n_params entries, NULL = SQL NULL; owned */
+};
+
+typedef enum { RES_SIMPLE, RES_EXECUTE, RES_DESCRIBE } ResMode;
+
+struct SrvResult {
+    SrvConn *c;
+    ResMode mode;
+    int n_cols;           /* -1 until srv_result_columns */
+    long n_rows;          /* rows of the current statement */
+    bool any;             /* anything at all was emitted */
+    bool described;       /* RowDescription sent (describe mode) */
+    bool completed;       /* CommandComplete sent for the last statement */
+    bool errored;         /* ErrorResponse sent: drop everything after */
+    bool in_copy;
+    struct timespec next_probe;
+};
+
+/* ---- output: message framing and sending ---- */
+
+/* Send every buffered byte. A failure (peer gone, send timeout) marks the
+ * connection dead; what was buffered is dropped either way. */
+static int conn_flush(SrvConn *c)
+{
+    size_t off = 0;
+    while (!c->dead && off < c->out.len) {
+        ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
+        if (n > 0)
+            off += (size_t)n;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            c->dead = true;
+    }
+    buf_reset(&c->out);
+    return c->dead ? -1 : 0;
+}
+
+static void msg_begin(SrvConn *c, char type)
+{
+    c->msg_start = c->out.len;
+    buf_put_u8(&c->out, (uint8_t)type);
+    buf_put_u32be(&c->out, 0);
+}
+
+/* Patch the length of the message begun last; flush when the buffer is big
+ * (or just drop it when the client is already gone). */
+static void msg_end(SrvConn *c)
+{
+    size_t len = c->out.len - c->msg_start - 1;
+    unsigned char *p = (unsigned char *)c->out.data + c->msg_start + 1;
+    p[0] = (unsigned char)(len >> 24);
+    p[1] = (unsigned char)(len >> 16);
+    p[2] = (unsigned char)(len >> 8);
+    p[3] = (unsigned char)len;
+    if (c->dead)
+        buf_reset(&c->out);
+    else if (c->out.len >= FLUSH_AT)
+        conn_flush(c);
+}
+
+static void put_i16(SrvConn *c, int v)
+{
+    buf_put_u8(&c->out, (uint8_t)((unsigned)v >> 8));
+    buf_put_u8(&c->out, (uint8_t)v);
+}
+static void put_i32(SrvConn *c, int32_t v) { buf_put_u32be(&c->out, (uint32_t)v); }
+static void put_str(SrvConn *c, const char *s) { buf_append(&c->out, s, strlen(s) + 1); }
+
+static void send_simple(SrvConn *c, char type)
+{
+    msg_begin(c, type);
+    msg_end(c);
+}
+
+static void send_param_status(SrvConn *c, const char *k, const char *v)
+{
+    msg_begin(c, 'S');
+    put_str(c, k);
+    put_str(c, v);
+    msg_end(c);
+}
+
+static void send_ready(SrvConn *c)
+{
+    msg_begin(c, 'Z');
+    buf_put_u8(&c->out, 'I');   /* transactions are the engine's business */
+    msg_end(c);
+    conn_flush(c);
+}
+
+static void send_error_fields(SrvConn *c, char type, const char *severity, const WError *e)
+{
+    msg_begin(c, type);
+    buf_put_u8(&c->out, 'S');
+    put_str(c, severity);
+    buf_put_u8(&c->out, 'V');
+    put_str(c, severity);
+    buf_put_u8(&c->out, 'C');
+    put_str(c, e->sqlstate[0] ? e->sqlstate : SQLSTATE_INTERNAL);
+    buf_put_u8(&c->out, 'M');
+    put_str(c, e->msg);
+    if (e->detail[0]) {
+        buf_put_u8(&c->out, 'D');
+        put_str(c, e->detail);
+    }
+    if (e->hint[0]) {
+        buf_put_u8(&c->out, 'H');
+        put_str(c, e->hint);
+    }
+    if (e->pos > 0) {
+        char pos[16];
+        snprintf(pos, sizeof pos, "%d", e->pos);
+        buf_put_u8(&c->out, 'P');
+        put_str(c, pos);
+    }
+    buf_put_u8(&c->out, 0);
+    msg_end(c);
+}
+
+static void send_errorv(SrvConn *c, const char *severity, const char *sqlstate,
+                        const char *fmt, va_list ap)
+{
+    WError e;
+    werr_clear(&e);
+    werr_v(&e, sqlstate, 0, fmt, ap);
+    send_error_fields(c, 'E', severity, &e);
+}
+
+/* A FATAL error: sent at once, and the caller closes the connection. Always
+ * returns -1 so handlers can `return fatal(...)`. */
+__attribute__((format(printf, 3, 4)))
+static int fatal(SrvConn *c, const char *sqlstate, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    send_errorv(c, "FATAL", sqlstate, fmt, ap);
+    va_end(ap);
+    conn_flush(c);
+    return -1;
+}
+
+/* An ERROR inside the extended protocol: skip to Sync. Returns 0 (the
+ * connection goes on). */
+__attribute__((format(printf, 3, 4)))
+static int ext_error(SrvConn *c, const char *sqlstate, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    send_errorv(c, "ERROR", sqlstate, fmt, ap);
+    va_end(ap);
+    c->skip_till_sync = true;
+    return 0;
+}
+
+/* ---- input: reading whole messages ---- */
+
+/* Read exactly n bytes into dst. Returns 0, or -1 on EOF, error or timeout
+ * (c->eof set on an orderly EOF so the close need not linger). */
+static int read_exact(SrvConn *c, void *dst, size_t n)
+{
+    char *d = dst;
+    while (n > 0) {
+        if (c->rpos == c->rlen) {
+            ssize_t got = recv(c->fd, c->rbuf, sizeof c->rbuf, 0);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0) {
+                if (got == 0)
+                    c->eof = true;
+                return -1;
+            }
+            c->rpos = 0;
+            c->rlen = (size_t)got;
+        }
+        size_t k = c->rlen - c->rpos;
+        if (k > n)
+            k = n;
+        memcpy(d, c->rbuf + c->rpos, k);
+        c->rpos += k;
+        d += k;
+        n -= k;
+    }
+    return 0;
+}
+
+static int read_u32(SrvConn *c, uint32_t *v)
+{
+    unsigned char b[4];
+    if (read_exact(c, b, 4) < 0)
+        return -1;
+    *v = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+    return 0;
+}
+
+/* Read a body of n bytes into c->in. Memory is reserved in READ_STEP pieces
+ * as the bytes arrive, so a hostile length within max_message cannot make
+ * us allocate what the peer never sends. */
+static int read_body(SrvConn *c, size_t n)
+{
+    buf_reset(&c->in);
+    while (c->in.len < n) {
+        size_t step = n - c->in.len;
+        if (step > READ_STEP)
+            step = READ_STEP;
+        buf_reserve(&c->in, step);
+        if (read_exact(c, c->in.data + c->in.len, step) < 0)
+            return -1;
+        c->in.len += step;
+    }
+    buf_reserve(&c->in, 0);
+    c->in.data[c->in.len] = 0;
+    return 0;
+}
+
+/* Rd: a bounds-checked cursor over one message body. Reads past the end set
+ * bad and return zeros / "", so decoders check once at the end. */
+typedef struct Rd {
+    const unsigned char *p;
+    size_t n, off;
+    bool bad;
+} Rd;
+
+static Rd rd_of(const Buf *b, size_t off)
+{
+    Rd r = {(const unsigned char *)b->data, b->len, off, b->len < off};
+    return r;
+}
+
+static const unsigned char *rd_bytes(Rd *r, size_t n)
+{
+    if (r->bad || n > r->n - r->off) {
+        r->bad = true;
+        return NULL;
+    }
+    const unsigned char *p = r->p + r->off;
+    r->off += n;
+    return p;
+}
+
+static int rd_u8(Rd *r)
+{
+    const unsigned char *p = rd_bytes(r, 1);
+    return p ? p[0] : 0;
+}
+
+static int rd_i16(Rd *r)
+{
+    const unsigned char *p = rd_bytes(r, 2);
+    return p ? (int16_t)(uint16_t)(p[0] << 8 | p[1]) : 0;
+}
+
+static int32_t rd_i32(Rd *r)
+{
+    const unsigned char *p = rd_bytes(r, 4);
+    return p ? (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+                         (uint32_t)p[2] << 8 | p[3])
+             : 0;
+}
+
+/* A NUL-terminated string inside the body; "" and bad when unterminated. */
+static const char *rd_str(Rd *r)
+{
+    if (r->bad)
+        return "";
+    const unsigned char *z = memchr(r->p + r->off, 0, r->n - r->off);
+    if (!z) {
+        r->bad = true;
+        return "";
+    }
+    const char *s = (const char *)r->p + r->off;
+    r->off = (size_t)(z - r->p) + 1;
+    return s;
+}
+
+static bool rd_done(const Rd *r) { return !r->bad && r->off == r->n; }
+
+/* ---- statements and portals ---- */
+
+/* The highest $n referenced by sql, skipping string literals, quoted
+ * identifiers, comments and dollar-quoted bodies (so '$1' is not a
+ * parameter). Only used to size ParameterDescription and to check Bind;
+ * the engine does the real parsing. */
+static int max_param_ref(const char *s)
+{
+    int max = 0;
+    const char *p = s;
+#define IDENT_CHAR(ch) ((ch) == '_' || (ch) == '$' || ((ch) >= '0' && (ch) <= '9') || \
+                        (((ch) | 0x20) >= 'a' && ((ch) | 0x20) <= 'z') || ((unsigned char)(ch) >= 0x80))
+    while (*p) {
+        char prev = p > s ? p[-1] : ' ';
+        if (*p == '\'' || *p == '"') {
+            char q = *p;
+            bool esc = q == '\'' && (prev == 'e' || prev == 'E') &&
+                       (p - 1 == s || !IDENT_CHAR(p[-2]));
+            p++;
+            while (*p) {
+                if (esc && *p == '\\' && p[1]) {
+                    p += 2;
+                } else if (*p == q) {
+                    p++;
+                    if (*p != q)
+                        break;
+                    p++;
+                } else {
+                    p++;
+                }
+            }
+        } else if (p[0] == '-' && p[1] == '-') {
+            while (*p && *p != '\n')
+                p++;
+        } else if (p[0] == '/' && p[1] == '*') {
+            int depth = 1;
+            p += 2;
+            while (*p && depth > 0) {
+                if (p[0] == '/' && p[1] == '*')
+                    depth++, p += 2;
+                else if (p[0] == '*' && p[1] == '/')
+                    depth--, p += 2;
+                else
+                    p++;
+            }
+        } else if (*p == '$' && !IDENT_CHAR(prev)) {
+            if (p[1] >= '0' && p[1] <= '9') {
+                long n = 0;
+                p++;
+                while (*p >= '0' && *p <= '9') {
+                    if (n < 1000000)
+                        n = n * 10 + (*p - '0');
+                    p++;
+                }
+                if (n > max)
+                    max = n > 1000000 ? 1000000 : (int)n;
+            } else {
+                const char *t = p + 1;
+                while (*t && *t != '$' && IDENT_CHAR(*t))
+                    t++;
+                if (*t != '$') {
+                    p++;
+                    continue;
+                }
+                size_t tag = (size_t)(t - p) + 1;   /* "$tag$" */
+                const char *body = t + 1, *end = body;
+                for (;;) {
+                    end = strchr(end, '$');
+                    if (!end || strncmp(end, p, tag) == 0)
+                        break;
+                    end++;
+                }
+                p = end ? end + tag : body + strlen(body);
+            }
+        } else {
+            p++;
+        }
+    }
+#undef IDENT_CHAR
+    return max;
+}
+
+static void stmt_free(Stmt *s)
+{
+    free(s->name);
+    free(s->sql);
+    free(s->types);
+    free(s);
+}
+
+static void portal_free(Portal *p)
+{
+    for (int i = 0; i < p->n_params; i++)
+        free(p->params[i]);
+    free(p->params);
+    free(p->name);
+    free(p->sql);
+    free(p);
+}
+
+static Stmt **stmt_find(SrvConn *c, const char *name)
+{
+    Stmt **pp = &c->stmts;
+    while (*pp && strcmp((*pp)->name, name) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static Portal **portal_find(SrvConn *c, const char *name)
+{
+    Portal **pp = &c->portals;
+    while (*pp && strcmp((*pp)->name, name) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static void stmt_drop(SrvConn *c, const char *name)
+{
+    Stmt **pp = stmt_find(c, name);
+    if (*pp) {
+        Stmt *s = *pp;
+        *pp = s->next;
+        stmt_free(s);
+        c->n_objects--;
+    }
+}
+
+static void portal_drop(SrvConn *c, const char *name)
+{
+    Portal **pp = portal_find(c, name);
+    if (*pp) {
+        Portal *p = *pp;
+        *pp = p->next;
+        portal_free(p);
+        c->n_objects--;
+    }
+}
+
+/* Portals live until the end of the (implicit) transaction, i.e. Sync. */
+static void portals_drop_all(SrvConn *c)
+{
+    while (c->portals) {
+        Portal *p = c->portals;
+        c->portals = p->next;
+        portal_free(p);
+        c->n_objects--;
+    }
+}
+
+/* ---- SrvResult: engine output to messages ---- */
+
+static int oid_typlen(uint32_t oid)
+{
+    switch (oid) {
+    case SRV_OID_BOOL: return 1;
+    case SRV_OID_INT2: return 2;
+    case SRV_OID_INT4: case SRV_OID_FLOAT4: case SRV_OID_DATE: return 4;
+    case SRV_OID_INT8: case SRV_OID_FLOAT8: case SRV_OID_TIMESTAMP:
+    case SRV_OID_TIMESTAMPTZ: return 8;
+    case SRV_OID_INTERVAL: return 16;
+    default: return -1;
+    }
+}
+
+static void result_init(SrvResult *r, SrvConn *c, ResMode mode)
+{
+    memset(r, 0, sizeof *r);
+    r->c = c;
+    r->mode = mode;
+    r->n_cols = -1;
+}
+
+void srv_result_columns(SrvResult *r, int n_cols, const char *const *names,
+                        const uint32_t *type_oids)
+{
+    if (r->errored || n_cols < 0 || n_cols > 0x7fff)
+        return;
+    r->any = true;
+    r->n_cols = n_cols;
+    r->n_rows = 0;
+    r->completed = false;
+    if (r->mode == RES_EXECUTE || (r->mode == RES_DESCRIBE && r->described))
+        return;
+    r->described = true;
+    SrvConn *c = r->c;
+    msg_begin(c, 'T');
+    put_i16(c, n_cols);
+    for (int i = 0; i < n_cols; i++) {
+        uint32_t oid = type_oids ? type_oids[i] : SRV_OID_TEXT;
+        put_str(c, names && names[i] ? names[i] : "?column?");
+        put_i32(c, 0);                  /* table OID */
+        put_i16(c, 0);                  /* column number */
+        put_i32(c, (int32_t)oid);
+        put_i16(c, oid_typlen(oid));
+        put_i32(c, -1);                 /* typmod */
+        put_i16(c, 0);                  /* text format */
+    }
+    msg_end(c);
+}
+
+int srv_result_row(SrvResult *r, const char *const *values, const int *lens)
+{
+    SrvConn *c = r->c;
+    if (c->dead || r->n_cols < 0)
+        return -1;
+    if (r->errored || r->mode == RES_DESCRIBE)
+        return 0;
+    msg_begin(c, 'D');
+    put_i16(c, r->n_cols);
+    for (int i = 0; i < r->n_cols; i++) {
+        if (!values[i]) {
+            put_i32(c, -1);
+            continue;
+        }
+        size_t n = lens && lens[i] >= 0 ? (size_t)lens[i] : strlen(values[i]);
+        if (n > 0x7fffffffu - 1024 || c->out.len - c->msg_start + n > 0x7fffffffu - 1024) {
+            c->out.len = c->msg_start;   /* cannot be framed: drop the row */
+            return -1;
+        }
+        put_i32(c, (int32_t)n);
+        buf_append(&c->out, values[i], n);
+    }
+    msg_end(c);
+    r->n_rows++;
+    return c->dead ? -1 : 0;
+}
+
+void srv_result_complete(SrvResult *r, const char *tag)
+{
+    if (r->errored || r->mode == RES_DESCRIBE)
+        return;
+    r->any = true;
+    r->completed = true;
+    r->n_cols = -1;
+    msg_begin(r->c, 'C');
+    put_str(r->c, tag ? tag : "");
+    msg_end(r->c);
+}
+
+void srv_result_error(SrvResult *r, const WError *e)
+{
+    if (r->errored)
+        return;
+    r->errored = true;
+    r->any = true;
+    r->in_copy = false;
+    send_error_fields(r->c, 'E', "ERROR", e);
+    if (r->mode != RES_SIMPLE)
+        r->c->skip_till_sync = true;
+}
+
+void srv_result_notice(SrvResult *r, const char *msg)
+{
+    WError e;
+    werr_clear(&e);
+    werr(&e, "00000", 0, "%s", msg ? msg : "");
+    send_error_fields(r->c, 'N', "NOTICE", &e);
+}
+
+int srv_result_copy_begin(SrvResult *r, int n_cols)
+{
+    SrvConn *c = r->c;
+    if (c->dead)
+        return -1;
+    if (r->errored || r->mode == RES_DESCRIBE || n_cols < 0 || n_cols > 0x7fff)
+        return 0;
+    r->any = true;
+    r->in_copy = true;
+    r->completed = false;
+    msg_begin(c, 'H');
+    buf_put_u8(&c->out, 0);             /* overall format: text */
+    put_i16(c, n_cols);
+    for (int i = 0; i < n_cols; i++)
+        put_i16(c, 0);
+    msg_end(c);
+    return conn_flush(c);
+}
+
+int srv_result_copy_data(SrvResult *r, const char *line, int len)
+{
+    SrvConn *c = r->c;
+    if (c->dead)
+        return -1;
+    if (!r->in_copy || len < 0)
+        return 0;
+    msg_begin(c, 'd');
+    buf_append(&c->out, line, (size_t)len);
+    msg_end(c);
+    return c->dead ? -1 : 0;
+}
+
+void srv_result_copy_end(SrvResult *r, const char *tag)
+{
+    if (!r->in_copy)
+        return;
+    r->in_copy = false;
+    send_simple(r->c, 'c');
+    srv_result_complete(r, tag);
+}
+
+int srv_result_flush(SrvResult *r) { return conn_flush(r->c); }
+
+bool srv_result_cancelled(SrvResult *r)
+{
+    SrvConn *c = r->c;
+    if (atomic_load(&c->cancel) || c->dead)
+        return true;
+    /* A client that hung up mid-statement would otherwise only be noticed at
+     * the next write; a statement that writes nothing for minutes (a
+     * SUBSCRIBE on a quiet view) must still stop. Probe, but rarely. */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    if (now.tv_sec > r->next_probe.tv_sec ||
+        (now.tv_sec == r->next_probe.tv_sec && now.tv_nsec >= r->next_probe.tv_nsec)) {
+        struct pollfd p = {c->fd, POLLRDHUP, 0};
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            c->dead = true;
+        now.tv_nsec += PROBE_NS;
+        if (now.tv_nsec >= 1000000000L) {
+            now.tv_sec++;
+            now.tv_nsec -= 1000000000L;
+        }
+        r->next_probe = now;
+    }
+    return c->dead;
+}
+
+/* ---- startup ---- */
+
+/* Authentication. Only trust exists today. SCRAM-SHA-256 slots in here:
+ * send AuthenticationSASL ("SCRAM-SHA-256"), then read SASLInitialResponse
+ * and SASLResponse ('p') messages with read_body()/Rd, computing the proofs
+ * with OpenSSL (PKCS5_PBKDF2_HMAC, HMAC, SHA256), and end with
+ * AuthenticationSASLFinal + AuthenticationOk or FATAL 28P01. */
+static int authenticate(SrvConn *c)
+{
+    msg_begin(c, 'R');
+    put_i32(c, 0);                      /* AuthenticationOk */
+    msg_end(c);
+    return 0;
+}
+
+/* Decode the StartupMessage parameters (c->in from offset 4) into c->user,
+ * c->database, c->app_name; unknown "_pq_." protocol options are collected
+ * for NegotiateProtocolVersion. */
+static int startup_params(SrvConn *c, int minor)
+{
+    Rd rd = rd_of(&c->in, 4);
+    const char *user = NULL, *db = NULL, *app = "";
+    int n_opts = 0;
+    const char *opts[64];
+    for (;;) {
+        const char *k = rd_str(&rd);
+        if (rd.bad)
+            return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid startup packet layout");
+        if (!k[0])
+            break;
+        const char *v = rd_str(&rd);
+        if (rd.bad)
+            return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid startup packet layout");
+        if (strcmp(k, "user") == 0)
+            user = v;
+        else if (strcmp(k, "database") == 0)
+            db = v;
+        else if (strcmp(k, "application_name") == 0)
+            app = v;
+        else if (strncmp(k, "_pq_.", 5) == 0 && n_opts < 64)
+            opts[n_opts++] = k;
+        /* options, client_encoding (we speak UTF8 only), DateStyle...: ignored */
+    }
+    if (!rd_done(&rd))
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid startup packet layout");
+    if (!user || !user[0])
+        return fatal(c, "28000", "no PostgreSQL user name specified in startup packet");
+    c->user = xstrdup(user);
+    c->database = xstrdup(db && db[0] ? db : user);
+    c->app_name = xstrdup(app);
+    if (minor > 0 || n_opts > 0) {
+        msg_begin(c, 'v');              /* NegotiateProtocolVersion: we speak 3.0 */
+        put_i32(c, PROTO_MAJOR << 16);
+        put_i32(c, n_opts);
+        for (int i = 0; i < n_opts; i++)
+            put_str(c, opts[i]);
+        msg_end(c);
+    }
+    return 0;
+}
+
+/* Run the startup handshake up to ReadyForQuery. Returns 0 when a session is
+ * open, -1 to close (cancel requests end here too). */
+static int conn_startup(SrvConn *c)
+{
+    const SrvConfig *cfg = &c->srv->cfg;
+    for (int round = 0;; round++) {
+        uint32_t len;
+        if (read_u32(c, &len) < 0)
+            return -1;
+        if (len < 8 || len > MAX_STARTUP_LEN)
+            return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid length of startup packet");
+        if (read_body(c, len - 4) < 0)
+            return -1;
+        Rd rd = rd_of(&c->in, 0);
+        uint32_t code = (uint32_t)rd_i32(&rd);
+        if (code == CODE_SSL || code == CODE_GSSENC) {
+            /* Bytes sent behind the request before our answer could be
+             * mistaken for post-handshake data (CVE-2021-23214): refuse. */
+            if (round >= MAX_NEGOTIATIONS || len != 8 || c->rpos != c->rlen)
+                return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid encryption request");
+            buf_put_u8(&c->out, 'N');
+            if (conn_flush(c) < 0)
+                return -1;
+            continue;
+        }
+        if (code == CODE_CANCEL) {
+            if (len == 16) {
+                int32_t pid = rd_i32(&rd), key = rd_i32(&rd);
+                cancel_backend(c, pid, key);
+            }
+            return -1;                  /* no reply, as Postgres */
+        }
+        if (code >> 16 != PROTO_MAJOR)
+            return fatal(c, SQLSTATE_NOT_SUPPORTED,
+                         "unsupported frontend protocol %u.%u: server supports 3.0 to 3.0",
+                         code >> 16, code & 0xffff);
+        if (startup_params(c, (int)(code & 0xffff)) < 0)
+            return -1;
+        break;
+    }
+    if (take_slot(c) < 0)
+        return fatal(c, "53300", "sorry, too many clients already");
+    if (authenticate(c) < 0)
+        return -1;
+
+    const SrvEngine *eng = &c->srv->eng;
+    if (eng->session_open) {
+        WError err;
+        werr_clear(&err);
+        c->sess = eng->session_open(eng->ctx, c->user, c->database, &err);
+        if (!c->sess && err.set) {
+            send_error_fields(c, 'E', "FATAL", &err);
+            conn_flush(c);
+            return -1;
+        }
+    }
+    c->sess_open = true;
+
+    send_param_status(c, "server_version", cfg->server_version);
+    send_param_status(c, "server_encoding", "UTF8");
+    send_param_status(c, "client_encoding", "UTF8");
+    send_param_status(c, "DateStyle", "ISO, MDY");
+    send_param_status(c, "TimeZone", "UTC");
+    send_param_status(c, "IntervalStyle", "postgres");
+    send_param_status(c, "integer_datetimes", "on");
+    send_param_status(c, "standard_conforming_strings", "on");
+    send_param_status(c, "application_name", c->app_name);
+    send_param_status(c, "is_superuser", "on");
+    send_param_status(c, "session_authorization", c->user);
+    msg_begin(c, 'K');
+    put_i32(c, c->pid);
+    put_i32(c, c->key);
+    msg_end(c);
+    send_ready(c);
+    return c->dead ? -1 : 0;
+}
+
+/* ---- the message loop: simple query ---- */
+
+static bool query_is_empty(const char *sql)
+{
+    for (; *sql; sql++)
+        if (!strchr(" \t\n\r\f\v;", *sql))
+            return false;
+    return true;
+}
+
+static int on_query(SrvConn *c)
+{
+    Rd rd = rd_of(&c->in, 0);
+    const char *sql = rd_str(&rd);
+    if (!rd_done(&rd))
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Query message");
+    /* A simple query ends the unnamed statement and portal, as in Postgres. */
+    stmt_drop(c, "");
+    portal_drop(c, "");
+    if (query_is_empty(sql)) {
+        send_simple(c, 'I');
+    } else {
+        const SrvEngine *eng = &c->srv->eng;
+        SrvResult r;
+        result_init(&r, c, RES_SIMPLE);
+        atomic_store(&c->cancel, false);
+        eng->query(eng->ctx, c->sess, sql, &r);
+        if (r.in_copy)                  /* engine forgot copy_end */
+            srv_result_copy_end(&r, "COPY");
+        if (!r.any)
+            send_simple(c, 'I');
+    }
+    send_ready(c);
+    return 0;
+}
+
+/* ---- the message loop: extended query ---- */
+
+static int on_parse(SrvConn *c)
+{
+    Rd rd = rd_of(&c->in, 0);
+    const char *name = rd_str(&rd);
+    const char *sql = rd_str(&rd);
+    int n_types = rd_i16(&rd);
+    if (n_types < 0)
+        rd.bad = true;
+    const unsigned char *types = rd_bytes(&rd, (size_t)(n_types > 0 ? n_types : 0) * 4);
+    if (!rd_done(&rd))
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Parse message");
+    if (name[0] && *stmt_find(c, name))
+        return ext_error(c, "42P05", "prepared statement \"%s\" already exists", name);
+    stmt_drop(c, "");
+    if (c->n_objects >= MAX_OBJECTS)
+        return ext_error(c, SQLSTATE_PROGRAM_LIMIT,
+                         "too many prepared statements and portals (limit %d)", MAX_OBJECTS);
+    int n_refs = max_param_ref(sql);
+    Stmt *s = xcalloc(1, sizeof *s);
+    s->name = xstrdup(name);
+    s->sql = xstrdup(sql);
+    s->n_types = n_types;
+    s->n_params = n_refs > n_types ? n_refs : n_types;
+    s->types = xcalloc((size_t)s->n_params + 1, sizeof *s->types);
+    for (int i = 0; i < n_types; i++) {
+        const unsigned char *t = types + 4 * i;
+        s->types[i] = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 | t[3];
+    }
+    s->next = c->stmts;
+    c->stmts = s;
+    c->n_objects++;
+    send_simple(c, '1');
+    return 0;
+}
+
+/* Shortest text that reads back as the same double (Postgres 12+ style). */
+static void fmt_float8(char *out, size_t n, double v)
+{
+    if (isnan(v)) {
+        snprintf(out, n, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(out, n, v > 0 ? "Infinity" : "-Infinity");
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, n, "%.*g", prec, v);
+        if (strtod(out, NULL) == v)
+            return;
+    }
+}
+
+static void fmt_float4(char *out, size_t n, float v)
+{
+    if (isnan(v) || isinf(v)) {
+        fmt_float8(out, n, v);
+        return;
+    }
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(out, n, "%.*g", prec, (double)v);
+        if (strtof(out, NULL) == v)
+            return;
+    }
+}
+
+static uint64_t be_u(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Decode one parameter to text. Returns a malloc'd string, or NULL with an
+ * ERROR already sent. Text must not contain NUL: the engine gets C strings,
+ * and Postgres refuses NUL in text as well. */
+static char *param_to_text(SrvConn *c, int idx, uint32_t oid, int fmt,
+                           const unsigned char *v, size_t len)
+{
+    if (fmt == 0 || oid == SRV_OID_TEXT || oid == SRV_OID_VARCHAR || oid == SRV_OID_UNKNOWN) {
+        if (memchr(v, 0, len)) {
+            ext_error(c, "22021", "invalid byte sequence for encoding \"UTF8\": 0x00");
+            return NULL;
+        }
+        char *s = xmalloc(len + 1);
+        memcpy(s, v, len);
+        s[len] = 0;
+        return s;
+    }
+    char tmp[64];
+    int want = 0;
+    switch (oid) {
+    case SRV_OID_BOOL: want = 1; break;
+    case SRV_OID_INT2: want = 2; break;
+    case SRV_OID_INT4: case SRV_OID_FLOAT4: want = 4; break;
+    case SRV_OID_INT8: case SRV_OID_FLOAT8: want = 8; break;
+    case SRV_OID_BYTEA: {
+        if (len > (SIZE_MAX - 3) / 2) {
+            ext_error(c, SQLSTATE_PROGRAM_LIMIT, "parameter $%d is too large", idx + 1);
+            return NULL;
+        }
+        static const char hex[] = "0123456789abcdef";
+        char *s = xmalloc(2 * len + 3), *o = s;
+        *o++ = '\\';
+        *o++ = 'x';
+        for (size_t i = 0; i < len; i++) {
+            *o++ = hex[v[i] >> 4];
+            *o++ = hex[v[i] & 15];
+        }
+        *o = 0;
+        return s;
+    }
+    default:
+        ext_error(c, SQLSTATE_NOT_SUPPORTED,
+                  "binary format for parameter $%d of type %u is not supported", idx + 1, oid);
+        return NULL;
+    }
+    if (len != (size_t)want) {
+        ext_error(c, "22P03", "incorrect binary data format in bind parameter %d", idx + 1);
+        return NULL;
+    }
+    uint64_t u = be_u(v, want);
+    switch (oid) {
+    case SRV_OID_BOOL: snprintf(tmp, sizeof tmp, "%s", u ? "t" : "f"); break;
+    case SRV_OID_INT2: snprintf(tmp, sizeof tmp, "%d", (int)(int16_t)u); break;
+    case SRV_OID_INT4: snprintf(tmp, sizeof tmp, "%d", (int)(int32_t)u); break;
+    case SRV_OID_INT8: snprintf(tmp, sizeof tmp, "%lld", (long long)(int64_t)u); break;
+    case SRV_OID_FLOAT4: {
+        uint32_t bits = (uint32_t)u;
+        float f;
+        memcpy(&f, &bits, 4);
+        fmt_float4(tmp, sizeof tmp, f);
+        break;
+    }
+    default: {
+        double d;
+        memcpy(&d, &u, 8);
+        fmt_float8(tmp, sizeof tmp, d);
+        break;
+    }
+    }
+    return xstrdup(tmp);
+}
+
+static int on_bind(SrvConn *c)
+{
+    Rd rd = rd_of(&c->in, 0);
+    const char *portal = rd_str(&rd);
+    const char *stmt = rd_str(&rd);
+    int n_pfmt = rd_i16(&rd);
+    const unsigned char *pfmt = rd_bytes(&rd, (size_t)(n_pfmt > 0 ? n_pfmt : 0) * 2);
+    int n_params = rd_i16(&rd);
+    if (n_pfmt < 0 || n_params < 0 || (size_t)n_params * 4 > rd.n - rd.off)
+        rd.bad = true;
+    /* Locate every value before allocating anything for them. */
+    const unsigned char **vals = NULL;
+    int32_t *lens = NULL;
+    if (!rd.bad && n_params > 0) {
+        vals = xcalloc((size_t)n_params, sizeof *vals);
+        lens = xcalloc((size_t)n_params, sizeof *lens);
+    }
+    for (int i = 0; i < n_params && !rd.bad; i++) {
+        lens[i] = rd_i32(&rd);
+        if (lens[i] < -1)
+            rd.bad = true;
+        else if (lens[i] >= 0)
+            vals[i] = rd_bytes(&rd, (size_t)lens[i]);
+    }
+    int n_rfmt = rd_i16(&rd);
+    const unsigned char *rfmt = rd_bytes(&rd, (size_t)(n_rfmt > 0 ? n_rfmt : 0) * 2);
+    if (n_rfmt < 0 || !rd_done(&rd)) {
+        free(vals);
+        free(lens);
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Bind message");
+    }
+
+    char **params = NULL;
+    int n_done = 0;
+    Stmt *s = *stmt_find(c, stmt);
+    if (!s) {
+        ext_error(c, "26000", "prepared statement \"%s\" does not exist", stmt);
+        goto out;
+    }
+    if (n_pfmt > 1 && n_pfmt != n_params) {
+        ext_error(c, SQLSTATE_PROTOCOL_VIOLATION,
+                  "bind message has %d parameter formats but %d parameters", n_pfmt, n_params);
+        goto out;
+    }
+    if (n_params != s->n_params) {
+        ext_error(c, SQLSTATE_PROTOCOL_VIOLATION,
+                  "bind message supplies %d parameters, but prepared statement \"%s\" requires %d",
+                  n_params, stmt, s->n_params);
+        goto out;
+    }
+    for (int i = 0; i < n_rfmt; i++) {
+        int f = (int16_t)be_u(rfmt + 2 * i, 2);
+        if (f == 1) {
+            ext_error(c, SQLSTATE_NOT_SUPPORTED, "binary result format is not supported");
+            goto out;
+        }
+        if (f != 0) {
+            ext_error(c, SQLSTATE_INVALID_PARAMETER, "unsupported format code: %d", f);
+            goto out;
+        }
+    }
+    if (portal[0] && *portal_find(c, portal)) {
+        ext_error(c, "42P03", "portal \"%s\" already exists", portal);
+        goto out;
+    }
+    portal_drop(c, "");
+    if (c->n_objects >= MAX_OBJECTS) {
+        ext_error(c, SQLSTATE_PROGRAM_LIMIT,
+                  "too many prepared statements and portals (limit %d)", MAX_OBJECTS);
+        goto out;
+    }
+    params = n_params ? xcalloc((size_t)n_params, sizeof *params) : NULL;
+    for (; n_done < n_params; n_done++) {
+        int i = n_done;
+        int f = n_pfmt == 0 ? 0 : (int16_t)be_u(pfmt + 2 * (n_pfmt == 1 ? 0 : i), 2);
+        if (f != 0 && f != 1) {
+            ext_error(c, SQLSTATE_INVALID_PARAMETER, "unsupported format code: %d", f);
+            goto out;
+        }
+        if (lens[i] < 0)
+            continue;
+        params[i] = param_to_text(c, i, s->types[i], f, vals[i], (size_t)lens[i]);
+        if (!params[i])
+            goto out;
+    }
+    Portal *p = xcalloc(1, sizeof *p);
+    p->name = xstrdup(portal);
+    p->sql = xstrdup(s->sql);
+    p->n_params = n_params;
+    p->params = params;
+    params = NULL;
+    p->next = c->portals;
+    c->portals = p;
+    c->n_objects++;
+    send_simple(c, '2');
+out:
+    if (params) {
+        for (int i = 0; i < n_done; i++)
+            free(params[i]);
+        free(params);
+    }
+    free(vals);
+    free(lens);
+    return 0;
+}
+
+/* RowDescription or NoData for sql, by asking the engine to describe it. */
+static void describe_rows(SrvConn *c, const char *sql, int n_params, const char *const *params)
+{
+    if (query_is_empty(sql)) {
+        send_simple(c, 'n');
+        return;
+    }
+    const SrvEngine *eng = &c->srv->eng;
+    SrvResult r;
+    result_init(&r, c, RES_DESCRIBE);
+    eng->execute(eng->ctx, c->sess, sql, n_params, params, true, 0, &r);
+    if (!r.errored && !r.described)
+        send_simple(c, 'n');
+}
+
+static int on_describe(SrvConn *c)
+{
+    Rd rd = rd_of(&c->in, 0);
+    int kind = rd_u8(&rd);
+    const char *name = rd_str(&rd);
+    if (!rd_done(&rd) || (kind != 'S' && kind != 'P'))
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Describe message");
+    if (kind == 'S') {
+        Stmt *s = *stmt_find(c, name);
+        if (!s)
+            return ext_error(c, "26000", "prepared statement \"%s\" does not exist", name);
+        msg_begin(c, 't');
+        put_i16(c, s->n_params);
+        for (int i = 0; i < s->n_params; i++)
+            put_i32(c, (int32_t)(s->types[i] ? s->types[i] : SRV_OID_TEXT));
+        msg_end(c);
+        const char **nulls = xcalloc((size_t)s->n_params + 1, sizeof *nulls);
+        describe_rows(c, s->sql, s->n_params, nulls);
+        free(nulls);
+    } else {
+        Portal *p = *portal_find(c, name);
+        if (!p)
+            return ext_error(c, "34000", "portal \"%s\" does not exist", name);
+        describe_rows(c, p->sql, p->n_params, (const char *const *)p->params);
+    }
+    return 0;
+}
+
+static int on_execute(SrvConn *c)
+{
+    Rd rd = rd_of(&c->in, 0);
+    const char *name = rd_str(&rd);
+    int32_t max_rows = rd_i32(&rd);
+    if (!rd_done(&rd))
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Execute message");
+    Portal *p = *portal_find(c, name);
+    if (!p)
+        return ext_error(c, "34000", "portal \"%s\" does not exist", name);
+    if (query_is_empty(p->sql)) {
+        send_simple(c, 'I');
+        return 0;
+    }
+    const SrvEngine *eng = &c->srv->eng;
+    SrvResult r;
+    result_init(&r, c, RES_EXECUTE);
+    atomic_store(&c->cancel, false);
+    eng->execute(eng->ctx, c->sess, p->sql, p->n_params, (const char *const *)p->params,
+                 false, max_rows > 0 ? max_rows : 0, &r);
+    if (r.in_copy)
+        srv_result_copy_end(&r, "COPY");
+    if (!r.errored && !r.completed) {
+        /* The client waits for a completion before Sync's ReadyForQuery
+         * means anything; make one up rather than leave it guessing. */
+        if (!r.any) {
+            send_simple(c, 'I');
+        } else {
+            char tag[48];
+            snprintf(tag, sizeof tag, "SELECT %ld", r.n_rows);
+            srv_result_complete(&r, tag);
+        }
+    }
+    return 0;
+}
+
+static int on_close(SrvConn *c)
+{
+    Rd rd = rd_of(&c->in, 0);
+    int kind = rd_u8(&rd);
+    const char *name = rd_str(&rd);
+    if (!rd_done(&rd) || (kind != 'S' && kind != 'P'))
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Close message");
+    if (kind == 'S')
+        stmt_drop(c, name);
+    else
+        portal_drop(c, name);
+    send_simple(c, '3');                /* closing what does not exist is fine */
+    return 0;
+}
+
+static bool known_type(int t) { return t && strchr("QPBDESHCXFdcf", t); }
+
+/* Handle the message in c->in. Returns 0 to go on, -1 to close. */
+static int dispatch(SrvConn *c, int type)
+{
+    if (c->skip_till_sync && type != 'S' && type != 'X')
+        return 0;
+    switch (type) {
+    case 'Q': return on_query(c);
+    case 'P': return on_parse(c);
+    case 'B': return on_bind(c);
+    case 'D': return on_describe(c);
+    case 'E': return on_execute(c);
+    case 'C': return on_close(c);
+    case 'S':
+        if (c->in.len != 0)
+            return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Sync message");
+        c->skip_till_sync = false;
+        portals_drop_all(c);
+        send_ready(c);
+        return 0;
+    case 'H':
+        if (c->in.len != 0)
+            return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Flush message");
+        conn_flush(c);
+        return 0;
+    case 'X':
+        return -1;
+    case 'F':
+        send_error_fields(c, 'E', "ERROR", &(WError){.set = true, .sqlstate = "0A000",
+                                                     .msg = "function call protocol is not supported"});
+        send_ready(c);
+        return 0;
+    case 'd': case 'c': case 'f':
+        return 0;                       /* stray COPY IN traffic: ignored, as Postgres */
+    default:
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid frontend message type %d", type);
+    }
+}
+
+/* Serve one connection from startup to close (on its own thread). */
+static void conn_serve(SrvConn *c)
+{
+    const SrvConfig *cfg = &c->srv->cfg;
+    if (conn_startup(c) < 0)
+        goto out;
+    set_timeout(c->fd, SO_RCVTIMEO, 0);     /* sessions may idle for ever */
+    while (!c->dead) {
+        unsigned char type;
+        uint32_t len;
+        if (read_exact(c, &type, 1) < 0)
+            break;
+        /* Judge the type byte before trusting the length behind it: junk
+         * must not make us wait for (or reserve) a bogus body. */
+        if (!known_type(type)) {
+            fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid frontend message type %d", type);
+            break;
+        }
+        if (read_u32(c, &len) < 0)
+            break;
+        if (len < 4) {
+            fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid message length %u", len);
+            break;
+        }
+        if (len - 4 > cfg->max_message) {
+            fatal(c, SQLSTATE_PROTOCOL_VIOLATION,
+                  "message of %u bytes exceeds the limit of %zu bytes", len - 4, cfg->max_message);
+            break;
+        }
+        if (read_body(c, len - 4) < 0)
+            break;
+        if (dispatch(c, type) < 0)
+            break;
+    }
+out:
+    conn_flush(c);
+    if (c->sess_open) {
+        const SrvEngine *eng = &c->srv->eng;
+        if (eng->session_close)
+            eng->session_close(eng->ctx, c->sess);
+        c->sess_open = false;
+    }
+    while (c->stmts) {
+        Stmt *s = c->stmts;
+        c->stmts = s->next;
+        stmt_free(s);
+    }
+    portals_drop_all(c);
+    c->n_objects = 0;
+}
+
+/* ---- listener: accept, threads, limits, cancel routing ---- */
+
+static void set_timeout(int fd, int opt, int ms)
+{
+    struct timeval tv = {ms > 0 ? ms / 1000 : 0, ms > 0 ? (ms % 1000) * 1000 : 0};
+    setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv);
+}
+
+/* Find the backend a CancelRequest names and raise its flag. The pid alone
+ * is guessable; the random key is what authorizes the cancel. */
+static void cancel_backend(SrvConn *c, int32_t pid, int32_t key)
+{
+    SrvServer *s = c->srv;
+    pthread_mutex_lock(&s->mu);
+    for (SrvConn *o = s->conns; o; o = o->next)
+        if (o != c && !o->done && o->pid == pid && o->key == key)
+            atomic_store(&o->cancel, true);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Claim one of max_connections once the client has shown it wants a
+ * session (not a cancel). Returns 0, or -1 when the server is full. */
+static int take_slot(SrvConn *c)
+{
+    SrvServer *s = c->srv;
+    int rc = -1;
+    pthread_mutex_lock(&s->mu);
+    if (s->n_sessions < s->cfg.max_connections) {
+        s->n_sessions++;
+        c->counted = true;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* Close so that our last message (often a FATAL error) reaches the peer:
+ * closing with unread input makes the kernel send RST, which can destroy
+ * what is still in flight. So send FIN first and drain briefly. */
+static void lingering_close(SrvConn *c)
+{
+    shutdown(c->fd, SHUT_WR);
+    if (!c->eof) {
+        set_timeout(c->fd, SO_RCVTIMEO, 200);
+        char junk[4096];
+        for (int i = 0; i < 64; i++)
+            if (recv(c->fd, junk, sizeof junk, 0) <= 0)
+                break;
+    }
+}
+
+static void *conn_main(void *arg)
+{
+    SrvConn *c = arg;
+    SrvServer *s = c->srv;
+    set_timeout(c->fd, SO_RCVTIMEO, s->cfg.startup_timeout_ms);
+    conn_serve(c);
+    lingering_close(c);
+    pthread_mutex_lock(&s->mu);
+    close(c->fd);
+    c->fd = -1;
+    if (c->counted)
+        s->n_sessions--;
+    s->n_threads--;
+    c->done = true;
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void conn_free(SrvConn *c)
+{
+    buf_free(&c->in);
+    buf_free(&c->out);
+    free(c->user);
+    free(c->database);
+    free(c->app_name);
+    free(c);
+}
+
+/* Join and free finished connections (all of them when stopping). */
+static void reap(SrvServer *s, bool all)
+{
+    SrvConn *dead = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (SrvConn **pp = &s->conns; *pp;) {
+        SrvConn *c = *pp;
+        if (all || c->done) {
+            *pp = c->next;
+            c->next = dead;
+            dead = c;
+        } else {
+            pp = &c->next;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    while (dead) {
+        SrvConn *c = dead;
+        dead = c->next;
+        pthread_join(c->thread, NULL);
+        conn_free(c);
+    }
+}
+
+static int32_t random_key(void)
+{
+    int32_t k;
+    if (getrandom(&k, sizeof k, 0) != (ssize_t)sizeof k) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        k = (int32_t)(t.tv_nsec ^ (t.tv_sec << 20) ^ (intptr_t)&t);
+    }
+    return k;
+}
+
+static void start_conn(SrvServer *s, int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  /* we batch ourselves */
+    if (s->cfg.send_timeout_ms > 0)
+        set_timeout(fd, SO_SNDTIMEO, s->cfg.send_timeout_ms);
+    SrvConn *c = xcalloc(1, sizeof *c);
+    c->srv = s;
+    c->fd = fd;
+    c->key = random_key();
+    atomic_init(&c->cancel, false);
+    pthread_mutex_lock(&s->mu);
+    if (s->n_threads >= s->cfg.max_connections + EXTRA_THREADS) {
+        pthread_mutex_unlock(&s->mu);
+        close(fd);
+        free(c);
+        return;
+    }
+    c->pid = s->next_pid++;
+    if (s->next_pid <= 0)
+        s->next_pid = 1000;
+    c->next = s->conns;
+    s->conns = c;
+    s->n_threads++;
+    /* Created under the lock so the thread cannot finish (and be reaped)
+     * before c->thread is set; it blocks on mu only at its very end. */
+    if (pthread_create(&c->thread, NULL, conn_main, c) != 0) {
+        s->conns = c->next;
+        s->n_threads--;
+        pthread_mutex_unlock(&s->mu);
+        close(fd);
+        free(c);
+        return;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *accept_main(void *arg)
+{
+    SrvServer *s = arg;
+    while (!atomic_load(&s->stopping)) {
+        struct pollfd p[2] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
+        int n = poll(p, 2, 500);
+        reap(s, false);
+        if (n <= 0 || p[1].revents)
+            continue;
+        if (!(p[0].revents & POLLIN))
+            continue;
+        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                poll(NULL, 0, 50);      /* out of descriptors: don't spin */
+            continue;
+        }
+        start_conn(s, fd);
+    }
+    return NULL;
+}
+
+static int listen_on(SrvServer *s, const char *host, int port, WError *err)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    char service[16];
+    snprintf(service, sizeof service, "%d", port);
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc != 0)
+        return werr(err, SQLSTATE_IO_ERROR, 0, "could not resolve \"%s\": %s", host,
+                    gai_strerror(rc));
+    int saved = 0;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0) {
+            struct sockaddr_storage ss;
+            socklen_t sl = sizeof ss;
+            getsockname(fd, (struct sockaddr *)&ss, &sl);
+            s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                      : ((struct sockaddr_in *)&ss)->sin_port);
+            s->lfd = fd;
+            freeaddrinfo(res);
+            return 0;
+        }
+        saved = errno;
+        close(fd);
+    }
+    freeaddrinfo(res);
+    return werr(err, SQLSTATE_IO_ERROR, 0, "could not listen on %s:%d: %s", host, port,
+                strerror(saved));
+}
+
+int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **out,
+                     WError *err)
+{
+    *out = NULL;
+    if (!engine || !engine->query || !engine->execute)
+        return werr(err, SQLSTATE_INTERNAL, 0, "engine must provide query and execute");
+    SrvServer *s = xcalloc(1, sizeof *s);
+    s->cfg = *cfg;
+    s->cfg.host = xstrdup(cfg->host ? cfg->host : "127.0.0.1");
+    s->cfg.server_version = xstrdup(cfg->server_version ? cfg->server_version : "15.0");
+    if (s->cfg.max_connections <= 0)
+        s->cfg.max_connections = 100;
+    if (s->cfg.max_message == 0)
+        s->cfg.max_message = 64u << 20;
+    if (s->cfg.max_message > 0x7ffffff0u)
+        s->cfg.max_message = 0x7ffffff0u;   /* lengths are int32 on the wire */
+    if (s->cfg.send_timeout_ms == 0)
+        s->cfg.send_timeout_ms = 60000;
+    if (s->cfg.startup_timeout_ms <= 0)
+        s->cfg.startup_timeout_ms = 10000;
+    s->eng = *engine;
+    s->lfd = s->wake[0] = s->wake[1] = -1;
+    s->next_pid = 1000 + (random_key() & 0xffff);
+    atomic_init(&s->stopping, false);
+    pthread_mutex_init(&s->mu, NULL);
+    if (listen_on(s, s->cfg.host, cfg->port, err) < 0)
+        goto fail;
+    if (pipe2(s->wake, O_CLOEXEC) < 0) {
+        werr(err, SQLSTATE_IO_ERROR, 0, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    if (pthread_create(&s->acceptor, NULL, accept_main, s) != 0) {
+        werr(err, SQLSTATE_IO_ERROR, 0, "could not start the accept thread");
+        goto fail;
+    }
+    *out = s;
+    return 0;
+fail:
+    if (s->lfd >= 0)
+        close(s->lfd);
+    if (s->wake[0] >= 0) {
+        close(s->wake[0]);
+        close(s->wake[1]);
+    }
+    pthread_mutex_destroy(&s->mu);
+    free((char *)s->cfg.host);
+    free((char *)s->cfg.server_version);
+    free(s);
+    return -1;
+}
+
+int srv_server_port(const SrvServer *s) { return s->port; }
+
+void srv_server_stop(SrvServer *s)
+{
+    if (!s)
+        return;
+    atomic_store(&s->stopping, true);
+    ssize_t w = write(s->wake[1], "x", 1);
+    (void)w;
+    pthread_join(s->acceptor, NULL);
+    close(s->lfd);
+    /* Wake every connection thread: blocked reads and writes fail, running
+     * statements see srv_result_cancelled(). The fd is still open (threads
+     * close it under mu), so shutdown cannot hit a reused descriptor. */
+    pthread_mutex_lock(&s->mu);
+    for (SrvConn *c = s->conns; c; c = c->next) {
+        atomic_store(&c->cancel, true);
+        if (c->fd >= 0)
+            shutdown(c->fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&s->mu);
+    reap(s, true);
+    close(s->wake[0]);
+    close(s->wake[1]);
+    pthread_mutex_destroy(&s->mu);
+    free((char *)s->cfg.host);
+    free((char *)s->cfg.server_version);
+    free(s);
+}

@@ -1,0 +1,174 @@
+/*
+ * pgwire.h: the PostgreSQL wire protocol (v3) server, the only way clients
+ * (psql, libpq, JDBC, any Postgres driver) reach the engine.
+ *
+ * The server owns sockets, threads and the byte format; the engine owns SQL.
+ * They meet through two small surfaces:
+ *
+ *   - SrvEngine: callbacks the server makes into the engine (open/close a
+ *     session, run a simple query, run or describe one extended-protocol
+ *     statement). Each call runs on the connection's own thread, so a slow
+ *     statement blocks only its own client.
+ *   - SrvResult: what the engine calls back while one statement runs, to emit
+ *     columns, rows, a completion tag, an error, notices or a COPY OUT stream.
+ *     The server turns each call into protocol messages for that client.
+ *
+ * Threading: one thread accepts, one thread per connection. The engine's
+ * callbacks may be called concurrently for different sessions, never
+ * concurrently for the same session.
+ */
+#ifndef WEIR_SERVER_PGWIRE_H
+#define WEIR_SERVER_PGWIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* Type OIDs the server knows the width of (RowDescription typlen) and can
+ * decode in binary Bind parameters. Any other OID is passed through as-is. */
+#define SRV_OID_BOOL        16
+#define SRV_OID_BYTEA       17
+#define SRV_OID_INT8        20
+#define SRV_OID_INT2        21
+#define SRV_OID_INT4        23
+#define SRV_OID_TEXT        25
+#define SRV_OID_FLOAT4      700
+#define SRV_OID_FLOAT8      701
+#define SRV_OID_UNKNOWN     705
+#define SRV_OID_VARCHAR     1043
+#define SRV_OID_DATE        1082
+#define SRV_OID_TIMESTAMP   1114
+#define SRV_OID_TIMESTAMPTZ 1184
+#define SRV_OID_INTERVAL    1186
+#define SRV_OID_NUMERIC     1700
+#define SRV_OID_JSONB       3802
+
+/*
+ * SrvResult: the response being written to one client for one engine call.
+ *
+ * Valid only during the SrvEngine.query / SrvEngine.execute call that
+ * received it, on that call's thread (or on one other thread at a time while
+ * that call waits for it). Output is buffered and sent at ReadyForQuery, when
+ * the buffer grows large, or on srv_result_flush().
+ *
+ * Once srv_result_error() has been called, every later emit on the same
+ * SrvResult is dropped: the statement (and, for a simple query, the rest of
+ * the query string) is over.
+ */
+typedef struct SrvResult SrvResult;
+
+/* RowDescription for the statement about to emit rows (text format).
+ * names[i] are column names; type_oids may be NULL (all text, OID 25).
+ * Must precede srv_result_row(); it also resets the row count used by the
+ * server if it has to invent a completion tag. In an extended-protocol
+ * Execute the description was already sent by Describe, so the message is
+ * suppressed, but the column count is still needed: always call this. */
+void srv_result_columns(SrvResult *r, int n_cols, const char *const *names,
+                        const uint32_t *type_oids);
+
+/* DataRow with as many values as the last srv_result_columns() declared.
+ * values[i] == NULL is SQL NULL; lens may be NULL, and lens[i] < 0 means
+ * strlen(values[i]). Returns 0, or <0 if the client is gone (or no columns
+ * were declared): the engine should stop producing and return. */
+int srv_result_row(SrvResult *r, const char *const *values, const int *lens);
+
+/* CommandComplete, e.g. "SELECT 3", "INSERT 0 1", "CREATE SOURCE". Ends one
+ * statement; in a simple query more statements may follow. */
+void srv_result_complete(SrvResult *r, const char *tag);
+
+/* ErrorResponse with severity ERROR: C=e->sqlstate, M=e->msg, D/H when set,
+ * P=e->pos when > 0. After it the engine must stop the query (a simple query
+ * does not run its later statements); in the extended protocol the server
+ * then skips messages until Sync, as the protocol requires. */
+void srv_result_error(SrvResult *r, const WError *e);
+
+/* NoticeResponse (severity NOTICE, SQLSTATE 00000). Allowed at any time. */
+void srv_result_notice(SrvResult *r, const char *msg);
+
+/* CopyOutResponse (text, n_cols columns) for SUBSCRIBE-like streams; sent
+ * immediately. Returns 0, or <0 if the client is gone. */
+int srv_result_copy_begin(SrvResult *r, int n_cols);
+
+/* One CopyData message carrying line[0..len). Buffered: call
+ * srv_result_flush() after each batch (e.g. each epoch) so the client sees
+ * it promptly. Returns 0, or <0 if the client is gone (stop streaming). */
+int srv_result_copy_data(SrvResult *r, const char *line, int len);
+
+/* CopyDone, then CommandComplete with tag. */
+void srv_result_copy_end(SrvResult *r, const char *tag);
+
+/* Send everything buffered so far. Returns 0, or <0 if the client is gone.
+ * Blocks at most SrvConfig.send_timeout_ms on a client that does not read. */
+int srv_result_flush(SrvResult *r);
+
+/* True when the statement should stop: a CancelRequest for this backend
+ * arrived since the statement began, the client hung up, or the server is
+ * stopping. Cheap (an atomic load, plus a socket probe at most every 100 ms):
+ * long-running statements poll it and then report SQLSTATE 57014. */
+bool srv_result_cancelled(SrvResult *r);
+
+/*
+ * SrvEngine: the engine as the server sees it. ctx is passed back verbatim.
+ * Every function is called on the connection's thread.
+ */
+typedef struct SrvEngine {
+    void *ctx;
+    /* A client finished startup. Returns per-session state; to refuse, fill
+     * err (the client gets it as a FATAL ErrorResponse) and return NULL.
+     * NULL with err unset is a valid session state. May be NULL. */
+    void *(*session_open)(void *ctx, const char *user, const char *database, WError *err);
+    /* The connection is over (whatever the reason). May be NULL. */
+    void (*session_close)(void *ctx, void *sess);
+    /* Simple Query: run every statement of sql in order; after an error the
+     * engine stops (the server then sends ReadyForQuery). Emits through out.
+     * An empty query string (only blanks and semicolons) never reaches the
+     * engine: the server answers EmptyQueryResponse itself; if the engine
+     * emits nothing at all (say, only comments) the server does the same. */
+    void (*query)(void *ctx, void *sess, const char *sql, SrvResult *out);
+    /* Extended protocol: one statement with n_params text parameters
+     * ($1..$n; NULL = SQL NULL; binary parameters were already decoded to
+     * text). describe_only: emit only srv_result_columns (or nothing if the
+     * statement returns no rows), run nothing; the params are then all NULL
+     * when a prepared statement (not a portal) is described. max_rows 0 = all;
+     * the server never sends PortalSuspended, so an engine that honours
+     * max_rows simply completes after that many rows. */
+    void (*execute)(void *ctx, void *sess, const char *sql, int n_params,
+                    const char *const *params, bool describe_only, long max_rows,
+                    SrvResult *out);
+} SrvEngine;
+
+/* SrvConfig: zero-initialized fields take the defaults in brackets. */
+typedef struct SrvConfig {
+    const char *host;           /* listen address ["127.0.0.1"]; names and IPv6 ok */
+    int port;                   /* 0 = pick a free port (srv_server_port tells which) */
+    int max_connections;        /* [100]; beyond it: ErrorResponse 53300, then close.
+                                   Cancel requests are not counted. */
+    size_t max_message;         /* [64 MiB]; a larger length field: ErrorResponse
+                                   08P01 then close, checked before allocating */
+    const char *server_version; /* ParameterStatus server_version ["15.0"]; keep
+                                   a leading "major.minor" that drivers parse,
+                                   e.g. "15.0 (weir 0.1.0)" */
+    int send_timeout_ms;        /* [60000]; a client that reads nothing for this
+                                   long is treated as gone; <0 = wait forever */
+    int startup_timeout_ms;     /* [10000]; time allowed to finish startup */
+} SrvConfig;
+
+typedef struct SrvServer SrvServer;
+
+/* Bind and listen on cfg->host:cfg->port and start the accept thread.
+ * engine is copied; cfg strings are copied. Returns 0 and *out, or -1 with
+ * err filled (SQLSTATE 58030, e.g. address in use or unresolvable host). */
+int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **out,
+                     WError *err);
+
+/* The TCP port actually bound (useful with cfg.port = 0). */
+int srv_server_port(const SrvServer *s);
+
+/* Close the listener and every connection (running statements see
+ * srv_result_cancelled() and a dead client), wait for all threads, call
+ * session_close for each open session, and free s. NULL is allowed. */
+void srv_server_stop(SrvServer *s);
+
+#endif

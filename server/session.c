@@ -1,0 +1,828 @@
+/*
+ * session.c: executing statements for a client session.
+ *
+ * A Query message's text is parsed into statements, and each runs in turn
+ * with the engine lock held (FLUSH releases it while it waits), so a
+ * statement sees the views between two engine steps. DDL changes the
+ * catalog and persists it before it answers; CREATE MATERIALIZED VIEW
+ * plans the query and starts its dataflow; SELECT plans an ad hoc query
+ * over the views' current rows; INSERT INTO a Kafka source produces JSON
+ * records to its topic and returns once the broker has them.
+ */
+#include "engine_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "row.h"
+
+#define FLUSH_TIMEOUT_MS 60000
+
+/* ---- settings ------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    const char *dflt;
+} SETTINGS[] = {
+    {"application_name", ""},
+    {"client_encoding", "UTF8"},
+    {"server_encoding", "UTF8"},
+    {"datestyle", "ISO, MDY"},
+    {"timezone", "UTC"},
+    {"intervalstyle", "postgres"},
+    {"extra_float_digits", "1"},
+    {"search_path", "public"},
+    {"statement_timeout", "0"},
+    {"lock_timeout", "0"},
+    {"idle_in_transaction_session_timeout", "0"},
+    {"client_min_messages", "notice"},
+    {"standard_conforming_strings", "on"},
+    {"bytea_output", "hex"},
+    {"server_version", "15.0"},
+    {"server_version_num", "150000"},
+    {"integer_datetimes", "on"},
+    {"transaction_isolation", "read committed"},
+    {"streaming_allow_unbounded_state", "false"},
+};
+
+static int setting_index(const char *name)
+{
+    for (size_t i = 0; i < sizeof SETTINGS / sizeof SETTINGS[0]; i++)
+        if (strcasecmp(SETTINGS[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static const char *setting_get(Session *s, const char *name)
+{
+    for (int i = 0; i < s->n_settings; i++)
+        if (strcasecmp(s->keys[i], name) == 0)
+            return s->values[i];
+    int k = setting_index(name);
+    return k >= 0 ? SETTINGS[k].dflt : NULL;
+}
+
+static void setting_set(Session *s, const char *name, const char *value)
+{
+    for (int i = 0; i < s->n_settings; i++)
+        if (strcasecmp(s->keys[i], name) == 0) {
+            free(s->values[i]);
+            if (value) {
+                s->values[i] = xstrdup(value);
+            } else {
+                free(s->keys[i]);
+                s->keys[i] = s->keys[s->n_settings - 1];
+                s->values[i] = s->values[s->n_settings - 1];
+                s->n_settings--;
+            }
+            return;
+        }
+    if (!value)
+        return;
+    s->keys = xrealloc(s->keys, sizeof(char *) * (size_t)(s->n_settings + 1));
+    s->values = xrealloc(s->values, sizeof(char *) * (size_t)(s->n_settings + 1));
+    s->keys[s->n_settings] = xstrdup(name);
+    s->values[s->n_settings] = xstrdup(value);
+    s->n_settings++;
+}
+
+void *session_open(void *ctx, const char *user, const char *database, WError *err)
+{
+    Session *s = xcalloc(1, sizeof *s);
+    s->e = ctx;
+    s->user = xstrdup(user ? user : "weir");
+    return s;
+}
+
+void session_close(void *ctx, void *sess)
+{
+    Session *s = sess;
+    if (!s)
+        return;
+    for (int i = 0; i < s->n_settings; i++) {
+        free(s->keys[i]);
+        free(s->values[i]);
+    }
+    free(s->keys);
+    free(s->values);
+    free(s->user);
+    free(s);
+}
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+static const char *kind_word(CatKind k)
+{
+    switch (k) {
+    case CAT_SOURCE: return "source";
+    case CAT_TABLE: return "table";
+    case CAT_VIEW: return "materialized view";
+    case CAT_SINK: return "sink";
+    }
+    return "relation";
+}
+
+static void one_text_column(SrvResult *out, const char *name)
+{
+    uint32_t oid = SRV_OID_TEXT;
+    srv_result_columns(out, 1, &name, &oid);
+}
+
+static void text_row(SrvResult *out, int n, const char **vals)
+{
+    int lens[8];
+    for (int i = 0; i < n; i++)
+        lens[i] = vals[i] ? (int)strlen(vals[i]) : -1;
+    srv_result_row(out, vals, lens);
+}
+
+/* ---- CREATE SOURCE ----------------------------------------------------------------- */
+
+int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+{
+    const AstCreateSource *cs = st->u.create_source;
+    if (cs->obj == OBJ_TABLE)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: CREATE TABLE"),
+               werr_hint(err, "Use CREATE SOURCE over a Kafka topic."), -1;
+    if (cs->encode_options)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE options");
+    if (cs->format && strcasecmp(cs->format, "plain") != 0)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: FORMAT %s", cs->format);
+    if (cs->encode && strcasecmp(cs->encode, "json") != 0)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE %s", cs->encode);
+    CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
+    if (!replay) {
+        o->name = xstrdup(cs->name);
+        o->sql = xstrdup(sql);
+    }
+    o->kind = CAT_SOURCE;
+    o->arena = arena_new(0);
+    CatRelation *r = &o->rel;
+    r->kind = CAT_SOURCE;
+    r->name = o->name;
+    int n_opts = ast_list_len(cs->options);
+    CatOption *opts = arena_zalloc(o->arena, sizeof(CatOption) * (size_t)(n_opts ? n_opts : 1));
+    for (int i = 0; i < n_opts; i++) {
+        const AstOption *op = AST_AT(cs->options, i);
+        for (int j = 0; j < i; j++)
+            if (strcasecmp(opts[j].key, op->key) == 0) {
+                werr(err, SQLSTATE_SYNTAX_ERROR, op->pos, "option \"%s\" specified more than once", op->key);
+                goto fail;
+            }
+        opts[i].key = arena_strdup(o->arena, op->key);
+        opts[i].value = arena_strdup(o->arena, op->value ? op->value : "");
+    }
+    r->n_options = n_opts;
+    r->options = opts;
+    r->format = cs->format ? arena_strdup(o->arena, cs->format) : "plain";
+    r->encode = cs->encode ? arena_strdup(o->arena, cs->encode) : "json";
+    const char *conn = cat_option(r, "connector");
+    if (!conn) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "a source needs WITH (connector = '...')");
+        werr_hint(err, "weir reads Kafka topics: WITH (connector = 'kafka', topic = '...').");
+        goto fail;
+    }
+    if (strcasecmp(conn, "kafka") != 0) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: connector '%s'", conn);
+        werr_hint(err, "Supported connectors: 'kafka'.");
+        goto fail;
+    }
+    const char *topic = cat_option(r, "topic");
+    if (!topic || !*topic) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "a Kafka source needs WITH (topic = '...')");
+        goto fail;
+    }
+    const char *parts = cat_option(r, "topic.partitions");
+    if (parts && (atoi(parts) < 1 || atoi(parts) > 10000)) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "topic.partitions must be between 1 and 10000");
+        goto fail;
+    }
+    const char *mode = cat_option(r, "scan.startup.mode");
+    if (mode && strcasecmp(mode, "earliest") != 0 && strcasecmp(mode, "latest") != 0) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "scan.startup.mode must be 'earliest' or 'latest'");
+        goto fail;
+    }
+    if (plan_source(cs, r, o->arena, err))
+        goto fail;
+    if (!replay) {
+        /* Reach the broker now (creating the topic if it is missing), so a
+         * wrong address fails here rather than in every view. */
+        const char *boot = cat_option(r, "properties.bootstrap.server");
+        if (!boot)
+            boot = cat_option(r, "properties.bootstrap.servers");
+        if (!boot)
+            boot = e->kafka_bootstrap;
+        RtKafkaSource *ks;
+        if (rt_kafka_source_open(boot, topic, parts ? atoi(parts) : 1, NULL, 0, 5000, &ks, err))
+            goto fail;
+        rt_kafka_source_close(ks);
+        if (stor_next_id(e->stor, &o->id, err))
+            goto fail;
+    }
+    r->id = o->id;
+    if (engine_add_object(e, o, !replay, err))
+        goto fail;
+    return 0;
+fail:
+    if (!replay)
+        cat_obj_free(o);
+    else {
+        arena_free(o->arena);
+        o->arena = NULL;
+    }
+    return -1;
+}
+
+/* ---- CREATE MATERIALIZED VIEW --------------------------------------------------------- */
+
+static bool allow_unbounded(Session *s)
+{
+    const char *v = s ? setting_get(s, "streaming_allow_unbounded_state") : NULL;
+    return v && (!strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"));
+}
+
+static void rel_from_view(CatObj *o)
+{
+    CatRelation *r = &o->rel;
+    PlanView *v = o->plan;
+    r->id = o->id;
+    r->kind = CAT_VIEW;
+    r->name = o->name;
+    r->materialized = true;
+    r->n_cols = v->schema.n;
+    r->col_names = v->schema.names;
+    r->col_types = v->schema.types;
+    r->col_hidden = v->schema.hidden;
+    r->wm_col = -1;
+    r->wm_delay_us = -1;
+    r->n_pk = v->n_pk;
+    r->pk = v->pk;
+    r->append_only = v->append_only;
+    r->table_id = v->root->table_id;
+}
+
+static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+{
+    const AstCreateView *cv = st->u.create_view;
+    CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
+    if (!replay) {
+        o->name = xstrdup(cv->name);
+        o->sql = xstrdup(sql);
+    }
+    o->kind = CAT_VIEW;
+    o->arena = arena_new(0);
+    PlanCatalog cat = engine_plan_catalog(e, o, replay != NULL, false);
+    PlanViewOptions opt = {.name = o->name, .allow_unbounded = allow_unbounded(s)};
+    o->plan = plan_view(cv, &cat, &opt, o->arena, err);
+    if (!o->plan)
+        goto fail;
+    if (!replay && stor_next_id(e->stor, &o->id, err))
+        goto fail;
+    rel_from_view(o);
+    if (rt_dataflow_open(&e->rt, o->plan, &o->df, err)) {
+        if (!replay)
+            goto fail;
+        /* At start a broker may still be coming up: keep the view, the engine retries. */
+        fprintf(stderr, "weir: view %s cannot start yet: %s\n", o->name, err->msg);
+        werr_clear(err);
+    }
+    if (engine_add_object(e, o, !replay, err))
+        goto fail;
+    return 0;
+fail:
+    if (!replay) {
+        WError ignored = {0};
+        rt_dataflow_close(o->df);
+        o->df = NULL;
+        for (int i = 0; i < o->n_table_ids; i++)
+            stor_table_drop(e->stor, o->table_ids[i], &ignored);
+        cat_obj_free(o);
+    } else {
+        rt_dataflow_close(o->df);
+        o->df = NULL;
+        arena_free(o->arena);
+        o->arena = NULL;
+    }
+    return -1;
+}
+
+int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+{
+    return create_view(e, NULL, st, sql, replay, err);
+}
+
+/* ---- DROP ---------------------------------------------------------------------------- */
+
+static bool view_reads(const CatObj *v, const CatObj *o)
+{
+    if (v->kind != CAT_VIEW || !v->plan)
+        return false;
+    for (int i = 0; i < v->plan->n_nodes; i++) {
+        const PlanNode *n = v->plan->nodes[i];
+        if ((n->kind == PN_SOURCE && n->source == &o->rel) || (n->kind == PN_VIEW_SCAN && n->scan_rel == &o->rel))
+            return true;
+    }
+    return false;
+}
+
+static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResult *out, WError *err)
+{
+    CatObj *o = engine_find(e, name);
+    CatKind want = d->obj == OBJ_SOURCE || d->obj == OBJ_STREAM ? CAT_SOURCE
+                 : d->obj == OBJ_MATERIALIZED_VIEW || d->obj == OBJ_VIEW ? CAT_VIEW
+                 : d->obj == OBJ_SINK ? CAT_SINK : CAT_TABLE;
+    if (!o || o->kind != want) {
+        if (o && o->kind != want) {
+            werr(err, SQLSTATE_WRONG_OBJECT_TYPE, pos, "\"%s\" is not a %s", name, kind_word(want));
+            werr_hint(err, "Use DROP %s to remove a %s.",
+                      o->kind == CAT_SOURCE ? "SOURCE" : o->kind == CAT_VIEW ? "MATERIALIZED VIEW" : "SINK",
+                      kind_word(o->kind));
+            return -1;
+        }
+        if (d->if_exists) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s \"%s\" does not exist, skipping", kind_word(want), name);
+            srv_result_notice(out, msg);
+            return 0;
+        }
+        return werr(err, SQLSTATE_UNDEFINED_TABLE, pos, "%s \"%s\" does not exist", kind_word(want), name);
+    }
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *v = e->objs[i];
+        if (v == o || !view_reads(v, o))
+            continue;
+        if (!d->cascade) {
+            werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "cannot drop %s %s because other objects depend on it",
+                 kind_word(o->kind), name);
+            werr_detail(err, "materialized view %s depends on %s %s", v->name, kind_word(o->kind), name);
+            werr_hint(err, "Use DROP ... CASCADE to drop the dependent objects too.");
+            return -1;
+        }
+        AstDrop dv = {.obj = OBJ_MATERIALIZED_VIEW, .cascade = true};
+        if (drop_one(e, &dv, v->name, pos, out, err))
+            return -1;
+        i = -1; /* the list changed: start over */
+    }
+    return engine_remove_object(e, o, err);
+}
+
+/* ---- INSERT ----------------------------------------------------------------------------- */
+
+static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+{
+    const AstInsert *ins = st->u.insert;
+    CatObj *o = engine_find(e, ins->table);
+    if (!o)
+        return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", ins->table);
+    if (o->kind != CAT_SOURCE)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "cannot insert into %s \"%s\"", kind_word(o->kind),
+                    o->name);
+    if (!ins->query->values)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, ins->query->pos, "feature not supported: INSERT ... SELECT");
+    const CatRelation *r = &o->rel;
+    int ncols = r->n_cols;
+    int n_target = ins->columns ? ast_list_len(ins->columns) : ncols;
+    int *map = xcalloc((size_t)(n_target ? n_target : 1), sizeof(int));
+    for (int i = 0; i < n_target; i++) {
+        if (!ins->columns) {
+            map[i] = i;
+            continue;
+        }
+        const char *c = AST_AT(ins->columns, i);
+        map[i] = -1;
+        for (int k = 0; k < ncols; k++)
+            if (strcmp(r->col_names[k], c) == 0)
+                map[i] = k;
+        if (map[i] < 0) {
+            free(map);
+            return werr(err, SQLSTATE_UNDEFINED_COLUMN, st->pos, "column \"%s\" of relation \"%s\" does not exist", c,
+                        o->name);
+        }
+        for (int j = 0; j < i; j++)
+            if (map[j] == map[i]) {
+                free(map);
+                return werr(err, SQLSTATE_DUPLICATE_COLUMN, st->pos, "column \"%s\" specified more than once", c);
+            }
+    }
+    const char *boot = cat_option(r, "properties.bootstrap.server");
+    if (!boot)
+        boot = cat_option(r, "properties.bootstrap.servers");
+    if (!boot)
+        boot = e->kafka_bootstrap;
+    RtKafkaProducer *p;
+    if (engine_producer(e, boot, &p, err)) {
+        free(map);
+        return -1;
+    }
+    Arena *a = arena_new(0);
+    Value *vals = arena_alloc(a, sizeof(Value) * (size_t)ncols);
+    Buf json = BUF_INIT;
+    int nrows = ast_list_len(ins->query->values), rc = 0;
+    /* Encode every row before producing any, so a bad value sends nothing. */
+    char **recs = arena_alloc(a, sizeof(char *) * (size_t)(nrows ? nrows : 1));
+    size_t *lens = arena_alloc(a, sizeof(size_t) * (size_t)(nrows ? nrows : 1));
+    for (int rrow = 0; rrow < nrows && !rc; rrow++) {
+        AstList *row = AST_AT(ins->query->values, rrow);
+        if (ast_list_len(row) != n_target) {
+            rc = werr(err, SQLSTATE_SYNTAX_ERROR, ((AstExpr *)AST_AT(row, 0))->pos,
+                      "INSERT has %s expressions than target columns",
+                      ast_list_len(row) > n_target ? "more" : "fewer");
+            break;
+        }
+        for (int k = 0; k < ncols; k++)
+            vals[k] = value_null(r->col_types[k]);
+        for (int i = 0; i < n_target && !rc; i++)
+            rc = plan_const_expr(AST_AT(row, i), r->col_types[map[i]], a, &vals[map[i]], err);
+        if (rc)
+            break;
+        buf_reset(&json);
+        rt_json_encode_row(ncols, r->col_names, vals, &json);
+        recs[rrow] = arena_strndup(a, json.data, json.len);
+        lens[rrow] = json.len;
+    }
+    const char *topic = cat_option(r, "topic");
+    for (int i = 0; i < nrows && !rc; i++)
+        rc = rt_kafka_produce(p, topic, -1, NULL, 0, recs[i], lens[i], err);
+    if (!rc)
+        rc = rt_kafka_producer_flush(p, 10000, err);
+    if (!rc) {
+        char tag[64];
+        snprintf(tag, sizeof tag, "INSERT 0 %d", nrows);
+        srv_result_complete(out, tag);
+    }
+    buf_free(&json);
+    arena_free(a);
+    free(map);
+    return rc;
+}
+
+/* ---- SELECT, EXPLAIN ------------------------------------------------------------------------ */
+
+typedef struct RowSink {
+    SrvResult *out;
+} RowSink;
+
+static int send_row(void *arg, int n, const char *const *vals, const int *lens)
+{
+    RowSink *s = arg;
+    if (srv_result_cancelled(s->out))
+        return 1;
+    return srv_result_row(s->out, vals, lens) < 0;
+}
+
+static void query_columns(const PlanQuery *q, SrvResult *out)
+{
+    const char *names[1601];
+    uint32_t oids[1601];
+    int n = 0;
+    for (int i = 0; i < q->schema.n && n < 1601; i++) {
+        if (q->schema.hidden[i])
+            continue;
+        names[n] = q->schema.names[i];
+        oids[n++] = type_oid(q->schema.types[i]);
+    }
+    srv_result_columns(out, n, names, oids);
+}
+
+static int run_select(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
+{
+    Arena *a = arena_new(0);
+    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true);
+    PlanQuery *q = plan_query(st->u.select, &cat, a, err);
+    if (!q) {
+        arena_free(a);
+        return -1;
+    }
+    query_columns(q, out);
+    if (describe_only) {
+        arena_free(a);
+        return 0;
+    }
+    RowSink sink = {out};
+    long n = rt_query_run(&e->rt, q, send_row, &sink, err);
+    arena_free(a);
+    if (n < 0)
+        return -1;
+    if (srv_result_cancelled(out))
+        return werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+    char tag[64];
+    snprintf(tag, sizeof tag, "SELECT %ld", n);
+    srv_result_complete(out, tag);
+    return 0;
+}
+
+static int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *err)
+{
+    const AstExplain *ex = st->u.explain;
+    bool json = false;
+    for (int i = 0; i < ast_list_len(ex->options); i++) {
+        const AstOption *o = AST_AT(ex->options, i);
+        if (strcasecmp(o->key, "format") == 0 && o->value && strcasecmp(o->value, "json") == 0)
+            json = true;
+        else if (strcasecmp(o->key, "format") == 0 && o->value && strcasecmp(o->value, "text") == 0)
+            json = false;
+        else if (strcasecmp(o->key, "verbose") != 0 && strcasecmp(o->key, "costs") != 0)
+            return werr(err, SQLSTATE_SYNTAX_ERROR, o->pos, "unrecognized EXPLAIN option \"%s\"", o->key);
+    }
+    Arena *a = arena_new(0);
+    Buf b = BUF_INIT;
+    int rc = 0;
+    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true);
+    if (ex->stmt->kind == STMT_CREATE_VIEW) {
+        PlanViewOptions opt = {.name = ex->stmt->u.create_view->name, .allow_unbounded = allow_unbounded(s)};
+        PlanView *v = plan_view(ex->stmt->u.create_view, &cat, &opt, a, err);
+        if (v)
+            plan_explain_view(v, json, &b);
+        else
+            rc = -1;
+    } else if (ex->stmt->kind == STMT_SELECT) {
+        PlanQuery *q = plan_query(ex->stmt->u.select, &cat, a, err);
+        if (q)
+            plan_explain_query(q, json, &b);
+        else
+            rc = -1;
+    } else {
+        rc = werr(err, SQLSTATE_NOT_SUPPORTED, ex->stmt->pos,
+                  "feature not supported: EXPLAIN of this statement (EXPLAIN takes SELECT or CREATE MATERIALIZED VIEW)");
+    }
+    if (!rc) {
+        one_text_column(out, "QUERY PLAN");
+        if (json) {
+            const char *v[1] = {b.data};
+            text_row(out, 1, v);
+        } else {
+            char *line = b.data;
+            while (line && *line) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                    *nl = 0;
+                const char *v[1] = {line};
+                text_row(out, 1, v);
+                line = nl ? nl + 1 : NULL;
+            }
+        }
+        srv_result_complete(out, "EXPLAIN");
+    }
+    buf_free(&b);
+    arena_free(a);
+    return rc;
+}
+
+/* ---- FLUSH ------------------------------------------------------------------------------------ */
+
+static int flush(Engine *e, SrvResult *out, WError *err)
+{
+    for (int i = 0; i < e->n_objs; i++)
+        if (e->objs[i]->df && rt_dataflow_flush_target(e->objs[i]->df, err))
+            return -1;
+    int64_t deadline = now_ms() + FLUSH_TIMEOUT_MS;
+    for (;;) {
+        bool done = true;
+        for (int i = 0; i < e->n_objs && done; i++)
+            if (e->objs[i]->df && !rt_dataflow_flushed(e->objs[i]->df))
+                done = false;
+        if (done)
+            break;
+        if (srv_result_cancelled(out))
+            return werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+        if (now_ms() > deadline)
+            return werr(err, SQLSTATE_QUERY_CANCELED, 0, "FLUSH timed out after %d s: a view is not keeping up",
+                        FLUSH_TIMEOUT_MS / 1000);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&e->progress, &e->lock, &ts);
+    }
+    srv_result_complete(out, "FLUSH");
+    return 0;
+}
+
+/* ---- SHOW, SET ----------------------------------------------------------------------------------- */
+
+static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *err)
+{
+    const AstShow *sh = st->u.show;
+    const char *w = sh->what;
+    CatKind kind = 0;
+    if (!strcasecmp(w, "sources"))
+        kind = CAT_SOURCE;
+    else if (!strcasecmp(w, "materialized views") || !strcasecmp(w, "views"))
+        kind = CAT_VIEW;
+    else if (!strcasecmp(w, "sinks"))
+        kind = CAT_SINK;
+    else if (!strcasecmp(w, "tables"))
+        kind = CAT_TABLE;
+    if (kind) {
+        one_text_column(out, "Name");
+        int n = 0;
+        for (int i = 0; i < e->n_objs; i++)
+            if (e->objs[i]->kind == kind) {
+                const char *v[1] = {e->objs[i]->name};
+                text_row(out, 1, v);
+                n++;
+            }
+        char tag[32];
+        snprintf(tag, sizeof tag, "SHOW %d", n);
+        srv_result_complete(out, "SHOW");
+        return 0;
+    }
+    if (!strcasecmp(w, "create")) {
+        CatObj *o = sh->name ? engine_find(e, sh->name) : NULL;
+        if (!o)
+            return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", sh->name ? sh->name : "");
+        const char *names[2] = {"Name", "Create Sql"};
+        uint32_t oids[2] = {SRV_OID_TEXT, SRV_OID_TEXT};
+        srv_result_columns(out, 2, names, oids);
+        const char *v[2] = {o->name, o->sql};
+        text_row(out, 2, v);
+        srv_result_complete(out, "SHOW");
+        return 0;
+    }
+    if (!strcasecmp(w, "all")) {
+        const char *names[2] = {"name", "setting"};
+        uint32_t oids[2] = {SRV_OID_TEXT, SRV_OID_TEXT};
+        srv_result_columns(out, 2, names, oids);
+        for (size_t i = 0; i < sizeof SETTINGS / sizeof SETTINGS[0]; i++) {
+            const char *v[2] = {SETTINGS[i].name, setting_get(s, SETTINGS[i].name)};
+            text_row(out, 2, v);
+        }
+        srv_result_complete(out, "SHOW");
+        return 0;
+    }
+    const char *v = setting_get(s, w);
+    if (!v)
+        return werr(err, SQLSTATE_UNDEFINED_OBJECT, st->pos, "unrecognized configuration parameter \"%s\"", w);
+    one_text_column(out, w);
+    text_row(out, 1, &v);
+    srv_result_complete(out, "SHOW");
+    return 0;
+}
+
+static int set(Session *s, const AstStmt *st, bool reset, SrvResult *out, WError *err)
+{
+    const AstSet *a = st->u.set;
+    if (reset && !strcasecmp(a->name, "all")) {
+        while (s->n_settings)
+            setting_set(s, s->keys[0], NULL);
+        srv_result_complete(out, "RESET");
+        return 0;
+    }
+    int k = setting_index(a->name);
+    if (k < 0)
+        return werr(err, SQLSTATE_UNDEFINED_OBJECT, st->pos, "unrecognized configuration parameter \"%s\"", a->name);
+    if (!strcasecmp(a->name, "timezone") && a->value && strcasecmp(a->value, "utc") != 0 &&
+        strcasecmp(a->value, "gmt") != 0 && strcmp(a->value, "0") != 0)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: time zones other than UTC");
+    setting_set(s, a->name, reset ? NULL : a->value);
+    srv_result_complete(out, reset ? "RESET" : "SET");
+    return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------------ */
+
+static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, bool describe_only, SrvResult *out,
+                     WError *err)
+{
+    char *text = strndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
+    int rc = 0;
+    if (describe_only && st->kind != STMT_SELECT) {
+        free(text);
+        return 0;
+    }
+    switch (st->kind) {
+    case STMT_SELECT:
+        rc = run_select(e, st, describe_only, out, err);
+        break;
+    case STMT_CREATE_SOURCE: {
+        const AstCreateSource *cs = st->u.create_source;
+        if (engine_find(e, cs->name)) {
+            if (cs->if_not_exists) {
+                char msg[300];
+                snprintf(msg, sizeof msg, "relation \"%s\" already exists, skipping", cs->name);
+                srv_result_notice(out, msg);
+            } else {
+                rc = werr(err, SQLSTATE_DUPLICATE_TABLE, st->pos, "relation \"%s\" already exists", cs->name);
+                break;
+            }
+        } else if ((rc = session_create_source(e, st, text, NULL, err))) {
+            break;
+        }
+        srv_result_complete(out, cs->obj == OBJ_TABLE ? "CREATE TABLE" : "CREATE SOURCE");
+        break;
+    }
+    case STMT_CREATE_VIEW: {
+        const AstCreateView *cv = st->u.create_view;
+        if (engine_find(e, cv->name)) {
+            if (cv->if_not_exists) {
+                char msg[300];
+                snprintf(msg, sizeof msg, "relation \"%s\" already exists, skipping", cv->name);
+                srv_result_notice(out, msg);
+            } else {
+                rc = werr(err, SQLSTATE_DUPLICATE_TABLE, st->pos, "relation \"%s\" already exists", cv->name);
+                break;
+            }
+        } else if ((rc = create_view(e, s, st, text, NULL, err))) {
+            break;
+        }
+        srv_result_complete(out, cv->materialized ? "CREATE MATERIALIZED VIEW" : "CREATE VIEW");
+        break;
+    }
+    case STMT_DROP: {
+        const AstDrop *d = st->u.drop;
+        for (int i = 0; i < ast_list_len(d->names) && !rc; i++)
+            rc = drop_one(e, d, AST_AT(d->names, i), st->pos, out, err);
+        if (!rc)
+            srv_result_complete(out, d->obj == OBJ_SOURCE || d->obj == OBJ_STREAM ? "DROP SOURCE"
+                                     : d->obj == OBJ_MATERIALIZED_VIEW ? "DROP MATERIALIZED VIEW"
+                                     : d->obj == OBJ_VIEW ? "DROP VIEW"
+                                     : d->obj == OBJ_SINK ? "DROP SINK" : "DROP TABLE");
+        break;
+    }
+    case STMT_INSERT:
+        rc = insert_into(e, st, out, err);
+        break;
+    case STMT_EXPLAIN:
+        rc = explain(e, s, st, out, err);
+        break;
+    case STMT_FLUSH:
+        rc = flush(e, out, err);
+        break;
+    case STMT_SHOW:
+        rc = show(e, s, st, out, err);
+        break;
+    case STMT_SET:
+        rc = set(s, st, false, out, err);
+        break;
+    case STMT_RESET:
+        rc = set(s, st, true, out, err);
+        break;
+    case STMT_TRANSACTION:
+        /* Accepted as drivers send them; every statement applies on its own. */
+        srv_result_complete(out, st->u.txn == TXN_BEGIN ? "BEGIN" : st->u.txn == TXN_COMMIT ? "COMMIT" : "ROLLBACK");
+        break;
+    case STMT_CHECKPOINT:
+        if (!(rc = engine_checkpoint(e, err)))
+            srv_result_complete(out, "CHECKPOINT");
+        break;
+    case STMT_CREATE_SINK:
+        rc = werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: CREATE SINK");
+        break;
+    case STMT_UPDATE:
+    case STMT_DELETE:
+        rc = werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: %s (weir has no writable tables yet)",
+                  st->kind == STMT_UPDATE ? "UPDATE" : "DELETE");
+        break;
+    case STMT_EMPTY:
+        break;
+    }
+    free(text);
+    return rc;
+}
+
+static void run_all(Session *s, const char *sql, bool describe_only, int n_params, SrvResult *out)
+{
+    Engine *e = s->e;
+    Arena *a = arena_new(0);
+    AstStmt **stmts;
+    int n = 0;
+    WError err = {0};
+    if (parse_sql(sql, a, &stmts, &n, &err)) {
+        srv_result_error(out, &err);
+        arena_free(a);
+        return;
+    }
+    if (n_params > 0) {
+        werr(&err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: query parameters");
+        srv_result_error(out, &err);
+        arena_free(a);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&e->lock);
+        int rc = exec_stmt(e, s, sql, stmts[i], describe_only, out, &err);
+        pthread_mutex_unlock(&e->lock);
+        if (rc) {
+            if (!err.set)
+                werr(&err, SQLSTATE_INTERNAL, 0, "internal error");
+            srv_result_error(out, &err);
+            break;
+        }
+    }
+    arena_free(a);
+}
+
+void session_query(void *ctx, void *sess, const char *sql, SrvResult *out) { run_all(sess, sql, false, 0, out); }
+
+void session_execute(void *ctx, void *sess, const char *sql, int n_params, const char *const *params,
+                     bool describe_only, long max_rows, SrvResult *out)
+{
+    run_all(sess, sql, describe_only, n_params, out);
+}

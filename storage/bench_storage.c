@@ -1,0 +1,128 @@
+/*
+ * bench_storage.c: micro-benchmark of state tables (not a test).
+ * Puts N keys (default 1M, 16-byte keys, 32-byte values) into a table,
+ * checkpoints them, then measures cached gets, cold gets from LMDB, a full
+ * scan and an overwrite checkpoint of 10% of the keys.
+ *   bench_storage [n_keys] [dir]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storage.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static char *keys; /* n pre-generated 16-byte keys in random order */
+static const char *key(uint64_t i) { return keys + i * 16; }
+
+static int checkpoint(StorEnv *env, uint64_t epoch, StorTable *t, const char *what)
+{
+    StorCheckpoint *ck;
+    WError err = {0};
+    StorStats st;
+    double t0 = now(), t1 = 0;
+    if (stor_checkpoint_begin(env, epoch, &ck, &err) < 0 || stor_checkpoint_add_table(ck, t, &err) < 0 ||
+        (t1 = now(), stor_checkpoint_commit(ck, &err)) < 0) {
+        fprintf(stderr, "checkpoint: %s %s\n", err.sqlstate, err.msg);
+        return -1;
+    }
+    double dt = now() - t0;
+    stor_stats(env, &st);
+    printf("%-28s %8.1f ms  (add_table %.1f ms, LMDB txn+fsync %.1f ms)  %llu rows  %.1f MB payload  "
+           "file %.1f MB\n", what, dt * 1e3, (t1 - t0) * 1e3, st.last_commit_usec / 1e3,
+           (unsigned long long)st.last_commit_rows, st.last_commit_bytes / 1e6, st.used_bytes / 1e6);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
+    char tmpl[] = "/tmp/weir-bench-XXXXXX";
+    const char *dir = argc > 2 ? argv[2] : mkdtemp(tmpl);
+    StorEnv *env;
+    StorTable *t;
+    WError err = {0};
+    StorOptions o = {.table_cache_bytes = (size_t)256 << 20};
+    char v[32], k[17];
+    keys = malloc(n * 16);
+    for (uint64_t i = 0; i < n; i++) {
+        snprintf(k, sizeof k, "k%015llu", (unsigned long long)(i * 2654435761u % 1000000007u));
+        memcpy(keys + i * 16, k, 16);
+    }
+    memset(v, 'v', sizeof v);
+    if (!dir || stor_open(dir, &o, &env, &err) < 0 || stor_table_open(env, 1, &t, &err) < 0) {
+        fprintf(stderr, "open: %s %s\n", err.sqlstate, err.msg);
+        return 1;
+    }
+    printf("weir storage bench: %llu keys, 16 B keys, 32 B values, dir %s\n", (unsigned long long)n, dir);
+
+    double t0 = now();
+    for (uint64_t i = 0; i < n; i++) {
+        memcpy(v, &i, 8);
+        stor_table_put(t, key(i), 16, v, sizeof v, NULL);
+    }
+    double dt = now() - t0;
+    printf("%-28s %8.1f ms  %.2f M rows/s\n", "put (dirty map)", dt * 1e3, n / dt / 1e6);
+    if (checkpoint(env, 1, t, "checkpoint commit (insert)") < 0)
+        return 1;
+
+    const void *pv;
+    size_t vl;
+    uint64_t found = 0;
+    t0 = now();
+    for (uint64_t i = 0; i < n; i++) {
+        found += stor_table_get(t, key(i), 16, &pv, &vl, NULL) == 1;
+    }
+    dt = now() - t0;
+    printf("%-28s %8.1f ms  %.2f M rows/s (%llu found)\n", "get (cached)", dt * 1e3, n / dt / 1e6,
+           (unsigned long long)found);
+
+    stor_table_set_cache_budget(t, 0);
+    found = 0;
+    t0 = now();
+    for (uint64_t i = 0; i < n; i++) {
+        found += stor_table_get(t, key(i), 16, &pv, &vl, NULL) == 1;
+    }
+    dt = now() - t0;
+    printf("%-28s %8.1f ms  %.2f M rows/s (%llu found)\n", "get (LMDB, no cache)", dt * 1e3,
+           n / dt / 1e6, (unsigned long long)found);
+
+    StorIter *it;
+    const void *pk;
+    size_t kl;
+    uint64_t rows = 0;
+    t0 = now();
+    stor_iter_open(t, NULL, 0, &it, NULL);
+    while (stor_iter_next(it, &pk, &kl, &pv, &vl, NULL) == 1)
+        rows++;
+    stor_iter_close(it);
+    dt = now() - t0;
+    printf("%-28s %8.1f ms  %.2f M rows/s (%llu rows)\n", "full scan", dt * 1e3, rows / dt / 1e6,
+           (unsigned long long)rows);
+
+    stor_table_set_cache_budget(t, (size_t)256 << 20);
+    for (uint64_t i = 0; i < n / 10; i++) {
+        stor_table_put(t, key(i * 10), 16, v, sizeof v, NULL);
+    }
+    if (checkpoint(env, 2, t, "checkpoint commit (10% upd)") < 0)
+        return 1;
+    printf("table size_bytes             %.1f MB\n", stor_table_size_bytes(t) / 1e6);
+    stor_table_close(t);
+    stor_close(env);
+    free(keys);
+    if (argc <= 2) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,210 @@
+/*
+ * checkpoint.c: the epoch checkpoint -- collects the tables' dirty
+ * snapshots and metadata in memory, then writes them with the epoch in one
+ * durable LMDB write transaction at commit.
+ *
+ * Deferring every LMDB write to commit keeps the write transaction short
+ * (no other writer waits while operators hand over state), lets commit
+ * grow the map and re-run the whole transaction after MDB_MAP_FULL, and
+ * freezes each table's contribution at add time so the operator can keep
+ * writing the next epoch's state meanwhile.
+ */
+#include "storage_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arena.h"
+
+typedef struct CkTable {
+    StorTable *t;
+    uint64_t id;
+    uint64_t snap_seq;  /* the table's write sequence at add time */
+    Buf recs;           /* key-sorted TabRec records */
+    size_t n_rows;
+    bool any_put;
+} CkTable;
+
+struct StorCheckpoint {
+    StorEnv *env;
+    uint64_t epoch;
+    CkTable *tabs;
+    size_t n_tabs, cap_tabs;
+    Buf meta;           /* TabRec records: name, value; del = delete */
+    uint64_t payload;   /* key + value bytes to write */
+    uint64_t n_rows;
+};
+
+int stor_checkpoint_begin(StorEnv *env, uint64_t epoch, StorCheckpoint **out, WError *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(&env->mu);
+    if (env->ck_open)
+        rc = werr(err, STOR_SQLSTATE_OBJECT_IN_USE, 0, "storage: a checkpoint is already open");
+    else if (epoch <= env->stats.last_epoch)
+        rc = werr(err, SQLSTATE_INVALID_PARAMETER, 0,
+                  "storage: checkpoint epoch %llu is not after the last epoch %llu",
+                  (unsigned long long)epoch, (unsigned long long)env->stats.last_epoch);
+    else
+        env->ck_open = true;
+    pthread_mutex_unlock(&env->mu);
+    if (rc < 0) {
+        *out = NULL;
+        return rc;
+    }
+    StorCheckpoint *ck = xcalloc(1, sizeof *ck);
+    ck->env = env;
+    ck->epoch = epoch;
+    *out = ck;
+    return 0;
+}
+
+int stor_checkpoint_add_table(StorCheckpoint *ck, StorTable *t, WError *err)
+{
+    if (table_in_checkpoint(t))
+        return werr(err, SQLSTATE_INTERNAL, 0, "storage: table %llu added to a checkpoint twice",
+                    (unsigned long long)table_id(t));
+    if (ck->n_tabs == ck->cap_tabs) {
+        ck->cap_tabs = ck->cap_tabs ? ck->cap_tabs * 2 : 16;
+        ck->tabs = xrealloc(ck->tabs, ck->cap_tabs * sizeof *ck->tabs);
+    }
+    CkTable *c = &ck->tabs[ck->n_tabs++];
+    memset(c, 0, sizeof *c);
+    c->t = t;
+    c->id = table_id(t);
+    uint64_t bytes;
+    c->snap_seq = table_snapshot(t, &c->recs, &c->n_rows, &bytes, &c->any_put);
+    ck->payload += bytes;
+    ck->n_rows += c->n_rows;
+    return 0;
+}
+
+static int add_meta(StorCheckpoint *ck, const char *name, const void *val, size_t len, bool del,
+                    WError *err)
+{
+    size_t nlen = strlen(name);
+    if (nlen == 0 || nlen > STOR_MAX_NAME)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "storage: bad metadata name length %zu", nlen);
+    if (len >= UINT32_MAX)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "storage: metadata value too large");
+    TabRec h = {(uint32_t)nlen, (uint32_t)len, del};
+    buf_append(&ck->meta, &h, sizeof h);
+    buf_append(&ck->meta, name, nlen);
+    buf_append(&ck->meta, val, len);
+    ck->payload += nlen + len;
+    return 0;
+}
+
+int stor_checkpoint_put_meta(StorCheckpoint *ck, const char *name, const void *val, size_t len,
+                             WError *err)
+{
+    return add_meta(ck, name, val, len, false, err);
+}
+
+int stor_checkpoint_delete_meta(StorCheckpoint *ck, const char *name, WError *err)
+{
+    return add_meta(ck, name, NULL, 0, true, err);
+}
+
+static int cktab_cmp(const void *a, const void *b)
+{
+    const CkTable *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Write one run of records into dbi; with a table prefix for state rows. */
+static int write_recs(MDB_txn *txn, MDB_dbi dbi, const Buf *recs, const uint8_t *prefix)
+{
+    uint8_t kb[8 + STOR_MAX_KEY];
+    size_t pl = prefix ? 8 : 0;
+    if (prefix)
+        memcpy(kb, prefix, 8);
+    for (size_t off = 0; off < recs->len;) {
+        TabRec h;
+        memcpy(&h, recs->data + off, sizeof h);
+        const char *key = recs->data + off + sizeof h;
+        memcpy(kb + pl, key, h.klen);
+        MDB_val k = {pl + h.klen, kb};
+        int rc;
+        if (h.del) {
+            rc = mdb_del(txn, dbi, &k, NULL);
+            if (rc == MDB_NOTFOUND)
+                rc = 0;
+        } else {
+            MDB_val d = {h.vlen, (void *)(key + h.klen)};
+            rc = mdb_put(txn, dbi, &k, &d, 0);
+        }
+        if (rc)
+            return rc;
+        off += sizeof h + h.klen + h.vlen;
+    }
+    return 0;
+}
+
+static int commit_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
+{
+    StorCheckpoint *ck = arg;
+    int rc;
+    for (size_t i = 0; i < ck->n_tabs; i++) {
+        uint8_t prefix[8];
+        put_u64be(prefix, ck->tabs[i].id);
+        if ((rc = write_recs(txn, env->dbi_state, &ck->tabs[i].recs, prefix)))
+            return rc;
+    }
+    if ((rc = write_recs(txn, env->dbi_meta, &ck->meta, NULL)))
+        return rc;
+    uint8_t eb[8];
+    put_u64be(eb, ck->epoch);
+    MDB_val k = {5, "epoch"}, d = {8, eb};
+    return mdb_put(txn, env->dbi_sys, &k, &d, 0);
+}
+
+static void ck_free(StorCheckpoint *ck, bool committed)
+{
+    StorEnv *env = ck->env;
+    for (size_t i = 0; i < ck->n_tabs; i++) {
+        table_checkpoint_done(ck->tabs[i].t, ck->tabs[i].snap_seq, committed, ck->tabs[i].any_put);
+        buf_free(&ck->tabs[i].recs);
+    }
+    free(ck->tabs);
+    buf_free(&ck->meta);
+    pthread_mutex_lock(&env->mu);
+    env->ck_open = false;
+    pthread_mutex_unlock(&env->mu);
+    free(ck);
+}
+
+static uint64_t now_usec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int stor_checkpoint_commit(StorCheckpoint *ck, WError *err)
+{
+    StorEnv *env = ck->env;
+    uint64_t t0 = now_usec();
+    /* Tables in id order: each table's rows are a contiguous key range. */
+    if (ck->n_tabs > 1)
+        qsort(ck->tabs, ck->n_tabs, sizeof *ck->tabs, cktab_cmp);
+    int rc = env_write(env, ck->payload, commit_body, ck, err);
+    if (rc == 0) {
+        pthread_mutex_lock(&env->mu);
+        env->stats.last_epoch = ck->epoch;
+        env->stats.last_commit_bytes = ck->payload;
+        env->stats.last_commit_rows = ck->n_rows;
+        env->stats.last_commit_usec = now_usec() - t0;
+        env->stats.n_checkpoints++;
+        pthread_mutex_unlock(&env->mu);
+    }
+    ck_free(ck, rc == 0);
+    return rc;
+}
+
+void stor_checkpoint_abort(StorCheckpoint *ck)
+{
+    if (ck)
+        ck_free(ck, false);
+}

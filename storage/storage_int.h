@@ -1,0 +1,98 @@
+/*
+ * storage_int.h: private to the storage .c files -- the environment struct, the
+ * transaction helpers that coordinate map growth, and the hooks between
+ * state tables and checkpoints. Never included from outside storage/.
+ */
+#ifndef WEIR_STORAGE_INT_H
+#define WEIR_STORAGE_INT_H
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "storage.h"
+
+#define STOR_FORMAT_VERSION 1u
+#define RTXN_POOL_MAX 32
+
+/* Returned by a write-transaction body that filled err itself (not an
+ * LMDB code: those are >0 errno values or in -30800..-30780). */
+#define BODY_FAILED (-1)
+
+/*
+ * The environment. map_lock is the growth coordination: every LMDB
+ * transaction of this process (read or write) runs with map_lock held for
+ * reading; mdb_env_set_mapsize runs with it held for writing, so no
+ * transaction is active while the map moves. Lock order: map_lock, then
+ * LMDB's writer mutex, then mu. Reader transactions are recycled through a
+ * small pool (mdb_txn_reset/renew) because with MDB_NOTLS a fresh one
+ * takes LMDB's reader-table mutex.
+ */
+struct StorEnv {
+    MDB_env *mdb;
+    MDB_dbi dbi_catalog;        /* u64be id -> kind, name, body */
+    MDB_dbi dbi_meta;           /* name bytes -> checkpoint metadata blob */
+    MDB_dbi dbi_state;          /* u64be table id ++ user key -> value */
+    MDB_dbi dbi_sys;            /* "epoch", "next_id", "version" */
+    unsigned psize;             /* LMDB page size in bytes */
+    int lock_fd;                /* holds flock(LOCK_EX) on dir/LOCK */
+    char *dir;
+    StorOptions opt;            /* defaults filled in */
+    pthread_rwlock_t map_lock;
+    pthread_mutex_t mu;         /* guards everything below */
+    MDB_txn *rtxn_pool[RTXN_POOL_MAX]; /* reset read txns */
+    int n_rtxn_pool;
+    bool ck_open;               /* a StorCheckpoint exists */
+    StorStats stats;            /* map_size/used_bytes filled on demand */
+};
+
+/* Map an LMDB or errno code to a SQLSTATE and fill err; returns -1. */
+int stor_mdb_err(WError *err, int rc, const char *what);
+
+/* A read transaction from the pool, map_lock held for reading until
+ * env_read_end. Returns 0 or <0 with err filled. */
+int env_read_begin(StorEnv *env, MDB_txn **txn, WError *err);
+void env_read_end(StorEnv *env, MDB_txn *txn);
+
+/* Run body in a write transaction and commit it durably. Before the
+ * transaction the map is grown if `need` more bytes might not fit; on
+ * MDB_MAP_FULL (from body or commit) everything is aborted, the map is
+ * doubled (up to max_map_size) and body runs again from scratch, so body
+ * must be re-runnable. body returns 0, an LMDB/errno code, or BODY_FAILED
+ * after filling err. Returns 0 or <0 with err filled (53100 past the cap). */
+typedef int (*WriteBody)(StorEnv *env, MDB_txn *txn, void *arg, WError *err);
+int env_write(StorEnv *env, uint64_t need, WriteBody body, void *arg, WError *err);
+
+/* Big-endian helpers for keys. */
+static inline void put_u64be(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+static inline uint64_t get_u64be(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* Table <-> checkpoint hooks (table.c). */
+uint64_t table_id(const StorTable *t);
+/* Append t's dirty entries, key-sorted, to recs as records
+ * (TabRec header, key, value); returns the snapshot sequence number and
+ * counts. Marks t as part of an open checkpoint. */
+typedef struct TabRec {
+    uint32_t klen;
+    uint32_t vlen;
+    uint8_t del;                /* 1 = tombstone (vlen 0) */
+} TabRec;
+uint64_t table_snapshot(StorTable *t, Buf *recs, size_t *n_rows, uint64_t *n_bytes, bool *any_put);
+/* After commit (committed = true) entries written at or before snap_seq
+ * become clean; after abort (false) nothing changes but the mark. */
+void table_checkpoint_done(StorTable *t, uint64_t snap_seq, bool committed, bool any_put);
+bool table_in_checkpoint(const StorTable *t);
+
+#endif

@@ -1,0 +1,733 @@
+/*
+ * table.c: state tables -- an open-addressing hash map of entries over
+ * the table's committed rows in LMDB, and ordered iterators that merge
+ * the two.
+ *
+ * Every entry in the map is in one state: DIRTY_PUT / DIRTY_DEL (written
+ * since the last checkpoint that included it; never evicted), CLEAN (a
+ * cached copy of the committed value) or ABSENT (cached knowledge that the
+ * key has no committed row). Clean and absent entries are bounded by the
+ * table's cache budget; over it, a clock-style sweep drops them.
+ *
+ * Checkpoint snapshots use a write sequence: each dirty write stamps the
+ * entry with ++t->seq. A checkpoint copies the dirty entries and remembers
+ * the sequence; when it commits, entries stamped at or before it become
+ * clean, while entries written after the snapshot stay dirty for the next
+ * checkpoint. An abort changes nothing.
+ *
+ * The map uses linear probing with backward-shift deletion (no hash
+ * tombstones), a power-of-two capacity and a load factor of at most 0.7.
+ */
+#include "storage_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+
+enum { EMPTY = 0, CLEAN, ABSENT, DIRTY_PUT, DIRTY_DEL };
+
+/* One slot. data holds the key followed by the value (for puts and clean
+ * entries); it is NULL only in empty slots. */
+typedef struct Ent {
+    uint64_t hash;
+    char *data;
+    uint32_t klen;
+    uint32_t vlen;
+    uint64_t seq;       /* write sequence of the last dirty write, 0 when clean */
+    uint8_t state;
+} Ent;
+
+#define ENT_OVERHEAD 48 /* bytes charged per entry beyond key and value */
+
+struct StorTable {
+    StorEnv *env;
+    uint64_t id;
+    uint8_t prefix[8];          /* id, big-endian: the LMDB key prefix */
+    Ent *slots;
+    size_t cap;                 /* power of two */
+    size_t n_used;              /* non-empty slots */
+    size_t n_dirty;             /* DIRTY_PUT + DIRTY_DEL */
+    size_t dirty_bytes;         /* charged bytes of dirty entries */
+    size_t clean_bytes;         /* charged bytes of CLEAN + ABSENT entries */
+    size_t cache_budget;        /* bound on clean_bytes */
+    size_t sweep;               /* eviction clock hand */
+    uint64_t seq;               /* last write sequence handed out */
+    bool has_committed;         /* LMDB may hold rows of this table */
+    bool in_ck;                 /* snapshotted by an open checkpoint */
+    uint64_t committed_bytes;   /* size_bytes cache */
+    bool committed_bytes_ok;
+    Buf scratch;                /* get's value when it could not be cached */
+};
+
+/* ---------------------------------------------------------------------------
+ * Hashing and the map
+ * ------------------------------------------------------------------------- */
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+/* 8 bytes at a time, then the tail; good enough spread for linear probing
+ * after the splitmix finalizer. */
+static uint64_t hash_key(const void *key, size_t len)
+{
+    const uint8_t *p = key;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (len * 0xff51afd7ed558ccdULL);
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ mix64(w)) * 0x9fb21c651e98df25ULL;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, len);
+    h ^= mix64(w ^ len);
+    return mix64(h);
+}
+
+static inline size_t ent_bytes(const Ent *e) { return (size_t)e->klen + e->vlen + ENT_OVERHEAD; }
+static inline bool is_dirty(const Ent *e) { return e->state >= DIRTY_PUT; }
+
+/* Slot index of key, or of the empty slot where it would go. */
+static size_t find_slot(const StorTable *t, uint64_t h, const void *key, size_t klen)
+{
+    size_t mask = t->cap - 1, i = h & mask;
+    for (;;) {
+        const Ent *e = &t->slots[i];
+        if (e->state == EMPTY)
+            return i;
+        if (e->hash == h && e->klen == klen && memcmp(e->data, key, klen) == 0)
+            return i;
+        i = (i + 1) & mask;
+    }
+}
+
+static void rehash(StorTable *t, size_t ncap)
+{
+    Ent *old = t->slots;
+    size_t ocap = t->cap;
+    t->slots = xcalloc(ncap, sizeof(Ent));
+    t->cap = ncap;
+    for (size_t i = 0; i < ocap; i++) {
+        if (old[i].state == EMPTY)
+            continue;
+        size_t j = old[i].hash & (ncap - 1);
+        while (t->slots[j].state != EMPTY)
+            j = (j + 1) & (ncap - 1);
+        t->slots[j] = old[i];
+    }
+    free(old);
+}
+
+/* Remove slot i, shifting later members of its probe run back. */
+static void remove_slot(StorTable *t, size_t i)
+{
+    size_t mask = t->cap - 1, j = i;
+    Ent *e = &t->slots[i];
+    if (is_dirty(e)) {
+        t->n_dirty--;
+        t->dirty_bytes -= ent_bytes(e);
+    } else {
+        t->clean_bytes -= ent_bytes(e);
+    }
+    free(e->data);
+    t->n_used--;
+    for (;;) {
+        j = (j + 1) & mask;
+        Ent *f = &t->slots[j];
+        if (f->state == EMPTY)
+            break;
+        size_t k = f->hash & mask; /* f's home slot */
+        /* f may move to i iff i lies cyclically in [k, j). */
+        bool movable = (i <= j) ? (k <= i || k > j) : (k <= i && k > j);
+        if (movable) {
+            t->slots[i] = *f;
+            i = j;
+        }
+    }
+    memset(&t->slots[i], 0, sizeof(Ent));
+}
+
+/* Drop clean and absent entries until clean_bytes + extra fits in 3/4 of
+ * the budget (so sweeps are amortized), at most one pass. */
+static void evict(StorTable *t, size_t extra)
+{
+    size_t target = t->cache_budget / 4 * 3;
+    size_t steps = t->cap;
+    while (t->clean_bytes + extra > target && t->clean_bytes > 0 && steps-- > 0) {
+        size_t i = t->sweep & (t->cap - 1);
+        Ent *e = &t->slots[i];
+        if (e->state == CLEAN || e->state == ABSENT)
+            remove_slot(t, i); /* a shifted entry may now sit at i: look again */
+        else
+            t->sweep = i + 1;
+    }
+}
+
+/* Insert a new entry at empty slot i (from find_slot). Takes ownership of
+ * data. May rehash; returns the entry's slot. */
+static size_t insert_at(StorTable *t, size_t i, uint64_t h, char *data, size_t klen, size_t vlen,
+                        int state)
+{
+    if ((t->n_used + 1) * 10 > t->cap * 7) {
+        rehash(t, t->cap * 2);
+        i = h & (t->cap - 1);
+        while (t->slots[i].state != EMPTY)
+            i = (i + 1) & (t->cap - 1);
+    }
+    Ent *e = &t->slots[i];
+    e->hash = h;
+    e->data = data;
+    e->klen = (uint32_t)klen;
+    e->vlen = (uint32_t)vlen;
+    e->state = (uint8_t)state;
+    e->seq = is_dirty(e) ? ++t->seq : 0;
+    t->n_used++;
+    if (is_dirty(e)) {
+        t->n_dirty++;
+        t->dirty_bytes += ent_bytes(e);
+    } else {
+        t->clean_bytes += ent_bytes(e);
+    }
+    return i;
+}
+
+static char *dup_kv(const void *key, size_t klen, const void *val, size_t vlen)
+{
+    char *d = xmalloc(klen + vlen + 1);
+    if (klen)
+        memcpy(d, key, klen);
+    if (vlen)
+        memcpy(d + klen, val, vlen);
+    return d;
+}
+
+/* Cache a value read from LMDB (or its absence, val NULL). Returns the
+ * slot or (size_t)-1 when over budget. */
+static size_t cache_insert(StorTable *t, uint64_t h, const void *key, size_t klen, const void *val,
+                           size_t vlen)
+{
+    size_t cost = klen + vlen + ENT_OVERHEAD;
+    if (cost > t->cache_budget / 4)
+        return (size_t)-1;
+    if (t->clean_bytes + cost > t->cache_budget)
+        evict(t, cost);
+    size_t i = find_slot(t, h, key, klen); /* eviction may have moved slots */
+    return insert_at(t, i, h, dup_kv(key, klen, val, vlen), klen, val ? vlen : 0,
+                     val ? CLEAN : ABSENT);
+}
+
+/* ---------------------------------------------------------------------------
+ * Open, close, drop
+ * ------------------------------------------------------------------------- */
+
+static void make_key(uint8_t *buf, const uint8_t prefix[8], const void *key, size_t klen)
+{
+    memcpy(buf, prefix, 8);
+    if (klen)
+        memcpy(buf + 8, key, klen);
+}
+
+int stor_table_open(StorEnv *env, uint64_t table_id, StorTable **out, WError *err)
+{
+    StorTable *t = xcalloc(1, sizeof *t);
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    int rc;
+    t->env = env;
+    t->id = table_id;
+    put_u64be(t->prefix, table_id);
+    t->cap = 64;
+    t->slots = xcalloc(t->cap, sizeof(Ent));
+    t->cache_budget = env->opt.table_cache_bytes;
+    if (env_read_begin(env, &txn, err) < 0)
+        goto fail;
+    rc = mdb_cursor_open(txn, env->dbi_state, &cur);
+    if (rc == 0) {
+        MDB_val k = {8, t->prefix}, d;
+        rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+        t->has_committed = rc == 0 && k.mv_size >= 8 && memcmp(k.mv_data, t->prefix, 8) == 0;
+        if (rc == MDB_NOTFOUND)
+            rc = 0;
+        mdb_cursor_close(cur);
+    }
+    env_read_end(env, txn);
+    if (rc) {
+        stor_mdb_err(err, rc, "open state table");
+        goto fail;
+    }
+    *out = t;
+    return 0;
+fail:
+    stor_table_close(t);
+    *out = NULL;
+    return -1;
+}
+
+void stor_table_close(StorTable *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->cap; i++)
+        free(t->slots[i].data);
+    free(t->slots);
+    buf_free(&t->scratch);
+    free(t);
+}
+
+static int drop_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
+{
+    uint8_t prefix[8];
+    MDB_cursor *cur;
+    put_u64be(prefix, *(uint64_t *)arg);
+    int rc = mdb_cursor_open(txn, env->dbi_state, &cur);
+    if (rc)
+        return rc;
+    MDB_val k = {8, prefix}, d;
+    for (rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+        if (k.mv_size < 8 || memcmp(k.mv_data, prefix, 8) != 0)
+            break;
+        /* After a delete the cursor sits on the successor, which MDB_NEXT
+         * returns. */
+        if ((rc = mdb_cursor_del(cur, 0)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int stor_table_drop(StorEnv *env, uint64_t table_id, WError *err)
+{
+    return env_write(env, 0, drop_body, &table_id, err);
+}
+
+void stor_table_set_cache_budget(StorTable *t, size_t bytes)
+{
+    t->cache_budget = bytes;
+    if (t->clean_bytes > bytes)
+        evict(t, 0);
+}
+
+size_t stor_table_dirty_count(const StorTable *t) { return t->n_dirty; }
+
+uint64_t stor_table_size_bytes(StorTable *t)
+{
+    if (!t->committed_bytes_ok) {
+        uint64_t sum = 0;
+        MDB_txn *txn;
+        MDB_cursor *cur;
+        if (env_read_begin(t->env, &txn, NULL) < 0)
+            return t->dirty_bytes;
+        if (mdb_cursor_open(txn, t->env->dbi_state, &cur) == 0) {
+            MDB_val k = {8, t->prefix}, d;
+            for (int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE); rc == 0;
+                 rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+                if (k.mv_size < 8 || memcmp(k.mv_data, t->prefix, 8) != 0)
+                    break;
+                sum += k.mv_size - 8 + d.mv_size;
+            }
+            mdb_cursor_close(cur);
+        }
+        env_read_end(t->env, txn);
+        t->committed_bytes = sum;
+        t->committed_bytes_ok = true;
+    }
+    return t->committed_bytes + t->dirty_bytes;
+}
+
+/* ---------------------------------------------------------------------------
+ * get / put / delete
+ * ------------------------------------------------------------------------- */
+
+static int check_key(size_t klen, WError *err)
+{
+    if (klen > STOR_MAX_KEY)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0,
+                    "storage: state key of %zu bytes exceeds the limit of %d", klen, STOR_MAX_KEY);
+    return 0;
+}
+
+int stor_table_get(StorTable *t, const void *key, size_t klen, const void **val, size_t *vlen,
+                   WError *err)
+{
+    if (check_key(klen, err) < 0)
+        return -1;
+    uint64_t h = hash_key(key, klen);
+    size_t i = find_slot(t, h, key, klen);
+    Ent *e = &t->slots[i];
+    if (e->state != EMPTY) {
+        if (e->state == DIRTY_DEL || e->state == ABSENT)
+            return 0;
+        *val = e->data + e->klen;
+        *vlen = e->vlen;
+        return 1;
+    }
+    if (!t->has_committed)
+        return 0;
+
+    uint8_t kb[8 + STOR_MAX_KEY];
+    MDB_txn *txn;
+    make_key(kb, t->prefix, key, klen);
+    if (env_read_begin(t->env, &txn, err) < 0)
+        return -1;
+    MDB_val k = {8 + klen, kb}, d;
+    int rc = mdb_get(txn, t->env->dbi_state, &k, &d);
+    size_t slot = (size_t)-1;
+    if (rc == 0 || rc == MDB_NOTFOUND)
+        slot = cache_insert(t, h, key, klen, rc == 0 ? d.mv_data : NULL, rc == 0 ? d.mv_size : 0);
+    if (rc == 0 && slot == (size_t)-1) {
+        buf_reset(&t->scratch);
+        buf_append(&t->scratch, d.mv_data, d.mv_size);
+    }
+    env_read_end(t->env, txn);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc)
+        return stor_mdb_err(err, rc, "state table read");
+    if (slot != (size_t)-1) {
+        *val = t->slots[slot].data + klen;
+        *vlen = t->slots[slot].vlen;
+    } else {
+        *val = t->scratch.data;
+        *vlen = t->scratch.len;
+    }
+    return 1;
+}
+
+/* Make key's entry dirty with state (DIRTY_PUT with val, or DIRTY_DEL). */
+static void write_ent(StorTable *t, const void *key, size_t klen, const void *val, size_t vlen,
+                      int state)
+{
+    uint64_t h = hash_key(key, klen);
+    size_t i = find_slot(t, h, key, klen);
+    Ent *e = &t->slots[i];
+    if (e->state == EMPTY) {
+        insert_at(t, i, h, dup_kv(key, klen, val, vlen), klen, vlen, state);
+        return;
+    }
+    if (is_dirty(e)) {
+        t->dirty_bytes -= ent_bytes(e);
+    } else {
+        t->clean_bytes -= ent_bytes(e);
+        t->n_dirty++;
+    }
+    if (e->klen + e->vlen != klen + vlen)
+        e->data = xrealloc(e->data, klen + vlen + 1);
+    if (vlen)
+        memcpy(e->data + klen, val, vlen);
+    e->vlen = (uint32_t)vlen;
+    e->state = (uint8_t)state;
+    e->seq = ++t->seq;
+    t->dirty_bytes += ent_bytes(e);
+}
+
+int stor_table_put(StorTable *t, const void *key, size_t klen, const void *val, size_t vlen,
+                   WError *err)
+{
+    if (check_key(klen, err) < 0)
+        return -1;
+    if (vlen >= UINT32_MAX)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "storage: state value too large (%zu bytes)",
+                    vlen);
+    write_ent(t, key, klen, val, vlen, DIRTY_PUT);
+    return 0;
+}
+
+int stor_table_delete(StorTable *t, const void *key, size_t klen, WError *err)
+{
+    if (check_key(klen, err) < 0)
+        return -1;
+    if (!t->has_committed && !t->in_ck) {
+        /* Nothing committed and no snapshot pending: the key cannot exist
+         * durably, so forget it instead of writing a tombstone. */
+        uint64_t h = hash_key(key, klen);
+        size_t i = find_slot(t, h, key, klen);
+        if (t->slots[i].state != EMPTY)
+            remove_slot(t, i);
+        return 0;
+    }
+    write_ent(t, key, klen, NULL, 0, DIRTY_DEL);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Checkpoint hooks
+ * ------------------------------------------------------------------------- */
+
+uint64_t table_id(const StorTable *t) { return t->id; }
+bool table_in_checkpoint(const StorTable *t) { return t->in_ck; }
+
+/* Sort item: the key's first 16 bytes as two big-endian integers (zero
+ * padded) and its length, so keys of up to 16 bytes -- most operator
+ * keys -- sort without touching the entries (random memory). When the
+ * padded prefixes tie, the shorter key is a prefix of the longer one. */
+typedef struct SortItem {
+    uint64_t p0, p1;
+    uint32_t klen;
+    Ent *e;
+} SortItem;
+
+static int item_cmp(const void *a, const void *b)
+{
+    const SortItem *x = a, *y = b;
+    if (x->p0 != y->p0)
+        return x->p0 < y->p0 ? -1 : 1;
+    if (x->p1 != y->p1)
+        return x->p1 < y->p1 ? -1 : 1;
+    size_t n = x->klen < y->klen ? x->klen : y->klen;
+    int c = n > 16 ? memcmp(x->e->data + 16, y->e->data + 16, n - 16) : 0;
+    if (c)
+        return c;
+    return (x->klen > y->klen) - (x->klen < y->klen);
+}
+
+/* Dirty entries (optionally with a key prefix), sorted. Caller frees. */
+static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, size_t *n_out)
+{
+    size_t n = 0;
+    SortItem *v = xmalloc((t->n_dirty + 1) * sizeof *v);
+    for (size_t i = 0; i < t->cap; i++) {
+        Ent *e = &t->slots[i];
+        if (!is_dirty(e))
+            continue;
+        if (plen && (e->klen < plen || memcmp(e->data, prefix, plen) != 0))
+            continue;
+        uint8_t b[16] = {0};
+        memcpy(b, e->data, e->klen < 16 ? e->klen : 16);
+        v[n].p0 = get_u64be(b);
+        v[n].p1 = get_u64be(b + 8);
+        v[n].klen = e->klen;
+        v[n++].e = e;
+    }
+    if (n > 1)
+        qsort(v, n, sizeof *v, item_cmp);
+    *n_out = n;
+    return v;
+}
+
+uint64_t table_snapshot(StorTable *t, Buf *recs, size_t *n_rows, uint64_t *n_bytes, bool *any_put)
+{
+    size_t n;
+    SortItem *v = sorted_dirty(t, NULL, 0, &n);
+    uint64_t bytes = 0;
+    bool put = false;
+    buf_reserve(recs, t->dirty_bytes + n * sizeof(TabRec));
+    for (size_t i = 0; i < n; i++) {
+        const Ent *e = v[i].e;
+        TabRec r = {e->klen, e->vlen, e->state == DIRTY_DEL};
+        buf_append(recs, &r, sizeof r);
+        buf_append(recs, e->data, (size_t)e->klen + e->vlen);
+        bytes += 8 + (uint64_t)e->klen + e->vlen;
+        put |= !r.del;
+    }
+    free(v);
+    t->in_ck = true;
+    *n_rows = n;
+    *n_bytes = bytes;
+    *any_put = put;
+    return t->seq;
+}
+
+void table_checkpoint_done(StorTable *t, uint64_t snap_seq, bool committed, bool any_put)
+{
+    t->in_ck = false;
+    if (!committed)
+        return;
+    t->has_committed |= any_put;
+    t->committed_bytes_ok = false;
+    for (size_t i = 0; i < t->cap; i++) {
+        Ent *e = &t->slots[i];
+        if (!is_dirty(e) || e->seq > snap_seq)
+            continue;
+        t->dirty_bytes -= ent_bytes(e);
+        t->n_dirty--;
+        e->state = e->state == DIRTY_PUT ? CLEAN : ABSENT;
+        e->seq = 0;
+        t->clean_bytes += ent_bytes(e);
+    }
+    if (t->clean_bytes > t->cache_budget)
+        evict(t, 0);
+}
+
+/* ---------------------------------------------------------------------------
+ * Iterators: a sorted copy of the matching dirty entries merged with
+ * committed rows read in batches (short read transactions, so no
+ * transaction outlives a call and the map can grow between batches).
+ * ------------------------------------------------------------------------- */
+
+#define BATCH_ROWS 512
+#define BATCH_BYTES ((size_t)1 << 20)
+
+/* A row in a copied run: TabRec then key then value. */
+typedef struct Run {
+    Buf data;
+    size_t *offs;       /* record offsets */
+    size_t n, pos, cap;
+} Run;
+
+struct StorIter {
+    StorTable *t;
+    uint8_t *prefix;    /* table prefix ++ scan prefix */
+    size_t plen;        /* including the 8 table bytes */
+    Run dirty;          /* snapshot, fixed at open */
+    Run lmdb;           /* current batch of committed rows */
+    bool lmdb_done;
+    bool lmdb_started;
+    Buf last;           /* last committed key read (full key), to resume */
+};
+
+static void run_add(Run *r, const void *key, size_t klen, const void *val, size_t vlen, bool del)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 64;
+        r->offs = xrealloc(r->offs, r->cap * sizeof *r->offs);
+    }
+    r->offs[r->n++] = r->data.len;
+    TabRec h = {(uint32_t)klen, (uint32_t)vlen, del};
+    buf_append(&r->data, &h, sizeof h);
+    buf_append(&r->data, key, klen);
+    buf_append(&r->data, val, vlen);
+}
+
+/* The run's current record, or false at its end. Records are not aligned,
+ * so the header is copied out. */
+static bool run_head(const Run *r, TabRec *h, const char **key, const char **val)
+{
+    if (r->pos >= r->n)
+        return false;
+    const char *p = r->data.data + r->offs[r->pos];
+    memcpy(h, p, sizeof *h);
+    *key = p + sizeof *h;
+    *val = *key + h->klen;
+    return true;
+}
+
+static int fill_batch(StorIter *it, WError *err)
+{
+    StorTable *t = it->t;
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    Run *r = &it->lmdb;
+    int rc;
+    r->n = r->pos = 0;
+    buf_reset(&r->data);
+    if (env_read_begin(t->env, &txn, err) < 0)
+        return -1;
+    if ((rc = mdb_cursor_open(txn, t->env->dbi_state, &cur))) {
+        env_read_end(t->env, txn);
+        return stor_mdb_err(err, rc, "state table scan");
+    }
+    MDB_val k, d;
+    if (it->lmdb_started) {
+        k.mv_size = it->last.len;
+        k.mv_data = it->last.data;
+    } else {
+        k.mv_size = it->plen;
+        k.mv_data = it->prefix;
+    }
+    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    if (rc == 0 && it->lmdb_started && k.mv_size == it->last.len &&
+        memcmp(k.mv_data, it->last.data, it->last.len) == 0)
+        rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+    it->lmdb_started = true;
+    for (; rc == 0; rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+        if (k.mv_size < it->plen || memcmp(k.mv_data, it->prefix, it->plen) != 0) {
+            rc = MDB_NOTFOUND;
+            break;
+        }
+        if (r->n >= BATCH_ROWS || r->data.len >= BATCH_BYTES)
+            break;
+        run_add(r, (char *)k.mv_data + 8, k.mv_size - 8, d.mv_data, d.mv_size, false);
+        buf_reset(&it->last);
+        buf_append(&it->last, k.mv_data, k.mv_size);
+    }
+    mdb_cursor_close(cur);
+    env_read_end(t->env, txn);
+    if (rc == MDB_NOTFOUND)
+        it->lmdb_done = true;
+    else if (rc)
+        return stor_mdb_err(err, rc, "state table scan");
+    return 0;
+}
+
+int stor_iter_open(StorTable *t, const void *prefix, size_t plen, StorIter **out, WError *err)
+{
+    if (check_key(plen, err) < 0)
+        return -1;
+    StorIter *it = xcalloc(1, sizeof *it);
+    it->t = t;
+    it->plen = 8 + plen;
+    it->prefix = xmalloc(it->plen);
+    make_key(it->prefix, t->prefix, prefix, plen);
+    size_t n;
+    SortItem *v = sorted_dirty(t, prefix, plen, &n);
+    for (size_t i = 0; i < n; i++)
+        run_add(&it->dirty, v[i].e->data, v[i].e->klen, v[i].e->data + v[i].e->klen, v[i].e->vlen,
+                v[i].e->state == DIRTY_DEL);
+    free(v);
+    it->lmdb_done = !t->has_committed;
+    *out = it;
+    return 0;
+}
+
+static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c ? c : (alen > blen) - (alen < blen);
+}
+
+int stor_iter_next(StorIter *it, const void **key, size_t *klen, const void **val, size_t *vlen,
+                   WError *err)
+{
+    for (;;) {
+        if (it->lmdb.pos >= it->lmdb.n && !it->lmdb_done && fill_batch(it, err) < 0)
+            return -1;
+        const char *dk = NULL, *dv = NULL, *lk = NULL, *lv = NULL;
+        TabRec dh = {0}, lh = {0};
+        bool hd = run_head(&it->dirty, &dh, &dk, &dv);
+        bool hl = run_head(&it->lmdb, &lh, &lk, &lv);
+        if (!hd && !hl)
+            return 0;
+        int c = !hd ? 1 : !hl ? -1 : key_cmp(dk, dh.klen, lk, lh.klen);
+        if (c <= 0) {
+            it->dirty.pos++;
+            if (c == 0)
+                it->lmdb.pos++;
+            if (dh.del)
+                continue;
+            *key = dk;
+            *klen = dh.klen;
+            *val = dv;
+            *vlen = dh.vlen;
+            return 1;
+        }
+        it->lmdb.pos++;
+        *key = lk;
+        *klen = lh.klen;
+        *val = lv;
+        *vlen = lh.vlen;
+        return 1;
+    }
+}
+
+void stor_iter_close(StorIter *it)
+{
+    if (!it)
+        return;
+    buf_free(&it->dirty.data);
+    free(it->dirty.offs);
+    buf_free(&it->lmdb.data);
+    free(it->lmdb.offs);
+    buf_free(&it->last);
+    free(it->prefix);
+    free(it);
+}
