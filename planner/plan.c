@@ -86,7 +86,8 @@ static void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s)
 {
     alloc_schema(a, out, s->n);
     for (int i = 0; i < s->n; i++) {
-        out->names[i] = s->cols[i].name;
+        /* Names may point into the statement's AST: the plan outlives it. */
+        out->names[i] = arena_strdup(a, s->cols[i].name);
         out->types[i] = s->cols[i].type;
         out->hidden[i] = s->cols[i].hidden;
     }
@@ -381,7 +382,8 @@ static PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, i
     alloc_scope(b->a, out_scope, n + extra);
     for (int i = 0; i < n; i++) {
         pr->exprs[i] = exprs[i];
-        out_scope->cols[i] = (ScopeCol){.name = names[i], .type = exprs[i]->type, .role = roles ? roles[i] : ROLE_NONE};
+        out_scope->cols[i] = (ScopeCol){.name = arena_strdup(b->a, names[i]), .type = exprs[i]->type,
+                                        .role = roles ? roles[i] : ROLE_NONE};
         if (exprs[i]->kind == PE_COL) {
             const ScopeCol *src = &in_scope->cols[exprs[i]->col];
             if (!roles)
@@ -843,7 +845,10 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     m->append_only = in->append_only;
     m->wm_col = in->wm_col;
     if (in->n_keys) {
-        m->out = in->out;
+        alloc_schema(a, &m->out, in->out.n);
+        memcpy(m->out.names, in->out.names, sizeof(char *) * (size_t)in->out.n);
+        memcpy(m->out.types, in->out.types, sizeof(TypeId) * (size_t)in->out.n);
+        memcpy(m->out.hidden, in->out.hidden, sizeof(bool) * (size_t)in->out.n);
         m->n_keys = in->n_keys;
         m->keys = in->keys;
     } else {
@@ -875,7 +880,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         int k = 0;
         for (int i = 0; i < m->out.n; i++)
             if (!m->out.hidden[i] && k < ast_list_len(cv->col_names))
-                m->out.names[i] = AST_AT(cv->col_names, k++);
+                m->out.names[i] = arena_strdup(a, AST_AT(cv->col_names, k++));
         if (k != ast_list_len(cv->col_names)) {
             werr(err, SQLSTATE_SYNTAX_ERROR, cv->query_pos, "the view has %d columns but %d names were given", k,
                  ast_list_len(cv->col_names));

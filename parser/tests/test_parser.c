@@ -498,6 +498,13 @@ static void test_select(void)
     } else {
         ok(0, "except");
     }
+    s = one("SELECT 1 UNION SELECT 2 INTERSECT SELECT 3");
+    ok(s && s->u.select->set_op == SETOP_UNION && s->u.select->set_rhs->set_op == SETOP_INTERSECT &&
+           ast_list_len(s->u.select->from) == 0, "intersect binds tighter than union");
+    s = one("SELECT 1 INTERSECT SELECT 2 UNION SELECT 3");
+    ok(s && s->u.select->set_op == SETOP_UNION && ast_list_len(s->u.select->from) == 1 &&
+           ((AstTableRef *)AST_AT(s->u.select->from, 0))->subquery->set_op == SETOP_INTERSECT,
+       "mixed chain wraps its left operand");
     s = one("WITH x AS (SELECT 1), y AS (SELECT 2) SELECT * FROM x");
     ok(s && ast_list_len(s->u.select->ctes) == 2 && strcmp(((AstCte *)AST_AT(s->u.select->ctes, 1))->name, "y") == 0,
        "with ctes");
