@@ -357,12 +357,11 @@ static int connect_server(Runner *r, double timeout_s)
 /* Start the server on r's data dir and ports and connect to it. */
 static int start_server(Runner *r)
 {
-    char port[16], http[16], log[320];
+    char port[16], log[320];
     snprintf(port, sizeof port, "%d", r->pport);
-    snprintf(http, sizeof http, "%d", r->hport);
     snprintf(log, sizeof log, "%s/server.log", r->tmpdir);
     char *argv[] = {(char *)r->weir, "serve", "--data-dir", r->datadir, "--port", port,
-                    "--http-port", http, "--kafka", r->kafka, "--no-broker", NULL};
+                    "--kafka", r->kafka, "--no-broker", NULL};
     r->server = spawn(argv, log);
     if (r->server < 0 || connect_server(r, SERVER_TIMEOUT_S) != 0) {
         show_log_tail(log, 30);
