@@ -421,6 +421,9 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     if (sel->distinct_on)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: DISTINCT ON");
     if (sel->values) {
+        if (sel->order_by || sel->limit || sel->offset)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
+                        "feature not supported: ORDER BY or LIMIT directly on VALUES (select from it instead)");
         if (p->streaming)
             return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: VALUES in a materialized view");
         int nr = ast_list_len(sel->values);
@@ -905,6 +908,7 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
     PlanCtx p;
     init_ctx(&p, cat, a, err, false);
     PlanQuery *q = arena_zalloc(a, sizeof *q);
+    q->limit = -1;
     Rel r;
     if (plan_select(&p, sel, &r, q))
         return NULL;

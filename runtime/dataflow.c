@@ -89,6 +89,14 @@ int rt_instantiate(RtCtx *rc, int n, PlanNode *const *nodes, RtOp **ops)
     return 0;
 }
 
+int rt_start_ops(int n, RtOp **ops)
+{
+    for (int i = 0; i < n; i++)
+        if (ops[i]->vt->start && ops[i]->vt->start(ops[i]))
+            return -1;
+    return 0;
+}
+
 void rt_close_ops(int n, RtOp **ops)
 {
     for (int i = n - 1; i >= 0; i--)
@@ -112,6 +120,12 @@ int rt_dataflow_open(const RtEnv *env, const PlanView *plan, RtDataflow **out, W
         rt_dataflow_close(df);
         return -1;
     }
+    if (rt_start_ops(df->n_ops, df->ops)) {
+        *err = df->err;
+        rt_dataflow_close(df);
+        return -1;
+    }
+    arena_reset(df->rc.chunk_arena);
     for (int i = 0; i < df->n_ops; i++) {
         if (plan->nodes[i]->kind == PN_SOURCE)
             df->sources[df->n_sources++] = df->ops[i];

@@ -66,7 +66,24 @@ static void col_set(Column *c, int r, const Value *v)
     }
 }
 
-/* Tight kernels. Return 1 if handled. */
+/* A row's evaluation failed. In a view the row is dropped and counted (one
+ * bad value must not stop the view); in an ad hoc query the statement
+ * fails, as in Postgres. Returns true when the error is fatal. */
+static bool row_failed(RtCtx *rc, Column *out, uint8_t *bad, int r, const char *sqlstate, const char *msg)
+{
+    out->nulls[r] = 1;
+    if (rc->batch) {
+        werr(rc->err, sqlstate, 0, "%s", msg);
+        return true;
+    }
+    if (bad)
+        bad[r] = 1;
+    rc->stats.eval_errors++;
+    rt_row_error(rc, "%s", msg);
+    return false;
+}
+
+/* Tight kernels. Return 1 if handled, -1 on a fatal error. */
 static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *bad, RtCtx *rc)
 {
     if (e->n_args != 2)
@@ -100,13 +117,8 @@ static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *
                 continue;
             bool ovf = e->fn == FN_ADD_I ? __builtin_add_overflow(x->v.i[r], y->v.i[r], &out->v.i[r])
                                          : __builtin_sub_overflow(x->v.i[r], y->v.i[r], &out->v.i[r]);
-            if (ovf) {
-                out->nulls[r] = 1;
-                if (bad)
-                    bad[r] = 1;
-                rc->stats.eval_errors++;
-                rt_row_error(rc, "bigint out of range");
-            }
+            if (ovf && row_failed(rc, out, bad, r, SQLSTATE_NUMERIC_RANGE, "bigint out of range"))
+                return -1;
         }
         return 1;
     case FN_TS_SUB_IV:
@@ -122,13 +134,8 @@ static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *
             int64_t d = y->v.iv[r].usecs + (int64_t)y->v.iv[r].days * USECS_PER_DAY;
             bool ovf = e->fn == FN_TS_ADD_IV ? __builtin_add_overflow(x->v.i[r], d, &out->v.i[r])
                                              : __builtin_sub_overflow(x->v.i[r], d, &out->v.i[r]);
-            if (ovf) {
-                out->nulls[r] = 1;
-                if (bad)
-                    bad[r] = 1;
-                rc->stats.eval_errors++;
-                rt_row_error(rc, "timestamp out of range");
-            }
+            if (ovf && row_failed(rc, out, bad, r, SQLSTATE_NUMERIC_RANGE, "timestamp out of range"))
+                return -1;
         }
         return 1;
     }
@@ -159,8 +166,9 @@ int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t 
             if (rt_eval(rc, e->args[i], in, &args[i], bad))
                 return -1;
         col_alloc(a, out, e->type, n);
-        if (kernel(e, args, n, out, bad, rc))
-            return 0;
+        int k = kernel(e, args, n, out, bad, rc);
+        if (k)
+            return k < 0 ? -1 : 0;
         Value vs[64], res;
         if (e->n_args > 64)
             return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "too many arguments");
@@ -173,11 +181,8 @@ int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t 
                 col_get(&args[i], r, &vs[i]);
             WError err = {0};
             if (scalar_call(e->fn, e->type, e->n_args, vs, a, &res, &err)) {
-                out->nulls[r] = 1;
-                if (bad)
-                    bad[r] = 1;
-                rc->stats.eval_errors++;
-                rt_row_error(rc, "%s", err.msg);
+                if (row_failed(rc, out, bad, r, err.sqlstate, err.msg))
+                    return -1;
                 continue;
             }
             res.type = e->type;

@@ -35,6 +35,7 @@ typedef struct AggOp {
     int n_state;              /* values in a state row */
     int n_out;                /* values in an output row */
     bool windowed;
+    bool global;              /* no GROUP BY: exactly one output row, even over no input */
     Arena *touch_arena;       /* the touched map; reset after each flush */
     ByteMap touched;
     Chunk *out;               /* output being filled, in the chunk arena */
@@ -214,6 +215,16 @@ static int state_store(AggOp *a, const void *key, size_t klen, const Value *st)
     return stor_table_put(a->op.table, key, klen, a->vbuf.data, a->vbuf.len, a->op.rc->err);
 }
 
+/* The state key of a group. A global aggregation has no group values; its
+ * key is one zero byte, since storage keys are never empty. */
+static void make_key(AggOp *a, const Value *kv, int nk)
+{
+    buf_reset(&a->kbuf);
+    key_encode(&a->kbuf, kv, nk);
+    if (a->kbuf.len == 0)
+        buf_put_u8(&a->kbuf, 0);
+}
+
 /* Emits the change of every group touched since the last flush. */
 static int flush_changes(AggOp *a)
 {
@@ -224,7 +235,7 @@ static int flush_changes(AggOp *a)
         int f = state_load(a, e->key, e->klen, st);
         if (f < 0)
             return -1;
-        bool exists = f == 1 && st[a->n_group].u.i > 0;
+        bool exists = f == 1 && (a->global || st[a->n_group].u.i > 0);
         bool fired = f == 1 && st[a->n_group + 1].u.i;
         /* On window close, unfired windows say nothing yet. */
         if (n->emit == PLAN_EMIT_ON_CLOSE && a->windowed && !fired)
@@ -338,14 +349,13 @@ static int agg_push(RtOp *op, Chunk *c)
         }
         for (int i = 0; i < a->n_group; i++)
             kv[nk++] = group[i];
-        buf_reset(&a->kbuf);
-        key_encode(&a->kbuf, kv, nk);
+        make_key(a, kv, nk);
         int created;
         ByteMapEntry *e = bytemap_get(&a->touched, a->kbuf.data, a->kbuf.len, 1, &created);
         int f = state_load(a, a->kbuf.data, a->kbuf.len, st);
         if (f < 0)
             return -1;
-        if (created && f == 1 && st[a->n_group].u.i > 0) {
+        if (created && f == 1 && (a->global || st[a->n_group].u.i > 0)) {
             /* Remember the output before this chunk changed it. */
             state_output(a, st, out);
             buf_reset(&a->vbuf);
@@ -360,7 +370,7 @@ static int agg_push(RtOp *op, Chunk *c)
             rc->stats.eval_errors++;
             continue;
         }
-        int rcode = st[a->n_group].u.i > 0 ? state_store(a, a->kbuf.data, a->kbuf.len, st)
+        int rcode = a->global || st[a->n_group].u.i > 0 ? state_store(a, a->kbuf.data, a->kbuf.len, st)
                                            : stor_table_delete(op->table, a->kbuf.data, a->kbuf.len, rc->err);
         if (rcode)
             return -1;
@@ -398,7 +408,27 @@ static void agg_close(RtOp *op)
     free(a);
 }
 
-static const RtOpVt AGG_VT = {agg_push, agg_watermark, NULL, agg_finish, agg_close};
+/* A global aggregation shows its row (count 0, sum NULL...) before any input, as in SQL. */
+static int agg_start(RtOp *op)
+{
+    AggOp *a = (AggOp *)op;
+    if (!a->global)
+        return 0;
+    Value st[MAX_VALS], out[MAX_VALS];
+    make_key(a, NULL, 0);
+    int f = state_load(a, a->kbuf.data, a->kbuf.len, st);
+    if (f != 0)
+        return f < 0 ? -1 : 0;
+    state_init(a, NULL, st);
+    if (state_store(a, a->kbuf.data, a->kbuf.len, st))
+        return -1;
+    state_output(a, st, out);
+    if (emit_row(a, OP_INSERT, out))
+        return -1;
+    return emit_pending(a);
+}
+
+static const RtOpVt AGG_VT = {.push = agg_push, .watermark = agg_watermark, .finish = agg_finish, .close = agg_close, .start = agg_start};
 
 RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
 {
@@ -414,6 +444,7 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
     for (int i = 0; i < n->n_aggs; i++)
         a->n_state += slots_of(&n->aggs[i]);
     a->windowed = n->win_group_idx >= 0;
+    a->global = n->n_group == 0;
     a->touch_arena = arena_new(0);
     bytemap_init(&a->touched, a->touch_arena);
     if (a->n_state > MAX_VALS || a->n_out > MAX_VALS) {

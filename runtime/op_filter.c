@@ -26,7 +26,7 @@ static int pass_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, w
 static int pass_finish(RtOp *op) { return 0; }
 static void plain_close(RtOp *op) { free(op); }
 
-static const RtOpVt FILTER_VT = {filter_push, pass_watermark, NULL, pass_finish, plain_close};
+static const RtOpVt FILTER_VT = {.push = filter_push, .watermark = pass_watermark, .finish = pass_finish, .close = plain_close};
 
 RtOp *rt_op_filter_new(RtCtx *rc, const PlanNode *n)
 {

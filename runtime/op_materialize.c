@@ -84,7 +84,7 @@ static void mat_close(RtOp *op)
     free(m);
 }
 
-static const RtOpVt MAT_VT = {mat_push, mat_watermark, mat_flush_state, mat_finish, mat_close};
+static const RtOpVt MAT_VT = {.push = mat_push, .watermark = mat_watermark, .flush_state = mat_flush_state, .finish = mat_finish, .close = mat_close};
 
 RtOp *rt_op_materialize_new(RtCtx *rc, const PlanNode *n)
 {

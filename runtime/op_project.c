@@ -37,7 +37,7 @@ static int pass_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, w
 static int pass_finish(RtOp *op) { return 0; }
 static void plain_close(RtOp *op) { free(op); }
 
-static const RtOpVt PROJECT_VT = {project_push, pass_watermark, NULL, pass_finish, plain_close};
+static const RtOpVt PROJECT_VT = {.push = project_push, .watermark = pass_watermark, .finish = pass_finish, .close = plain_close};
 
 RtOp *rt_op_project_new(RtCtx *rc, const PlanNode *n)
 {

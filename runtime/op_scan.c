@@ -17,8 +17,8 @@ static int leaf_watermark(RtOp *op, int64_t wm) { return 0; }
 static int leaf_finish(RtOp *op) { return 0; }
 static void leaf_close(RtOp *op) { free(op); }
 
-static const RtOpVt SCAN_VT = {leaf_push, leaf_watermark, NULL, leaf_finish, leaf_close};
-static const RtOpVt VALUES_VT = {leaf_push, leaf_watermark, NULL, leaf_finish, leaf_close};
+static const RtOpVt SCAN_VT = {.push = leaf_push, .watermark = leaf_watermark, .finish = leaf_finish, .close = leaf_close};
+static const RtOpVt VALUES_VT = {.push = leaf_push, .watermark = leaf_watermark, .finish = leaf_finish, .close = leaf_close};
 
 RtOp *rt_op_view_scan_new(RtCtx *rc, const PlanNode *n)
 {

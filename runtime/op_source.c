@@ -73,7 +73,7 @@ static void source_close(RtOp *op)
     free(s);
 }
 
-static const RtOpVt SOURCE_VT = {source_push, source_watermark, source_flush_state, NULL, source_close};
+static const RtOpVt SOURCE_VT = {.push = source_push, .watermark = source_watermark, .flush_state = source_flush_state, .close = source_close};
 
 /* Collects "properties.*" WITH options as librdkafka properties. */
 static int kafka_props(const CatRelation *r, RtKafkaProp *props, int max)

@@ -112,7 +112,7 @@ static void wm_close(RtOp *op)
     free(w);
 }
 
-static const RtOpVt WM_VT = {wm_push, wm_watermark, wm_flush_state, wm_finish, wm_close};
+static const RtOpVt WM_VT = {.push = wm_push, .watermark = wm_watermark, .flush_state = wm_flush_state, .finish = wm_finish, .close = wm_close};
 
 RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
 {

@@ -71,7 +71,7 @@ static int window_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op,
 static int window_finish(RtOp *op) { return 0; }
 static void window_close(RtOp *op) { free(op); }
 
-static const RtOpVt WINDOW_VT = {window_push, window_watermark, NULL, window_finish, window_close};
+static const RtOpVt WINDOW_VT = {.push = window_push, .watermark = window_watermark, .finish = window_finish, .close = window_close};
 
 RtOp *rt_op_window_new(RtCtx *rc, const PlanNode *n)
 {

@@ -43,7 +43,7 @@ static int collect_watermark(RtOp *op, int64_t wm) { return 0; }
 static int collect_finish(RtOp *op) { return 0; }
 static void collect_close(RtOp *op) { }
 
-static const RtOpVt COLLECT_VT = {collect_push, collect_watermark, NULL, collect_finish, collect_close};
+static const RtOpVt COLLECT_VT = {.push = collect_push, .watermark = collect_watermark, .finish = collect_finish, .close = collect_close};
 
 typedef struct SortRow {
     Value *vals;
@@ -104,7 +104,7 @@ long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, W
         }
     }
     root->down = &col.op;
-    if (rt_op_produce(leaf))
+    if (rt_start_ops(q->n_nodes, ops) || rt_op_produce(leaf))
         goto done;
 
     /* The surviving rows, each as often as its multiplicity. */

@@ -27,6 +27,8 @@ typedef struct RtOpVt {
     /* Bounded input ended (ad hoc queries). */
     int (*finish)(RtOp *op);
     void (*close)(RtOp *op);
+    /* Optional: once after wiring, before any input (may emit). */
+    int (*start)(RtOp *op);
 } RtOpVt;
 
 typedef struct RtCtx RtCtx;
@@ -79,6 +81,8 @@ bool rt_source_flushed(RtOp *src);
  * its reader; ops must have n slots. rt_close_ops closes them in reverse. */
 int rt_instantiate(RtCtx *rc, int n, PlanNode *const *nodes, RtOp **ops);
 void rt_close_ops(int n, RtOp **ops);
+/* Calls every operator's start hook, in plan order. */
+int rt_start_ops(int n, RtOp **ops);
 
 /* Opens the state table of node n for op (temporary tables for queries). */
 int rt_op_open_table(RtOp *op, WError *err);
