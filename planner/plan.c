@@ -589,7 +589,9 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
             if (agg.agg_args[i]) {
                 aggs[i].arg = k;
                 pre[k] = agg.agg_args[i];
-                pre_names[k++] = arena_printf(b->a, "_arg%d", i);
+                /* A plain column keeps its name, so EXPLAIN reads max(url), not max(_arg1). */
+                pre_names[k++] = agg.agg_args[i]->kind == PE_COL ? scope.cols[agg.agg_args[i]->col].name
+                                                                 : arena_printf(b->a, "_arg%d", i);
             }
             if (agg.agg_filters[i]) {
                 aggs[i].filter_col = k;
