@@ -1,13 +1,14 @@
 /*
  * broker.c: the embedded Kafka broker: librdkafka's mock cluster behind a
- * TCP forwarder on a fixed address (see broker.h for why).
+ * forwarder on a fixed address (see broker.h for why and what it changes).
  *
  * The forwarder is one thread running a poll() loop over the listening
- * socket, a wake-up pipe and every proxied connection. Each connection has
- * two bounded buffers (client -> mock, mock -> client); a side is read only
- * while its buffer has room and written only while the other side's buffer
- * has data, so a slow reader slows its writer instead of growing memory.
- * The loop does no protocol parsing: it is byte-for-byte.
+ * socket, a wake-up pipe and every proxied connection. Bytes are cut into
+ * Kafka frames (a 4-byte size, then the payload); each request is recorded
+ * (correlation id, API key, version) so its response can be recognised and,
+ * for the few APIs in question, rewritten. A side is read only while the
+ * other side's output backlog is under FWD_OUT_LIMIT, so a slow reader slows
+ * its writer. The wire decoding lives in this file only.
  */
 #include "broker.h"
 
@@ -974,9 +975,9 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: weir broker [--listen HOST:PORT] [--partitions N] [--topic NAME]...\n"
                "  --listen HOST:PORT  bootstrap address (default 127.0.0.1:9092; port 0 = any)\n"
-               "  --partitions N      partitions of the --topic topics (default 1)\n"
-               "  --topic NAME        create NAME at start-up (repeatable)\n"
-               "Topics auto-created by clients get the mock's fixed default of 4 partitions.\n");
+               "  --partitions N      partitions of new topics: --topic, auto-created, and\n"
+               "                      CreateTopics without a count (default 1)\n"
+               "  --topic NAME        create NAME at start-up (repeatable)\n");
     return 2;
 }
 

@@ -9,27 +9,32 @@
  * process: a crash of the server must not take the topics with it.
  *
  * Why a forwarder: the mock (librdkafka 2.0.2) always binds its listener
- * itself, on 127.0.0.1 and a random port, and has no API to choose the
- * address. Users and the server need a fixed, well-known bootstrap address
- * (127.0.0.1:9092 by default). So the broker opens HOST:PORT itself and runs
- * a small TCP forwarder thread that proxies every accepted connection byte
- * for byte to the mock's real address. Kafka clients bootstrap through the
- * forwarder; the Metadata response then advertises the mock's own address
- * (127.0.0.1:<random port>), and clients open their working connections
- * there directly. Both paths are loopback, so this is fine on one machine;
- * it also means a client on another host cannot use the broker even when
- * HOST is a public address (the advertised address is loopback).
+ * itself, on 127.0.0.1 and a random port, with no API to choose the address;
+ * it advertises that random address in Metadata and FindCoordinator
+ * responses; its Metadata reports controller id 0 although its broker is 1
+ * (so Admin requests never find a controller); it has no CreateTopics
+ * handler; and it auto-creates unknown topics with a fixed 4 partitions.
+ * Users and the server need a fixed, well-known address (127.0.0.1:9092 by
+ * default) and topic creation. So the broker listens on HOST:PORT itself and
+ * runs a forwarder thread that proxies every connection to the mock,
+ * frame by frame, and changes only these things:
+ *   - Metadata and FindCoordinator responses advertise the forwarder (the
+ *     address the client connected to, the forwarder's port), so a client's
+ *     whole traffic, including transactions, stays on the fixed address;
+ *     a controller id naming no broker is replaced by the broker's id;
+ *   - ApiVersions (v0-v2) responses also list CreateTopics v0-v4, and
+ *     CreateTopics requests are answered by the forwarder itself through the
+ *     mock's control API (rd_kafka_mock_topic_create), in request order;
+ *   - topics a Metadata request allows to auto-create are created first with
+ *     --partitions partitions, so auto-created topics get that count.
+ * Every other request and response passes through unchanged. Bootstrapping
+ * at the mock's own address also works, without these fixes.
  *
- * Partitions: the mock auto-creates an unknown topic on a Metadata or
- * Produce request with its built-in default of 4 partitions (a producer that
- * names an explicit partition p of an unknown topic gets p + 1); librdkafka
- * 2.0.2 has no public API to change that default. `--partitions N` therefore
- * applies to the topics named with `--topic` (created at start-up) and is
- * the documented way to get other counts, besides the Admin API
- * (CreateTopics, which the mock honours and which rt_kafka_source_open uses).
- *
- * Retention: the mock keeps at most ~5 MiB or 100000 message sets per
- * partition and drops the oldest beyond that (start offset moves up).
+ * Limits inherited from the mock: the log is in memory; a partition keeps at
+ * most ~5 MiB or 100000 message sets and drops the oldest beyond that (its
+ * start offset moves up); a fetch returns one message set per partition;
+ * transactions are accepted but aborted records are not hidden from
+ * read_committed consumers; consumer groups work but rebalance slowly.
  */
 #ifndef WEIR_RUNTIME_BROKER_H
 #define WEIR_RUNTIME_BROKER_H
