@@ -115,7 +115,15 @@ static int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
     PlanNode *n;
     if (r->kind == CAT_SINK)
         return werr(b->err, SQLSTATE_WRONG_OBJECT_TYPE, t->pos, "\"%s\" is a sink, not a relation", t->name);
-    if (p->streaming) {
+    if (r->kind == CAT_SYSTEM) {
+        if (p->streaming)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
+                        "feature not supported: a materialized view over system view \"%s\"", t->name);
+        n = new_node(p, PN_VALUES, NULL);
+        n->n_rows = r->n_rows;
+        n->rows = r->rows;
+        n->append_only = true;
+    } else if (p->streaming) {
         if (r->kind != CAT_SOURCE)
             return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
                         "feature not supported: a materialized view over \"%s\" (only sources can feed a view yet)",

@@ -28,7 +28,7 @@
 
 /* ---- the catalog as the binder sees it ----------------------------------- */
 
-typedef enum CatKind { CAT_SOURCE = 1, CAT_TABLE = 2, CAT_VIEW = 3, CAT_SINK = 4 } CatKind;
+typedef enum CatKind { CAT_SOURCE = 1, CAT_TABLE = 2, CAT_VIEW = 3, CAT_SINK = 4, CAT_SYSTEM = 5 } CatKind;
 
 typedef struct CatOption {
     const char *key;
@@ -57,6 +57,8 @@ typedef struct CatRelation {
     const char *format;         /* FORMAT/ENCODE of a source ("plain", "json") */
     const char *encode;
     uint64_t table_id;          /* CAT_VIEW materialized: the state table holding its rows */
+    int n_rows;                 /* CAT_SYSTEM: the rows, computed when the statement is planned */
+    Value **rows;
 } CatRelation;
 
 typedef struct PlanCatalog {

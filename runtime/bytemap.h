@@ -21,6 +21,7 @@ typedef struct ByteMapEntry {
     size_t vlen;
     int64_t count;        /* a free integer for the user (multiset counts) */
     int flag;             /* a free flag for the user */
+    void *ptr;            /* a free pointer for the user */
 } ByteMapEntry;
 
 typedef struct ByteMap {

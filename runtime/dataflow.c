@@ -31,16 +31,26 @@ struct RtDataflow {
 
 int rt_emit(RtOp *op, Chunk *c)
 {
-    if (!op->down || c->n_rows == 0)
+    if (c->n_rows == 0)
         return 0;
-    return op->down->vt->push(op->down, c);
+    /* Fan-out consumers get their own copy of the header: a receiver may
+     * replace a chunk's arrays (never write into them), so a shared header
+     * would change what the next consumer sees. */
+    for (int i = 0; i < op->n_fan; i++) {
+        Chunk *copy = arena_alloc(c->arena, sizeof *copy);
+        *copy = *c;
+        if (op->fan[i]->vt->push(op->fan[i], copy))
+            return -1;
+    }
+    return op->down ? op->down->vt->push(op->down, c) : 0;
 }
 
 int rt_emit_watermark(RtOp *op, int64_t wm)
 {
-    if (!op->down)
-        return 0;
-    return op->down->vt->watermark(op->down, wm);
+    for (int i = 0; i < op->n_fan; i++)
+        if (op->fan[i]->vt->watermark && op->fan[i]->vt->watermark(op->fan[i], wm))
+            return -1;
+    return op->down ? op->down->vt->watermark(op->down, wm) : 0;
 }
 
 /* Ad hoc queries keep their state in temporary tables from this id range:
@@ -155,11 +165,44 @@ int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err
     return 0;
 }
 
-int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, WError *err)
+RtOp *rt_dataflow_root(RtDataflow *df) { return df->root; }
+
+void rt_dataflow_add_fan(RtDataflow *df, RtOp *op)
 {
-    for (int i = 0; i < df->n_ops; i++) {
-        RtOp *op = df->ops[i];
-        if (op->vt->flush_state && op->vt->flush_state(op)) {
+    RtOp *r = df->root;
+    r->fan = xrealloc(r->fan, sizeof(RtOp *) * (size_t)(r->n_fan + 1));
+    r->fan[r->n_fan++] = op;
+}
+
+void rt_dataflow_remove_fan(RtDataflow *df, RtOp *op)
+{
+    RtOp *r = df->root;
+    for (int i = 0; i < r->n_fan; i++)
+        if (r->fan[i] == op) {
+            memmove(&r->fan[i], &r->fan[i + 1], sizeof(RtOp *) * (size_t)(r->n_fan - i - 1));
+            r->n_fan--;
+            return;
+        }
+}
+
+/* Plan operators, then the sinks hanging off the root. */
+static int n_all(RtDataflow *df) { return df->n_ops + (df->root ? df->root->n_fan : 0); }
+static RtOp *op_at(RtDataflow *df, int i) { return i < df->n_ops ? df->ops[i] : df->root->fan[i - df->n_ops]; }
+
+void rt_dataflow_committed(RtDataflow *df, uint64_t epoch)
+{
+    for (int i = 0; i < n_all(df); i++) {
+        RtOp *op = op_at(df, i);
+        if (op->vt->committed)
+            op->vt->committed(op, epoch);
+    }
+}
+
+int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, uint64_t epoch, WError *err)
+{
+    for (int i = 0; i < n_all(df); i++) {
+        RtOp *op = op_at(df, i);
+        if (op->vt->flush_state && op->vt->flush_state(op, epoch)) {
             *err = df->err;
             return -1;
         }
@@ -189,10 +232,23 @@ StorTable *rt_dataflow_view_table(RtDataflow *df) { return df->root ? df->root->
 
 void rt_dataflow_stats(RtDataflow *df, RtStats *out) { *out = df->rc.stats; }
 
+uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i)
+{
+    return i >= 0 && i < df->n_ops && df->ops[i]->table ? stor_table_size_bytes(df->ops[i]->table) : 0;
+}
+
 void rt_dataflow_close(RtDataflow *df)
 {
     if (!df)
         return;
+    /* Sinks first: they read the root's table while attaching, never after. */
+    while (df->root && df->root->n_fan) {
+        RtOp *s = df->root->fan[df->root->n_fan - 1];
+        df->root->n_fan--;
+        s->vt->close(s);
+    }
+    if (df->root)
+        free(df->root->fan);
     rt_close_ops(df->n_ops, df->ops);
     free(df->ops);
     free(df->sources);

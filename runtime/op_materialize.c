@@ -57,12 +57,12 @@ static int mat_push(RtOp *op, Chunk *c)
             return -1;
         rc->stats.rows_out++;
     }
-    return op->down ? rt_emit(op, c) : 0;
+    return rt_emit(op, c); /* to the sinks on this view, if any */
 }
 
-static int mat_watermark(RtOp *op, int64_t wm) { return op->down ? rt_emit_watermark(op, wm) : 0; }
+static int mat_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, wm); }
 
-static int mat_flush_state(RtOp *op)
+static int mat_flush_state(RtOp *op, uint64_t epoch)
 {
     MatOp *m = (MatOp *)op;
     if (!m->row_id_dirty)

@@ -61,7 +61,7 @@ int rt_source_save(RtOp *op)
     return 0;
 }
 
-static int source_flush_state(RtOp *op) { return rt_source_save(op); }
+static int source_flush_state(RtOp *op, uint64_t epoch) { return rt_source_save(op); }
 
 static void source_close(RtOp *op)
 {

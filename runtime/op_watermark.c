@@ -81,7 +81,7 @@ static int wm_push(RtOp *op, Chunk *c)
 
 static int wm_watermark(RtOp *op, int64_t wm) { return 0; } /* sources send none: this operator makes them */
 
-static int wm_flush_state(RtOp *op)
+static int wm_flush_state(RtOp *op, uint64_t epoch)
 {
     WmOp *w = (WmOp *)op;
     if (!w->dirty)

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "planner.h"
+#include "sink.h"
 #include "storage.h"
 
 typedef struct RtDataflow RtDataflow;
@@ -60,8 +61,11 @@ int rt_dataflow_open(const RtEnv *env, const PlanView *plan, RtDataflow **out, W
  * Errors in single records or rows never fail the step; -1 means the
  * dataflow itself is broken (err says why). */
 int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err);
-/* Adds the dataflow's dirty state and source offsets to checkpoint ck. */
-int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, WError *err);
+/* Adds the dataflow's dirty state, source offsets and sinks' output for
+ * `epoch` to checkpoint ck. */
+int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, uint64_t epoch, WError *err);
+/* Checkpoint `epoch` committed: sinks may deliver what it holds. */
+void rt_dataflow_committed(RtDataflow *df, uint64_t epoch);
 /* Asks the connectors for their current end offsets and remembers them as
  * the flush target (called with no lock held; thread-safe with step). */
 int rt_dataflow_flush_target(RtDataflow *df, WError *err);
@@ -70,10 +74,35 @@ bool rt_dataflow_flushed(RtDataflow *df);
 /* The materialize operator's table (the view's rows). */
 StorTable *rt_dataflow_view_table(RtDataflow *df);
 void rt_dataflow_stats(RtDataflow *df, RtStats *out);
+/* Approximate bytes of state held by plan node i (0 for stateless nodes). */
+uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i);
 /* Stops the connectors and frees the operators; state stays in storage. */
 void rt_dataflow_close(RtDataflow *df);
 /* Deletes the durable state of every stateful node of plan. */
 int rt_dataflow_drop_state(StorEnv *stor, const PlanView *plan, WError *err);
+
+/* Sinks: a view's changelog delivered exactly once to an external target
+ * (op_sink.c). */
+typedef struct RtSink RtSink;
+typedef struct RtSinkStatus {
+    uint64_t delivered_epoch;   /* the last epoch the target has */
+    uint64_t rows_delivered;    /* changes delivered since start */
+    int pending_epochs;         /* sealed or committed, not yet delivered */
+    char state[32];             /* starting, running, retrying, unreachable */
+    char last_error[256];
+} RtSinkStatus;
+
+/* Attaches a sink to the view's dataflow. view_cols maps each spec column
+ * to a view column; spec (and everything it points to) must outlive the
+ * sink. table_id holds its undelivered batches. On first attach the view's
+ * current rows are the sink's first output; after a restart the sink
+ * resumes with the batches its table holds. Delivery runs on its own
+ * thread and retries until the target accepts. */
+int rt_dataflow_attach_sink(RtDataflow *df, const RtSinkSpec *spec, const int *view_cols, uint64_t table_id,
+                            RtSink **out, WError *err);
+/* Stops and frees the sink (its table stays; drop it with stor_table_drop). */
+void rt_dataflow_detach_sink(RtDataflow *df, RtSink *s);
+void rt_sink_status(RtSink *s, RtSinkStatus *out);
 
 /* Receives the rows of an ad hoc query, text form (NULL = SQL NULL).
  * Returning nonzero stops the query. */

@@ -22,13 +22,15 @@ typedef struct RtOpVt {
     int (*push)(RtOp *op, Chunk *c);
     /* The input's watermark advanced to wm (monotone). */
     int (*watermark)(RtOp *op, int64_t wm);
-    /* Before a checkpoint: write in-memory state into the state table. */
-    int (*flush_state)(RtOp *op);
+    /* Before checkpoint `epoch`: write in-memory state into the state table. */
+    int (*flush_state)(RtOp *op, uint64_t epoch);
     /* Bounded input ended (ad hoc queries). */
     int (*finish)(RtOp *op);
     void (*close)(RtOp *op);
     /* Optional: once after wiring, before any input (may emit). */
     int (*start)(RtOp *op);
+    /* Optional: checkpoint `epoch` is durable (sinks may now deliver it). */
+    void (*committed)(RtOp *op, uint64_t epoch);
 } RtOpVt;
 
 typedef struct RtCtx RtCtx;
@@ -38,6 +40,8 @@ struct RtOp {
     const PlanNode *node;
     RtCtx *rc;
     RtOp *down;               /* the consumer, NULL at the root */
+    int n_fan;                /* further consumers (sinks on a view), each gets its own chunk header */
+    RtOp **fan;
     StorTable *table;         /* state table (stateful operators), owned */
     int64_t wm;               /* last watermark seen on the input */
 };
@@ -81,6 +85,11 @@ bool rt_source_flushed(RtOp *src);
  * its reader; ops must have n slots. rt_close_ops closes them in reverse. */
 int rt_instantiate(RtCtx *rc, int n, PlanNode *const *nodes, RtOp **ops);
 void rt_close_ops(int n, RtOp **ops);
+/* The dataflow's root (materialize) operator, and its extra consumers. */
+RtOp *rt_dataflow_root(RtDataflow *df);
+void rt_dataflow_add_fan(RtDataflow *df, RtOp *op);
+void rt_dataflow_remove_fan(RtDataflow *df, RtOp *op);
+
 /* Calls every operator's start hook, in plan order. */
 int rt_start_ops(int n, RtOp **ops);
 

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crashpoint.h"
 #include "row.h"
 
 int64_t now_ms(void)
@@ -44,6 +45,9 @@ void cat_obj_free(CatObj *o)
 {
     if (!o)
         return;
+    if (o->sink && o->from && o->from->df)
+        rt_dataflow_detach_sink(o->from->df, o->sink);
+    o->sink = NULL;
     rt_dataflow_close(o->df);
     free(o->name);
     free(o->sql);
@@ -89,10 +93,12 @@ int engine_remove_object(Engine *e, CatObj *o, WError *err)
 {
     if (stor_catalog_delete(e->stor, o->id, err) < 0)
         return -1;
-    if (o->df) {
-        rt_dataflow_close(o->df);
-        o->df = NULL;
+    if (o->kind == CAT_SINK && o->sink && o->from && o->from->df) {
+        rt_dataflow_detach_sink(o->from->df, o->sink);
+        o->sink = NULL;
     }
+    if (o->df)
+        engine_stop_view(e, o);
     /* The catalog entry is gone first: a crash now leaves orphan state rows
      * at worst, never a view without its state. */
     for (int i = 0; i < o->n_table_ids; i++)
@@ -112,6 +118,7 @@ int engine_remove_object(Engine *e, CatObj *o, WError *err)
 
 typedef struct PlanCatCtx {
     Engine *e;
+    Arena *a;
     CatObj *owner;
     bool replay;
     bool dry_run;
@@ -125,7 +132,9 @@ static const CatRelation *cat_lookup(void *ctx, const char *name)
 {
     PlanCatCtx *c = ctx;
     CatObj *o = engine_find(c->e, name);
-    return o ? &o->rel : NULL;
+    if (o)
+        return &o->rel;
+    return c->a ? sysview_lookup(c->e, name, c->a) : NULL;
 }
 
 static uint64_t cat_new_table(void *ctx)
@@ -145,9 +154,9 @@ static uint64_t cat_new_table(void *ctx)
     return id;
 }
 
-PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run)
+PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run, Arena *a)
 {
-    plan_cat_ctx = (PlanCatCtx){.e = e, .owner = owner, .replay = replay, .dry_run = dry_run};
+    plan_cat_ctx = (PlanCatCtx){.e = e, .a = a, .owner = owner, .replay = replay, .dry_run = dry_run};
     return (PlanCatalog){.ctx = &plan_cat_ctx, .lookup = cat_lookup, .new_table_id = cat_new_table};
 }
 
@@ -184,24 +193,70 @@ int engine_producer(Engine *e, const char *bootstrap, RtKafkaProducer **out, WEr
 
 /* ---- checkpoints ------------------------------------------------------------ */
 
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int engine_start_view(Engine *e, CatObj *v, WError *err)
+{
+    if (rt_dataflow_open(&e->rt, v->plan, &v->df, err))
+        return -1;
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *s = e->objs[i];
+        if (s->kind != CAT_SINK || s->from != v || s->sink)
+            continue;
+        WError serr = {0};
+        if (rt_dataflow_attach_sink(v->df, &s->spec, s->view_cols, s->table_ids[0], &s->sink, &serr))
+            fprintf(stderr, "weir: sink %s cannot start: %s\n", s->name, serr.msg);
+    }
+    return 0;
+}
+
+void engine_stop_view(Engine *e, CatObj *v)
+{
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *s = e->objs[i];
+        if (s->kind == CAT_SINK && s->from == v && s->sink) {
+            rt_dataflow_detach_sink(v->df, s->sink);
+            s->sink = NULL;
+        }
+    }
+    rt_dataflow_close(v->df);
+    v->df = NULL;
+}
+
 int engine_checkpoint(Engine *e, WError *err)
 {
     StorCheckpoint *ck;
     uint64_t epoch = e->epoch + 1;
+    int64_t t0 = wall_us();
     if (stor_checkpoint_begin(e->stor, epoch, &ck, err))
         return -1;
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
-        if (o->df && rt_dataflow_checkpoint(o->df, ck, err)) {
+        if (o->df && rt_dataflow_checkpoint(o->df, ck, epoch, err)) {
             stor_checkpoint_abort(ck);
             return -1;
         }
+        crashpoint("checkpoint_mid");
     }
     if (stor_checkpoint_commit(ck, err))
         return -1;
+    crashpoint("checkpoint_committed");
+    for (int i = 0; i < e->n_objs; i++)
+        if (e->objs[i]->df)
+            rt_dataflow_committed(e->objs[i]->df, epoch);
     e->epoch = epoch;
     e->dirty = false;
     e->checkpoints++;
+    StorStats st;
+    stor_stats(e->stor, &st);
+    CkptRecord *h = &e->history[e->n_history++ % CKPT_HISTORY];
+    *h = (CkptRecord){.epoch = epoch, .started_us = t0, .duration_us = wall_us() - t0,
+                      .bytes = st.last_commit_bytes, .rows = st.last_commit_rows};
     e->last_checkpoint_ms = now_ms();
     return 0;
 }
@@ -223,8 +278,7 @@ static void *engine_main(void *arg)
             WError err = {0};
             if (rt_dataflow_step(o->df, 0, &did, &err)) {
                 fprintf(stderr, "weir: view %s stopped: %s\n", o->name, err.msg);
-                rt_dataflow_close(o->df);
-                o->df = NULL;
+                engine_stop_view(e, o);
                 continue;
             }
             any |= did;
@@ -248,7 +302,7 @@ static void *engine_main(void *arg)
                 CatObj *o = e->objs[i];
                 if (o->kind == CAT_VIEW && o->plan && !o->df) {
                     WError err = {0};
-                    if (rt_dataflow_open(&e->rt, o->plan, &o->df, &err) == 0)
+                    if (engine_start_view(e, o, &err) == 0)
                         fprintf(stderr, "weir: view %s is running again\n", o->name);
                 }
             }
@@ -335,8 +389,10 @@ static int replay_catalog(Engine *e, WError *err)
             cat_obj_free(o);
             continue;
         }
+        crashpoint("recovery");
         WError cerr = {0};
         int r = o->kind == CAT_SOURCE ? session_create_source(e, stmts[0], o->sql, o, &cerr)
+              : o->kind == CAT_SINK   ? session_create_sink(e, stmts[0], o->sql, o, &cerr)
                                       : session_create_view(e, stmts[0], o->sql, o, &cerr);
         if (r) {
             fprintf(stderr, "weir: cannot restore %s: %s\n", o->name, cerr.msg);

@@ -26,7 +26,23 @@ typedef struct CatObj {
     RtDataflow *df;           /* CAT_VIEW: running */
     int n_table_ids;          /* state tables, in the order the planner asked for them */
     uint64_t *table_ids;
+    /* CAT_SINK */
+    struct CatObj *from;      /* the view it reads */
+    RtSinkSpec spec;          /* in arena */
+    int *view_cols;           /* in arena: view column of each sink column */
+    RtSink *sink;             /* attached to from->df while that runs */
 } CatObj;
+
+/* One taken checkpoint, for the weir_checkpoints system view. */
+typedef struct CkptRecord {
+    uint64_t epoch;
+    int64_t started_us;       /* wall clock, microseconds since the epoch */
+    int64_t duration_us;
+    uint64_t bytes;           /* written by the LMDB commit */
+    uint64_t rows;
+} CkptRecord;
+
+#define CKPT_HISTORY 64
 
 struct Engine {
     pthread_mutex_t lock;     /* guards everything below; held by statements and engine steps */
@@ -45,6 +61,8 @@ struct Engine {
     bool dirty;                    /* work since the last checkpoint */
     uint64_t checkpoints;          /* taken since start */
     char last_checkpoint_error[512];
+    CkptRecord history[CKPT_HISTORY]; /* ring of the last checkpoints */
+    int n_history;
     pthread_t thread;
     bool thread_started;
     bool stop;
@@ -65,7 +83,16 @@ int engine_add_object(Engine *e, CatObj *o, bool persist, WError *err);
 int engine_remove_object(Engine *e, CatObj *o, WError *err);
 void cat_obj_free(CatObj *o);
 int engine_checkpoint(Engine *e, WError *err);        /* with the lock held */
-PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run);
+/* The planner's view of the catalog; system views are built in `a` (the
+ * statement arena) when a statement names them. */
+PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run, Arena *a);
+/* Starts a view's dataflow and attaches its sinks (lock held). */
+int engine_start_view(Engine *e, CatObj *view, WError *err);
+/* Detaches a view's sinks and stops its dataflow. */
+void engine_stop_view(Engine *e, CatObj *view);
+
+/* sysviews.c: weir_* system relations, NULL if name is not one. */
+const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a);
 int engine_producer(Engine *e, const char *bootstrap, RtKafkaProducer **out, WError *err);
 int64_t now_ms(void);
 
@@ -74,6 +101,7 @@ int64_t now_ms(void);
  * catalog (no persistence, stored table ids). Lock held. */
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
 int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
+int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out);
 void session_execute(void *ctx, void *sess, const char *sql, int n_params, const char *const *params,
                      bool describe_only, long max_rows, SrvResult *out);

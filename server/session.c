@@ -122,6 +122,7 @@ static const char *kind_word(CatKind k)
     case CAT_TABLE: return "table";
     case CAT_VIEW: return "materialized view";
     case CAT_SINK: return "sink";
+    case CAT_SYSTEM: return "system view";
     }
     return "relation";
 }
@@ -275,7 +276,7 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
     }
     o->kind = CAT_VIEW;
     o->arena = arena_new(0);
-    PlanCatalog cat = engine_plan_catalog(e, o, replay != NULL, false);
+    PlanCatalog cat = engine_plan_catalog(e, o, replay != NULL, false, NULL);
     PlanViewOptions opt = {.name = o->name, .allow_unbounded = allow_unbounded(s)};
     o->plan = plan_view(cv, &cat, &opt, o->arena, err);
     if (!o->plan)
@@ -315,10 +316,206 @@ int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *r
     return create_view(e, NULL, st, sql, replay, err);
 }
 
+/* ---- CREATE SINK ------------------------------------------------------------------------ */
+
+/* Splits "a, b" into view column indexes among the sink's columns. */
+static int parse_pk(const char *list, const RtSinkSpec *spec, int *pk, int *n, int pos, WError *err)
+{
+    char *copy = xstrdup(list), *save = NULL;
+    *n = 0;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        char *end = t + strlen(t);
+        while (end > t && end[-1] == ' ')
+            *--end = 0;
+        int k = -1;
+        for (int i = 0; i < spec->n_cols; i++)
+            if (strcmp(spec->col_names[i], t) == 0)
+                k = i;
+        if (k < 0 || *n >= 64) {
+            werr(err, SQLSTATE_UNDEFINED_COLUMN, pos, "primary_key column \"%s\" is not a column of the sink", t);
+            free(copy);
+            return -1;
+        }
+        pk[(*n)++] = k;
+    }
+    free(copy);
+    if (*n == 0)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, pos, "primary_key must name at least one column");
+    return 0;
+}
+
+int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+{
+    const AstCreateSink *cs = st->u.create_sink;
+    if (!cs->from_name)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: CREATE SINK ... AS query"),
+               werr_hint(err, "Create a materialized view for the query and CREATE SINK ... FROM it."), -1;
+    CatObj *v = engine_find(e, cs->from_name);
+    if (!v)
+        return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", cs->from_name);
+    if (v->kind != CAT_VIEW)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "a sink reads a materialized view; \"%s\" is a %s",
+                    v->name, kind_word(v->kind)),
+               werr_hint(err, "Create a materialized view over the source and sink from it."), -1;
+    CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
+    if (!replay) {
+        o->name = xstrdup(cs->name);
+        o->sql = xstrdup(sql);
+    }
+    o->kind = CAT_SINK;
+    o->from = v;
+    o->arena = arena_new(0);
+    o->rel.kind = CAT_SINK;
+    o->rel.name = o->name;
+    RtSinkSpec *sp = &o->spec;
+    sp->name = o->name;
+    /* Options, with the engine's Kafka bootstrap filled in when none is given. */
+    int n_opts = ast_list_len(cs->options);
+    CatOption *opts = arena_zalloc(o->arena, sizeof(CatOption) * (size_t)(n_opts + 1));
+    for (int i = 0; i < n_opts; i++) {
+        const AstOption *op = AST_AT(cs->options, i);
+        opts[i].key = arena_strdup(o->arena, op->key);
+        opts[i].value = arena_strdup(o->arena, op->value ? op->value : "");
+    }
+    sp->options = opts;
+    sp->n_options = n_opts;
+    const char *conn = rt_sink_option(sp, "connector");
+    if (!conn) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "a sink needs WITH (connector = '...')");
+        werr_hint(err, "Connectors: 'postgres', 'sqlite', 'kafka', 'blackhole'.");
+        goto fail;
+    }
+    if (!rt_sink_connector(conn)) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: sink connector '%s'", conn);
+        werr_hint(err, "Connectors: 'postgres', 'sqlite', 'kafka', 'blackhole'.");
+        goto fail;
+    }
+    if (!strcasecmp(conn, "kafka") && !rt_sink_option(sp, "properties.bootstrap.server")) {
+        opts[n_opts].key = "properties.bootstrap.server";
+        opts[n_opts].value = arena_strdup(o->arena, e->kafka_bootstrap);
+        sp->n_options = ++n_opts;
+    }
+    sp->format = cs->format ? arena_strdup(o->arena, cs->format) : NULL;
+    if (cs->encode && strcasecmp(cs->encode, "json") != 0) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE %s", cs->encode);
+        goto fail;
+    }
+    /* The sink's columns: the view's visible columns, in order. */
+    const CatRelation *vr = &v->rel;
+    int nv = 0;
+    for (int i = 0; i < vr->n_cols; i++)
+        nv += !(vr->col_hidden && vr->col_hidden[i]);
+    const char **names = arena_alloc(o->arena, sizeof(char *) * (size_t)(nv ? nv : 1));
+    TypeId *types = arena_alloc(o->arena, sizeof(TypeId) * (size_t)(nv ? nv : 1));
+    o->view_cols = arena_alloc(o->arena, sizeof(int) * (size_t)(nv ? nv : 1));
+    for (int i = 0, k = 0; i < vr->n_cols; i++) {
+        if (vr->col_hidden && vr->col_hidden[i])
+            continue;
+        names[k] = vr->col_names[i];
+        types[k] = vr->col_types[i];
+        o->view_cols[k++] = i;
+    }
+    sp->n_cols = nv;
+    sp->col_names = names;
+    sp->col_types = types;
+    /* Upsert or append-only: `type`, or for Kafka the FORMAT; by default what the view is. */
+    const char *type = rt_sink_option(sp, "type");
+    bool upsert;
+    if (type)
+        upsert = !strcasecmp(type, "upsert");
+    else if (sp->format)
+        upsert = strcasecmp(sp->format, "plain") != 0;
+    else
+        upsert = !vr->append_only;
+    if (type && !upsert && strcasecmp(type, "append-only") != 0) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "type must be 'upsert' or 'append-only', not '%s'", type);
+        goto fail;
+    }
+    if (!upsert && !vr->append_only) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos,
+             "an append-only sink needs an append-only view, and \"%s\" updates its rows", v->name);
+        werr_hint(err, "Use type = 'upsert' with a primary_key.");
+        goto fail;
+    }
+    sp->upsert = upsert;
+    if (upsert) {
+        int *pk = arena_alloc(o->arena, sizeof(int) * 64);
+        int npk = 0;
+        const char *pks = rt_sink_option(sp, "primary_key");
+        if (pks) {
+            if (parse_pk(pks, sp, pk, &npk, st->pos, err))
+                goto fail;
+        } else {
+            /* The view's key, if the user can see all of it. */
+            for (int i = 0; i < vr->n_pk; i++) {
+                int k = -1;
+                for (int j = 0; j < nv; j++)
+                    if (o->view_cols[j] == vr->pk[i])
+                        k = j;
+                if (k < 0) {
+                    npk = 0;
+                    break;
+                }
+                pk[npk++] = k;
+            }
+            if (npk == 0) {
+                werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "an upsert sink needs WITH (primary_key = 'col, ...')");
+                goto fail;
+            }
+        }
+        sp->pk = pk;
+        sp->n_pk = npk;
+    }
+    if (!replay) {
+        /* Check the target now (and create its table when asked), so mistakes surface here. */
+        const RtSinkConnector *c = rt_sink_connector(conn);
+        RtSinkWriter *w;
+        if (c->open(sp, &w, err))
+            goto fail;
+        c->close(w);
+        uint64_t tid;
+        if (stor_next_id(e->stor, &o->id, err) || stor_next_id(e->stor, &tid, err))
+            goto fail;
+        o->table_ids = xcalloc(1, sizeof(uint64_t));
+        o->table_ids[0] = tid;
+        o->n_table_ids = 1;
+    }
+    if (o->n_table_ids < 1) {
+        werr(err, SQLSTATE_INTERNAL, st->pos, "sink %s has no state table", o->name);
+        goto fail;
+    }
+    o->rel.id = o->id;
+    if (v->df && rt_dataflow_attach_sink(v->df, sp, o->view_cols, o->table_ids[0], &o->sink, err))
+        goto fail;
+    if (engine_add_object(e, o, !replay, err)) {
+        if (o->sink)
+            rt_dataflow_detach_sink(v->df, o->sink);
+        o->sink = NULL;
+        goto fail;
+    }
+    return 0;
+fail:
+    if (!replay) {
+        WError ignored = {0};
+        for (int i = 0; i < o->n_table_ids; i++)
+            stor_table_drop(e->stor, o->table_ids[i], &ignored);
+        o->from = NULL;
+        cat_obj_free(o);
+    } else {
+        arena_free(o->arena);
+        o->arena = NULL;
+    }
+    return -1;
+}
+
 /* ---- DROP ---------------------------------------------------------------------------- */
 
 static bool view_reads(const CatObj *v, const CatObj *o)
 {
+    if (v->kind == CAT_SINK)
+        return v->from == o;
     if (v->kind != CAT_VIEW || !v->plan)
         return false;
     for (int i = 0; i < v->plan->n_nodes; i++) {
@@ -358,11 +555,11 @@ static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvR
         if (!d->cascade) {
             werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "cannot drop %s %s because other objects depend on it",
                  kind_word(o->kind), name);
-            werr_detail(err, "materialized view %s depends on %s %s", v->name, kind_word(o->kind), name);
+            werr_detail(err, "%s %s depends on %s %s", kind_word(v->kind), v->name, kind_word(o->kind), name);
             werr_hint(err, "Use DROP ... CASCADE to drop the dependent objects too.");
             return -1;
         }
-        AstDrop dv = {.obj = OBJ_MATERIALIZED_VIEW, .cascade = true};
+        AstDrop dv = {.obj = v->kind == CAT_SINK ? OBJ_SINK : OBJ_MATERIALIZED_VIEW, .cascade = true};
         if (drop_one(e, &dv, v->name, pos, out, err))
             return -1;
         i = -1; /* the list changed: start over */
@@ -491,7 +688,7 @@ static void query_columns(const PlanQuery *q, SrvResult *out)
 static int run_select(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
 {
     Arena *a = arena_new(0);
-    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true);
+    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
     PlanQuery *q = plan_query(st->u.select, &cat, a, err);
     if (!q) {
         arena_free(a);
@@ -531,7 +728,7 @@ static int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WEr
     Arena *a = arena_new(0);
     Buf b = BUF_INIT;
     int rc = 0;
-    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true);
+    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
     if (ex->stmt->kind == STMT_CREATE_VIEW) {
         PlanViewOptions opt = {.name = ex->stmt->u.create_view->name, .allow_unbounded = allow_unbounded(s)};
         PlanView *v = plan_view(ex->stmt->u.create_view, &cat, &opt, a, err);
@@ -772,9 +969,23 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         if (!(rc = engine_checkpoint(e, err)))
             srv_result_complete(out, "CHECKPOINT");
         break;
-    case STMT_CREATE_SINK:
-        rc = werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: CREATE SINK");
+    case STMT_CREATE_SINK: {
+        const AstCreateSink *cs = st->u.create_sink;
+        if (engine_find(e, cs->name)) {
+            if (cs->if_not_exists) {
+                char msg[300];
+                snprintf(msg, sizeof msg, "sink \"%s\" already exists, skipping", cs->name);
+                srv_result_notice(out, msg);
+            } else {
+                rc = werr(err, SQLSTATE_DUPLICATE_OBJECT, st->pos, "relation \"%s\" already exists", cs->name);
+                break;
+            }
+        } else if ((rc = session_create_sink(e, st, text, NULL, err))) {
+            break;
+        }
+        srv_result_complete(out, "CREATE SINK");
         break;
+    }
     case STMT_UPDATE:
     case STMT_DELETE:
         rc = werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: %s (weir has no writable tables yet)",

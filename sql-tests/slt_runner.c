@@ -16,7 +16,7 @@
  *   halt | control restart | control kill | sleep <ms> | system <shell>
  * Rows are compared as text: values joined by one space, NULL as `NULL`, the
  * empty string as `(empty)`. `retry` re-runs a record for up to 10 s until it
- * passes, for streaming results that lag. ${KAFKA} ${PGPORT} ${HTTPPORT}
+ * passes, for streaming results that lag. ${KAFKA} ${PGPORT} ${FREEPORT}
  * ${DATADIR} ${TESTDIR} ${UNIQUE} are substituted in SQL, expected rows and
  * shell commands (and exported to `system` commands as environment variables).
  *
@@ -67,9 +67,9 @@ typedef struct Runner {
     char datadir[300];
     char testdir[1024];       /* directory of the .slt file */
     char kafka[64];           /* broker host:port */
-    char pgport[16], httpport[16];
+    char pgport[16], freeport[16];
     char unique[64];          /* per-file token: lowercase, digits, '_' */
-    int kport, pport, hport;
+    int kport, pport, fport;
     pid_t broker, server;
     PGconn *conn;
     const char *path;         /* file being run */
@@ -402,13 +402,13 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
 }
 
 #define N_VARS 6
-static const char *const var_names[N_VARS] = {"KAFKA", "PGPORT", "HTTPPORT",
+static const char *const var_names[N_VARS] = {"KAFKA", "PGPORT", "FREEPORT",
                                               "DATADIR", "TESTDIR", "UNIQUE"};
 
 /* The value of variable i (an index into var_names), borrowed from r. */
 static const char *var_value(const Runner *r, int i)
 {
-    const char *vals[N_VARS] = {r->kafka, r->pgport, r->httpport, r->datadir, r->testdir, r->unique};
+    const char *vals[N_VARS] = {r->kafka, r->pgport, r->freeport, r->datadir, r->testdir, r->unique};
     return vals[i];
 }
 
@@ -849,10 +849,10 @@ static int run_file(Runner *r, const char *path, int index)
         mkdir(r->datadir, 0755);
         r->kport = free_port();
         do r->pport = free_port(); while (r->pport == r->kport);
-        do r->hport = free_port(); while (r->hport == r->kport || r->hport == r->pport);
+        do r->fport = free_port(); while (r->fport == r->kport || r->fport == r->pport);
         snprintf(r->kafka, sizeof r->kafka, "127.0.0.1:%d", r->kport);
         snprintf(r->pgport, sizeof r->pgport, "%d", r->pport);
-        snprintf(r->httpport, sizeof r->httpport, "%d", r->hport);
+        snprintf(r->freeport, sizeof r->freeport, "%d", r->fport);
         setup_failed = start_broker(r) != 0 || start_server(r) != 0;
     }
     if (setup_failed)
@@ -884,11 +884,11 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: slt_runner (--weir PATH | --connect CONNINFO) [--keep]\n"
-            "                  [--kafka HOST:PORT] [--http-port P] [--data-dir DIR] file.slt...\n"
+            "                  [--kafka HOST:PORT] [--free-port P] [--data-dir DIR] file.slt...\n"
             "  --weir PATH        start a fresh broker and server from this binary per file\n"
             "  --connect CONNINFO use a running server (no control restart/kill)\n"
             "  --keep             keep temp dirs and logs\n"
-            "  --kafka, --http-port, --data-dir  values of ${KAFKA} ${HTTPPORT} ${DATADIR}\n"
+            "  --kafka, --free-port, --data-dir  values of ${KAFKA} ${FREEPORT} ${DATADIR}\n"
             "                     with --connect (defaults 127.0.0.1:9092, 4567, ./data)\n");
     exit(2);
 }
@@ -898,7 +898,7 @@ int main(int argc, char **argv)
     Runner r = {0};
     StrList files = {0};
     snprintf(r.kafka, sizeof r.kafka, "127.0.0.1:9092");
-    snprintf(r.httpport, sizeof r.httpport, "4567");
+    snprintf(r.freeport, sizeof r.freeport, "4567");
     snprintf(r.datadir, sizeof r.datadir, "./data");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -911,8 +911,8 @@ int main(int argc, char **argv)
             r.keep = 1;
         else if (!strcmp(a, "--kafka") && has_val)
             snprintf(r.kafka, sizeof r.kafka, "%s", argv[++i]);
-        else if (!strcmp(a, "--http-port") && has_val)
-            snprintf(r.httpport, sizeof r.httpport, "%s", argv[++i]);
+        else if (!strcmp(a, "--free-port") && has_val)
+            snprintf(r.freeport, sizeof r.freeport, "%s", argv[++i]);
         else if (!strcmp(a, "--data-dir") && has_val)
             snprintf(r.datadir, sizeof r.datadir, "%s", argv[++i]);
         else if (a[0] == '-')
