@@ -603,11 +603,14 @@ int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, W
         memcpy(tmp, s, len);
         tmp[len] = 0;
         char *end;
+        errno = 0;
         double f = strtod(tmp, &end);
         while (*end && isspace((unsigned char)*end))
             end++;
         if (end == tmp || *end)
             return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type %s: \"%s\"", type_name(t), tmp);
+        if ((errno == ERANGE && f != 0) || (t == TYPE_FLOAT4 && isfinite(f) && isinf((float)f)))
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "\"%s\" is out of range for type %s", tmp, type_name(t));
         out->u.f = t == TYPE_FLOAT4 ? (double)(float)f : f;
         return 0;
     }

@@ -1115,8 +1115,8 @@ int parse_sql(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, WError 
         }
         if (r <= 0)
             break;
-        /* One token of lookahead makes NOT_LA and WITH_LA (see parse.y). */
-        if (type == TK_NOT || type == TK_WITH) {
+        /* One token of lookahead makes the *_LA tokens (see parse.y). */
+        if (type == TK_NOT || type == TK_WITH || type == TK_EMIT || type == TK_ALLOW || type == TK_LATE) {
             peek_r = lex(&c, &L, &peek, &peek_type);
             have_peek = true;
             if (peek_r > 0 && type == TK_NOT &&
@@ -1124,6 +1124,14 @@ int parse_sql(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, WError 
                 type = TK_NOT_LA;
             if (peek_r > 0 && type == TK_WITH && peek_type == TK_TIME)
                 type = TK_WITH_LA;
+            /* A view's trailing clauses, so that `FROM t EMIT ON WINDOW CLOSE`
+             * never reads EMIT as an alias of t. */
+            if (peek_r > 0 && type == TK_EMIT && (peek_type == TK_CHANGES || peek_type == TK_ON))
+                type = TK_EMIT_LA;
+            if (peek_r > 0 && type == TK_ALLOW && peek_type == TK_LATENESS)
+                type = TK_ALLOW_LA;
+            if (peek_r > 0 && type == TK_LATE && peek_type == TK_ROWS)
+                type = TK_LATE_LA;
         }
         feed(&c, p, t, type, &depth);
         if (err->set)

@@ -15,7 +15,9 @@
  * Postgres does): NOT_LA is NOT before IN/LIKE/ILIKE/BETWEEN (so that
  * `a = b NOT IN (...)` binds like IN), WITH_LA is WITH before TIME (the type
  * `timestamp with time zone`, which would otherwise clash with a view's
- * trailing WITH (...)).
+ * trailing WITH (...)). EMIT_LA, ALLOW_LA and LATE_LA are EMIT before
+ * CHANGES/ON, ALLOW before LATENESS and LATE before ROWS: a view's trailing
+ * clauses, which would otherwise be read as an alias of the last FROM item.
  */
 
 %name WeirParser
@@ -43,6 +45,7 @@
 
 /* Tokens made by the tokenizer that no rule below mentions still need codes. */
 %token ID STRING INTEGER FLOAT PARAM.
+%token EMIT_LA ALLOW_LA LATE_LA.
 
 /* Non-reserved keywords: usable as identifiers where no rule wants them. */
 %fallback ID
@@ -63,6 +66,7 @@
 %nonassoc IS.
 %nonassoc EQ NE LT LE GT GE.
 %nonassoc BETWEEN IN LIKE ILIKE NOT_LA.
+
 %nonassoc ESCAPE.
 %left CONCAT.
 %left PLUS MINUS.
@@ -244,10 +248,10 @@ collist_opt(A) ::= .                           { A = NULL; }
 collist_opt(A) ::= LP namelist(L) RP.          { A = L; }
 view_tail ::= .
 view_tail ::= view_tail view_clause.
-view_clause ::= EMIT(T) CHANGES.               { ast_view_emit(ctx, T, EMIT_CHANGES); }
-view_clause ::= EMIT(T) ON WINDOW CLOSE.       { ast_view_emit(ctx, T, EMIT_ON_WINDOW_CLOSE); }
-view_clause ::= ALLOW(T) LATENESS expr(E).     { ast_view_lateness(ctx, T, E); }
-view_clause ::= LATE(T) ROWS INTO dotted(N).   { ast_view_late_rows(ctx, T, N); }
+view_clause ::= EMIT_LA(T) CHANGES.            { ast_view_emit(ctx, T, EMIT_CHANGES); }
+view_clause ::= EMIT_LA(T) ON WINDOW CLOSE.    { ast_view_emit(ctx, T, EMIT_ON_WINDOW_CLOSE); }
+view_clause ::= ALLOW_LA(T) LATENESS expr(E).  { ast_view_lateness(ctx, T, E); }
+view_clause ::= LATE_LA(T) ROWS INTO dotted(N). { ast_view_late_rows(ctx, T, N); }
 view_clause ::= WITH(T) LP optlist(L) RP.      { ast_view_options(ctx, T, L); }
 
 /* CREATE SINK */

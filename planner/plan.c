@@ -24,6 +24,7 @@ typedef struct Rel {
 typedef struct PlanCtx {
     BindCtx b;
     bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
+    bool allow_unbounded;    /* the user accepted operators with unbounded state */
     int n_nodes, cap_nodes;
     PlanNode **nodes;
 } PlanCtx;
@@ -740,6 +741,18 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         a->keys = a->group_cols;
         a->append_only = false;
         a->out = cur->out;
+        /* Every distinct row of a stream is kept forever unless a window bounds it. */
+        bool bounded = false;
+        for (int i = 0; i < n_out; i++)
+            if (final_scope.cols[i].role == ROLE_WINDOW_START || final_scope.cols[i].role == ROLE_WINDOW_END)
+                bounded = true;
+        if (p->streaming && cur->append_only && !bounded && !p->allow_unbounded) {
+            werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
+                 "SELECT DISTINCT over a stream keeps every distinct row forever (unbounded state)");
+            werr_hint(b->err, "Group by a window (window_start or window_end) to bound it, or "
+                              "SET streaming_allow_unbounded_state = true to accept unbounded state.");
+            return -1;
+        }
         cur = a;
     }
 
@@ -794,10 +807,21 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
 {
     PlanCtx p;
     init_ctx(&p, cat, a, err, true);
+    p.allow_unbounded = opt && opt->allow_unbounded;
     BindCtx *b = &p.b;
     if (!cv->materialized) {
         werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos, "feature not supported: non-materialized views");
         werr_hint(err, "Use CREATE MATERIALIZED VIEW.");
+        return NULL;
+    }
+    if (cv->or_replace) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos, "feature not supported: CREATE OR REPLACE MATERIALIZED VIEW");
+        werr_hint(err, "Drop the view and create it again.");
+        return NULL;
+    }
+    if (ast_list_len(cv->options)) {
+        const AstOption *o = AST_AT(cv->options, 0);
+        werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
         return NULL;
     }
     if (cv->late_rows_into) {
@@ -857,7 +881,9 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     m->table_id = new_table(&p);
     m->append_only = in->append_only;
     m->wm_col = in->wm_col;
-    if (in->n_keys) {
+    if (in->n_keys || !in->append_only) {
+        /* Keyed rows; a retracting input without key columns is a single row
+         * (a global aggregation), whose key is empty. */
         alloc_schema(a, &m->out, in->out.n);
         memcpy(m->out.names, in->out.names, sizeof(char *) * (size_t)in->out.n);
         memcpy(m->out.types, in->out.types, sizeof(TypeId) * (size_t)in->out.n);
@@ -941,6 +967,7 @@ int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *e
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "sources can have at most 1600 columns");
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)n);
     TypeId *types = arena_alloc(a, sizeof(TypeId) * (size_t)n);
+    bool *not_null = arena_zalloc(a, sizeof(bool) * (size_t)n);
     Scope s;
     alloc_scope(a, &s, n);
     for (int i = 0; i < n; i++) {
@@ -959,6 +986,7 @@ int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *e
                 return werr(err, SQLSTATE_DUPLICATE_COLUMN, c->pos, "column \"%s\" specified more than once", c->name);
         names[i] = arena_strdup(a, c->name);
         types[i] = t;
+        not_null[i] = c->not_null;
         s.cols[i] = (ScopeCol){.name = names[i], .type = t};
     }
     if (cs->primary_key || cs->includes)
@@ -967,6 +995,7 @@ int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *e
     rel->n_cols = n;
     rel->col_names = names;
     rel->col_types = types;
+    rel->col_not_null = not_null;
     rel->wm_col = -1;
     rel->wm_delay_us = -1;
     rel->append_only = true;
@@ -1006,7 +1035,22 @@ int plan_const_expr(const AstExpr *e, TypeId want, Arena *a, Value *out, WError 
     init_ctx(&p, NULL, a, err, false);
     Scope empty = {0};
     PlanExpr *x = bind_expr(&p.b, &empty, e);
-    if (!x || !(x = coerce_expr(&p.b, x, want, e->pos)))
+    if (!x)
+        return -1;
+    /* Assignment context (INSERT values): like Postgres, any castable value
+     * is accepted and checked when cast (e.g. 3 into a SMALLINT, 2.5 into a REAL). */
+    if (x->type != want && !(x->kind == PE_CONST && (x->unknown || x->value.null))) {
+        Value v;
+        if (eval_const(&p.b, x, &v))
+            return -1;
+        if (scalar_cast(&v, want, a, out, err)) {
+            if (err->pos == 0)
+                err->pos = e->pos;
+            return -1;
+        }
+        return 0;
+    }
+    if (!(x = coerce_expr(&p.b, x, want, e->pos)))
         return -1;
     return eval_const(&p.b, x, out);
 }

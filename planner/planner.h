@@ -46,6 +46,7 @@ typedef struct CatRelation {
     const char **col_names;
     const TypeId *col_types;
     const bool *col_hidden;     /* NULL = all visible (hidden: _row_id and key columns of views) */
+    const bool *col_not_null;   /* NULL = all nullable (sources: NOT NULL columns) */
     int wm_col;                 /* watermark column index, -1 none */
     const struct PlanExpr *wm_expr; /* the WATERMARK expression bound against the columns, or NULL */
     int64_t wm_delay_us;        /* for display and for simple `ts - INTERVAL` forms; -1 if general */

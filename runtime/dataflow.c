@@ -154,10 +154,6 @@ int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err
         rcode = rt_source_poll(df->sources[i], i == 0 ? timeout_ms : 0, did_work);
     /* Every chunk of this step has gone all the way down. */
     arena_reset(df->rc.chunk_arena);
-    for (int i = 0; i < df->n_ops; i++)
-        if (df->plan->nodes[i]->kind == PN_WATERMARK && df->ops[i]->down)
-            df->rc.stats.watermark = df->ops[i]->down->wm > df->rc.stats.watermark ? df->ops[i]->down->wm
-                                                                                      : df->rc.stats.watermark;
     if (rcode) {
         *err = df->err;
         return -1;

@@ -45,6 +45,8 @@ static int mat_push(RtOp *op, Chunk *c)
             key[k] = vals[n->keys[k]];
         buf_reset(&m->kbuf);
         key_encode(&m->kbuf, key, n->n_keys);
+        if (m->kbuf.len == 0)
+            buf_put_u8(&m->kbuf, 0); /* the one row of a keyless (global) aggregation */
         int rcode;
         if (rowop_is_add(c->ops[r])) {
             buf_reset(&m->vbuf);

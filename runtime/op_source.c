@@ -29,7 +29,7 @@ typedef struct SourceOp {
     int64_t *next;            /* next offset per partition (RT_KAFKA_EARLIEST before any record) */
     int64_t *target;          /* flush target per partition, or NULL */
     const char **names;       /* column names for JSON decoding */
-    TypeId *types;
+    const bool *not_null;     /* NOT NULL columns, or NULL */
     int n_cols;
     RtKafkaRecord recs[POLL_BATCH];
 } SourceOp;
@@ -117,6 +117,7 @@ RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n)
     s->op.wm = TS_MINUS_INF;
     s->names = (const char **)r->col_names;
     s->n_cols = r->n_cols;
+    s->not_null = r->col_not_null;
     if (rt_op_open_table(&s->op, rc->err))
         goto fail;
     const char *topic = cat_option(r, "topic");
@@ -203,6 +204,18 @@ int rt_source_poll(RtOp *op, int timeout_ms, bool *did_work)
                 rc->stats.bad_records++;
                 rt_row_error(rc, "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf);
                 continue;
+            }
+            if (s->not_null) {
+                int bad = -1;
+                for (int k = 0; k < s->n_cols && bad < 0; k++)
+                    if (s->not_null[k] && c->cols[k].nulls[row])
+                        bad = k;
+                if (bad >= 0) {
+                    rc->stats.bad_records++;
+                    rt_row_error(rc, "partition %d offset %lld: NOT NULL column \"%s\" is missing or null", part,
+                                 (long long)rec->offset, s->names[bad]);
+                    continue;
+                }
             }
             c->ops[row] = OP_INSERT;
             c->n_rows++;

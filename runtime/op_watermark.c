@@ -72,6 +72,8 @@ static int wm_push(RtOp *op, Chunk *c)
     }
     if (rt_emit(op, c))
         return -1;
+    if (w->current > op->rc->stats.watermark)
+        op->rc->stats.watermark = w->current;
     if (w->current > w->emitted) {
         w->emitted = w->current;
         return rt_emit_watermark(op, w->current);
@@ -151,5 +153,7 @@ RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
         return NULL;
     }
     w->current = w->emitted = min_over(w);
+    if (w->current > rc->stats.watermark)
+        rc->stats.watermark = w->current;
     return &w->op;
 }

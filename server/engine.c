@@ -173,9 +173,17 @@ static StorTable *view_table(void *ctx, uint64_t table_id)
 
 /* ---- Kafka producer for INSERT ---------------------------------------------- */
 
-int engine_producer(Engine *e, const char *bootstrap, RtKafkaProducer **out, WError *err)
+int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *extra, int n_extra, RtKafkaProducer **out,
+                    WError *err)
 {
-    if (e->producer && strcmp(e->producer_bootstrap, bootstrap) == 0) {
+    /* One producer is kept for the last (bootstrap, properties) used: INSERTs
+     * into one source in a row reuse it. */
+    Buf id = BUF_INIT;
+    buf_puts(&id, bootstrap);
+    for (int i = 0; i < n_extra; i++)
+        buf_printf(&id, "\n%s=%s", extra[i].key, extra[i].value);
+    if (e->producer && strcmp(e->producer_bootstrap, id.data) == 0) {
+        buf_free(&id);
         *out = e->producer;
         return 0;
     }
@@ -183,10 +191,15 @@ int engine_producer(Engine *e, const char *bootstrap, RtKafkaProducer **out, WEr
     free(e->producer_bootstrap);
     e->producer = NULL;
     e->producer_bootstrap = NULL;
-    RtKafkaProp props[] = {{"linger.ms", "0"}, {"acks", "all"}};
-    if (rt_kafka_producer_open(bootstrap, props, 2, &e->producer, err))
+    RtKafkaProp props[66] = {{"linger.ms", "0"}, {"acks", "all"}};
+    int n = 2;
+    for (int i = 0; i < n_extra && n < 66; i++)
+        props[n++] = extra[i];
+    if (rt_kafka_producer_open(bootstrap, props, n, &e->producer, err)) {
+        buf_free(&id);
         return -1;
-    e->producer_bootstrap = xstrdup(bootstrap);
+    }
+    e->producer_bootstrap = buf_take(&id);
     *out = e->producer;
     return 0;
 }

@@ -93,7 +93,8 @@ void engine_stop_view(Engine *e, CatObj *view);
 
 /* sysviews.c: weir_* system relations, NULL if name is not one. */
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a);
-int engine_producer(Engine *e, const char *bootstrap, RtKafkaProducer **out, WError *err);
+int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *props, int n_props, RtKafkaProducer **out,
+                    WError *err);
 int64_t now_ms(void);
 
 /* session.c */

@@ -143,6 +143,22 @@ static void text_row(SrvResult *out, int n, const char **vals)
 
 /* ---- CREATE SOURCE ----------------------------------------------------------------- */
 
+/* The source's "properties.*" options as librdkafka settings (bootstrap apart). */
+static int source_props(const CatRelation *r, RtKafkaProp *props, int max)
+{
+    int n = 0;
+    for (int i = 0; i < r->n_options && n < max; i++) {
+        const char *k = r->options[i].key;
+        if (strncasecmp(k, "properties.", 11) != 0 || !strcasecmp(k + 11, "bootstrap.server") ||
+            !strcasecmp(k + 11, "bootstrap.servers"))
+            continue;
+        props[n].key = k + 11;
+        props[n].value = r->options[i].value;
+        n++;
+    }
+    return n;
+}
+
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateSource *cs = st->u.create_source;
@@ -192,6 +208,18 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         werr_hint(err, "Supported connectors: 'kafka'.");
         goto fail;
     }
+    static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions"};
+    for (int i = 0; i < n_opts; i++) {
+        bool ok = strncasecmp(opts[i].key, "properties.", 11) == 0;
+        for (size_t k = 0; k < sizeof known / sizeof known[0] && !ok; k++)
+            ok = strcasecmp(opts[i].key, known[k]) == 0;
+        if (!ok) {
+            werr(err, SQLSTATE_INVALID_PARAMETER, ((AstOption *)AST_AT(cs->options, i))->pos,
+                 "unknown option \"%s\" for a Kafka source", opts[i].key);
+            werr_hint(err, "Options: connector, topic, scan.startup.mode, topic.partitions, properties.<librdkafka setting>.");
+            goto fail;
+        }
+    }
     const char *topic = cat_option(r, "topic");
     if (!topic || !*topic) {
         werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "a Kafka source needs WITH (topic = '...')");
@@ -218,7 +246,9 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         if (!boot)
             boot = e->kafka_bootstrap;
         RtKafkaSource *ks;
-        if (rt_kafka_source_open(boot, topic, parts ? atoi(parts) : 1, NULL, 0, 5000, &ks, err))
+        RtKafkaProp props[64];
+        int np = source_props(r, props, 64);
+        if (rt_kafka_source_open(boot, topic, parts ? atoi(parts) : 1, props, np, 5000, &ks, err))
             goto fail;
         rt_kafka_source_close(ks);
         if (stor_next_id(e->stor, &o->id, err))
@@ -559,6 +589,9 @@ static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvR
             werr_hint(err, "Use DROP ... CASCADE to drop the dependent objects too.");
             return -1;
         }
+        char msg[300];
+        snprintf(msg, sizeof msg, "drop cascades to %s %s", kind_word(v->kind), v->name);
+        srv_result_notice(out, msg);
         AstDrop dv = {.obj = v->kind == CAT_SINK ? OBJ_SINK : OBJ_MATERIALIZED_VIEW, .cascade = true};
         if (drop_one(e, &dv, v->name, pos, out, err))
             return -1;
@@ -611,7 +644,9 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
     if (!boot)
         boot = e->kafka_bootstrap;
     RtKafkaProducer *p;
-    if (engine_producer(e, boot, &p, err)) {
+    RtKafkaProp props[64];
+    int np = source_props(r, props, 64);
+    if (engine_producer(e, boot, props, np, &p, err)) {
         free(map);
         return -1;
     }
@@ -634,6 +669,15 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
             vals[k] = value_null(r->col_types[k]);
         for (int i = 0; i < n_target && !rc; i++)
             rc = plan_const_expr(AST_AT(row, i), r->col_types[map[i]], a, &vals[map[i]], err);
+        if (rc)
+            break;
+        for (int k = 0; k < ncols && r->col_not_null; k++)
+            if (r->col_not_null[k] && vals[k].null) {
+                rc = werr(err, "23502", ((AstExpr *)AST_AT(row, 0))->pos,
+                          "null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+                          r->col_names[k], o->name);
+                break;
+            }
         if (rc)
             break;
         buf_reset(&json);
@@ -819,15 +863,11 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
         kind = CAT_TABLE;
     if (kind) {
         one_text_column(out, "Name");
-        int n = 0;
         for (int i = 0; i < e->n_objs; i++)
             if (e->objs[i]->kind == kind) {
                 const char *v[1] = {e->objs[i]->name};
                 text_row(out, 1, v);
-                n++;
             }
-        char tag[32];
-        snprintf(tag, sizeof tag, "SHOW %d", n);
         srv_result_complete(out, "SHOW");
         return 0;
     }

@@ -807,9 +807,26 @@ static void test_limits(void)
     free(chain);
 }
 
+/* A view's trailing clauses right after a FROM item are not its alias. */
+static void test_view_clauses_after_from(void)
+{
+    AstStmt *s = one("CREATE MATERIALIZED VIEW v AS SELECT * FROM TUMBLE(ev, ts, INTERVAL '10' SECOND) "
+                     "EMIT ON WINDOW CLOSE");
+    ok(s && s->u.create_view->emit == EMIT_ON_WINDOW_CLOSE, "EMIT after a window TVF");
+    ok(s && !((AstTableRef *)AST_AT(s->u.create_view->query->from, 0))->alias, "EMIT is no alias");
+    s = one("CREATE MATERIALIZED VIEW v AS SELECT * FROM ev LATE ROWS INTO ev_late");
+    ok(s && s->u.create_view->late_rows_into && !strcmp(s->u.create_view->late_rows_into, "ev_late"),
+       "LATE ROWS INTO after a table");
+    s = one("CREATE MATERIALIZED VIEW v AS SELECT * FROM ev ALLOW LATENESS INTERVAL '1' SECOND EMIT CHANGES");
+    ok(s && s->u.create_view->allow_lateness && s->u.create_view->emit == EMIT_CHANGES, "ALLOW LATENESS after a table");
+    s = one("SELECT emit, late, allow FROM t emit");
+    ok(s && !strcmp(((AstTableRef *)AST_AT(s->u.select->from, 0))->alias, "emit"), "emit still an alias elsewhere");
+}
+
 int main(void)
 {
     A = arena_new(0);
+    test_view_clauses_after_from();
     test_create_source();
     test_create_view();
     test_sink_drop_insert();
