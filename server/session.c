@@ -969,6 +969,7 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         } else if ((rc = create_view(e, s, st, text, NULL, err))) {
             break;
         }
+        e->dirty = true;
         srv_result_complete(out, cv->materialized ? "CREATE MATERIALIZED VIEW" : "CREATE VIEW");
         break;
     }
@@ -1023,6 +1024,7 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         } else if ((rc = session_create_sink(e, st, text, NULL, err))) {
             break;
         }
+        e->dirty = true; /* the next checkpoint seals the sink's first batch: the view's rows */
         srv_result_complete(out, "CREATE SINK");
         break;
     }
