@@ -151,7 +151,7 @@ int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err
     *did_work = false;
     int rcode = 0;
     for (int i = 0; i < df->n_sources && !rcode; i++)
-        rcode = rt_source_poll(df->sources[i], i == 0 ? timeout_ms : 0, did_work);
+        rcode = ((RtSource *)df->sources[i])->src->poll(df->sources[i], i == 0 ? timeout_ms : 0, did_work);
     /* Every chunk of this step has gone all the way down. */
     arena_reset(df->rc.chunk_arena);
     if (rcode) {
@@ -211,7 +211,7 @@ int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, uint64_t epoch, W
 int rt_dataflow_flush_target(RtDataflow *df, WError *err)
 {
     for (int i = 0; i < df->n_sources; i++)
-        if (rt_source_flush_target(df->sources[i], err))
+        if (((RtSource *)df->sources[i])->src->flush_target(df->sources[i], err))
             return -1;
     return 0;
 }
@@ -219,7 +219,7 @@ int rt_dataflow_flush_target(RtDataflow *df, WError *err)
 bool rt_dataflow_flushed(RtDataflow *df)
 {
     for (int i = 0; i < df->n_sources; i++)
-        if (!rt_source_flushed(df->sources[i]))
+        if (!((RtSource *)df->sources[i])->src->flushed(df->sources[i]))
             return false;
     return true;
 }

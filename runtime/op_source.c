@@ -23,7 +23,7 @@
 #define POLL_BATCH 1024
 
 typedef struct SourceOp {
-    RtOp op;
+    RtSource base;            /* base.op first: an RtOp* is a SourceOp* */
     RtKafkaSource *ks;
     int n_parts;
     int64_t *next;            /* next offset per partition (RT_KAFKA_EARLIEST before any record) */
@@ -46,9 +46,9 @@ static int source_push(RtOp *op, Chunk *c) { return rt_emit(op, c); }
 static int source_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, wm); }
 
 /* Writes the offsets into the source's table (they commit with the epoch). */
-int rt_source_save(RtOp *op)
+static int source_save(RtOp *op)
 {
-    SourceOp *s = (SourceOp *)op;
+    SourceOp *s = (SourceOp *)(void *)op;
     for (int p = 0; p < s->n_parts; p++) {
         if (s->next[p] < 0)
             continue;
@@ -61,11 +61,11 @@ int rt_source_save(RtOp *op)
     return 0;
 }
 
-static int source_flush_state(RtOp *op, uint64_t epoch) { return rt_source_save(op); }
+static int source_flush_state(RtOp *op, uint64_t epoch) { return source_save(op); }
 
 static void source_close(RtOp *op)
 {
-    SourceOp *s = (SourceOp *)op;
+    SourceOp *s = (SourceOp *)(void *)op;
     rt_kafka_source_close(s->ks);
     free(s->next);
     free(s->target);
@@ -102,23 +102,24 @@ const char *rt_source_bootstrap(const CatRelation *r, const RtEnv *env)
     return b ? b : env->kafka_bootstrap;
 }
 
-RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n)
+static int source_poll(RtOp *op, int timeout_ms, bool *did_work);
+static int source_flush_target(RtOp *op, WError *err);
+static bool source_flushed(RtOp *op);
+static const RtSourceVt KAFKA_SRC = {source_poll, source_flush_target, source_flushed};
+
+RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
 {
     const CatRelation *r = n->source;
-    const char *conn = cat_option(r, "connector");
-    if (!conn || strcasecmp(conn, "kafka") != 0) {
-        werr(rc->err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: connector '%s'", conn ? conn : "");
-        return NULL;
-    }
     SourceOp *s = xcalloc(1, sizeof *s);
-    s->op.vt = &SOURCE_VT;
-    s->op.node = n;
-    s->op.rc = rc;
-    s->op.wm = TS_MINUS_INF;
+    s->base.src = &KAFKA_SRC;
+    s->base.op.vt = &SOURCE_VT;
+    s->base.op.node = n;
+    s->base.op.rc = rc;
+    s->base.op.wm = TS_MINUS_INF;
     s->names = (const char **)r->col_names;
     s->n_cols = r->n_cols;
     s->not_null = r->col_not_null;
-    if (rt_op_open_table(&s->op, rc->err))
+    if (rt_op_open_table(&s->base.op, rc->err))
         goto fail;
     const char *topic = cat_option(r, "topic");
     const char *parts = cat_option(r, "topic.partitions");
@@ -151,7 +152,7 @@ RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n)
         put_be32(k, (uint32_t)p);
         const void *v;
         size_t vl;
-        int found = stor_table_get(s->op.table, k, 4, &v, &vl, rc->err);
+        int found = stor_table_get(s->base.op.table, k, 4, &v, &vl, rc->err);
         if (found < 0) {
             free(ids);
             goto fail;
@@ -163,15 +164,15 @@ RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n)
     free(ids);
     if (rcode)
         goto fail;
-    return &s->op;
+    return &s->base.op;
 fail:
-    source_close(&s->op);
+    source_close(&s->base.op);
     return NULL;
 }
 
-int rt_source_poll(RtOp *op, int timeout_ms, bool *did_work)
+static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
 {
-    SourceOp *s = (SourceOp *)op;
+    SourceOp *s = (SourceOp *)(void *)op;
     RtCtx *rc = op->rc;
     int n = rt_kafka_source_poll(s->ks, timeout_ms, s->recs, POLL_BATCH);
     if (n < 0)
@@ -227,9 +228,9 @@ int rt_source_poll(RtOp *op, int timeout_ms, bool *did_work)
     return 0;
 }
 
-int rt_source_flush_target(RtOp *op, WError *err)
+static int source_flush_target(RtOp *op, WError *err)
 {
-    SourceOp *s = (SourceOp *)op;
+    SourceOp *s = (SourceOp *)(void *)op;
     int64_t *t = xcalloc((size_t)s->n_parts, sizeof(int64_t));
     if (rt_kafka_source_end_offsets(s->ks, t, 5000, err)) {
         free(t);
@@ -240,9 +241,9 @@ int rt_source_flush_target(RtOp *op, WError *err)
     return 0;
 }
 
-bool rt_source_flushed(RtOp *op)
+static bool source_flushed(RtOp *op)
 {
-    SourceOp *s = (SourceOp *)op;
+    SourceOp *s = (SourceOp *)(void *)op;
     if (!s->target)
         return true;
     for (int p = 0; p < s->n_parts; p++) {
@@ -252,4 +253,14 @@ bool rt_source_flushed(RtOp *op)
             return false;
     }
     return true;
+}
+
+/* The source operator for a plan node, by its connector. */
+RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n)
+{
+    const char *conn = cat_option(n->source, "connector");
+    if (conn && strcasecmp(conn, "kafka") == 0)
+        return rt_op_kafka_source_new(rc, n);
+    werr(rc->err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: connector '%s'", conn ? conn : "");
+    return NULL;
 }

@@ -104,6 +104,21 @@ int rt_dataflow_attach_sink(RtDataflow *df, const RtSinkSpec *spec, const int *v
 void rt_dataflow_detach_sink(RtDataflow *df, RtSink *s);
 void rt_sink_status(RtSink *s, RtSinkStatus *out);
 
+/* Changefeeds (op_subscribe.c). A change of the view: its full row (all
+ * columns, hidden ones included; see the plan's schema) and +1 for an
+ * insert, -1 for a delete (an update is a -1 then a +1). Called on the
+ * engine thread with the engine lock held: copy and return, never block. */
+typedef void (*RtChangeFn)(void *arg, uint64_t epoch, int n_cols, const Value *row, int diff);
+/* Epoch `epoch` is complete and durable (every change of it was delivered). */
+typedef void (*RtProgressFn)(void *arg, uint64_t epoch);
+typedef struct RtSubscriber RtSubscriber;
+/* Taps the view's changes from now on; the first changes belong to
+ * next_epoch (the last committed epoch + 1). Take the snapshot of the view
+ * in the same critical section so nothing falls between the two. */
+int rt_dataflow_subscribe(RtDataflow *df, uint64_t next_epoch, RtChangeFn on_change, RtProgressFn on_progress,
+                          void *arg, RtSubscriber **out);
+void rt_dataflow_unsubscribe(RtDataflow *df, RtSubscriber *s);
+
 /* Receives the rows of an ad hoc query, text form (NULL = SQL NULL).
  * Returning nonzero stops the query. */
 typedef int (*RtRowFn)(void *arg, int n_cols, const char *const *vals, const int *lens);

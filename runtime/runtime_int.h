@@ -75,11 +75,26 @@ RtOp *rt_op_view_scan_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_values_new(RtCtx *rc, const PlanNode *n);
 int rt_op_produce(RtOp *leaf);
 
-/* Source operator extras used by the dataflow. */
-int rt_source_poll(RtOp *src, int timeout_ms, bool *did_work);
-int rt_source_save(RtOp *src);                    /* offsets into its table */
-int rt_source_flush_target(RtOp *src, WError *err);
-bool rt_source_flushed(RtOp *src);
+/* Sources: every source operator starts with an RtSource, whose hooks the
+ * dataflow uses to drive it. A connector adds one file (op_source.c for
+ * Kafka) and one case in rt_op_source_new's dispatch. */
+typedef struct RtSourceVt {
+    /* Reads what is available (waiting at most timeout_ms) and pushes it
+     * downstream; sets *did_work when anything came. -1 = the dataflow must stop. */
+    int (*poll)(RtOp *src, int timeout_ms, bool *did_work);
+    /* FLUSH: remember how far the input reaches now... */
+    int (*flush_target)(RtOp *src, WError *err);
+    /* ...and tell when everything up to there has been pushed. */
+    bool (*flushed)(RtOp *src);
+} RtSourceVt;
+
+typedef struct RtSource {
+    RtOp op;
+    const RtSourceVt *src;
+} RtSource;
+
+/* Kafka (op_source.c). */
+RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n);
 
 /* Creates operators for nodes[0..n) (topological order) and wires each to
  * its reader; ops must have n slots. rt_close_ops closes them in reverse. */
