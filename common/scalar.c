@@ -1,10 +1,16 @@
-/* scalar.c: reference semantics of scalar functions. See scalar.h. */
-#include "scalar.h"
+/*
+ * scalar.c: reference semantics of scalar functions (see scalar.h): casts,
+ * operators, logic, conditionals and math. Text functions live in
+ * scalar_text.c, date/time functions in scalar_time.c and JSONB in
+ * jsonpath.c; scalar_call() dispatches to them by id range.
+ */
+#include "scalar_int.h"
 
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *FN_NAMES[FN__COUNT] = {
@@ -24,6 +30,24 @@ static const char *FN_NAMES[FN__COUNT] = {
     [FN_LIKE] = "LIKE", [FN_ILIKE] = "ILIKE",
     [FN_CAST] = "CAST", [FN_CASE] = "CASE", [FN_COALESCE] = "coalesce",
     [FN_ABS_I] = "abs", [FN_ABS_F] = "abs", [FN_IN] = "IN",
+    [FN_NULLIF] = "nullif", [FN_GREATEST] = "greatest", [FN_LEAST] = "least",
+    [FN_MOD_F] = "mod", [FN_ROUND_F] = "round", [FN_ROUND_N_F] = "round", [FN_TRUNC_F] = "trunc",
+    [FN_TRUNC_N_F] = "trunc", [FN_FLOOR_F] = "floor", [FN_CEIL_F] = "ceil", [FN_SQRT_F] = "sqrt",
+    [FN_CBRT_F] = "cbrt", [FN_EXP_F] = "exp", [FN_LN_F] = "ln", [FN_LOG10_F] = "log", [FN_LOG_F] = "log",
+    [FN_SIGN_F] = "sign", [FN_PI] = "pi",
+    [FN_SUBSTR] = "substr", [FN_BTRIM] = "btrim", [FN_LTRIM] = "ltrim", [FN_RTRIM] = "rtrim",
+    [FN_REPLACE] = "replace", [FN_SPLIT_PART] = "split_part", [FN_STRPOS] = "strpos", [FN_LEFT] = "left",
+    [FN_RIGHT] = "right", [FN_LPAD] = "lpad", [FN_RPAD] = "rpad", [FN_REPEAT] = "repeat",
+    [FN_REVERSE] = "reverse", [FN_STARTS_WITH] = "starts_with", [FN_OCTET_LENGTH] = "octet_length",
+    [FN_INITCAP] = "initcap", [FN_MD5] = "md5", [FN_ASCII] = "ascii", [FN_CHR] = "chr",
+    [FN_CONCAT_ARGS] = "concat", [FN_CONCAT_WS] = "concat_ws",
+    [FN_DATE_TRUNC] = "date_trunc", [FN_EXTRACT_TS] = "date_part", [FN_EXTRACT_DATE] = "date_part",
+    [FN_EXTRACT_IV] = "date_part", [FN_TO_TIMESTAMP] = "to_timestamp", [FN_MAKE_INTERVAL] = "make_interval",
+    [FN_MAKE_DATE] = "make_date", [FN_MAKE_TIMESTAMP] = "make_timestamp", [FN_NOW] = "now",
+    [FN_JSON_GET_KEY] = "->", [FN_JSON_GET_IDX] = "->", [FN_JSON_GET_KEY_TEXT] = "->>",
+    [FN_JSON_GET_IDX_TEXT] = "->>", [FN_JSON_PATH] = "jsonb_extract_path",
+    [FN_JSON_PATH_TEXT] = "jsonb_extract_path_text", [FN_JSON_TYPEOF] = "jsonb_typeof",
+    [FN_JSON_ARRAY_LENGTH] = "jsonb_array_length",
 };
 
 const char *scalar_fn_name(ScalarFn fn) { return (unsigned)fn < FN__COUNT && FN_NAMES[fn] ? FN_NAMES[fn] : "?"; }
@@ -38,6 +62,7 @@ bool scalar_fn_is_infix(ScalarFn fn)
     case FN_EQ: case FN_NE: case FN_LT: case FN_LE: case FN_GT: case FN_GE:
     case FN_AND: case FN_OR: case FN_CONCAT: case FN_LIKE: case FN_ILIKE:
     case FN_IS_DISTINCT: case FN_IS_NOT_DISTINCT:
+    case FN_JSON_GET_KEY: case FN_JSON_GET_IDX: case FN_JSON_GET_KEY_TEXT: case FN_JSON_GET_IDX_TEXT:
         return true;
     default:
         return false;
@@ -138,7 +163,9 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
     }
     if (t == TYPE_TIMESTAMP || t == TYPE_TIMESTAMPTZ) {
         if (f == TYPE_DATE) {
-            out->u.i = v->u.i * USECS_PER_DAY;
+            if (__builtin_mul_overflow(v->u.i, USECS_PER_DAY, &out->u.i) || out->u.i == TS_PLUS_INF ||
+                out->u.i == TS_MINUS_INF)
+                return werr(err, "22008", 0, "date out of range for timestamp");
             return 0;
         }
         if (f == TYPE_TIMESTAMP || f == TYPE_TIMESTAMPTZ) {
@@ -155,6 +182,115 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
     }
 bad:
     return werr(err, SQLSTATE_DATATYPE_MISMATCH, 0, "cannot cast type %s to %s", type_name(f), type_name(t));
+}
+
+/*
+ * Rounds (or truncates) x to d decimal places the way Postgres's numeric
+ * does, half away from zero, working on the shortest decimal that reads
+ * back as x: so round(1.005, 2) is 1.01 even though the double nearest
+ * 1.005 lies just below it. weir's decimal literals are doubles standing
+ * in for numeric, and this keeps their rounding what Postgres users see.
+ */
+static double round_decimal(double x, int64_t d, bool truncate)
+{
+    if (!isfinite(x) || x == 0 || d > 400)
+        return x;
+    char buf[48], digits[24];
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, sizeof buf, "%.*e", p - 1, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    bool neg = buf[0] == '-';
+    const char *s = buf + neg;
+    int nd = 0;
+    for (; *s && *s != 'e'; s++)
+        if (*s != '.')
+            digits[nd++] = *s;
+    int64_t e10 = strtol(s + 1, NULL, 10) + 1;   /* x = 0.DIGITS * 10^e10 */
+    int64_t keep = e10 + d;
+    if (keep >= nd)
+        return x;
+    if (keep < 0)
+        return 0;
+    bool up = !truncate && digits[keep] >= '5';
+    int k = (int)keep;
+    if (up) {
+        int i = k - 1;
+        while (i >= 0 && digits[i] == '9')
+            digits[i--] = '0';
+        if (i >= 0) {
+            digits[i]++;
+        } else {
+            memmove(digits + 1, digits, (size_t)k);
+            digits[0] = '1';
+            k++;
+            e10++;
+        }
+    }
+    if (k == 0)
+        return 0;
+    snprintf(buf, sizeof buf, "%s0.%.*se%lld", neg ? "-" : "", k, digits, (long long)e10);
+    return strtod(buf, NULL);
+}
+
+static int log_domain(double v, WError *err)
+{
+    if (v == 0)
+        return werr(err, "2201E", 0, "cannot take logarithm of zero");
+    return werr(err, "2201E", 0, "cannot take logarithm of a negative number");
+}
+
+/* Math on doubles with Postgres's domain and range errors. */
+static int math_call(ScalarFn fn, TypeId result, const Value *args, Value *out, WError *err)
+{
+    double x = args[0].u.f, r;
+    switch (fn) {
+    case FN_MOD_F:
+        if (args[1].u.f == 0)
+            return werr(err, SQLSTATE_DIVISION_BY_ZERO, 0, "division by zero");
+        r = fmod(x, args[1].u.f);
+        break;
+    case FN_ROUND_F: r = round(x); break;
+    case FN_ROUND_N_F: r = round_decimal(x, args[1].u.i, false); break;
+    case FN_TRUNC_F: r = trunc(x); break;
+    case FN_TRUNC_N_F: r = round_decimal(x, args[1].u.i, true); break;
+    case FN_FLOOR_F: r = floor(x); break;
+    case FN_CEIL_F: r = ceil(x); break;
+    case FN_SQRT_F:
+        if (x < 0)
+            return werr(err, "2201F", 0, "cannot take square root of a negative number");
+        r = sqrt(x);
+        break;
+    case FN_CBRT_F: r = cbrt(x); break;
+    case FN_EXP_F:
+        r = exp(x);
+        if (isinf(r) && isfinite(x))
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: overflow");
+        if (r == 0 && isfinite(x))
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: underflow");
+        break;
+    case FN_LN_F:
+    case FN_LOG10_F:
+        if (x <= 0)
+            return log_domain(x, err);
+        r = fn == FN_LN_F ? log(x) : log10(x);
+        break;
+    case FN_LOG_F: {   /* log(base, x) */
+        double v = args[1].u.f;
+        if (x <= 0 || v <= 0)
+            return log_domain(x <= 0 ? x : v, err);
+        if (x == 1)
+            return werr(err, SQLSTATE_DIVISION_BY_ZERO, 0, "division by zero");
+        r = log(v) / log(x);
+        break;
+    }
+    case FN_SIGN_F: r = x > 0 ? 1 : x < 0 ? -1 : 0; break;
+    case FN_PI: r = M_PI; break;
+    default: return werr(err, SQLSTATE_INTERNAL, 0, "unknown math function id %d", (int)fn);
+    }
+    out->u.f = result == TYPE_FLOAT4 ? (double)(float)r : r;
+    return 0;
 }
 
 static int cmp_result(ScalarFn fn, int c)
@@ -186,6 +322,7 @@ static bool is_strict(ScalarFn fn)
     case FN_AND: case FN_OR: case FN_IS_NULL: case FN_IS_NOT_NULL: case FN_IS_TRUE:
     case FN_IS_NOT_TRUE: case FN_IS_FALSE: case FN_IS_NOT_FALSE: case FN_IS_DISTINCT:
     case FN_IS_NOT_DISTINCT: case FN_CASE: case FN_COALESCE: case FN_IN: case FN_CAST:
+    case FN_NULLIF: case FN_GREATEST: case FN_LEAST: case FN_CONCAT_ARGS: case FN_CONCAT_WS:
         return false;
     default:
         return true;
@@ -258,7 +395,15 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         goto fcheck;
     case FN_NEG_F: out->u.f = -x->u.f; return 0;
     case FN_ABS_F: out->u.f = fabs(x->u.f); return 0;
-    case FN_POW_F: out->u.f = pow(x->u.f, y->u.f); goto fcheck;
+    case FN_POW_F:
+        if (x->u.f == 0 && y->u.f < 0)
+            return werr(err, "2201F", 0, "zero raised to a negative power is undefined");
+        if (x->u.f < 0 && floor(y->u.f) != y->u.f)
+            return werr(err, "2201F", 0, "a negative number raised to a non-integer power yields a complex result");
+        out->u.f = pow(x->u.f, y->u.f);
+        if (out->u.f == 0 && x->u.f != 0 && isfinite(x->u.f) && isfinite(y->u.f))
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: underflow");
+        goto fcheck;
     fcheck:
         if (isinf(out->u.f) && !isinf(x->u.f) && !(y && isinf(y->u.f)))
             return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: overflow");
@@ -439,8 +584,34 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         *out = saw_null ? value_null(TYPE_BOOL) : value_bool(false);
         return 0;
     }
+    case FN_NULLIF:
+        if (!x->null && !y->null && value_cmp(x, y) == 0)
+            *out = value_null(result);
+        else
+            *out = *x;
+        return 0;
+    case FN_GREATEST:
+    case FN_LEAST: {
+        const Value *best = NULL;
+        for (int i = 0; i < n; i++)
+            if (!args[i].null &&
+                (!best || (fn == FN_GREATEST ? value_cmp(&args[i], best) > 0 : value_cmp(&args[i], best) < 0)))
+                best = &args[i];
+        *out = best ? *best : value_null(result);
+        return 0;
+    }
     case FN_NONE:
     case FN__COUNT: break;
+    default:
+        if (fn >= FN_MOD_F && fn <= FN_PI)
+            return math_call(fn, result, args, out, err);
+        if (fn >= FN_SUBSTR && fn <= FN_CONCAT_WS)
+            return scalar_text_call(fn, result, n, args, a, out, err);
+        if (fn >= FN_DATE_TRUNC && fn <= FN_NOW)
+            return scalar_time_call(fn, result, n, args, a, out, err);
+        if (fn >= FN_JSON_GET_KEY && fn <= FN_JSON_ARRAY_LENGTH)
+            return scalar_json_call(fn, result, n, args, a, out, err);
+        break;
     }
     return werr(err, SQLSTATE_INTERNAL, 0, "unknown function id %d", (int)fn);
 }

@@ -37,6 +37,46 @@ typedef enum ScalarFn {
     FN_COALESCE,
     FN_ABS_I, FN_ABS_F,
     FN_IN,          /* args[0] IN (args[1..]) */
+    /* conditional: NULLIF(a, b) (a and b of one type); GREATEST/LEAST skip NULLs */
+    FN_NULLIF, FN_GREATEST, FN_LEAST,
+    /* math on double precision (integers are cast by the binder); see the
+     * rounding note at scalar_round() */
+    FN_MOD_F, FN_ROUND_F, FN_ROUND_N_F, FN_TRUNC_F, FN_TRUNC_N_F, FN_FLOOR_F, FN_CEIL_F,
+    FN_SQRT_F, FN_CBRT_F, FN_EXP_F, FN_LN_F, FN_LOG10_F, FN_LOG_F, FN_SIGN_F, FN_PI,
+    /* text (lengths and positions count characters of UTF-8 text) */
+    FN_SUBSTR,      /* (s, start [, count]) */
+    FN_BTRIM, FN_LTRIM, FN_RTRIM, /* (s [, characters]) */
+    FN_REPLACE, FN_SPLIT_PART, FN_STRPOS, FN_LEFT, FN_RIGHT,
+    FN_LPAD, FN_RPAD,  /* (s, length [, fill]) */
+    FN_REPEAT, FN_REVERSE, FN_STARTS_WITH, FN_OCTET_LENGTH, FN_INITCAP, FN_MD5,
+    FN_ASCII, FN_CHR,
+    FN_CONCAT_ARGS, /* concat(text...): NULL arguments are skipped (not strict) */
+    FN_CONCAT_WS,   /* concat_ws(sep, text...): NULL if sep is NULL, else skips NULLs */
+    /* date and time; field names are text arguments (args[0]) */
+    FN_DATE_TRUNC,      /* (field, timestamp[tz]) -> the same type */
+    FN_EXTRACT_TS,      /* (field, timestamp[tz]) -> double */
+    FN_EXTRACT_DATE,    /* (field, date) -> double */
+    FN_EXTRACT_IV,      /* (field, interval) -> double */
+    FN_TO_TIMESTAMP,    /* (double seconds since the epoch) -> timestamptz */
+    FN_MAKE_INTERVAL,   /* (years, months, weeks, days, hours, mins int4, secs double): 0..7 args */
+    FN_MAKE_DATE,       /* (year, month, day) */
+    FN_MAKE_TIMESTAMP,  /* (year, month, day, hour, min int4, sec double) -> timestamp[tz] */
+    /*
+     * now(), current_timestamp, transaction_timestamp(), statement_timestamp():
+     * NOT deterministic. The binder gives the call one hidden argument, the
+     * statement's start time as a timestamptz constant, so every row of one
+     * statement sees the same value (as Postgres's transaction time); a plan
+     * that must be deterministic (a view) has to reject any FN_NOW.
+     */
+    FN_NOW,
+    /* JSONB (stored as its text; navigated without building a tree) */
+    FN_JSON_GET_KEY,    /* jsonb -> text: jsonb, NULL when absent */
+    FN_JSON_GET_IDX,    /* jsonb -> int (negative counts from the end) */
+    FN_JSON_GET_KEY_TEXT, /* ->> text: text (a JSON string unescaped; JSON null is NULL) */
+    FN_JSON_GET_IDX_TEXT, /* ->> int */
+    FN_JSON_PATH,       /* jsonb_extract_path(json, keys...) -> jsonb */
+    FN_JSON_PATH_TEXT,  /* jsonb_extract_path_text(json, keys...) -> text */
+    FN_JSON_TYPEOF, FN_JSON_ARRAY_LENGTH,
     FN__COUNT
 } ScalarFn;
 
@@ -45,15 +85,31 @@ bool scalar_fn_is_infix(ScalarFn fn);
 
 /*
  * Computes fn(args[0..n)) as a value of type result. Strings produced are
- * allocated in a. Returns 0, or -1 with err set (22003 overflow, 22012
- * division by zero, 22P02/22007 bad cast input).
- * Functions that are not strict (AND, OR, IS..., COALESCE, CASE) handle
- * NULL arguments themselves; all others return NULL for any NULL argument.
+ * allocated in a (results may also borrow an argument's bytes, so they live
+ * as long as the shorter of a and the arguments). Returns 0, or -1 with err
+ * set: 22003 overflow, 22012 division by zero, 22P02/22007 bad cast input,
+ * 2201E/2201F logarithm and power domain errors, 22011 negative substring
+ * length, 22023 bad argument value (a field name, split_part's position),
+ * 22008 date/time field out of range, 54000 a result longer than
+ * SCALAR_MAX_STR bytes, 22P02 malformed JSON.
+ * Functions that are not strict (AND, OR, IS..., COALESCE, CASE, NULLIF,
+ * GREATEST, LEAST, concat, concat_ws) handle NULL arguments themselves; all
+ * others return NULL for any NULL argument.
  */
+#define SCALAR_MAX_STR (64u << 20)
 int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, Value *out, WError *err);
 
 /* Casts v to type t (explicit CAST semantics). */
 int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err);
+
+/*
+ * Checks a date/time field name (case-insensitive, as in Postgres) for
+ * date_trunc (fn FN_DATE_TRUNC) or extract/date_part (FN_EXTRACT_*) on a
+ * value of type t, so the binder can reject a constant bad field at plan
+ * time. Returns 0, or -1 with err: 22023 "unit ... not recognized for type
+ * ...", 0A000 "unit ... not supported for type ...".
+ */
+int scalar_check_field(ScalarFn fn, TypeId t, const char *field, size_t len, WError *err);
 
 /* SQL LIKE matching (with '\' as the escape character). */
 bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "parse.h"
 #include "parser_int.h"
@@ -473,6 +474,72 @@ AstExpr *ast_extract(ParseCtx *c, Token kw, const char *field, AstExpr *arg)
     e->text = f;
     e->arg = arg;
     return e;
+}
+
+/* A call named name with args x, y, z (each may be NULL: the list stops). */
+static AstExpr *special_call(ParseCtx *c, int pos, const char *name, AstExpr *x, AstExpr *y, AstExpr *z)
+{
+    AstList *l = ast_list_append(c->a, NULL, x);
+    if (y)
+        l = ast_list_append(c->a, l, y);
+    if (y && z)
+        l = ast_list_append(c->a, l, z);
+    AstExpr *e = new_expr(c, AST_FUNC, pos, list_depth(l) + 1);
+    e->text = name;
+    e->args = l;
+    return e;
+}
+
+static bool name_is(Token t, const char *name)
+{
+    size_t n = strlen(name);
+    if ((size_t)t.n != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (lower(t.z[i]) != name[i])
+            return false;
+    return true;
+}
+
+AstExpr *ast_func_from(ParseCtx *c, Token name, Token kw, AstExpr *x, AstExpr *from, AstExpr *count)
+{
+    if (x && (name_is(name, "substring") || name_is(name, "substr"))) {
+        if (!from) {
+            from = new_expr(c, AST_LITERAL, kw.pos, 1);
+            from->lit_kind = LIT_INT;
+            from->text = "1";
+        }
+        return special_call(c, name.pos, "substring", x, from, count);
+    }
+    if (name_is(name, "trim") && from && !count)
+        return special_call(c, name.pos, "btrim", from, x, NULL);
+    parse_syntax_error(c, kw);
+    return x;
+}
+
+AstExpr *ast_func_trim(ParseCtx *c, Token name, Token where, AstExpr *chars, AstExpr *x)
+{
+    if (!name_is(name, "trim")) {
+        parse_syntax_error(c, where);
+        return x;
+    }
+    const char *f = lower(where.z[0]) == 'l' ? "ltrim" : lower(where.z[0]) == 't' ? "rtrim" : "btrim";
+    return special_call(c, name.pos, f, x, chars, NULL);
+}
+
+AstExpr *ast_func_position(ParseCtx *c, Token name, Token kw, AstExpr *needle, AstExpr *hay)
+{
+    if (!name_is(name, "position")) {
+        parse_syntax_error(c, kw);
+        return needle;
+    }
+    return special_call(c, name.pos, "position", hay, needle, NULL);
+}
+
+AstExpr *ast_func_op(ParseCtx *c, Token op, const char *name, AstExpr *l, AstExpr *r)
+{
+    (void)op;
+    return special_call(c, l->pos, name, l, r, NULL);   /* binary nodes start at their left operand */
 }
 
 AstExpr *ast_subquery(ParseCtx *c, Token t, AstSubqueryKind k, AstSelect *q)
@@ -1008,6 +1075,26 @@ AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k)
     return s;
 }
 
+AstStmt *ast_subscribe(ParseCtx *c, Token t, const char *view, AstList *options)
+{
+    AstStmt *s = new_stmt(c, STMT_SUBSCRIBE, t.pos, t.off);
+    AstSubscribe *sub = arena_zalloc(c->a, sizeof *sub);
+    sub->view = view;
+    sub->options = options;
+    s->u.subscribe = sub;
+    return s;
+}
+
+/* COPY (SUBSCRIBE ...) TO STDOUT: the same statement, starting at COPY. */
+AstStmt *ast_copy_subscribe(ParseCtx *c, Token copy, AstStmt *sub, AstList *copy_options)
+{
+    sub->pos = copy.pos;
+    sub->text_start = copy.off;
+    sub->u.subscribe->copy = true;
+    sub->u.subscribe->copy_options = copy_options;
+    return sub;
+}
+
 /* ---- the driver ---------------------------------------------------------- */
 
 /* Walks the input one token at a time, counting characters for positions. */
@@ -1103,6 +1190,10 @@ int parse_sql(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, WError 
     Token t, peek;
     int type, peek_type, r, peek_r = 0;
     bool have_peek = false;
+    /* Paren depths just inside `position(`: an IN at such a depth is
+     * POS_IN (position(a IN b)), never the IN predicate. */
+    int pos_depth[PARSE_MAX_DEPTH + 1], n_pos = 0;
+    bool pos_open = false;
 
     for (;;) {
         if (have_peek) {
@@ -1133,9 +1224,26 @@ int parse_sql(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, WError 
             if (peek_r > 0 && type == TK_LATE && peek_type == TK_ROWS)
                 type = TK_LATE_LA;
         }
+        if (type == TK_ID && t.n == 8 && strncasecmp(t.z, "position", 8) == 0) {
+            peek_r = lex(&c, &L, &peek, &peek_type);
+            have_peek = true;
+            pos_open = peek_r > 0 && peek_type == TK_LP;
+        } else if (type == TK_IN && n_pos > 0 && depth == pos_depth[n_pos - 1]) {
+            type = TK_POS_IN;
+        }
+        bool opens_position = pos_open && type == TK_LP;
         feed(&c, p, t, type, &depth);
         if (err->set)
             break;
+        if (opens_position) {
+            pos_open = false;
+            if (n_pos <= PARSE_MAX_DEPTH)
+                pos_depth[n_pos++] = depth;
+        }
+        while (n_pos > 0 && depth < pos_depth[n_pos - 1])
+            n_pos--;
+        if (type == TK_SEMI)
+            n_pos = 0;
     }
     if (!err->set && c.n_fed > 0) {
         Token eof = {sql + len, 0, (int)len, L.chars + 1, (int)len};

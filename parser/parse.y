@@ -46,6 +46,7 @@
 /* Tokens made by the tokenizer that no rule below mentions still need codes. */
 %token ID STRING INTEGER FLOAT PARAM.
 %token EMIT_LA ALLOW_LA LATE_LA.
+%token POS_IN.
 
 /* Non-reserved keywords: usable as identifiers where no rule wants them. */
 %fallback ID
@@ -55,7 +56,8 @@
   MATERIALIZED MINUTE MONTH NULLS ONLY OVER PARTITION PRECISION PRIMARY REPLACE RESET
   RESTRICT ROLLBACK ROWS SECOND SESSION SET SHOW SINK SOURCE START STREAM SYSTEM
   SYSTEM_TIME TIME TRANSACTION UNKNOWN UPDATE VALUES VARYING VIEW WATERMARK WINDOW
-  WITHOUT WORK YEAR ZONE OF.
+  WITHOUT WORK YEAR ZONE OF BOTH LEADING TRAILING
+  SUBSCRIBE COPY STDOUT.
 
 /* Precedence, lowest first, as in Postgres's gram.y. */
 %left UNION EXCEPT.
@@ -68,7 +70,7 @@
 %nonassoc BETWEEN IN LIKE ILIKE NOT_LA.
 
 %nonassoc ESCAPE.
-%left CONCAT.
+%left CONCAT ARROW ARROW2.
 %left PLUS MINUS.
 %left STAR SLASH REM.
 %left CARET.
@@ -104,6 +106,19 @@ explain_opt(A) ::= nm(N) optval(V).            { A = ast_option(ctx, ast_ident(c
 explain_opt(A) ::= nm(N) ON.                   { A = ast_option(ctx, ast_ident(ctx, N), "on", N.pos); }
 
 cmd(A) ::= FLUSH(T).                           { A = ast_stmt(ctx, STMT_FLUSH, T); }
+
+/* SUBSCRIBE [TO] view [WITH (snapshot = .., progress = ..)], and the form
+ * psql users type, COPY (SUBSCRIBE ...) TO STDOUT [[WITH] (FORMAT text)]. */
+%type subscribe {AstStmt*}
+%type copy_opts {AstList*}
+cmd(A) ::= subscribe(S).                       { A = S; }
+cmd(A) ::= COPY(T) LP subscribe(S) RP TO STDOUT copy_opts(O). { A = ast_copy_subscribe(ctx, T, S, O); }
+subscribe(A) ::= SUBSCRIBE(T) subscribe_to dotted(N) with_opt(W). { A = ast_subscribe(ctx, T, N, W); }
+subscribe_to ::= .
+subscribe_to ::= TO.
+copy_opts(A) ::= .                             { A = NULL; }
+copy_opts(A) ::= WITH LP explain_optlist(L) RP. { A = L; }
+copy_opts(A) ::= LP explain_optlist(L) RP.     { A = L; }
 cmd(A) ::= CHECKPOINT(T).                      { A = ast_stmt(ctx, STMT_CHECKPOINT, T); }
 cmd(A) ::= ALTER(T) SYSTEM CHECKPOINT.         { A = ast_stmt(ctx, STMT_CHECKPOINT, T); }
 
@@ -489,6 +504,26 @@ expr(A) ::= expr(L) STAR expr(R).              { A = ast_binary(ctx, OP_MUL, L, 
 expr(A) ::= expr(L) SLASH expr(R).             { A = ast_binary(ctx, OP_DIV, L, R); }
 expr(A) ::= expr(L) REM expr(R).               { A = ast_binary(ctx, OP_MOD, L, R); }
 expr(A) ::= expr(L) CARET expr(R).             { A = ast_binary(ctx, OP_POW, L, R); }
+expr(A) ::= expr(L) ARROW(T) expr(R).          { A = ast_func_op(ctx, T, "->", L, R); }
+expr(A) ::= expr(L) ARROW2(T) expr(R).         { A = ast_func_op(ctx, T, "->>", L, R); }
+
+/* Calls with keywords inside the parentheses (SQL's special forms); the
+ * builders check the function's name. POS_IN is IN directly inside
+ * position(...), retagged by the driver (see parse_sql). */
+%type trim_where {Token}
+expr(A) ::= nm(N) LP expr(X) FROM(K) expr(F) RP.             { A = ast_func_from(ctx, N, K, X, F, NULL); }
+expr(A) ::= nm(N) LP expr(X) FROM(K) expr(F) FOR expr(C) RP. { A = ast_func_from(ctx, N, K, X, F, C); }
+expr(A) ::= nm(N) LP expr(X) FOR(K) expr(C) RP.              { A = ast_func_from(ctx, N, K, X, NULL, C); }
+expr(A) ::= nm(N) LP FROM(K) expr(X) RP.                     { A = ast_func_from(ctx, N, K, NULL, X, NULL); }
+expr(A) ::= nm(N) LP trim_where(W) expr(C) FROM expr(X) RP.  { A = ast_func_trim(ctx, N, W, C, X); }
+expr(A) ::= nm(N) LP trim_where(W) FROM expr(X) RP.          { A = ast_func_trim(ctx, N, W, NULL, X); }
+expr(A) ::= nm(N) LP trim_where(W) expr(X) RP.               { A = ast_func_trim(ctx, N, W, NULL, X); }
+expr(A) ::= nm(N) LP expr(X) POS_IN(K) expr(Y) RP.           { A = ast_func_position(ctx, N, K, X, Y); }
+expr(A) ::= LEFT(N) LP exprlist(L) RP.                       { A = ast_func(ctx, N, L, false, false); }
+expr(A) ::= RIGHT(N) LP exprlist(L) RP.                      { A = ast_func(ctx, N, L, false, false); }
+trim_where(A) ::= BOTH(T).                     { A = T; }
+trim_where(A) ::= LEADING(T).                  { A = T; }
+trim_where(A) ::= TRAILING(T).                 { A = T; }
 
 expr(A) ::= expr(E) IS NULL.                   { A = ast_is(ctx, E, IS_NULL, false, NULL); }
 expr(A) ::= expr(E) IS NOT NULL.               { A = ast_is(ctx, E, IS_NULL, true, NULL); }

@@ -201,6 +201,7 @@ typedef enum AstStmtKind {
     STMT_CHECKPOINT,         /* ALTER SYSTEM CHECKPOINT, CHECKPOINT */
     STMT_UPDATE,
     STMT_DELETE,
+    STMT_SUBSCRIBE,          /* SUBSCRIBE view, COPY (SUBSCRIBE view) TO STDOUT */
     STMT_EMPTY,              /* only comments or whitespace */
 } AstStmtKind;
 
@@ -315,6 +316,13 @@ typedef struct AstSet {
     const char *value;           /* literal text, NULL for DEFAULT */
 } AstSet;
 
+typedef struct AstSubscribe {    /* SUBSCRIBE [TO] view [WITH (...)] */
+    const char *view;
+    AstList *options;            /* AstOption*: snapshot, progress (checked by the server) */
+    bool copy;                   /* written as COPY (SUBSCRIBE ...) TO STDOUT */
+    AstList *copy_options;       /* AstOption*: COPY's own options (FORMAT), or NULL */
+} AstSubscribe;
+
 typedef enum AstTxnKind { TXN_BEGIN, TXN_COMMIT, TXN_ROLLBACK } AstTxnKind;
 
 typedef struct AstStmt {
@@ -333,6 +341,7 @@ typedef struct AstStmt {
         AstExplain *explain;
         AstShow *show;
         AstSet *set;
+        AstSubscribe *subscribe;
         AstTxnKind txn;
     } u;
 } AstStmt;

@@ -123,6 +123,17 @@ AstExpr *ast_between(ParseCtx *c, AstExpr *e, AstExpr *lo, AstExpr *hi, bool neg
 AstExpr *ast_is(ParseCtx *c, AstExpr *e, AstIsKind k, bool negated, AstExpr *other);
 AstExpr *ast_like(ParseCtx *c, AstExpr *e, AstExpr *pat, AstExpr *esc, bool negated, bool ilike);
 AstExpr *ast_extract(ParseCtx *c, Token kw, const char *field, AstExpr *e);
+/* SQL's call forms with keywords inside the parentheses, rewritten as plain
+ * calls (kw is the FROM/FOR/IN token, for the syntax error when the name is
+ * not one of these functions):
+ *   substring(x FROM f [FOR n]) -> substring(x, f[, n]); substring(x FOR n) -> substring(x, 1, n)
+ *   trim([BOTH|LEADING|TRAILING] [chars] FROM x) -> btrim|ltrim|rtrim(x[, chars])
+ *   position(a IN b) -> position(b, a)
+ *   l -> r, l ->> r (JSON operators) -> a call named "->" / "->>" */
+AstExpr *ast_func_from(ParseCtx *c, Token name, Token kw, AstExpr *x, AstExpr *from, AstExpr *count);
+AstExpr *ast_func_trim(ParseCtx *c, Token name, Token where, AstExpr *chars, AstExpr *x);
+AstExpr *ast_func_position(ParseCtx *c, Token name, Token kw, AstExpr *needle, AstExpr *hay);
+AstExpr *ast_func_op(ParseCtx *c, Token op, const char *name, AstExpr *l, AstExpr *r);
 AstExpr *ast_subquery(ParseCtx *c, Token t, AstSubqueryKind k, AstSelect *q);
 AstExpr *ast_paren(ParseCtx *c, AstExpr *e);
 AstList *ast_list2(ParseCtx *c, AstList *l, void *x, void *y);
@@ -174,5 +185,7 @@ AstStmt *ast_explain(ParseCtx *c, ExplainHead h, AstStmt *inner);
 AstStmt *ast_show(ParseCtx *c, Token t, const char *what, AstObjectKind obj, const char *name);
 AstStmt *ast_set(ParseCtx *c, Token t, AstStmtKind k, const char *name, const char *value);
 AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k);
+AstStmt *ast_subscribe(ParseCtx *c, Token t, const char *view, AstList *options);
+AstStmt *ast_copy_subscribe(ParseCtx *c, Token copy, AstStmt *sub, AstList *copy_options);
 
 #endif

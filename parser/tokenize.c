@@ -62,9 +62,9 @@ static const struct {
 } keywords[] = {
     {"ABORT", TK_ABORT}, {"ALL", TK_ALL}, {"ALLOW", TK_ALLOW}, {"ALTER", TK_ALTER},
     {"AND", TK_AND}, {"APPEND", TK_APPEND}, {"AS", TK_AS}, {"ASC", TK_ASC},
-    {"BEGIN", TK_BEGIN}, {"BETWEEN", TK_BETWEEN}, {"BY", TK_BY}, {"CASCADE", TK_CASCADE},
+    {"BEGIN", TK_BEGIN}, {"BETWEEN", TK_BETWEEN}, {"BOTH", TK_BOTH}, {"BY", TK_BY}, {"CASCADE", TK_CASCADE},
     {"CASE", TK_CASE}, {"CAST", TK_CAST}, {"CHANGES", TK_CHANGES}, {"CHARACTER", TK_CHARACTER},
-    {"CHECKPOINT", TK_CHECKPOINT}, {"CLOSE", TK_CLOSE}, {"COMMIT", TK_COMMIT},
+    {"CHECKPOINT", TK_CHECKPOINT}, {"CLOSE", TK_CLOSE}, {"COMMIT", TK_COMMIT}, {"COPY", TK_COPY},
     {"CREATE", TK_CREATE}, {"CROSS", TK_CROSS}, {"CURRENT_TIMESTAMP", TK_CURRENT_TIMESTAMP},
     {"DAY", TK_DAY}, {"DEFAULT", TK_DEFAULT}, {"DELETE", TK_DELETE}, {"DESC", TK_DESC},
     {"DISTINCT", TK_DISTINCT}, {"DOUBLE", TK_DOUBLE}, {"DROP", TK_DROP}, {"ELSE", TK_ELSE},
@@ -77,6 +77,7 @@ static const struct {
     {"INNER", TK_INNER}, {"INSERT", TK_INSERT}, {"INTERSECT", TK_INTERSECT},
     {"INTERVAL", TK_INTERVAL}, {"INTO", TK_INTO}, {"IS", TK_IS}, {"JOIN", TK_JOIN},
     {"KEY", TK_KEY}, {"LAST", TK_LAST}, {"LATE", TK_LATE}, {"LATENESS", TK_LATENESS},
+    {"LEADING", TK_LEADING},
     {"LEFT", TK_LEFT}, {"LIKE", TK_LIKE}, {"LIMIT", TK_LIMIT}, {"LOCAL", TK_LOCAL},
     {"MATERIALIZED", TK_MATERIALIZED}, {"MINUTE", TK_MINUTE}, {"MONTH", TK_MONTH},
     {"NOT", TK_NOT}, {"NULL", TK_NULL}, {"NULLS", TK_NULLS}, {"OF", TK_OF},
@@ -86,9 +87,10 @@ static const struct {
     {"RESET", TK_RESET}, {"RESTRICT", TK_RESTRICT}, {"RIGHT", TK_RIGHT},
     {"ROLLBACK", TK_ROLLBACK}, {"ROWS", TK_ROWS}, {"SECOND", TK_SECOND}, {"SELECT", TK_SELECT},
     {"SESSION", TK_SESSION}, {"SET", TK_SET}, {"SHOW", TK_SHOW}, {"SINK", TK_SINK},
-    {"SOURCE", TK_SOURCE}, {"START", TK_START}, {"STREAM", TK_STREAM}, {"SYSTEM", TK_SYSTEM},
+    {"SOURCE", TK_SOURCE}, {"START", TK_START}, {"STDOUT", TK_STDOUT},
+    {"STREAM", TK_STREAM}, {"SUBSCRIBE", TK_SUBSCRIBE}, {"SYSTEM", TK_SYSTEM},
     {"SYSTEM_TIME", TK_SYSTEM_TIME}, {"TABLE", TK_TABLE}, {"THEN", TK_THEN}, {"TIME", TK_TIME},
-    {"TO", TK_TO}, {"TRANSACTION", TK_TRANSACTION}, {"TRUE", TK_TRUE}, {"UNION", TK_UNION},
+    {"TO", TK_TO}, {"TRAILING", TK_TRAILING}, {"TRANSACTION", TK_TRANSACTION}, {"TRUE", TK_TRUE}, {"UNION", TK_UNION},
     {"UNKNOWN", TK_UNKNOWN}, {"UPDATE", TK_UPDATE}, {"USING", TK_USING}, {"VALUES", TK_VALUES},
     {"VARYING", TK_VARYING}, {"VIEW", TK_VIEW}, {"WATERMARK", TK_WATERMARK}, {"WHEN", TK_WHEN},
     {"WHERE", TK_WHERE}, {"WINDOW", TK_WINDOW}, {"WITH", TK_WITH}, {"WITHOUT", TK_WITHOUT},
@@ -189,6 +191,10 @@ int parse_get_token(const unsigned char *z, int *type)
             }
             *type = TK_SPACE;
             return i;
+        }
+        if (z[1] == '>') {   /* the JSON operators -> and ->> */
+            *type = z[2] == '>' ? TK_ARROW2 : TK_ARROW;
+            return z[2] == '>' ? 3 : 2;
         }
         *type = TK_MINUS;
         return 1;

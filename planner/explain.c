@@ -39,7 +39,9 @@ void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out)
         }
         return;
     case PE_CALL:
-        if (e->fn == FN_CAST) {
+        if (e->fn == FN_NOW) {
+            buf_puts(out, "now()");   /* its argument is the statement time, not the user's */
+        } else if (e->fn == FN_CAST) {
             buf_puts(out, "CAST(");
             expr_to_text(e->args[0], in, out);
             buf_printf(out, " AS %s)", type_name(e->type));
@@ -152,6 +154,28 @@ static void node_params(const PlanNode *n, Buf *out)
         buf_printf(out, "view: %s, pk: ", n->view_name);
         cols_list(&n->out, n->n_keys, n->keys, out);
         break;
+    case PN_JOIN: {
+        static const char *kinds[] = {"inner", "left", "right", "full", "cross"};
+        buf_printf(out, "type: %s%s, on: [", n->interval ? "interval " : "", kinds[n->join_type]);
+        for (int i = 0; i < n->n_join_keys; i++)
+            buf_printf(out, "%s%s = %s", i ? ", " : "", n->inputs[0]->out.names[n->left_keys[i]],
+                       n->inputs[1]->out.names[n->right_keys[i]]);
+        buf_putc(out, ']');
+        if (n->interval) {
+            buf_printf(out, ", right.%s - left.%s in [", n->inputs[1]->out.names[n->right_time_col],
+                       n->inputs[0]->out.names[n->left_time_col]);
+            Interval lo = {.usecs = n->lo_us}, hi = {.usecs = n->hi_us};
+            format_interval(&lo, out);
+            buf_puts(out, ", ");
+            format_interval(&hi, out);
+            buf_putc(out, ']');
+        }
+        if (n->residual) {
+            buf_puts(out, ", condition: ");
+            expr_to_text(n->residual, &n->out, out);
+        }
+        break;
+    }
     case PN_VIEW_SCAN:
         buf_printf(out, "view: %s", n->scan_rel->name);
         break;
@@ -188,24 +212,43 @@ static void node_state(const PlanNode *n, Buf *out)
         }
         break;
     case PN_MATERIALIZE:
-        buf_puts(out, "the view's rows, keyed by pk");
+        buf_puts(out, n->counted ? "the view's rows with their multiplicity" : "the view's rows, keyed by pk");
         break;
+    case PN_JOIN: {
+        const PlanSchema *r = &n->inputs[1]->out;
+        buf_puts(out, "both sides' rows keyed by [");
+        for (int i = 0; i < n->n_join_keys; i++)
+            buf_printf(out, "%s%s", i ? ", " : "", in->names[n->left_keys[i]]);
+        buf_puts(out, "]");
+        (void)r;
+        if (n->interval)
+            buf_printf(out, "; bounded by watermarks on %s and %s", in->names[n->left_time_col],
+                       n->inputs[1]->out.names[n->right_time_col]);
+        else
+            buf_puts(out, "; UNBOUNDED (no time bound)");
+        break;
+    }
     default:
         break;
     }
 }
 
-static void explain_text(const PlanNode *n, int depth, Buf *out)
+/* One node and its inputs as a tree: prefix is what stands left of the
+ * branch (├─ or └─) of this node; properties go on the line below. */
+static void explain_text(const PlanNode *n, const char *prefix, bool root, bool last, Buf *out)
 {
-    for (int i = 0; i < depth; i++)
-        buf_puts(out, i + 1 == depth ? "└─ " : "   ");
+    buf_puts(out, prefix);
+    if (!root)
+        buf_puts(out, last ? "└─ " : "├─ ");
     buf_printf(out, "%s%s { ", n->kind == PN_VIEW_SCAN || n->kind == PN_VALUES ? "Batch" : "Stream",
                plan_node_kind_name(n->kind));
     node_params(n, out);
     buf_puts(out, " }\n");
-    /* Properties on the following line, indented under the node. */
-    for (int i = 0; i < depth; i++)
-        buf_puts(out, "   ");
+    Buf child = BUF_INIT;
+    buf_puts(&child, prefix);
+    if (!root)
+        buf_puts(&child, last ? "   " : "│  ");
+    buf_puts(out, child.data);
     buf_puts(out, "      ");
     buf_puts(out, n->append_only ? "append-only" : "retract");
     if (n->n_keys) {
@@ -221,7 +264,8 @@ static void explain_text(const PlanNode *n, int depth, Buf *out)
     buf_free(&st);
     buf_putc(out, '\n');
     for (int i = 0; i < n->n_inputs; i++)
-        explain_text(n->inputs[i], depth + 1, out);
+        explain_text(n->inputs[i], child.data, false, i == n->n_inputs - 1, out);
+    buf_free(&child);
 }
 
 static void json_str(Buf *out, const char *s)
@@ -289,7 +333,7 @@ void plan_explain_view(const PlanView *v, bool json, Buf *out)
     if (json)
         explain_json(v->root, out);
     else
-        explain_text(v->root, 0, out);
+        explain_text(v->root, "", true, true, out);
 }
 
 void plan_explain_query(const PlanQuery *q, bool json, Buf *out)
@@ -298,19 +342,24 @@ void plan_explain_query(const PlanQuery *q, bool json, Buf *out)
         explain_json(q->root, out);
         return;
     }
-    int depth = 0;
+    Buf prefix = BUF_INIT;
+    buf_puts(&prefix, "");
+    bool root = true;
     if (q->limit >= 0 || q->offset) {
         buf_printf(out, "BatchLimit { limit: %" PRId64 ", offset: %" PRId64 " }\n", q->limit, q->offset);
-        depth++;
+        root = false;
     }
     if (q->n_order) {
-        for (int i = 0; i < depth; i++)
-            buf_puts(out, i + 1 == depth ? "└─ " : "   ");
+        if (!root)
+            buf_puts(out, "└─ ");
         buf_puts(out, "BatchSort { order: [");
         for (int i = 0; i < q->n_order; i++)
             buf_printf(out, "%s%s %s", i ? ", " : "", q->root->out.names[q->order[i].col], q->order[i].desc ? "DESC" : "ASC");
         buf_puts(out, "] }\n");
-        depth++;
+        if (!root)
+            buf_puts(&prefix, "   ");
+        root = false;
     }
-    explain_text(q->root, depth, out);
+    explain_text(q->root, prefix.data, root, true, out);
+    buf_free(&prefix);
 }

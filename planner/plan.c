@@ -32,7 +32,7 @@ typedef struct PlanCtx {
 const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
-                                  "Materialize", "ViewScan", "Values"};
+                                  "Materialize", "Join", "ViewScan", "Values"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -252,6 +252,256 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
     return 0;
 }
 
+/* ---- joins ------------------------------------------------------------------- */
+
+static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out);
+
+/* Splits a bound predicate into its AND-ed conjuncts. */
+static void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max)
+{
+    if (e->kind == PE_CALL && e->fn == FN_AND) {
+        for (int i = 0; i < e->n_args; i++)
+            conjuncts(e->args[i], out, n, max);
+    } else if (*n < max) {
+        out[(*n)++] = e;
+    }
+}
+
+/* A time expression `col`, `col + INTERVAL c` or `col - INTERVAL c`:
+ * returns the column and the constant offset in microseconds. */
+static bool time_term(const PlanExpr *e, int *col, int64_t *off)
+{
+    if (e->kind == PE_COL) {
+        *col = e->col;
+        *off = 0;
+        return true;
+    }
+    if (e->kind == PE_CALL && (e->fn == FN_TS_ADD_IV || e->fn == FN_TS_SUB_IV) && e->args[0]->kind == PE_COL &&
+        e->args[1]->kind == PE_CONST && !e->args[1]->value.null) {
+        int64_t us;
+        if (interval_to_usecs(&e->args[1]->value.u.iv, &us))
+            return false;
+        *col = e->args[0]->col;
+        *off = e->fn == FN_TS_ADD_IV ? us : -us;
+        return true;
+    }
+    return false;
+}
+
+/* Builds the join node of l and r (the result replaces *out; l may be out). */
+static int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_cols, Rel *l, Rel *r, int pos,
+                     Rel *out)
+{
+    BindCtx *b = &p->b;
+    int nl = l->scope.n, nr = r->scope.n;
+    Scope sc;
+    alloc_scope(b->a, &sc, nl + nr);
+    memcpy(sc.cols, l->scope.cols, sizeof(ScopeCol) * (size_t)nl);
+    memcpy(sc.cols + nl, r->scope.cols, sizeof(ScopeCol) * (size_t)nr);
+    PlanNode *j = new_node(p, PN_JOIN, l->node);
+    j->n_inputs = 2;
+    j->inputs[1] = r->node;
+    j->join_type = type == JOIN_CROSS ? JOIN_INNER : type;
+    j->left_time_col = j->right_time_col = -1;
+    PlanExpr *conds[256];
+    int nc = 0;
+    if (using_cols) {
+        for (int i = 0; i < ast_list_len(using_cols); i++) {
+            const char *name = AST_AT(using_cols, i);
+            int lc = -1, rc = -1;
+            for (int k = 0; k < nl; k++)
+                if (strcmp(sc.cols[k].name, name) == 0)
+                    lc = k;
+            for (int k = 0; k < nr; k++)
+                if (strcmp(sc.cols[nl + k].name, name) == 0)
+                    rc = nl + k;
+            if (lc < 0 || rc < 0)
+                return werr(b->err, SQLSTATE_UNDEFINED_COLUMN, pos,
+                            "column \"%s\" specified in USING clause does not exist in %s table", name,
+                            lc < 0 ? "left" : "right");
+            PlanExpr *x = make_col(b, lc, sc.cols[lc].type), *y = make_col(b, rc, sc.cols[rc].type);
+            TypeId t = sc.cols[lc].type;
+            if (t != sc.cols[rc].type && !(y = coerce_expr(b, y, t, pos)))
+                return -1;
+            PlanExpr *args[2] = {x, y};
+            PlanExpr *eq = arena_zalloc(b->a, sizeof *eq);
+            *eq = (PlanExpr){.kind = PE_CALL, .fn = FN_EQ, .type = TYPE_BOOL, .pos = pos, .n_args = 2,
+                             .args = arena_alloc(b->a, sizeof(PlanExpr *) * 2)};
+            eq->args[0] = args[0];
+            eq->args[1] = args[1];
+            if (nc < 256)
+                conds[nc++] = eq;
+            /* The column appears once, as in Postgres: the right copy is hidden. */
+            sc.cols[rc].hidden = true;
+        }
+    }
+    if (on) {
+        PlanExpr *e = bind_expr(b, &sc, on);
+        if (!e || !(e = coerce_expr(b, e, TYPE_BOOL, on->pos))) {
+            if (!b->err->set)
+                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, on->pos, "argument of JOIN/ON must be type boolean");
+            return -1;
+        }
+        conjuncts(e, conds, &nc, 256);
+    }
+    /* Classify: equal columns across the sides become the hash key; bounds
+     * on the difference of the two event times make an interval join. */
+    int *lk = arena_alloc(b->a, sizeof(int) * (size_t)(nc + 1));
+    int *rk = arena_alloc(b->a, sizeof(int) * (size_t)(nc + 1));
+    bool *used = arena_zalloc(b->a, sizeof(bool) * (size_t)(nc + 1));
+    int nk = 0;
+    int tl = -1, tr = -1;
+    bool have_lo = false, have_hi = false;
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    bool *is_time = arena_zalloc(b->a, sizeof(bool) * (size_t)(nc + 1));
+    for (int i = 0; i < nc; i++) {
+        PlanExpr *c = conds[i];
+        if (c->kind != PE_CALL || c->n_args != 2)
+            continue;
+        PlanExpr *x = c->args[0], *y = c->args[1];
+        if (c->fn == FN_EQ && x->kind == PE_COL && y->kind == PE_COL &&
+            ((x->col < nl) != (y->col < nl)) && x->type == y->type) {
+            lk[nk] = x->col < nl ? x->col : y->col;
+            rk[nk] = (x->col < nl ? y->col : x->col) - nl;
+            nk++;
+            used[i] = true;
+            continue;
+        }
+        int cx, cy;
+        int64_t ox, oy;
+        if ((c->fn == FN_GE || c->fn == FN_GT || c->fn == FN_LE || c->fn == FN_LT) && time_term(x, &cx, &ox) &&
+            time_term(y, &cy, &oy) && ((cx < nl) != (cy < nl)) &&
+            sc.cols[cx].role == ROLE_EVENT_TIME && sc.cols[cy].role == ROLE_EVENT_TIME) {
+            /* Normalise to d = right - left compared with a constant. */
+            bool x_right = cx >= nl;
+            int lc = x_right ? cy : cx, rcol = x_right ? cx : cy;
+            if ((tl >= 0 && tl != lc) || (tr >= 0 && tr != rcol - nl))
+                continue;
+            tl = lc;
+            tr = rcol - nl;
+            /* x + ox OP y + oy  =>  x - y OP oy - ox */
+            int64_t k = oy - ox;
+            ScalarFn f = c->fn;
+            if (!x_right) {
+                /* left - right OP k  =>  right - left OP' -k */
+                k = -k;
+                f = f == FN_GE ? FN_LE : f == FN_GT ? FN_LT : f == FN_LE ? FN_GE : FN_GT;
+            }
+            if (f == FN_GE || f == FN_GT) {
+                int64_t v = f == FN_GT ? k + 1 : k;
+                if (!have_lo || v > lo)
+                    lo = v;
+                have_lo = true;
+            } else {
+                int64_t v = f == FN_LT ? k - 1 : k;
+                if (!have_hi || v < hi)
+                    hi = v;
+                have_hi = true;
+            }
+            is_time[i] = true;
+        }
+    }
+    bool interval = p->streaming && have_lo && have_hi && l->node->append_only && r->node->append_only;
+    PlanExpr *residual = NULL;
+    for (int i = 0; i < nc; i++) {
+        if (used[i] || (interval && is_time[i]))
+            continue;
+        if (!residual) {
+            residual = conds[i];
+        } else {
+            PlanExpr *args[2] = {residual, conds[i]};
+            PlanExpr *a = arena_zalloc(b->a, sizeof *a);
+            *a = (PlanExpr){.kind = PE_CALL, .fn = FN_AND, .type = TYPE_BOOL, .pos = conds[i]->pos, .n_args = 2,
+                            .args = arena_alloc(b->a, sizeof(PlanExpr *) * 2)};
+            a->args[0] = args[0];
+            a->args[1] = args[1];
+            residual = a;
+        }
+    }
+    if (p->streaming && !interval && l->node->append_only && r->node->append_only && !p->allow_unbounded) {
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, pos,
+             "a join of two append-only streams keeps every row of both forever (unbounded state)");
+        werr_hint(b->err, "Bound it in time with an interval join (ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '..' "
+                          "AND a.ts + INTERVAL '..' over watermarked sources), or SET streaming_allow_unbounded_state = true.");
+        return -1;
+    }
+    if (interval && lo > hi)
+        return werr(b->err, SQLSTATE_INVALID_PARAMETER, pos, "the join's time bounds are empty (lower bound above upper)");
+    j->n_join_keys = nk;
+    j->left_keys = lk;
+    j->right_keys = rk;
+    j->residual = residual;
+    j->interval = interval;
+    if (interval) {
+        j->left_time_col = tl;
+        j->right_time_col = tr;
+        j->lo_us = lo;
+        j->hi_us = hi;
+    }
+    j->table_id = new_table(p);
+    j->table_id2 = new_table(p);
+    schema_from_scope(b->a, &j->out, &sc);
+    bool outer = j->join_type != JOIN_INNER;
+    j->append_only = l->node->append_only && r->node->append_only && (interval || !outer);
+    j->wm_col = l->node->wm_col >= 0 ? l->node->wm_col : (r->node->wm_col >= 0 ? nl + r->node->wm_col : -1);
+    if (!interval) {
+        /* An outer row becomes padded when its partner goes: only the time columns of
+         * inner joins keep their watermark meaning. */
+        if (outer)
+            j->wm_col = -1;
+        for (int i = 0; i < nl + nr; i++)
+            if (sc.cols[i].role == ROLE_EVENT_TIME && outer)
+                sc.cols[i].role = ROLE_NONE;
+    }
+    if (!j->append_only) {
+        if (l->node->n_keys && r->node->n_keys && !l->node->dup_keys && !r->node->dup_keys) {
+            j->n_keys = l->node->n_keys + r->node->n_keys;
+            j->keys = arena_alloc(b->a, sizeof(int) * (size_t)j->n_keys);
+            for (int i = 0; i < l->node->n_keys; i++)
+                j->keys[i] = l->node->keys[i];
+            for (int i = 0; i < r->node->n_keys; i++)
+                j->keys[l->node->n_keys + i] = nl + r->node->keys[i];
+            /* Padded rows have NULL keys on one side: still unique per row. */
+        } else {
+            j->n_keys = nl + nr;
+            j->keys = arena_alloc(b->a, sizeof(int) * (size_t)j->n_keys);
+            for (int i = 0; i < j->n_keys; i++)
+                j->keys[i] = i;
+            j->dup_keys = true;
+        }
+    }
+    out->node = j;
+    out->scope = sc;
+    return 0;
+}
+
+static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
+{
+    BindCtx *b = &p->b;
+    switch (t->kind) {
+    case TREF_NAME: return plan_relation_name(p, t, out);
+    case TREF_WINDOW: return plan_window(p, t, out);
+    case TREF_SUBQUERY: {
+        if (plan_select(p, t->subquery, out, NULL))
+            return -1;
+        const char *q = t->alias;
+        for (int i = 0; i < out->scope.n; i++) {
+            out->scope.cols[i].qualifier = q;
+            if (t->col_aliases && i < ast_list_len(t->col_aliases))
+                out->scope.cols[i].name = AST_AT(t->col_aliases, i);
+        }
+        return 0;
+    }
+    case TREF_JOIN: {
+        Rel l, r;
+        if (plan_tref(p, t->left, &l) || plan_tref(p, t->right, &r))
+            return -1;
+        return make_join(p, t->join_type, t->on, t->using_cols, &l, &r, t->pos, out);
+    }
+    }
+    return werr(b->err, SQLSTATE_INTERNAL, t->pos, "unknown FROM item");
+}
+
 static int plan_from(PlanCtx *p, const AstSelect *sel, Rel *out)
 {
     BindCtx *b = &p->b;
@@ -269,28 +519,16 @@ static int plan_from(PlanCtx *p, const AstSelect *sel, Rel *out)
         out->node = v;
         return 0;
     }
-    if (n > 1)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, ((AstTableRef *)AST_AT(sel->from, 1))->pos,
-                    "feature not supported: joins (more than one relation in FROM)");
-    const AstTableRef *t = AST_AT(sel->from, 0);
-    switch (t->kind) {
-    case TREF_NAME: return plan_relation_name(p, t, out);
-    case TREF_WINDOW: return plan_window(p, t, out);
-    case TREF_SUBQUERY: {
-        if (plan_select(p, t->subquery, out, NULL))
+    /* A comma list is a chain of cross joins, left to right. */
+    if (plan_tref(p, AST_AT(sel->from, 0), out))
+        return -1;
+    for (int i = 1; i < n; i++) {
+        Rel r;
+        const AstTableRef *t = AST_AT(sel->from, i);
+        if (plan_tref(p, t, &r) || make_join(p, JOIN_CROSS, NULL, NULL, out, &r, t->pos, out))
             return -1;
-        const char *q = t->alias;
-        for (int i = 0; i < out->scope.n; i++) {
-            out->scope.cols[i].qualifier = q;
-            if (t->col_aliases && i < ast_list_len(t->col_aliases))
-                out->scope.cols[i].name = AST_AT(t->col_aliases, i);
-        }
-        return 0;
     }
-    case TREF_JOIN:
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: JOIN");
-    }
-    return werr(b->err, SQLSTATE_INTERNAL, t->pos, "unknown FROM item");
+    return 0;
 }
 
 /* ---- SELECT ------------------------------------------------------------------ */
@@ -405,6 +643,7 @@ static PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, i
     if (key_map) {
         pr->n_keys = in->n_keys;
         pr->keys = key_map;
+        pr->dup_keys = in->dup_keys;
         for (int k = 0; k < in->n_keys; k++) {
             int c = key_map[k];
             if (c < n)
@@ -504,6 +743,7 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         f->wm_col = cur->wm_col;
         f->n_keys = cur->n_keys;
         f->keys = cur->keys;
+        f->dup_keys = cur->dup_keys;
         cur = f;
     }
 
@@ -883,7 +1123,9 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     m->wm_col = in->wm_col;
     if (in->n_keys || !in->append_only) {
         /* Keyed rows; a retracting input without key columns is a single row
-         * (a global aggregation), whose key is empty. */
+         * (a global aggregation), whose key is empty. Keys that may repeat
+         * (whole rows of a join without unique keys) are counted. */
+        m->counted = in->dup_keys;
         alloc_schema(a, &m->out, in->out.n);
         memcpy(m->out.names, in->out.names, sizeof(char *) * (size_t)in->out.n);
         memcpy(m->out.types, in->out.types, sizeof(TypeId) * (size_t)in->out.n);
@@ -935,6 +1177,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     v->n_pk = m->n_keys;
     v->pk = m->keys;
     v->append_only = m->append_only;
+    v->counted = m->counted;
     v->emit = agg ? agg->emit : PLAN_EMIT_CHANGES;
     return v;
 }

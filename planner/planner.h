@@ -58,6 +58,7 @@ typedef struct CatRelation {
     const char *format;         /* FORMAT/ENCODE of a source ("plain", "json") */
     const char *encode;
     uint64_t table_id;          /* CAT_VIEW materialized: the state table holding its rows */
+    bool counted;               /* CAT_VIEW: rows stored with a multiplicity (a trailing BIGINT) */
     int n_rows;                 /* CAT_SYSTEM: the rows, computed when the statement is planned */
     Value **rows;
 } CatRelation;
@@ -109,6 +110,7 @@ typedef enum PlanNodeKind {
     PN_WINDOW,        /* TUMBLE/HOP: adds window_start, window_end */
     PN_AGG,           /* grouped aggregation, optionally window-bounded */
     PN_MATERIALIZE,   /* the view's rows, keyed by pk, in a state table */
+    PN_JOIN,          /* hash join on equality keys (regular), or an interval join */
     PN_VIEW_SCAN,     /* batch: reads a materialized view's rows once */
     PN_VALUES,        /* batch: literal rows */
 } PlanNodeKind;
@@ -132,6 +134,7 @@ typedef struct PlanNode {
     int wm_col;                 /* output column that carries the event-time watermark, -1 none */
     int n_keys;                 /* output stream key (unique per row), may be 0 */
     int *keys;
+    bool dup_keys;              /* the key is the whole row and rows may repeat (counted downstream) */
     uint64_t table_id;          /* stateful nodes: their state table, 0 none */
 
     /* PN_SOURCE */
@@ -157,9 +160,19 @@ typedef struct PlanNode {
     int64_t win_end_offset_us;  /* window end = that column's value + this (0 for window_end) */
     int64_t lateness_us;        /* ALLOW LATENESS */
     PlanEmit emit;
+    /* PN_JOIN: output = left columns then right columns */
+    AstJoinType join_type;
+    int n_join_keys;
+    int *left_keys, *right_keys;  /* equal columns, in each input */
+    PlanExpr *residual;         /* the rest of ON, over the output columns, or NULL */
+    bool interval;              /* an interval join: right.time - left.time in [lo, hi] */
+    int left_time_col, right_time_col;
+    int64_t lo_us, hi_us;
+    uint64_t table_id2;         /* the right side's state */
     /* PN_MATERIALIZE: keys are the pk; a hidden _row_id is added for keyless append-only input */
     const char *view_name;
     bool row_id_key;
+    bool counted;               /* keys are whole rows that may repeat: a count per key */
     /* PN_VIEW_SCAN */
     const CatRelation *scan_rel;
     /* PN_VALUES */
@@ -176,6 +189,7 @@ typedef struct PlanView {
     int n_pk;
     int *pk;                    /* the view's key (columns of schema; may include hidden ones) */
     bool append_only;
+    bool counted;               /* rows may repeat: each stored with its multiplicity */
     PlanEmit emit;
 } PlanView;
 

@@ -57,13 +57,15 @@ int rt_emit_watermark(RtOp *op, int64_t wm)
  * never checkpointed, so nothing of them reaches the disk. */
 static _Atomic uint64_t next_temp_table = UINT64_C(1) << 62;
 
-int rt_op_open_table(RtOp *op, WError *err)
+int rt_open_state(RtCtx *rc, uint64_t table_id, StorTable **out, WError *err)
 {
-    uint64_t id = op->rc->batch ? atomic_fetch_add(&next_temp_table, 1) : op->node->table_id;
+    uint64_t id = rc->batch ? atomic_fetch_add(&next_temp_table, 1) : table_id;
     if (!id)
-        return werr(err, SQLSTATE_INTERNAL, 0, "operator %s has no state table", plan_node_kind_name(op->node->kind));
-    return stor_table_open(op->rc->env->stor, id, &op->table, err);
+        return werr(err, SQLSTATE_INTERNAL, 0, "an operator has no state table");
+    return stor_table_open(rc->env->stor, id, out, err);
 }
+
+int rt_op_open_table(RtOp *op, WError *err) { return rt_open_state(op->rc, op->node->table_id, &op->table, err); }
 
 static RtOp *make_op(RtCtx *rc, const PlanNode *n)
 {
@@ -75,6 +77,7 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_WINDOW: return rt_op_window_new(rc, n);
     case PN_AGG: return rt_op_agg_new(rc, n);
     case PN_MATERIALIZE: return rt_op_materialize_new(rc, n);
+    case PN_JOIN: return rt_op_join_new(rc, n);
     case PN_VIEW_SCAN: return rt_op_view_scan_new(rc, n);
     case PN_VALUES: return rt_op_values_new(rc, n);
     }
@@ -93,7 +96,7 @@ int rt_instantiate(RtCtx *rc, int n, PlanNode *const *nodes, RtOp **ops)
                 if (nodes[j] == nodes[i]->inputs[k]) {
                     if (ops[j]->down)
                         return werr(rc->err, SQLSTATE_INTERNAL, 0, "plan node read twice");
-                    ops[j]->down = ops[i];
+                    ops[j]->down = ops[i]->vt->input ? ops[i]->vt->input(ops[i], k) : ops[i];
                 }
     }
     return 0;

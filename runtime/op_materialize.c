@@ -28,8 +28,8 @@ static int mat_push(RtOp *op, Chunk *c)
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
     int ncols = n->out.n;
-    Value vals[1601], key[64];
-    if (ncols > 1601 || n->n_keys > 64)
+    Value vals[1602], key[1601];
+    if (ncols > 1601 || n->n_keys > 1601)
         return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns in a view");
     for (int r = 0; r < c->n_rows; r++) {
         int nin = n->row_id_key ? ncols - 1 : ncols;
@@ -48,7 +48,30 @@ static int mat_push(RtOp *op, Chunk *c)
         if (m->kbuf.len == 0)
             buf_put_u8(&m->kbuf, 0); /* the one row of a keyless (global) aggregation */
         int rcode;
-        if (rowop_is_add(c->ops[r])) {
+        if (n->counted) {
+            /* Rows that may repeat: the value ends with the row's multiplicity. */
+            const void *v;
+            size_t vl;
+            int64_t count = 0;
+            int f = stor_table_get(op->table, m->kbuf.data, m->kbuf.len, &v, &vl, rc->err);
+            if (f < 0)
+                return -1;
+            if (f == 1) {
+                Value old[1602];
+                if (row_decode(v, vl, old, ncols + 1))
+                    return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt counted row in view %s", n->view_name);
+                count = old[ncols].u.i;
+            }
+            count += rowop_is_add(c->ops[r]) ? 1 : -1;
+            if (count <= 0) {
+                rcode = stor_table_delete(op->table, m->kbuf.data, m->kbuf.len, rc->err);
+            } else {
+                vals[ncols] = value_int(TYPE_INT8, count);
+                buf_reset(&m->vbuf);
+                row_encode(&m->vbuf, vals, ncols + 1);
+                rcode = stor_table_put(op->table, m->kbuf.data, m->kbuf.len, m->vbuf.data, m->vbuf.len, rc->err);
+            }
+        } else if (rowop_is_add(c->ops[r])) {
             buf_reset(&m->vbuf);
             row_encode(&m->vbuf, vals, ncols);
             rcode = stor_table_put(op->table, m->kbuf.data, m->kbuf.len, m->vbuf.data, m->vbuf.len, rc->err);

@@ -4,8 +4,8 @@
  * ViewScan reads a materialized view's rows from the running view's state
  * table (so a query sees every change applied so far, committed to a
  * checkpoint or not) in key order, as +I chunks. Values emits literal
- * rows. Both produce everything on rt_op_produce() and then finish the
- * operators downstream.
+ * rows. Both produce everything on rt_op_produce(); the query then
+ * finishes the operators in plan order.
  */
 #include "runtime_int.h"
 
@@ -53,25 +53,30 @@ static int produce_scan(RtOp *op)
     const void *k, *v;
     size_t kl, vl;
     int got, rcode = 0;
-    Value vals[1601];
+    Value vals[1602];
     int ncols = n->out.n;
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
         if (kl && ((const unsigned char *)k)[0] == 0xff)
             continue; /* operator metadata (the next row id) */
-        if (row_decode(v, vl, vals, ncols)) {
+        bool counted = n->scan_rel->counted;
+        if (row_decode(v, vl, vals, ncols + counted)) {
             rcode = werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt row in view \"%s\"", n->scan_rel->name);
             break;
         }
-        if (!c)
-            c = chunk_new(rc->chunk_arena, ncols, n->out.types, CHUNK_DEFAULT_CAP);
+        int64_t copies = counted ? vals[ncols].u.i : 1;
         for (int i = 0; i < ncols; i++)
             vals[i].type = n->out.types[i];
-        chunk_append(c, OP_INSERT, vals);
-        if (chunk_full(c)) {
-            if ((rcode = rt_emit(op, c)))
-                break;
-            c = NULL;
+        for (int64_t k = 0; k < copies && !rcode; k++) {
+            if (!c)
+                c = chunk_new(rc->chunk_arena, ncols, n->out.types, CHUNK_DEFAULT_CAP);
+            chunk_append(c, OP_INSERT, vals);
+            if (chunk_full(c)) {
+                rcode = rt_emit(op, c);
+                c = NULL;
+            }
         }
+        if (rcode)
+            break;
     }
     if (got < 0)
         rcode = -1;
@@ -91,14 +96,4 @@ static int produce_values(RtOp *op)
     return c->n_rows ? rt_emit(op, c) : 0;
 }
 
-int rt_op_produce(RtOp *op)
-{
-    int rcode = op->node->kind == PN_VIEW_SCAN ? produce_scan(op) : produce_values(op);
-    if (rcode)
-        return rcode;
-    /* End of input: every operator below finishes in order. */
-    for (RtOp *o = op->down; o; o = o->down)
-        if (o->vt->finish && o->vt->finish(o))
-            return -1;
-    return 0;
-}
+int rt_op_produce(RtOp *op) { return op->node->kind == PN_VIEW_SCAN ? produce_scan(op) : produce_values(op); }

@@ -501,19 +501,23 @@ static int snapshot(RtSink *s, StorTable *view, int n_view_cols)
     const void *k, *v;
     size_t kl, vl;
     int got;
-    Value vals[1601], row[1601], key[64];
+    Value vals[1602], row[1601], key[64];
+    bool counted = s->op.node->counted;
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
         if (kl && ((const unsigned char *)k)[0] == 0xff)
             continue;
-        if (row_decode(v, vl, vals, n_view_cols))
+        if (row_decode(v, vl, vals, n_view_cols + counted))
             continue;
         for (int i = 0; i < s->spec->n_cols; i++)
             row[i] = vals[s->cols[i]];
         for (int i = 0; i < s->n_key; i++)
             key[i] = vals[s->key[i]];
-        if (add_change(s, row, key, true))
-            break;
+        int64_t copies = counted ? vals[n_view_cols].u.i : 1;
+        for (int64_t c = 0; c < copies; c++)
+            if (add_change(s, row, key, true))
+                goto done;
     }
+done:
     stor_iter_close(it);
     return got < 0 ? -1 : 0;
 }

@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "kafka.h"
+#include "nexmark.h"
 
 #define POLL_BATCH 1024
 
@@ -261,6 +262,8 @@ RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n)
     const char *conn = cat_option(n->source, "connector");
     if (conn && strcasecmp(conn, "kafka") == 0)
         return rt_op_kafka_source_new(rc, n);
+    if (conn && strcasecmp(conn, "nexmark") == 0)
+        return rt_op_nexmark_source_new(rc, n);
     werr(rc->err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: connector '%s'", conn ? conn : "");
     return NULL;
 }

@@ -91,21 +91,21 @@ long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, W
     Buf text = BUF_INIT;
     if (rt_instantiate(&rc, q->n_nodes, q->nodes, ops))
         goto done;
-    RtOp *root = NULL, *leaf = NULL;
-    for (int i = 0; i < q->n_nodes; i++) {
+    RtOp *root = NULL;
+    for (int i = 0; i < q->n_nodes; i++)
         if (q->nodes[i] == q->root)
             root = ops[i];
-        if (q->nodes[i]->n_inputs == 0) {
-            if (leaf) {
-                werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: queries over several relations");
-                goto done;
-            }
-            leaf = ops[i];
-        }
-    }
     root->down = &col.op;
-    if (rt_start_ops(q->n_nodes, ops) || rt_op_produce(leaf))
+    if (rt_start_ops(q->n_nodes, ops))
         goto done;
+    /* Every input in full, then the end of input, in plan order (a join
+     * must have seen both sides before anything finishes). */
+    for (int i = 0; i < q->n_nodes; i++)
+        if (q->nodes[i]->n_inputs == 0 && rt_op_produce(ops[i]))
+            goto done;
+    for (int i = 0; i < q->n_nodes; i++)
+        if (ops[i]->vt->finish && ops[i]->vt->finish(ops[i]))
+            goto done;
 
     /* The surviving rows, each as often as its multiplicity. */
     int ncols = q->root->out.n;

@@ -31,6 +31,9 @@ typedef struct RtOpVt {
     int (*start)(RtOp *op);
     /* Optional: checkpoint `epoch` is durable (sinks may now deliver it). */
     void (*committed)(RtOp *op, uint64_t epoch);
+    /* Optional, for operators with several inputs: the operator that input k
+     * must push into (an adapter that knows its port). Default: op itself. */
+    RtOp *(*input)(RtOp *op, int k);
 } RtOpVt;
 
 typedef struct RtCtx RtCtx;
@@ -70,6 +73,7 @@ RtOp *rt_op_filter_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_window_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_materialize_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n);
 /* Batch leaves: produce all their rows on rt_op_produce(). */
 RtOp *rt_op_view_scan_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_values_new(RtCtx *rc, const PlanNode *n);
@@ -110,6 +114,8 @@ int rt_start_ops(int n, RtOp **ops);
 
 /* Opens the state table of node n for op (temporary tables for queries). */
 int rt_op_open_table(RtOp *op, WError *err);
+/* Opens state table table_id (a temporary one in an ad hoc query). */
+int rt_open_state(RtCtx *rc, uint64_t table_id, StorTable **out, WError *err);
 
 /* ---- expression evaluation (eval.c) ---- */
 

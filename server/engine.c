@@ -230,6 +230,8 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
 
 void engine_stop_view(Engine *e, CatObj *v)
 {
+    /* Changefeeds first: their taps are freed with the dataflow. */
+    subs_view_stopped(e, v);
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *s = e->objs[i];
         if (s->kind == CAT_SINK && s->from == v && s->sink) {
@@ -260,8 +262,12 @@ int engine_checkpoint(Engine *e, WError *err)
         return -1;
     crashpoint("checkpoint_committed");
     for (int i = 0; i < e->n_objs; i++)
-        if (e->objs[i]->df)
+        if (e->objs[i]->df) {
+            RtStats vst;
             rt_dataflow_committed(e->objs[i]->df, epoch);
+            rt_dataflow_stats(e->objs[i]->df, &vst);
+            e->objs[i]->changes_at_commit = vst.rows_out;
+        }
     e->epoch = epoch;
     e->dirty = false;
     e->checkpoints++;
@@ -472,8 +478,10 @@ void engine_close(Engine *e)
         if (engine_checkpoint(e, &err))
             fprintf(stderr, "weir: final checkpoint failed: %s\n", err.msg);
     }
-    for (int i = e->n_objs - 1; i >= 0; i--)
+    for (int i = e->n_objs - 1; i >= 0; i--) {
+        subs_view_stopped(e, e->objs[i]);
         cat_obj_free(e->objs[i]);
+    }
     free(e->objs);
     rt_kafka_producer_close(e->producer);
     free(e->producer_bootstrap);
@@ -485,8 +493,26 @@ void engine_close(Engine *e)
     free(e);
 }
 
+/* Sessions are counted for /metrics. */
+static void *counted_session_open(void *ctx, const char *user, const char *database, WError *err)
+{
+    Engine *e = ctx;
+    void *s = session_open(ctx, user, database, err);
+    if (s)
+        atomic_fetch_add(&e->n_sessions, 1);
+    return s;
+}
+
+static void counted_session_close(void *ctx, void *sess)
+{
+    Engine *e = ctx;
+    if (sess)
+        atomic_fetch_sub(&e->n_sessions, 1);
+    session_close(ctx, sess);
+}
+
 SrvEngine engine_srv(Engine *e)
 {
-    return (SrvEngine){.ctx = e, .session_open = session_open, .session_close = session_close,
+    return (SrvEngine){.ctx = e, .session_open = counted_session_open, .session_close = counted_session_close,
                        .query = session_query, .execute = session_execute};
 }

@@ -6,6 +6,7 @@
 #define WEIR_SERVER_ENGINE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "engine.h"
 #include "kafka.h"
@@ -31,6 +32,9 @@ typedef struct CatObj {
     RtSinkSpec spec;          /* in arena */
     int *view_cols;           /* in arena: view column of each sink column */
     RtSink *sink;             /* attached to from->df while that runs */
+    /* CAT_VIEW: RtStats.rows_out when the last checkpoint committed; equal to
+     * the current count means nothing changed since (an SSE resume needs no snapshot). */
+    uint64_t changes_at_commit;
 } CatObj;
 
 /* One taken checkpoint, for the weir_checkpoints system view. */
@@ -66,6 +70,9 @@ struct Engine {
     pthread_t thread;
     bool thread_started;
     bool stop;
+    struct Subscription *subs;     /* changefeeds (subscribe.c), a list */
+    int n_subs;
+    atomic_int n_sessions;         /* open pgwire sessions */
 };
 
 /* A client session: settings, and nothing shared. */
@@ -90,6 +97,60 @@ PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_
 int engine_start_view(Engine *e, CatObj *view, WError *err);
 /* Detaches a view's sinks and stops its dataflow. */
 void engine_stop_view(Engine *e, CatObj *view);
+
+/* subscribe.c: changefeeds over a view (SUBSCRIBE, HTTP Server-Sent Events). */
+#define SUB_MAX_COLS 1600
+#define SUB_MAX_QUEUE 100000      /* events a consumer may fall behind before it is cut off */
+
+typedef struct Subscription Subscription;
+
+/* The visible columns of a view, as a changefeed shows them. */
+typedef struct SubSchema {
+    const char *view;
+    uint64_t epoch;               /* the snapshot's epoch: the epoch in progress when it was taken */
+    int n_cols;
+    const char *names[SUB_MAX_COLS];
+    TypeId types[SUB_MAX_COLS];
+} SubSchema;
+
+typedef enum SubEventKind { SUB_ROW, SUB_PROGRESS } SubEventKind;
+
+/* One queued event: a row of the snapshot, a change (diff +1/-1) of the
+ * view's visible columns in text form (NULL = SQL NULL), or "epoch is
+ * complete" (SUB_PROGRESS, no values). */
+typedef struct SubEvent {
+    struct SubEvent *next;
+    SubEventKind kind;
+    bool snapshot;
+    uint64_t epoch;
+    int diff;
+    int n_vals;
+    const char **vals;
+    int *lens;
+} SubEvent;
+
+/* Takes v's snapshot (if asked) and taps its changes, in one critical
+ * section: engine lock held. Errors: 42809 not a view, 55000 not running. */
+int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *err);
+/* Waits up to timeout_ms (no engine lock needed) and takes every queued
+ * event (*events, NULL on timeout; free with sub_events_free). Returns -1
+ * with err once the subscription has ended (view stopped, consumer too slow)
+ * and its queue is empty. */
+int sub_take(Subscription *s, int timeout_ms, SubEvent **events, WError *err);
+void sub_events_free(SubEvent *ev);
+/* Valid until sub_close. */
+const SubSchema *sub_schema(const Subscription *s);
+/* Detaches and frees s. Engine lock held. NULL is allowed. */
+void sub_close(Subscription *s);
+/* v's dataflow is about to stop: end every subscription on it (lock held). */
+void subs_view_stopped(Engine *e, CatObj *v);
+/* The visible columns of v (names borrowed from v); vis gets their indexes if not NULL. */
+void sub_schema_init(CatObj *v, SubSchema *out, int *vis);
+/* Runs SELECT * FROM v, handing each row to fn. Lock held. */
+int view_snapshot(Engine *e, CatObj *v, RtRowFn fn, void *arg, WError *err);
+/* The SUBSCRIBE statement: streams COPY rows until the client cancels.
+ * Called with the engine lock held; releases it while streaming. */
+int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 
 /* sysviews.c: weir_* system relations, NULL if name is not one. */
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a);

@@ -23,11 +23,13 @@
 
 #include "broker.h"
 #include "engine.h"
+#include "http.h"
 #include "kafka.h"
 #include "pgwire.h"
 
 #define WEIR_VERSION "0.1.0"
 #define DEFAULT_PORT 4566
+#define DEFAULT_HTTP_PORT 4567
 #define DEFAULT_KAFKA "127.0.0.1:9092"
 
 static void usage(FILE *f)
@@ -49,9 +51,12 @@ static void usage(FILE *f)
             "  --no-broker                 never start the embedded broker\n"
             "  --checkpoint-interval MS    time between checkpoints (default 1000)\n"
             "  --max-connections N         client connections at once (default 100)\n"
+            "  --http-host ADDR            address for HTTP: dashboard, /metrics, /api (default 127.0.0.1)\n"
+            "  --http-port N               port for HTTP (default %d; 0 = no HTTP)\n"
+            "  --http-sql                  enable POST /api/sql (runs any SQL: keep HTTP on loopback)\n"
             "  --version                   print the version\n"
             "  -h, --help                  this text\n",
-            DEFAULT_PORT);
+            DEFAULT_PORT, DEFAULT_HTTP_PORT);
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -106,8 +111,9 @@ static int spawn_broker(const char *addr, const char *data_dir)
 static int serve(int argc, char **argv)
 {
     const char *data_dir = "./data", *host = "127.0.0.1", *kafka = NULL;
-    int port = DEFAULT_PORT, interval = 1000, max_conn = 100;
-    bool no_broker = false;
+    const char *http_host = "127.0.0.1";
+    int port = DEFAULT_PORT, interval = 1000, max_conn = 100, http_port = DEFAULT_HTTP_PORT;
+    bool no_broker = false, http_sql = false, http_port_set = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -119,6 +125,9 @@ static int serve(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--no-broker")) {
             no_broker = true;
+            continue;
+        } else if (!strcmp(a, "--http-sql")) {
+            http_sql = true;
             continue;
         }
         if (!v) {
@@ -138,6 +147,10 @@ static int serve(int argc, char **argv)
             ;
         else if (!strcmp(a, "--max-connections") && !parse_int(v, 1, 100000, &max_conn))
             ;
+        else if (!strcmp(a, "--http-host"))
+            http_host = v;
+        else if (!strcmp(a, "--http-port") && !parse_int(v, 0, 65535, &http_port))
+            http_port_set = true;
         else {
             fprintf(stderr, "weir: bad option: %s %s\n\n", a, v);
             usage(stderr);
@@ -186,16 +199,46 @@ static int serve(int argc, char **argv)
         engine_close(e);
         return 1;
     }
+    /* HTTP: on by default. When the default port is taken (a second weir on
+     * this machine, parallel tests) weir runs without it and says so; a port
+     * asked for explicitly must be had. */
+    SrvHttp *http = NULL;
+    char http_line[300] = "off (--http-port 0)";
+    if (http_port != 0) {
+        char conninfo[400];
+        const char *pg_host = strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : strcmp(host, "::") == 0 ? "::1" : host;
+        snprintf(conninfo, sizeof conninfo, "host='%s' port=%d dbname=weir user=weir sslmode=disable "
+                 "application_name=weir_http", pg_host, srv_server_port(srv));
+        HttpConfig hc = {.host = http_host, .port = http_port, .enable_sql = http_sql, .sql_conninfo = conninfo};
+        if (srv_http_start(&hc, e, &http, &err)) {
+            if (http_port_set) {
+                fprintf(stderr, "weir: %s\n", err.msg);
+                srv_server_stop(srv);
+                engine_close(e);
+                return 1;
+            }
+            fprintf(stderr, "weir: warning: %s; running without HTTP (see --http-port)\n", err.msg);
+            snprintf(http_line, sizeof http_line, "off (%.200s)", err.msg);
+            werr_clear(&err);
+        } else {
+            bool v6 = strchr(http_host, ':') != NULL;
+            snprintf(http_line, sizeof http_line, "http://%s%.100s%s:%d/   (dashboard; /metrics, /api/views%s)",
+                     v6 ? "[" : "", http_host, v6 ? "]" : "", srv_http_port(http),
+                     http_sql ? ", POST /api/sql" : "");
+        }
+    }
     printf("weir " WEIR_VERSION " is ready\n"
            "  postgres protocol: %s:%d   connect with: psql \"host=%s port=%d dbname=weir user=weir\"\n"
+           "  http:              %s\n"
            "  kafka:             %s%s\n"
            "  data directory:    %s\n",
-           host, srv_server_port(srv), host, srv_server_port(srv), bootstrap, broker_note, data_dir);
+           host, srv_server_port(srv), host, srv_server_port(srv), http_line, bootstrap, broker_note, data_dir);
     fflush(stdout);
     int sig = 0;
     sigwait(&sigs, &sig);
     printf("weir: shutting down (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     fflush(stdout);
+    srv_http_stop(http);
     srv_server_stop(srv);
     engine_close(e);
     return 0;

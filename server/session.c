@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "nexmark.h"
 #include "row.h"
 
 #define FLUSH_TIMEOUT_MS 60000
@@ -203,9 +204,21 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         werr_hint(err, "weir reads Kafka topics: WITH (connector = 'kafka', topic = '...').");
         goto fail;
     }
+    if (strcasecmp(conn, "nexmark") == 0) {
+        /* The built-in generator: its options and the declared columns are checked now. */
+        RtNxConfig nx;
+        if (plan_source(cs, r, o->arena, err) || rt_nexmark_config(r, &nx, NULL, err)) {
+            if (!err->pos)
+                err->pos = st->pos;
+            goto fail;
+        }
+        if (!replay && stor_next_id(e->stor, &o->id, err))
+            goto fail;
+        goto add;
+    }
     if (strcasecmp(conn, "kafka") != 0) {
         werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: connector '%s'", conn);
-        werr_hint(err, "Supported connectors: 'kafka'.");
+        werr_hint(err, "Supported connectors: 'kafka', 'nexmark'.");
         goto fail;
     }
     static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions"};
@@ -254,6 +267,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         if (stor_next_id(e->stor, &o->id, err))
             goto fail;
     }
+add:
     r->id = o->id;
     if (engine_add_object(e, o, !replay, err))
         goto fail;
@@ -293,6 +307,7 @@ static void rel_from_view(CatObj *o)
     r->n_pk = v->n_pk;
     r->pk = v->pk;
     r->append_only = v->append_only;
+    r->counted = v->counted;
     r->table_id = v->root->table_id;
 }
 
@@ -1032,6 +1047,9 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     case STMT_DELETE:
         rc = werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: %s (weir has no writable tables yet)",
                   st->kind == STMT_UPDATE ? "UPDATE" : "DELETE");
+        break;
+    case STMT_SUBSCRIBE:
+        rc = session_subscribe(e, st, out, err);
         break;
     case STMT_EMPTY:
         break;

@@ -413,6 +413,38 @@ static void test_misc_statements(void)
     ok(s && s->kind == STMT_CHECKPOINT, "checkpoint");
 }
 
+static void test_subscribe(void)
+{
+    AstStmt *s = one("SUBSCRIBE v");
+    ok(s && s->kind == STMT_SUBSCRIBE && !strcmp(s->u.subscribe->view, "v") && !s->u.subscribe->copy &&
+           !s->u.subscribe->options, "subscribe");
+    s = one("subscribe to Clicks_Per_10s WITH (snapshot = false, progress = true)");
+    ok(s && s->kind == STMT_SUBSCRIBE && !strcmp(s->u.subscribe->view, "clicks_per_10s"), "subscribe to, folded");
+    if (s && ast_list_len(s->u.subscribe->options) == 2) {
+        is_str(opt(s->u.subscribe->options, 0)->key, "snapshot", "snapshot key");
+        is_str(opt(s->u.subscribe->options, 0)->value, "false", "snapshot false");
+        is_str(opt(s->u.subscribe->options, 1)->value, "true", "progress true");
+    } else {
+        ok(0, "subscribe options");
+    }
+    s = one("COPY (SUBSCRIBE v WITH (progress = true)) TO STDOUT");
+    ok(s && s->kind == STMT_SUBSCRIBE && s->u.subscribe->copy && ast_list_len(s->u.subscribe->options) == 1,
+       "copy subscribe");
+    if (s) {
+        is_int(s->pos, 1, "copy subscribe pos");
+        is_int(s->text_start, 0, "copy subscribe text_start");
+    }
+    s = one("COPY (SUBSCRIBE TO v) TO STDOUT WITH (FORMAT text)");
+    ok(s && s->u.subscribe->copy && ast_list_len(s->u.subscribe->copy_options) == 1 &&
+           !strcmp(opt(s->u.subscribe->copy_options, 0)->value, "text"), "copy subscribe with format");
+    s = one("COPY (SUBSCRIBE v) TO STDOUT (FORMAT text)");
+    ok(s && ast_list_len(s->u.subscribe->copy_options) == 1, "copy subscribe (format)");
+    s = one("SELECT subscribe, copy, stdout FROM subscribe");
+    ok(s && s->kind == STMT_SELECT, "subscribe, copy, stdout stay usable as names");
+    is_str(parse_err("SUBSCRIBE"), "42601", "subscribe needs a name");
+    is_str(parse_err("COPY (SELECT 1) TO STDOUT"), "42601", "copy of a query is not supported");
+}
+
 /* ---- queries ------------------------------------------------------------- */
 
 static void test_select(void)
@@ -831,6 +863,7 @@ int main(void)
     test_create_view();
     test_sink_drop_insert();
     test_misc_statements();
+    test_subscribe();
     test_select();
     test_windows();
     test_expressions();

@@ -1,0 +1,469 @@
+/*
+ * op_join.c: joins of two changelogs: regular hash joins and interval joins.
+ *
+ * Each side keeps its rows in its own state table, keyed by
+ *   [join key] [event time, interval joins only] [the row]
+ * with value (count, matches): how many copies of the row are present and
+ * how many rows of the other side it matches (what outer joins need to
+ * know when to emit or retract the NULL-padded row). A row arriving on one
+ * side is matched by a prefix scan of the other side's table on its join
+ * key, so rows with equal keys are found without touching others; NULL keys
+ * match nothing, as in SQL. Inserts emit +I pairs, retractions -D pairs, and
+ * outer joins add or retract the padded row when a row's match count moves
+ * between 0 and 1.
+ *
+ * An interval join (`b.ts BETWEEN a.ts - x AND a.ts + y`) also requires
+ * right.ts - left.ts in [lo, hi], and its state is bounded by watermarks:
+ * once the other side's watermark passes the last time a partner could
+ * have, a row is dropped, and in an outer join an unmatched row's padded
+ * row is emitted then, so the output stays append-only. A row older than
+ * its own input's watermark is late and dropped.
+ */
+#include "runtime_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXC 1601
+
+typedef struct JoinOp JoinOp;
+
+typedef struct PortOp {
+    RtOp op;
+    JoinOp *j;
+    int side;
+} PortOp;
+
+typedef struct Side {
+    StorTable *t;
+    int n_cols;
+    const int *keys;
+    int time_col;             /* interval joins: the event-time column, else -1 */
+    bool outer;               /* unmatched rows of this side appear padded with NULLs */
+    int64_t wm;
+    int64_t min_ts;           /* interval joins: no row in state is older (INT64_MIN: unknown) */
+} Side;
+
+struct JoinOp {
+    RtOp op;
+    PortOp port[2];
+    Side side[2];
+    int n_keys;
+    int n_out;
+    Chunk *out;
+    Buf kbuf, obuf, vbuf;
+    int64_t emitted_wm;
+};
+
+static int emit_row(JoinOp *j, RowOp op, const Value *vals)
+{
+    RtCtx *rc = j->op.rc;
+    if (j->out && chunk_full(j->out)) {
+        Chunk *c = j->out;
+        j->out = NULL;
+        if (rt_emit(&j->op, c))
+            return -1;
+    }
+    if (!j->out)
+        j->out = chunk_new(rc->chunk_arena, j->n_out, j->op.node->out.types, CHUNK_DEFAULT_CAP);
+    for (int i = 0; i < j->n_out; i++)
+        ((Value *)vals)[i].type = j->op.node->out.types[i];
+    chunk_append(j->out, op, vals);
+    return 0;
+}
+
+static int emit_pending(JoinOp *j)
+{
+    if (j->out && j->out->n_rows) {
+        Chunk *c = j->out;
+        j->out = NULL;
+        return rt_emit(&j->op, c);
+    }
+    return 0;
+}
+
+/* Fills out[] with (left, right); a NULL side is padded with NULLs. */
+static void combine(JoinOp *j, const Value *left, const Value *right, Value *out)
+{
+    int nl = j->side[0].n_cols, nr = j->side[1].n_cols;
+    const TypeId *t = j->op.node->out.types;
+    for (int i = 0; i < nl; i++)
+        out[i] = left ? left[i] : value_null(t[i]);
+    for (int i = 0; i < nr; i++)
+        out[nl + i] = right ? right[i] : value_null(t[nl + i]);
+}
+
+/* Does the residual condition hold for this pair? */
+static int residual_ok(JoinOp *j, const Value *pair)
+{
+    const PlanExpr *res = j->op.node->residual;
+    if (!res)
+        return 1;
+    RtCtx *rc = j->op.rc;
+    Chunk *c = chunk_new(rc->chunk_arena, j->n_out, j->op.node->out.types, 1);
+    chunk_append(c, OP_INSERT, pair);
+    Column col;
+    uint8_t bad = 0;
+    if (rt_eval(rc, res, c, &col, &bad))
+        return -1;
+    return !bad && !col.nulls[0] && col.v.i[0];
+}
+
+/* The state key of row vals on side s: [join key][time][row]. prefix_len
+ * receives the length of the join-key part. */
+static void state_key(JoinOp *j, int s, const Value *vals, Buf *out, size_t *prefix_len)
+{
+    Side *sd = &j->side[s];
+    Value kv[64];
+    for (int k = 0; k < j->n_keys; k++)
+        kv[k] = vals[sd->keys[k]];
+    buf_reset(out);
+    key_encode(out, kv, j->n_keys);
+    *prefix_len = out->len;
+    if (sd->time_col >= 0) {
+        unsigned char tb[8];
+        put_be64(tb, (uint64_t)vals[sd->time_col].u.i ^ UINT64_C(0x8000000000000000));
+        buf_append(out, tb, 8);
+    }
+    row_encode(out, vals, sd->n_cols);
+}
+
+/* Decodes the row part of a state key of side s. */
+static int key_row(JoinOp *j, int s, const void *key, size_t klen, size_t prefix_len, Value *vals)
+{
+    size_t off = prefix_len + (j->side[s].time_col >= 0 ? 8 : 0);
+    if (klen < off)
+        return -1;
+    return row_decode((const char *)key + off, klen - off, vals, j->side[s].n_cols);
+}
+
+static void put_counts(unsigned char *v, int64_t count, int64_t matches)
+{
+    put_be64(v, (uint64_t)count);
+    put_be64(v + 8, (uint64_t)matches);
+}
+
+/* Can rows at these times be partners? (right.time - left.time in [lo, hi]) */
+static bool in_interval(const PlanNode *n, int s, const Value *mine, const Value *other, const Side *sides)
+{
+    if (!n->interval)
+        return true;
+    const Value *lt = s == 0 ? &mine[sides[0].time_col] : &other[sides[0].time_col];
+    const Value *rt = s == 0 ? &other[sides[1].time_col] : &mine[sides[1].time_col];
+    if (lt->null || rt->null)
+        return false;
+    int64_t d = rt->u.i - lt->u.i;
+    return d >= n->lo_us && d <= n->hi_us;
+}
+
+typedef struct Partner {
+    char *key;
+    size_t klen;
+    int64_t count, matches;
+    Value *vals;
+} Partner;
+
+/* Applies one row (sign +1 insert, -1 retraction) arriving on side s. */
+static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
+{
+    RtCtx *rc = j->op.rc;
+    const PlanNode *n = j->op.node;
+    Side *me = &j->side[s], *ot = &j->side[1 - s];
+    bool null_key = false;
+    for (int k = 0; k < j->n_keys; k++)
+        if (vals[me->keys[k]].null)
+            null_key = true;
+    if (me->time_col >= 0 && vals[me->time_col].null)
+        return 0; /* no time, no window of partners */
+    size_t plen;
+    state_key(j, s, vals, &j->kbuf, &plen);
+    const void *v;
+    size_t vl;
+    int f = stor_table_get(me->t, j->kbuf.data, j->kbuf.len, &v, &vl, rc->err);
+    if (f < 0)
+        return -1;
+    int64_t count = 0;
+    if (f == 1 && vl == 16)
+        count = (int64_t)get_be64(v);
+    if (sign < 0 && count <= 0) {
+        rt_row_error(rc, "join: a retraction of a row that is not there");
+        rc->stats.eval_errors++;
+        return 0;
+    }
+    /* Partners: the other side's rows with the same key (collected first:
+     * updating their counts while scanning would disturb the scan). */
+    Partner *ps = NULL;
+    int np = 0, cap = 0;
+    int64_t total = 0;
+    Value pair[MAXC];
+    if (!null_key) {
+        StorIter *it;
+        if (stor_iter_open(ot->t, j->kbuf.data, plen, &it, rc->err))
+            return -1;
+        const void *k, *ov;
+        size_t kl, ovl;
+        int got;
+        while ((got = stor_iter_next(it, &k, &kl, &ov, &ovl, rc->err)) == 1) {
+            if (ovl != 16)
+                continue;
+            if (np == cap) {
+                cap = cap ? cap * 2 : 16;
+                ps = xrealloc(ps, sizeof *ps * (size_t)cap);
+            }
+            Partner *p = &ps[np];
+            p->key = arena_strndup(rc->chunk_arena, k, kl);
+            p->klen = kl;
+            p->count = (int64_t)get_be64(ov);
+            p->matches = (int64_t)get_be64((const unsigned char *)ov + 8);
+            p->vals = arena_alloc(rc->chunk_arena, sizeof(Value) * (size_t)ot->n_cols);
+            if (key_row(j, 1 - s, p->key, kl, plen, p->vals))
+                continue;
+            if (!in_interval(n, s, vals, p->vals, j->side))
+                continue;
+            if (s == 0)
+                combine(j, vals, p->vals, pair);
+            else
+                combine(j, p->vals, vals, pair);
+            int ok = residual_ok(j, pair);
+            if (ok < 0) {
+                stor_iter_close(it);
+                free(ps);
+                return -1;
+            }
+            if (ok)
+                np++;
+        }
+        stor_iter_close(it);
+        if (got < 0) {
+            free(ps);
+            return -1;
+        }
+    }
+    int rcode = 0;
+    RowOp op = sign > 0 ? OP_INSERT : OP_DELETE;
+    for (int i = 0; i < np && !rcode; i++) {
+        Partner *p = &ps[i];
+        total += p->count;
+        if (ot->outer) {
+            /* Interval joins pad a row only when it expires unmatched (see
+             * expire), so their output stays append-only. */
+            int64_t before = n->interval ? 1 : p->matches, after = before + sign;
+            if (before == 0 && after > 0) {
+                /* The partner was shown padded: not any more. */
+                s == 0 ? combine(j, NULL, p->vals, pair) : combine(j, p->vals, NULL, pair);
+                for (int64_t c = 0; c < p->count && !rcode; c++)
+                    rcode = emit_row(j, OP_DELETE, pair);
+            }
+            p->matches += sign;
+            unsigned char nv[16];
+            put_counts(nv, p->count, p->matches);
+            if (!rcode)
+                rcode = stor_table_put(ot->t, p->key, p->klen, nv, 16, rc->err);
+            if (!rcode && before > 0 && after == 0) {
+                s == 0 ? combine(j, NULL, p->vals, pair) : combine(j, p->vals, NULL, pair);
+                for (int64_t c = 0; c < p->count && !rcode; c++)
+                    rcode = emit_row(j, OP_INSERT, pair);
+            }
+        }
+        s == 0 ? combine(j, vals, p->vals, pair) : combine(j, p->vals, vals, pair);
+        for (int64_t c = 0; c < p->count && !rcode; c++)
+            rcode = emit_row(j, op, pair);
+    }
+    free(ps);
+    if (rcode)
+        return -1;
+    if (me->outer && total == 0 && !n->interval) {
+        s == 0 ? combine(j, vals, NULL, pair) : combine(j, NULL, vals, pair);
+        if (emit_row(j, op, pair))
+            return -1;
+    }
+    count += sign;
+    if (sign > 0 && me->time_col >= 0 && me->min_ts != INT64_MIN && vals[me->time_col].u.i < me->min_ts)
+        me->min_ts = vals[me->time_col].u.i;
+    if (count <= 0)
+        return stor_table_delete(me->t, j->kbuf.data, j->kbuf.len, rc->err);
+    unsigned char nv[16];
+    put_counts(nv, count, total);
+    return stor_table_put(me->t, j->kbuf.data, j->kbuf.len, nv, 16, rc->err);
+}
+
+/* Interval joins: drops rows that can have no more partners, emitting the
+ * padded row of unmatched outer rows first. */
+static int expire(JoinOp *j)
+{
+    const PlanNode *n = j->op.node;
+    RtCtx *rc = j->op.rc;
+    Value vals[MAXC], pair[MAXC];
+    for (int s = 0; s < 2; s++) {
+        Side *me = &j->side[s], *ot = &j->side[1 - s];
+        if (ot->wm == TS_MINUS_INF)
+            continue;
+        /* A left row at t has partners up to t + hi; a right row at u, up to u - lo. */
+        int64_t horizon = s == 0 ? ot->wm - n->hi_us : ot->wm + n->lo_us;
+        if (me->min_ts != INT64_MIN && me->min_ts >= horizon)
+            continue; /* nothing old enough: no scan */
+        int64_t min_left = INT64_MAX;
+        StorIter *it;
+        if (stor_iter_open(me->t, NULL, 0, &it, rc->err))
+            return -1;
+        const void *k, *v;
+        size_t kl, vl;
+        int got;
+        Buf dead = BUF_INIT; /* length-prefixed keys to delete after the scan */
+        while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+            Value kv[64];
+            TypeId kt[64];
+            for (int i = 0; i < j->n_keys; i++)
+                kt[i] = n->inputs[s]->out.types[me->keys[i]];
+            if (vl != 16 || key_decode(k, kl, kt, j->n_keys, rc->chunk_arena, kv))
+                continue;
+            Buf tmp = BUF_INIT;
+            key_encode(&tmp, kv, j->n_keys);
+            size_t plen = tmp.len;
+            buf_free(&tmp);
+            if (key_row(j, s, k, kl, plen, vals) || vals[me->time_col].null)
+                continue;
+            if (vals[me->time_col].u.i >= horizon) {
+                if (vals[me->time_col].u.i < min_left)
+                    min_left = vals[me->time_col].u.i;
+                continue;
+            }
+            int64_t count = (int64_t)get_be64(v), matches = (int64_t)get_be64((const unsigned char *)v + 8);
+            if (me->outer && matches == 0) {
+                /* No partner can come any more: now the padded row is final. */
+                s == 0 ? combine(j, vals, NULL, pair) : combine(j, NULL, vals, pair);
+                for (int64_t c = 0; c < count; c++)
+                    if (emit_row(j, OP_INSERT, pair)) {
+                        stor_iter_close(it);
+                        buf_free(&dead);
+                        return -1;
+                    }
+            }
+            buf_put_u32be(&dead, (uint32_t)kl);
+            buf_append(&dead, k, kl);
+        }
+        stor_iter_close(it);
+        if (got < 0) {
+            buf_free(&dead);
+            return -1;
+        }
+        me->min_ts = min_left;
+        for (size_t off = 0; off + 4 <= dead.len;) {
+            const unsigned char *p = (const unsigned char *)dead.data + off;
+            uint32_t l = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+            if (stor_table_delete(me->t, p + 4, l, rc->err)) {
+                buf_free(&dead);
+                return -1;
+            }
+            off += 4 + l;
+        }
+        buf_free(&dead);
+    }
+    return 0;
+}
+
+static int side_push(JoinOp *j, int s, Chunk *c)
+{
+    const PlanNode *n = j->op.node;
+    RtCtx *rc = j->op.rc;
+    Side *me = &j->side[s];
+    Value vals[MAXC];
+    for (int r = 0; r < c->n_rows; r++) {
+        for (int i = 0; i < me->n_cols; i++)
+            chunk_get(c, i, r, &vals[i]);
+        if (n->interval) {
+            /* Late for its own input: partners may already be gone. */
+            int64_t wm = c->wm ? c->wm[r] : me->wm;
+            if (wm != TS_MINUS_INF && !vals[me->time_col].null && vals[me->time_col].u.i < wm) {
+                rc->stats.late_rows++;
+                continue;
+            }
+        }
+        if (apply_row(j, s, vals, rowop_is_add(c->ops[r]) ? 1 : -1))
+            return -1;
+    }
+    return emit_pending(j);
+}
+
+static int side_watermark(JoinOp *j, int s, int64_t wm)
+{
+    if (wm <= j->side[s].wm)
+        return 0;
+    j->side[s].wm = wm;
+    /* Expiry scans a side's state only when its oldest row can have expired. */
+    if (j->op.node->interval && (expire(j) || emit_pending(j)))
+        return -1;
+    int64_t m = j->side[0].wm < j->side[1].wm ? j->side[0].wm : j->side[1].wm;
+    if (m > j->emitted_wm) {
+        j->emitted_wm = m;
+        return rt_emit_watermark(&j->op, m);
+    }
+    return 0;
+}
+
+static int port_push(RtOp *op, Chunk *c)
+{
+    PortOp *p = (PortOp *)op;
+    return side_push(p->j, p->side, c);
+}
+
+static int port_watermark(RtOp *op, int64_t wm)
+{
+    PortOp *p = (PortOp *)op;
+    return side_watermark(p->j, p->side, wm);
+}
+
+static const RtOpVt PORT_VT = {.push = port_push, .watermark = port_watermark};
+
+static int join_push(RtOp *op, Chunk *c) { return side_push((JoinOp *)op, 0, c); }
+static int join_watermark(RtOp *op, int64_t wm) { return side_watermark((JoinOp *)op, 0, wm); }
+static int join_finish(RtOp *op) { return emit_pending((JoinOp *)op); }
+
+static RtOp *join_input(RtOp *op, int k)
+{
+    JoinOp *j = (JoinOp *)op;
+    return &j->port[k ? 1 : 0].op;
+}
+
+static void join_close(RtOp *op)
+{
+    JoinOp *j = (JoinOp *)op;
+    stor_table_close(j->side[0].t);
+    stor_table_close(j->side[1].t);
+    buf_free(&j->kbuf);
+    buf_free(&j->obuf);
+    buf_free(&j->vbuf);
+    free(j);
+}
+
+static const RtOpVt JOIN_VT = {.push = join_push, .watermark = join_watermark, .finish = join_finish,
+                               .close = join_close, .input = join_input};
+
+RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
+{
+    JoinOp *j = xcalloc(1, sizeof *j);
+    j->op.vt = &JOIN_VT;
+    j->op.node = n;
+    j->op.rc = rc;
+    j->op.wm = TS_MINUS_INF;
+    j->emitted_wm = TS_MINUS_INF;
+    j->n_keys = n->n_join_keys;
+    j->n_out = n->out.n;
+    for (int s = 0; s < 2; s++) {
+        j->port[s] = (PortOp){.op = {.vt = &PORT_VT, .node = n, .rc = rc, .wm = TS_MINUS_INF}, .j = j, .side = s};
+        Side *sd = &j->side[s];
+        sd->n_cols = n->inputs[s]->out.n;
+        sd->keys = s == 0 ? n->left_keys : n->right_keys;
+        sd->time_col = n->interval ? (s == 0 ? n->left_time_col : n->right_time_col) : -1;
+        sd->wm = TS_MINUS_INF;
+        sd->min_ts = INT64_MIN; /* unknown until the first scan (state may come from a checkpoint) */
+    }
+    j->side[0].outer = n->join_type == JOIN_LEFT || n->join_type == JOIN_FULL;
+    j->side[1].outer = n->join_type == JOIN_RIGHT || n->join_type == JOIN_FULL;
+    if (rt_open_state(rc, n->table_id, &j->side[0].t, rc->err) ||
+        rt_open_state(rc, n->table_id2, &j->side[1].t, rc->err)) {
+        join_close(&j->op);
+        return NULL;
+    }
+    return &j->op;
+}

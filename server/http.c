@@ -1,0 +1,1075 @@
+/*
+ * http.c: the HTTP endpoint over libmicrohttpd (see http.h for the routes).
+ *
+ * libmicrohttpd runs one thread per connection (MHD_USE_THREAD_PER_CONNECTION
+ * with an internal listener thread), so a handler may block: a Server-Sent
+ * Events stream is a content-reader callback that waits on its
+ * subscription's queue (subscribe.c), never on the engine. Handlers take
+ * the engine lock only long enough to copy what they answer (counters, a
+ * view's rows), exactly as a SQL statement would.
+ *
+ * POST /api/sql runs the body as a simple query over a libpq connection
+ * to this server's own pgwire port: one code path for SQL, with the same
+ * sessions, errors and positions as psql gets.
+ *
+ * Limits: a request body over max_body is refused with 413 from its
+ * Content-Length before anything is read (and cut off if a chunked body
+ * grows past it), at most max_connections connections and max_streams SSE
+ * streams at once; errors are JSON {"error": {"message": ...}} with a 4xx
+ * or 5xx status.
+ */
+#include "http.h"
+
+#include <microhttpd.h>
+#include <libpq-fe.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "engine_int.h"
+
+#define DEFAULT_MAX_CONNECTIONS 64
+#define DEFAULT_MAX_STREAMS 32
+#define DEFAULT_MAX_BODY (1024 * 1024)
+#define SSE_POLL_MS 200            /* how often a stream checks for a gone client and shutdown */
+#define SSE_HEARTBEAT_MS 3000      /* a comment line after this long without events */
+#define SSE_BLOCK 16384
+
+/* The dashboard page, embedded at build time (dashboard.html via embed_file). */
+extern const unsigned char weir_dashboard_html[];
+extern const unsigned int weir_dashboard_html_len;
+
+struct SrvHttp {
+    struct MHD_Daemon *d;
+    Engine *e;
+    HttpConfig cfg;
+    char *host;
+    char *sql_conninfo;
+    int port;
+    atomic_bool stopping;
+    atomic_int n_streams;
+};
+
+/* Per request: the body being read. */
+typedef struct Req {
+    Buf body;
+    bool too_large;
+} Req;
+
+/* ---- JSON ----------------------------------------------------------------------- */
+
+static void json_str(Buf *b, const char *s, int len)
+{
+    if (len < 0)
+        len = (int)strlen(s);
+    buf_putc(b, '"');
+    for (int i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        switch (ch) {
+        case '"': buf_puts(b, "\\\""); break;
+        case '\\': buf_puts(b, "\\\\"); break;
+        case '\n': buf_puts(b, "\\n"); break;
+        case '\r': buf_puts(b, "\\r"); break;
+        case '\t': buf_puts(b, "\\t"); break;
+        default:
+            if (ch < 0x20 || ch == 0x7f)
+                buf_printf(b, "\\u%04x", ch);
+            else
+                buf_putc(b, (char)ch);
+        }
+    }
+    buf_putc(b, '"');
+}
+
+/* A value in text form as JSON: numbers and booleans unquoted, NULL as
+ * null, everything else (timestamps, intervals, text) as a string. */
+static void json_value(Buf *b, TypeId t, const char *v, int len)
+{
+    if (!v) {
+        buf_puts(b, "null");
+        return;
+    }
+    if (len < 0)
+        len = (int)strlen(v);
+    if (t == TYPE_BOOL) {
+        buf_puts(b, len > 0 && (v[0] == 't' || v[0] == 'T') ? "true" : "false");
+        return;
+    }
+    if (type_is_numeric(t) && len > 0) {
+        /* NaN and Infinity are no JSON numbers. */
+        bool ok = true;
+        for (int i = 0; i < len && ok; i++)
+            ok = strchr("0123456789+-.eE", v[i]) != NULL;
+        if (ok) {
+            buf_append(b, v, (size_t)len);
+            return;
+        }
+    }
+    json_str(b, v, len);
+}
+
+static void json_columns(Buf *b, const SubSchema *sc)
+{
+    buf_puts(b, "[");
+    for (int i = 0; i < sc->n_cols; i++) {
+        buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+        json_str(b, sc->names[i], -1);
+        buf_puts(b, ",\"type\":");
+        json_str(b, type_name(sc->types[i]), -1);
+        buf_puts(b, "}");
+    }
+    buf_puts(b, "]");
+}
+
+static void json_row(Buf *b, const SubSchema *sc, int n, const char *const *vals, const int *lens)
+{
+    buf_putc(b, '[');
+    for (int i = 0; i < n; i++) {
+        if (i)
+            buf_putc(b, ',');
+        json_value(b, i < sc->n_cols ? sc->types[i] : TYPE_TEXT, vals[i], lens ? lens[i] : -1);
+    }
+    buf_putc(b, ']');
+}
+
+/* ---- responses ------------------------------------------------------------------- */
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type, Buf *body)
+{
+    size_t len = body->len;
+    char *data = buf_take(body);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, data ? data : xstrdup(""), MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result respond_json(struct MHD_Connection *c, unsigned status, Buf *body)
+{
+    return respond(c, status, "application/json; charset=utf-8", body);
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *sqlstate,
+                                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *sqlstate,
+                                     const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    Buf b = BUF_INIT;
+    buf_puts(&b, "{\"error\":{");
+    if (sqlstate) {
+        buf_puts(&b, "\"sqlstate\":");
+        json_str(&b, sqlstate, -1);
+        buf_putc(&b, ',');
+    }
+    buf_puts(&b, "\"message\":");
+    json_str(&b, msg, -1);
+    buf_puts(&b, "}}\n");
+    return respond_json(c, status, &b);
+}
+
+/* ---- /metrics --------------------------------------------------------------------- */
+
+static void prom_label(Buf *b, const char *v)
+{
+    buf_putc(b, '"');
+    for (const char *p = v ? v : ""; *p; p++) {
+        if (*p == '\\' || *p == '"')
+            buf_putc(b, '\\');
+        if (*p == '\n') {
+            buf_puts(b, "\\n");
+            continue;
+        }
+        buf_putc(b, *p);
+    }
+    buf_putc(b, '"');
+}
+
+static void prom_head(Buf *b, const char *name, const char *type, const char *help)
+{
+    buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One metric family over the views: the value of field `what` per view. */
+enum { VM_RECORDS, VM_BAD, VM_LATE, VM_EVAL, VM_CHANGES, VM_WATERMARK, VM_RUNNING };
+
+static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const char *name, const char *type,
+                        const char *help)
+{
+    prom_head(b, name, type, help);
+    int k = 0;
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if (o->kind != CAT_VIEW)
+            continue;
+        const RtStats *s = &st[k++];
+        char val[64];
+        switch (what) {
+        case VM_RECORDS: snprintf(val, sizeof val, "%llu", (unsigned long long)s->records_in); break;
+        case VM_BAD: snprintf(val, sizeof val, "%llu", (unsigned long long)s->bad_records); break;
+        case VM_LATE: snprintf(val, sizeof val, "%llu", (unsigned long long)s->late_rows); break;
+        case VM_EVAL: snprintf(val, sizeof val, "%llu", (unsigned long long)s->eval_errors); break;
+        case VM_CHANGES: snprintf(val, sizeof val, "%llu", (unsigned long long)s->rows_out); break;
+        case VM_RUNNING: snprintf(val, sizeof val, "%d", o->df != NULL); break;
+        case VM_WATERMARK:
+            if (s->watermark == TS_MINUS_INF)
+                continue; /* no watermark yet: no sample */
+            snprintf(val, sizeof val, "%.6f", (double)s->watermark / 1e6);
+            break;
+        }
+        buf_printf(b, "%s{view=", name);
+        prom_label(b, o->name);
+        buf_printf(b, "} %s\n", val);
+    }
+}
+
+static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
+{
+    Engine *e = h->e;
+    Buf b = BUF_INIT;
+    pthread_mutex_lock(&e->lock);
+    int nv = 0;
+    for (int i = 0; i < e->n_objs; i++)
+        nv += e->objs[i]->kind == CAT_VIEW;
+    RtStats *st = xcalloc((size_t)(nv ? nv : 1), sizeof *st);
+    for (int i = 0, k = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if (o->kind != CAT_VIEW)
+            continue;
+        st[k].watermark = TS_MINUS_INF;
+        if (o->df)
+            rt_dataflow_stats(o->df, &st[k]);
+        k++;
+    }
+    view_family(&b, e, st, VM_RUNNING, "weir_view_running", "gauge", "1 while the view's dataflow runs.");
+    view_family(&b, e, st, VM_RECORDS, "weir_view_records_in_total", "counter",
+                "Connector records read by the view's sources since start.");
+    view_family(&b, e, st, VM_BAD, "weir_view_bad_records_total", "counter",
+                "Records skipped as undecodable since start.");
+    view_family(&b, e, st, VM_LATE, "weir_view_late_rows_total", "counter",
+                "Rows dropped as late by window operators since start.");
+    view_family(&b, e, st, VM_EVAL, "weir_view_eval_errors_total", "counter",
+                "Rows dropped by expression errors since start.");
+    view_family(&b, e, st, VM_CHANGES, "weir_view_changes_total", "counter",
+                "Changes applied to the view since start.");
+    view_family(&b, e, st, VM_WATERMARK, "weir_view_watermark_seconds", "gauge",
+                "The view's source watermark, seconds since the Unix epoch (no sample before the first).");
+    free(st);
+
+    int ns = 0;
+    for (int i = 0; i < e->n_objs; i++)
+        ns += e->objs[i]->kind == CAT_SINK;
+    RtSinkStatus *ss = xcalloc((size_t)(ns ? ns : 1), sizeof *ss);
+    CatObj **so = xcalloc((size_t)(ns ? ns : 1), sizeof *so);
+    for (int i = 0, k = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if (o->kind != CAT_SINK)
+            continue;
+        so[k] = o;
+        if (o->sink)
+            rt_sink_status(o->sink, &ss[k]);
+        else
+            strcpy(ss[k].state, "stopped");
+        k++;
+    }
+    static const struct {
+        const char *name, *type, *help;
+    } sink_fams[] = {
+        {"weir_sink_delivered_epoch", "gauge", "The last epoch the sink's target has."},
+        {"weir_sink_pending_epochs", "gauge", "Epochs sealed or committed, not yet delivered."},
+        {"weir_sink_changes_delivered_total", "counter", "Changes delivered since start."},
+        {"weir_sink_state", "gauge", "1 for the sink's current state (starting, running, retrying, unreachable, stopped)."},
+    };
+    for (int f = 0; f < 4; f++) {
+        prom_head(&b, sink_fams[f].name, sink_fams[f].type, sink_fams[f].help);
+        for (int k = 0; k < ns; k++) {
+            buf_printf(&b, "%s{sink=", sink_fams[f].name);
+            prom_label(&b, so[k]->name);
+            if (f == 3) {
+                buf_puts(&b, ",state=");
+                prom_label(&b, ss[k].state);
+                buf_puts(&b, "} 1\n");
+                continue;
+            }
+            unsigned long long v = f == 0 ? ss[k].delivered_epoch : f == 1 ? (unsigned long long)ss[k].pending_epochs
+                                                                           : ss[k].rows_delivered;
+            buf_printf(&b, "} %llu\n", v);
+        }
+    }
+    free(ss);
+    free(so);
+
+    const CkptRecord *last = e->n_history ? &e->history[(e->n_history - 1) % CKPT_HISTORY] : NULL;
+    prom_head(&b, "weir_checkpoints_total", "counter", "Checkpoints taken since start.");
+    buf_printf(&b, "weir_checkpoints_total %llu\n", (unsigned long long)e->checkpoints);
+    prom_head(&b, "weir_checkpoint_epoch", "gauge", "The last committed epoch.");
+    buf_printf(&b, "weir_checkpoint_epoch %llu\n", (unsigned long long)e->epoch);
+    prom_head(&b, "weir_checkpoint_last_duration_seconds", "gauge", "Duration of the last checkpoint.");
+    buf_printf(&b, "weir_checkpoint_last_duration_seconds %.6f\n", last ? (double)last->duration_us / 1e6 : 0.0);
+    prom_head(&b, "weir_checkpoint_last_bytes", "gauge", "Bytes written by the last checkpoint's commit.");
+    buf_printf(&b, "weir_checkpoint_last_bytes %llu\n", last ? (unsigned long long)last->bytes : 0ULL);
+    prom_head(&b, "weir_checkpoint_last_rows", "gauge", "State rows written by the last checkpoint.");
+    buf_printf(&b, "weir_checkpoint_last_rows %llu\n", last ? (unsigned long long)last->rows : 0ULL);
+    prom_head(&b, "weir_subscriptions", "gauge", "Open changefeeds (SUBSCRIBE and SSE streams).");
+    buf_printf(&b, "weir_subscriptions %d\n", e->n_subs);
+    pthread_mutex_unlock(&e->lock);
+    prom_head(&b, "weir_pgwire_connections", "gauge", "Open Postgres protocol sessions.");
+    buf_printf(&b, "weir_pgwire_connections %d\n", atomic_load(&e->n_sessions));
+    prom_head(&b, "weir_http_streams", "gauge", "Open Server-Sent Events streams.");
+    buf_printf(&b, "weir_http_streams %d\n", atomic_load(&h->n_streams));
+    return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &b);
+}
+
+/* ---- /api/status, /api/views ------------------------------------------------------- */
+
+static void json_kv_u64(Buf *b, const char *k, uint64_t v) { buf_printf(b, ",\"%s\":%llu", k, (unsigned long long)v); }
+
+static void json_ts(Buf *b, const char *k, int64_t ts)
+{
+    buf_printf(b, ",\"%s\":", k);
+    if (ts == TS_MINUS_INF) {
+        buf_puts(b, "null");
+        return;
+    }
+    Value v = value_int(TYPE_TIMESTAMP, ts);
+    Buf t = BUF_INIT;
+    value_to_text(&v, &t);
+    json_str(b, t.data ? t.data : "", (int)t.len);
+    buf_free(&t);
+}
+
+static void json_rel_columns(Buf *b, const CatRelation *r)
+{
+    buf_puts(b, ",\"columns\":[");
+    int n = 0;
+    for (int i = 0; i < r->n_cols; i++) {
+        if (r->col_hidden && r->col_hidden[i])
+            continue;
+        buf_puts(b, n++ ? ",{\"name\":" : "{\"name\":");
+        json_str(b, r->col_names[i], -1);
+        buf_puts(b, ",\"type\":");
+        json_str(b, type_name(r->col_types[i]), -1);
+        buf_putc(b, '}');
+    }
+    buf_putc(b, ']');
+}
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool views_only)
+{
+    Engine *e = h->e;
+    Buf b = BUF_INIT;
+    int64_t now = wall_us();
+    pthread_mutex_lock(&e->lock);
+    if (!views_only) {
+        const CkptRecord *last = e->n_history ? &e->history[(e->n_history - 1) % CKPT_HISTORY] : NULL;
+        buf_printf(&b, "{\"epoch\":%llu,\"now\":", (unsigned long long)e->epoch);
+        Value v = value_int(TYPE_TIMESTAMP, now);
+        Buf t = BUF_INIT;
+        value_to_text(&v, &t);
+        json_str(&b, t.data, (int)t.len);
+        buf_free(&t);
+        buf_printf(&b, ",\"checkpoints\":{\"count\":%llu", (unsigned long long)e->checkpoints);
+        if (last)
+            buf_printf(&b, ",\"last_epoch\":%llu,\"last_duration_ms\":%.3f,\"last_bytes\":%llu",
+                       (unsigned long long)last->epoch, (double)last->duration_us / 1000.0,
+                       (unsigned long long)last->bytes);
+        buf_puts(&b, ",\"last_error\":");
+        if (e->last_checkpoint_error[0])
+            json_str(&b, e->last_checkpoint_error, -1);
+        else
+            buf_puts(&b, "null");
+        buf_printf(&b, "},\"pgwire_connections\":%d,\"subscriptions\":%d,\"sources\":[",
+                   atomic_load(&e->n_sessions), e->n_subs);
+        int n = 0;
+        for (int i = 0; i < e->n_objs; i++) {
+            CatObj *o = e->objs[i];
+            if (o->kind != CAT_SOURCE && o->kind != CAT_TABLE)
+                continue;
+            buf_puts(&b, n++ ? ",{\"name\":" : "{\"name\":");
+            json_str(&b, o->name, -1);
+            const char *topic = cat_option(&o->rel, "topic");
+            buf_puts(&b, ",\"topic\":");
+            if (topic)
+                json_str(&b, topic, -1);
+            else
+                buf_puts(&b, "null");
+            json_rel_columns(&b, &o->rel);
+            buf_putc(&b, '}');
+        }
+        buf_puts(&b, "],\"views\":");
+    }
+    buf_putc(&b, '[');
+    int n = 0;
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if (o->kind != CAT_VIEW)
+            continue;
+        RtStats st = {0};
+        st.watermark = TS_MINUS_INF;
+        if (o->df)
+            rt_dataflow_stats(o->df, &st);
+        buf_puts(&b, n++ ? ",{\"name\":" : "{\"name\":");
+        json_str(&b, o->name, -1);
+        buf_printf(&b, ",\"running\":%s", o->df ? "true" : "false");
+        json_rel_columns(&b, &o->rel);
+        if (!views_only) {
+            json_kv_u64(&b, "records_in", st.records_in);
+            json_kv_u64(&b, "bad_records", st.bad_records);
+            json_kv_u64(&b, "late_rows", st.late_rows);
+            json_kv_u64(&b, "eval_errors", st.eval_errors);
+            json_kv_u64(&b, "changes", st.rows_out);
+            json_ts(&b, "watermark", st.watermark);
+            if (st.watermark != TS_MINUS_INF)
+                buf_printf(&b, ",\"lag_ms\":%lld", (long long)((now - st.watermark) / 1000));
+            buf_puts(&b, ",\"last_error\":");
+            if (st.last_error[0])
+                json_str(&b, st.last_error, -1);
+            else
+                buf_puts(&b, "null");
+        }
+        buf_putc(&b, '}');
+    }
+    buf_putc(&b, ']');
+    if (!views_only) {
+        buf_puts(&b, ",\"sinks\":[");
+        n = 0;
+        for (int i = 0; i < e->n_objs; i++) {
+            CatObj *o = e->objs[i];
+            if (o->kind != CAT_SINK)
+                continue;
+            RtSinkStatus st = {0};
+            if (o->sink)
+                rt_sink_status(o->sink, &st);
+            else
+                strcpy(st.state, "stopped");
+            buf_puts(&b, n++ ? ",{\"name\":" : "{\"name\":");
+            json_str(&b, o->name, -1);
+            buf_puts(&b, ",\"view\":");
+            json_str(&b, o->from ? o->from->name : "", -1);
+            buf_puts(&b, ",\"connector\":");
+            const char *conn = rt_sink_option(&o->spec, "connector");
+            json_str(&b, conn ? conn : "", -1);
+            buf_puts(&b, ",\"state\":");
+            json_str(&b, st.state, -1);
+            json_kv_u64(&b, "delivered_epoch", st.delivered_epoch);
+            buf_printf(&b, ",\"pending_epochs\":%d", st.pending_epochs);
+            json_kv_u64(&b, "changes_delivered", st.rows_delivered);
+            buf_puts(&b, ",\"last_error\":");
+            if (st.last_error[0])
+                json_str(&b, st.last_error, -1);
+            else
+                buf_puts(&b, "null");
+            buf_putc(&b, '}');
+        }
+        buf_puts(&b, "]}");
+    }
+    pthread_mutex_unlock(&e->lock);
+    buf_putc(&b, '\n');
+    return respond_json(c, MHD_HTTP_OK, &b);
+}
+
+/* ---- /api/views/<v> ---------------------------------------------------------------- */
+
+typedef struct SnapJson {
+    Buf *b;
+    const SubSchema *sc;
+    long n;
+} SnapJson;
+
+static int snap_json_row(void *arg, int n, const char *const *vals, const int *lens)
+{
+    SnapJson *s = arg;
+    if (s->n++)
+        buf_putc(s->b, ',');
+    json_row(s->b, s->sc, n, vals, lens);
+    return 0;
+}
+
+static CatObj *find_view(Engine *e, const char *name, struct MHD_Connection *c, enum MHD_Result *res)
+{
+    CatObj *v = engine_find(e, name);
+    if (!v) {
+        *res = respond_error(c, MHD_HTTP_NOT_FOUND, SQLSTATE_UNDEFINED_TABLE, "relation \"%s\" does not exist", name);
+        return NULL;
+    }
+    if (v->kind != CAT_VIEW) {
+        *res = respond_error(c, MHD_HTTP_BAD_REQUEST, SQLSTATE_WRONG_OBJECT_TYPE,
+                             "\"%s\" is not a materialized view", name);
+        return NULL;
+    }
+    return v;
+}
+
+static enum MHD_Result get_view(SrvHttp *h, struct MHD_Connection *c, const char *name)
+{
+    Engine *e = h->e;
+    enum MHD_Result res = MHD_NO;
+    SubSchema *sc = xcalloc(1, sizeof *sc);
+    Buf b = BUF_INIT;
+    pthread_mutex_lock(&e->lock);
+    CatObj *v = find_view(e, name, c, &res);
+    if (v) {
+        sub_schema_init(v, sc, NULL);
+        buf_puts(&b, "{\"view\":");
+        json_str(&b, v->name, -1);
+        buf_printf(&b, ",\"epoch\":%llu,\"committed_epoch\":%llu,\"columns\":", (unsigned long long)e->epoch + 1,
+                   (unsigned long long)e->epoch);
+        json_columns(&b, sc);
+        buf_puts(&b, ",\"rows\":[");
+        SnapJson sj = {&b, sc, 0};
+        WError err = {0};
+        if (view_snapshot(e, v, snap_json_row, &sj, &err)) {
+            buf_free(&b);
+            res = respond_error(c, strcmp(err.sqlstate, "55000") == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                                                       : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                err.sqlstate, "%s", err.msg);
+            v = NULL;
+        } else {
+            buf_puts(&b, "]}\n");
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    free(sc);
+    if (v)
+        res = respond_json(c, MHD_HTTP_OK, &b);
+    return res;
+}
+
+/* ---- /api/views/<v>/stream: Server-Sent Events --------------------------------------------- */
+
+typedef struct Stream {
+    SrvHttp *h;
+    Subscription *sub;
+    const SubSchema *sc;
+    int fd;                   /* the client's socket, polled for a hang-up */
+    Buf out;                  /* formatted, not yet handed to MHD */
+    size_t off;
+    int64_t idle_ms;
+    bool in_snapshot;         /* the snapshot event is open (rows still coming) */
+    long n_snap_rows;
+    bool done;                /* the last event is in out */
+} Stream;
+
+static void sse_event(Buf *b, const char *event, const char *id)
+{
+    if (id)
+        buf_printf(b, "id: %s\n", id);
+    buf_printf(b, "event: %s\ndata: ", event);
+}
+
+/* Formats a batch of events. The snapshot is one `snapshot` event; the
+ * changes of one batch one `changes` event; each completed epoch a
+ * `progress` event whose id is the epoch. */
+static void stream_format(Stream *s, SubEvent *evs)
+{
+    Buf *b = &s->out;
+    bool changes_open = false;
+    for (SubEvent *ev = evs; ev; ev = ev->next) {
+        if (ev->kind == SUB_ROW && ev->snapshot && s->in_snapshot) {
+            if (s->n_snap_rows++)
+                buf_putc(b, ',');
+            json_row(b, s->sc, ev->n_vals, ev->vals, ev->lens);
+            continue;
+        }
+        if (s->in_snapshot) {
+            buf_puts(b, "]}\n\n");
+            s->in_snapshot = false;
+        }
+        if (ev->kind == SUB_ROW) {
+            if (!changes_open) {
+                sse_event(b, "changes", NULL);
+                buf_puts(b, "{\"changes\":[");
+                changes_open = true;
+            } else {
+                buf_putc(b, ',');
+            }
+            buf_printf(b, "{\"epoch\":%llu,\"diff\":%d,\"row\":", (unsigned long long)ev->epoch, ev->diff);
+            json_row(b, s->sc, ev->n_vals, ev->vals, ev->lens);
+            buf_putc(b, '}');
+            continue;
+        }
+        if (changes_open) {
+            buf_puts(b, "]}\n\n");
+            changes_open = false;
+        }
+        char id[32];
+        snprintf(id, sizeof id, "%llu", (unsigned long long)ev->epoch);
+        sse_event(b, "progress", id);
+        buf_printf(b, "{\"epoch\":%llu}\n\n", (unsigned long long)ev->epoch);
+    }
+    if (changes_open)
+        buf_puts(b, "]}\n\n");
+}
+
+static bool client_gone(int fd)
+{
+    if (fd < 0)
+        return false;
+    struct pollfd p = {fd, POLLRDHUP, 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    Stream *s = cls;
+    while (s->off >= s->out.len) {
+        buf_reset(&s->out);
+        s->off = 0;
+        if (s->done || atomic_load(&s->h->stopping) || client_gone(s->fd))
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        SubEvent *evs;
+        WError err = {0};
+        if (sub_take(s->sub, SSE_POLL_MS, &evs, &err) < 0) {
+            if (s->in_snapshot)
+                buf_puts(&s->out, "]}\n\n");
+            s->in_snapshot = false;
+            sse_event(&s->out, "stream_error", NULL);
+            buf_puts(&s->out, "{\"error\":{\"sqlstate\":");
+            json_str(&s->out, err.sqlstate, -1);
+            buf_puts(&s->out, ",\"message\":");
+            json_str(&s->out, err.msg, -1);
+            buf_puts(&s->out, "}}\n\n");
+            s->done = true;
+            break;
+        }
+        if (evs) {
+            s->idle_ms = 0;
+            stream_format(s, evs);
+            sub_events_free(evs);
+        } else if (s->in_snapshot) {
+            /* The snapshot rows were all queued when the stream opened: an
+             * empty take means there are no more. */
+            buf_puts(&s->out, "]}\n\n");
+            s->in_snapshot = false;
+        } else if ((s->idle_ms += SSE_POLL_MS) >= SSE_HEARTBEAT_MS) {
+            s->idle_ms = 0;
+            buf_puts(&s->out, ": heartbeat\n\n");
+        }
+    }
+    size_t n = s->out.len - s->off;
+    if (n > max)
+        n = max;
+    memcpy(buf, s->out.data + s->off, n);
+    s->off += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    Stream *s = cls;
+    Engine *e = s->h->e;
+    pthread_mutex_lock(&e->lock);
+    sub_close(s->sub);
+    pthread_mutex_unlock(&e->lock);
+    atomic_fetch_sub(&s->h->n_streams, 1);
+    buf_free(&s->out);
+    free(s);
+}
+
+static bool parse_epoch(const char *s, uint64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || *s == '-')
+        return false;
+    *out = v;
+    return true;
+}
+
+static enum MHD_Result get_stream(SrvHttp *h, struct MHD_Connection *c, const char *name)
+{
+    Engine *e = h->e;
+    if (atomic_fetch_add(&h->n_streams, 1) >= h->cfg.max_streams) {
+        atomic_fetch_sub(&h->n_streams, 1);
+        return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "53300", "too many streams (at most %d)",
+                             h->cfg.max_streams);
+    }
+    /* Last-Event-ID on a browser's reconnect; ?last_event_id= for the first
+     * connection, which cannot set headers. */
+    const char *last_s = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
+    if (!last_s)
+        last_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "last_event_id");
+    uint64_t last = 0;
+    bool have_last = parse_epoch(last_s, &last);
+    enum MHD_Result res = MHD_NO;
+    Stream *s = xcalloc(1, sizeof *s);
+    s->h = h;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    s->fd = ci ? ci->connect_fd : -1;
+    pthread_mutex_lock(&e->lock);
+    CatObj *v = find_view(e, name, c, &res);
+    WError err = {0};
+    if (v) {
+        /* Resuming without a snapshot is exact only if the client has every
+         * change up to the last committed epoch and the view has not changed
+         * since: then nothing was missed and nothing is in flight. Older
+         * epochs are not kept, so any other id gets a fresh snapshot. */
+        RtStats st = {0};
+        if (v->df)
+            rt_dataflow_stats(v->df, &st);
+        bool resume = have_last && last == e->epoch && v->df && st.rows_out == v->changes_at_commit;
+        if (sub_open(e, v, !resume, &s->sub, &err)) {
+            res = respond_error(c, strcmp(err.sqlstate, "55000") == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                                                       : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                err.sqlstate, "%s", err.msg);
+            v = NULL;
+        } else {
+            s->sc = sub_schema(s->sub);
+            buf_puts(&s->out, "retry: 3000\n\n");
+            if (resume) {
+                char id[32];
+                snprintf(id, sizeof id, "%llu", (unsigned long long)last);
+                sse_event(&s->out, "resumed", id);
+                buf_puts(&s->out, "{\"view\":");
+                json_str(&s->out, s->sc->view, -1);
+                buf_printf(&s->out, ",\"epoch\":%llu,\"columns\":", (unsigned long long)last);
+                json_columns(&s->out, s->sc);
+                buf_puts(&s->out, "}\n\n");
+            } else {
+                sse_event(&s->out, "snapshot", NULL);
+                buf_puts(&s->out, "{\"view\":");
+                json_str(&s->out, s->sc->view, -1);
+                buf_printf(&s->out, ",\"epoch\":%llu,\"resumed\":false", (unsigned long long)s->sc->epoch);
+                if (have_last)
+                    buf_printf(&s->out,
+                               ",\"note\":\"epoch %llu cannot be replayed (the last committed epoch is %llu"
+                               " and changes may be missing); this is a fresh snapshot\"",
+                               (unsigned long long)last, (unsigned long long)e->epoch);
+                buf_puts(&s->out, ",\"columns\":");
+                json_columns(&s->out, s->sc);
+                buf_puts(&s->out, ",\"rows\":[");
+                s->in_snapshot = true;
+            }
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (!v) {
+        atomic_fetch_sub(&h->n_streams, 1);
+        buf_free(&s->out);
+        free(s);
+        return res;
+    }
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SSE_BLOCK, stream_read, s,
+                                                               stream_free);
+    MHD_add_response_header(r, "Content-Type", "text/event-stream; charset=utf-8");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    res = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return res;
+}
+
+/* ---- POST /api/sql ------------------------------------------------------------------- */
+
+static void pg_error(Buf *b, const PGresult *res, PGconn *pc)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    const char *pos = res ? PQresultErrorField(res, PG_DIAG_STATEMENT_POSITION) : NULL;
+    const char *hint = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
+    buf_puts(b, "\"error\":{\"sqlstate\":");
+    json_str(b, state ? state : SQLSTATE_CONNECTION_FAILURE, -1);
+    buf_puts(b, ",\"message\":");
+    if (msg) {
+        json_str(b, msg, -1);
+    } else {
+        const char *m = PQerrorMessage(pc);
+        int len = (int)strlen(m);
+        while (len > 0 && m[len - 1] == '\n')
+            len--;
+        json_str(b, m, len);
+    }
+    buf_printf(b, ",\"position\":%s", pos ? pos : "null");
+    if (hint) {
+        buf_puts(b, ",\"hint\":");
+        json_str(b, hint, -1);
+    }
+    buf_putc(b, '}');
+}
+
+static TypeId oid_type(Oid oid)
+{
+    switch (oid) {
+    case SRV_OID_BOOL: return TYPE_BOOL;
+    case SRV_OID_INT2: return TYPE_INT2;
+    case SRV_OID_INT4: return TYPE_INT4;
+    case SRV_OID_INT8: return TYPE_INT8;
+    case SRV_OID_FLOAT4: return TYPE_FLOAT4;
+    case SRV_OID_FLOAT8: return TYPE_FLOAT8;
+    default: return TYPE_TEXT;
+    }
+}
+
+static enum MHD_Result post_sql(SrvHttp *h, struct MHD_Connection *c, Req *req)
+{
+    if (!h->cfg.enable_sql)
+        return respond_error(c, MHD_HTTP_FORBIDDEN, NULL, "POST /api/sql is disabled; start weir with --http-sql");
+    if (req->too_large)
+        return respond_error(c, MHD_HTTP_CONTENT_TOO_LARGE, SQLSTATE_PROGRAM_LIMIT,
+                             "request body over %zu bytes", h->cfg.max_body);
+    if (!req->body.len || memchr(req->body.data, 0, req->body.len))
+        return respond_error(c, MHD_HTTP_BAD_REQUEST, SQLSTATE_SYNTAX_ERROR,
+                             "the body must be SQL text (no NUL bytes, not empty)");
+    buf_putc(&req->body, 0);
+    PGconn *pc = PQconnectdb(h->sql_conninfo);
+    Buf b = BUF_INIT;
+    buf_puts(&b, "{\"results\":[");
+    unsigned status = MHD_HTTP_OK;
+    if (PQstatus(pc) != CONNECTION_OK) {
+        buf_puts(&b, "],");
+        pg_error(&b, NULL, pc);
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        goto done;
+    }
+    if (!PQsendQuery(pc, req->body.data)) {
+        buf_puts(&b, "],");
+        pg_error(&b, NULL, pc);
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        goto done;
+    }
+    int n = 0;
+    PGresult *err_res = NULL;
+    bool copy = false;
+    for (PGresult *r; (r = PQgetResult(pc));) {
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_COPY_OUT) {
+            /* SUBSCRIBE never ends by itself: not over this endpoint. */
+            copy = true;
+            PQclear(r);
+            break;
+        }
+        if (st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE) {
+            if (!err_res)
+                err_res = r;
+            else
+                PQclear(r);
+            continue;
+        }
+        if (st == PGRES_EMPTY_QUERY) {
+            PQclear(r);
+            continue;
+        }
+        buf_puts(&b, n++ ? ",{\"tag\":" : "{\"tag\":");
+        json_str(&b, PQcmdStatus(r), -1);
+        if (st == PGRES_TUPLES_OK) {
+            int nf = PQnfields(r), nt = PQntuples(r);
+            SubSchema *sc = xcalloc(1, sizeof *sc);
+            sc->n_cols = nf < SUB_MAX_COLS ? nf : SUB_MAX_COLS;
+            for (int i = 0; i < sc->n_cols; i++) {
+                sc->names[i] = PQfname(r, i);
+                sc->types[i] = oid_type(PQftype(r, i));
+            }
+            buf_puts(&b, ",\"columns\":");
+            json_columns(&b, sc);
+            buf_puts(&b, ",\"rows\":[");
+            for (int t = 0; t < nt; t++) {
+                buf_puts(&b, t ? ",[" : "[");
+                for (int i = 0; i < sc->n_cols; i++) {
+                    if (i)
+                        buf_putc(&b, ',');
+                    json_value(&b, sc->types[i], PQgetisnull(r, t, i) ? NULL : PQgetvalue(r, t, i),
+                               PQgetlength(r, t, i));
+                }
+                buf_putc(&b, ']');
+            }
+            buf_putc(&b, ']');
+            free(sc);
+        }
+        buf_putc(&b, '}');
+        PQclear(r);
+    }
+    buf_putc(&b, ']');
+    if (copy) {
+        buf_puts(&b, ",\"error\":{\"sqlstate\":\"0A000\",\"message\":\"SUBSCRIBE is not supported over "
+                     "/api/sql; use GET /api/views/<view>/stream\",\"position\":null}");
+        status = MHD_HTTP_BAD_REQUEST;
+    } else if (err_res) {
+        buf_putc(&b, ',');
+        pg_error(&b, err_res, pc);
+        status = MHD_HTTP_BAD_REQUEST;
+    }
+    PQclear(err_res);
+done:
+    buf_puts(&b, "}\n");
+    PQfinish(pc); /* a SUBSCRIBE still streaming sees its client go and ends */
+    return respond_json(c, status, &b);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------ */
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                              const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    SrvHttp *h = cls;
+    Req *req = *con_cls;
+    bool post = strcmp(method, "POST") == 0;
+    if (!req) {
+        req = xcalloc(1, sizeof *req);
+        *con_cls = req;
+        if (post) {
+            /* Refuse an oversized body before reading any of it. */
+            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+            if (cl && strtoull(cl, NULL, 10) > h->cfg.max_body)
+                return respond_error(c, MHD_HTTP_CONTENT_TOO_LARGE, SQLSTATE_PROGRAM_LIMIT,
+                                     "request body over %zu bytes", h->cfg.max_body);
+            return MHD_YES; /* the body comes in the next calls */
+        }
+    }
+    if (post && *upload_size) {
+        if (!req->too_large && req->body.len + *upload_size <= h->cfg.max_body)
+            buf_append(&req->body, upload_data, *upload_size);
+        else
+            req->too_large = true;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (strcmp(url, "/api/sql") == 0) {
+        if (!post)
+            return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use POST for /api/sql");
+        return post_sql(h, c, req);
+    }
+    if (!get)
+        return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "%s is not allowed on %s", method, url);
+    if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(
+            weir_dashboard_html_len, (void *)weir_dashboard_html, MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+        MHD_add_response_header(r, "Cache-Control", "no-store");
+        enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+        MHD_destroy_response(r);
+        return rc;
+    }
+    if (strcmp(url, "/metrics") == 0)
+        return get_metrics(h, c);
+    if (strcmp(url, "/api/status") == 0)
+        return get_status(h, c, false);
+    if (strcmp(url, "/api/views") == 0 || strcmp(url, "/api/views/") == 0)
+        return get_status(h, c, true);
+    if (strncmp(url, "/api/views/", 11) == 0) {
+        const char *name = url + 11;
+        const char *slash = strchr(name, '/');
+        char vname[256];
+        size_t len = slash ? (size_t)(slash - name) : strlen(name);
+        if (len == 0 || len >= sizeof vname)
+            return respond_error(c, MHD_HTTP_NOT_FOUND, NULL, "no such view");
+        memcpy(vname, name, len);
+        vname[len] = 0;
+        if (!slash)
+            return get_view(h, c, vname);
+        if (strcmp(slash, "/stream") == 0)
+            return get_stream(h, c, vname);
+    }
+    return respond_error(c, MHD_HTTP_NOT_FOUND, NULL, "no such endpoint: %s", url);
+}
+
+static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    Req *req = *con_cls;
+    if (!req)
+        return;
+    buf_free(&req->body);
+    free(req);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    fputs("weir: http: ", stderr);
+    vfprintf(stderr, fmt, ap);
+}
+
+/* ---- start / stop ------------------------------------------------------------------------- */
+
+int srv_http_start(const HttpConfig *cfg, Engine *e, SrvHttp **out, WError *err)
+{
+    SrvHttp *h = xcalloc(1, sizeof *h);
+    h->e = e;
+    h->cfg = *cfg;
+    h->host = xstrdup(cfg->host ? cfg->host : "127.0.0.1");
+    h->sql_conninfo = xstrdup(cfg->sql_conninfo ? cfg->sql_conninfo : "");
+    h->cfg.host = h->host;
+    h->cfg.sql_conninfo = h->sql_conninfo;
+    if (h->cfg.max_connections <= 0)
+        h->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
+    if (h->cfg.max_streams <= 0)
+        h->cfg.max_streams = DEFAULT_MAX_STREAMS;
+    if (!h->cfg.max_body)
+        h->cfg.max_body = DEFAULT_MAX_BODY;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", cfg->port);
+    int gai = getaddrinfo(h->host, port, &hints, &ai);
+    if (gai != 0 || !ai) {
+        werr(err, SQLSTATE_IO_ERROR, 0, "cannot resolve HTTP address %s: %s", h->host, gai_strerror(gai));
+        goto fail;
+    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+                            MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg.max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                            MHD_OPTION_NOTIFY_COMPLETED, request_done, h,
+                            MHD_OPTION_END);
+    int saved = errno;
+    freeaddrinfo(ai);
+    if (!h->d) {
+        werr(err, SQLSTATE_IO_ERROR, 0, "cannot listen for HTTP on %s:%d: %s", h->host, cfg->port,
+             saved ? strerror(saved) : "libmicrohttpd refused to start");
+        goto fail;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = di ? di->port : cfg->port;
+    *out = h;
+    return 0;
+fail:
+    free(h->host);
+    free(h->sql_conninfo);
+    free(h);
+    return -1;
+}
+
+int srv_http_port(const SrvHttp *h) { return h ? h->port : 0; }
+
+void srv_http_stop(SrvHttp *h)
+{
+    if (!h)
+        return;
+    /* Streams notice within SSE_POLL_MS and end; MHD then joins every thread. */
+    atomic_store(&h->stopping, true);
+    MHD_stop_daemon(h->d);
+    free(h->host);
+    free(h->sql_conninfo);
+    free(h);
+}

@@ -1,0 +1,487 @@
+/*
+ * subscribe.c: changefeeds over a materialized view, for SUBSCRIBE over
+ * pgwire and for Server-Sent Events over HTTP (http.c).
+ *
+ * A Subscription taps the view's dataflow (rt_dataflow_subscribe). The
+ * runtime calls its callbacks on the engine thread with the engine lock
+ * held, so they only format the change as text and append it to the
+ * subscription's own queue (its own mutex and condition variable); the
+ * consumer (a session thread, an HTTP connection thread) waits on that
+ * queue without the engine lock. A consumer that lets more than
+ * SUB_MAX_QUEUE events pile up is cut off with an error rather than waited
+ * for: the engine never slows down for a reader.
+ *
+ * The snapshot (the view's rows, as an ad hoc SELECT * would return them)
+ * and the tap are taken in one critical section of the engine lock, so no
+ * change falls between them or is seen twice. Snapshot rows carry the
+ * epoch in progress (the last committed epoch + 1): they include whatever
+ * of that epoch was applied before the subscription began, and the changes
+ * that follow carry that epoch or later ones. A progress event for epoch E
+ * says every change of E has been queued.
+ *
+ * When a view's dataflow stops (DROP, a failing dataflow, engine close)
+ * engine_stop_view calls subs_view_stopped first: each subscription on the
+ * view is detached and ends with an error, so no RtSubscriber outlives its
+ * dataflow.
+ *
+ * Lock order: the engine lock, then a subscription's mutex. A consumer
+ * never takes the engine lock while holding a subscription's mutex.
+ */
+#include "engine_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define SUB_POLL_MS 100       /* how often a waiting SUBSCRIBE checks for cancellation */
+
+struct Subscription {
+    Engine *e;
+    CatObj *view;             /* NULL once the view's dataflow stopped */
+    RtSubscriber *rs;         /* NULL once detached */
+    struct Subscription *next; /* in e->subs */
+    SubSchema schema;         /* copies: outlive the view */
+    int *vis;                 /* view column of each visible column */
+    pthread_mutex_t mu;       /* guards everything below */
+    pthread_cond_t cond;
+    SubEvent *head, *tail;
+    long n_queued;            /* events in the queue, snapshot rows excluded */
+    bool ended;
+    WError end_err;           /* why it ended */
+};
+
+/* ---- events ------------------------------------------------------------------- */
+
+/* One allocation: the event, then vals[n], lens[n], then the text. */
+static SubEvent *event_new(SubEventKind kind, uint64_t epoch, int diff, int n, const char *const *vals,
+                           const int *lens)
+{
+    size_t text = 0;
+    for (int i = 0; i < n; i++)
+        if (vals[i])
+            text += (size_t)lens[i] + 1;
+    SubEvent *ev = xmalloc(sizeof *ev + (sizeof(char *) + sizeof(int)) * (size_t)n + text);
+    memset(ev, 0, sizeof *ev);
+    ev->kind = kind;
+    ev->epoch = epoch;
+    ev->diff = diff;
+    ev->n_vals = n;
+    ev->vals = (const char **)(ev + 1);
+    ev->lens = (int *)(ev->vals + n);
+    char *p = (char *)(ev->lens + n);
+    for (int i = 0; i < n; i++) {
+        if (!vals[i]) {
+            ev->vals[i] = NULL;
+            ev->lens[i] = -1;
+            continue;
+        }
+        memcpy(p, vals[i], (size_t)lens[i]);
+        p[lens[i]] = 0;
+        ev->vals[i] = p;
+        ev->lens[i] = lens[i];
+        p += lens[i] + 1;
+    }
+    return ev;
+}
+
+void sub_events_free(SubEvent *ev)
+{
+    while (ev) {
+        SubEvent *next = ev->next;
+        free(ev);
+        ev = next;
+    }
+}
+
+/* Appends ev (or drops it when the subscription is over). s->mu held. */
+static void enqueue_locked(Subscription *s, SubEvent *ev, bool counted)
+{
+    if (s->ended) {
+        free(ev);
+        return;
+    }
+    if (counted && s->n_queued >= SUB_MAX_QUEUE) {
+        free(ev);
+        s->ended = true;
+        werr(&s->end_err, SQLSTATE_PROGRAM_LIMIT, 0,
+             "subscription to \"%s\" cut off: the client fell %d changes behind", s->schema.view, SUB_MAX_QUEUE);
+        werr_hint(&s->end_err, "Read the stream faster, or subscribe again to start from a fresh snapshot.");
+        sub_events_free(s->head);
+        s->head = s->tail = NULL;
+        s->n_queued = 0;
+        pthread_cond_broadcast(&s->cond);
+        return;
+    }
+    if (s->tail)
+        s->tail->next = ev;
+    else
+        s->head = ev;
+    s->tail = ev;
+    if (counted)
+        s->n_queued++;
+    pthread_cond_broadcast(&s->cond);
+}
+
+/* ---- runtime callbacks (engine thread, engine lock held) ---------------------------- */
+
+static void on_change(void *arg, uint64_t epoch, int n_cols, const Value *row, int diff)
+{
+    Subscription *s = arg;
+    int n = s->schema.n_cols;
+    const char *vals[SUB_MAX_COLS];
+    int lens[SUB_MAX_COLS];
+    size_t offs[SUB_MAX_COLS];
+    Buf text = BUF_INIT;
+    for (int i = 0; i < n; i++) {
+        int k = s->vis[i];
+        if (k >= n_cols || row[k].null) {
+            offs[i] = (size_t)-1;
+            continue;
+        }
+        offs[i] = text.len;
+        value_to_text(&row[k], &text);
+        lens[i] = (int)(text.len - offs[i]);
+    }
+    for (int i = 0; i < n; i++)
+        vals[i] = offs[i] == (size_t)-1 ? NULL : text.data + offs[i];
+    SubEvent *ev = event_new(SUB_ROW, epoch, diff, n, vals, lens);
+    buf_free(&text);
+    pthread_mutex_lock(&s->mu);
+    enqueue_locked(s, ev, true);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void on_progress(void *arg, uint64_t epoch)
+{
+    Subscription *s = arg;
+    SubEvent *ev = event_new(SUB_PROGRESS, epoch, 0, 0, NULL, NULL);
+    pthread_mutex_lock(&s->mu);
+    enqueue_locked(s, ev, true);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- snapshots ----------------------------------------------------------------------- */
+
+int view_snapshot(Engine *e, CatObj *v, RtRowFn fn, void *arg, WError *err)
+{
+    if (v->kind != CAT_VIEW)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
+    if (!v->df)
+        return werr(err, "55000", 0, "materialized view \"%s\" is not running", v->name);
+    /* The snapshot is the ad hoc query SELECT * FROM "v": the same rows, in
+     * the same text form, as a client would get. */
+    Buf sql = BUF_INIT;
+    buf_puts(&sql, "SELECT * FROM \"");
+    for (const char *p = v->name; *p; p++) {
+        if (*p == '"')
+            buf_putc(&sql, '"');
+        buf_putc(&sql, *p);
+    }
+    buf_putc(&sql, '"');
+    Arena *a = arena_new(0);
+    AstStmt **stmts;
+    int n = 0;
+    long rows = -1;
+    if (parse_sql(sql.data, a, &stmts, &n, err) == 0 && n == 1) {
+        PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
+        PlanQuery *q = plan_query(stmts[0]->u.select, &cat, a, err);
+        if (q)
+            rows = rt_query_run(&e->rt, q, fn, arg, err);
+    }
+    arena_free(a);
+    buf_free(&sql);
+    return rows < 0 ? -1 : 0;
+}
+
+void sub_schema_init(CatObj *v, SubSchema *out, int *vis)
+{
+    memset(out, 0, sizeof *out);
+    out->view = v->name;
+    for (int i = 0; i < v->rel.n_cols && out->n_cols < SUB_MAX_COLS; i++) {
+        if (v->rel.col_hidden && v->rel.col_hidden[i])
+            continue;
+        if (vis)
+            vis[out->n_cols] = i;
+        out->names[out->n_cols] = v->rel.col_names[i];
+        out->types[out->n_cols] = v->rel.col_types[i];
+        out->n_cols++;
+    }
+}
+
+typedef struct SnapCtx {
+    Subscription *s;
+    uint64_t epoch;
+} SnapCtx;
+
+static int snapshot_row(void *arg, int n, const char *const *vals, const int *lens)
+{
+    SnapCtx *c = arg;
+    Subscription *s = c->s;
+    if (n != s->schema.n_cols)
+        return 1;
+    int l[SUB_MAX_COLS];
+    for (int i = 0; i < n; i++)
+        l[i] = vals[i] ? (lens && lens[i] >= 0 ? lens[i] : (int)strlen(vals[i])) : -1;
+    SubEvent *ev = event_new(SUB_ROW, c->epoch, 1, n, vals, l);
+    ev->snapshot = true;
+    pthread_mutex_lock(&s->mu);
+    enqueue_locked(s, ev, false);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+/* ---- the subscription ------------------------------------------------------------------- */
+
+static void sub_free(Subscription *s)
+{
+    sub_events_free(s->head);
+    free((char *)s->schema.view);
+    for (int i = 0; i < s->schema.n_cols; i++)
+        free((char *)s->schema.names[i]);
+    free(s->vis);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+}
+
+int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *err)
+{
+    if (v->kind != CAT_VIEW)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
+    if (!v->df)
+        return werr(err, "55000", 0, "materialized view \"%s\" is not running", v->name);
+    Subscription *s = xcalloc(1, sizeof *s);
+    s->e = e;
+    s->view = v;
+    s->vis = xcalloc(SUB_MAX_COLS, sizeof(int));
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    sub_schema_init(v, &s->schema, s->vis);
+    s->schema.view = xstrdup(v->name);
+    for (int i = 0; i < s->schema.n_cols; i++)
+        s->schema.names[i] = xstrdup(s->schema.names[i]);
+    s->schema.epoch = e->epoch + 1;
+    if (snapshot) {
+        SnapCtx c = {s, s->schema.epoch};
+        if (view_snapshot(e, v, snapshot_row, &c, err)) {
+            sub_free(s);
+            return -1;
+        }
+    }
+    if (rt_dataflow_subscribe(v->df, e->epoch + 1, on_change, on_progress, s, &s->rs)) {
+        sub_free(s);
+        return werr(err, SQLSTATE_INTERNAL, 0, "cannot subscribe to \"%s\"", v->name);
+    }
+    s->next = e->subs;
+    e->subs = s;
+    e->n_subs++;
+    *out = s;
+    return 0;
+}
+
+const SubSchema *sub_schema(const Subscription *s) { return &s->schema; }
+
+int sub_take(Subscription *s, int timeout_ms, SubEvent **events, WError *err)
+{
+    *events = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (!s->head && !s->ended && timeout_ms > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += timeout_ms / 1000;
+        ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        while (!s->head && !s->ended)
+            if (pthread_cond_timedwait(&s->cond, &s->mu, &ts) == ETIMEDOUT)
+                break;
+    }
+    /* What was queued before the end is still delivered; the error comes after it. */
+    int rc = 0;
+    if (s->head) {
+        *events = s->head;
+        s->head = s->tail = NULL;
+        s->n_queued = 0;
+    } else if (s->ended) {
+        *err = s->end_err;
+        rc = -1;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* Detaches s from its view's dataflow (engine lock held). */
+static void detach(Subscription *s)
+{
+    if (s->rs && s->view && s->view->df)
+        rt_dataflow_unsubscribe(s->view->df, s->rs);
+    s->rs = NULL;
+    s->view = NULL;
+}
+
+void sub_close(Subscription *s)
+{
+    if (!s)
+        return;
+    Engine *e = s->e;
+    detach(s);
+    for (Subscription **p = &e->subs; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            e->n_subs--;
+            break;
+        }
+    sub_free(s);
+}
+
+void subs_view_stopped(Engine *e, CatObj *v)
+{
+    for (Subscription *s = e->subs; s; s = s->next) {
+        if (s->view != v)
+            continue;
+        detach(s);
+        pthread_mutex_lock(&s->mu);
+        if (!s->ended) {
+            s->ended = true;
+            werr(&s->end_err, "55000", 0, "materialized view \"%s\" stopped (dropped, or its dataflow failed)",
+                 s->schema.view);
+        }
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* ---- SUBSCRIBE over pgwire ----------------------------------------------------------------- */
+
+static int bool_option(const AstOption *o, bool *out, WError *err)
+{
+    const char *v = o->value ? o->value : "true";
+    if (!strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"))
+        *out = true;
+    else if (!strcasecmp(v, "false") || !strcasecmp(v, "off") || !strcmp(v, "0"))
+        *out = false;
+    else
+        return werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "option \"%s\" takes true or false, not \"%s\"",
+                    o->key, v);
+    return 0;
+}
+
+/* Appends v as one COPY text field: \N for NULL; backslash, tab, newline
+ * and carriage return escaped. */
+static void copy_field(Buf *b, const char *v, int len)
+{
+    if (!v) {
+        buf_puts(b, "\\N");
+        return;
+    }
+    for (int i = 0; i < len; i++) {
+        char ch = v[i];
+        switch (ch) {
+        case '\\': buf_puts(b, "\\\\"); break;
+        case '\t': buf_puts(b, "\\t"); break;
+        case '\n': buf_puts(b, "\\n"); break;
+        case '\r': buf_puts(b, "\\r"); break;
+        default: buf_putc(b, ch); break;
+        }
+    }
+}
+
+/* Streams s to the client until it cancels, hangs up, or s ends. Runs
+ * without the engine lock. Returns 0 when the client went away, -1 with
+ * err otherwise (cancel: 57014). */
+static int stream_copy(Subscription *s, bool progress, SrvResult *out, WError *err)
+{
+    Buf line = BUF_INIT;
+    int n = s->schema.n_cols;
+    int rc = 0;
+    for (;;) {
+        if (srv_result_cancelled(out)) {
+            rc = werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+            break;
+        }
+        SubEvent *evs;
+        WError serr = {0};
+        int r = sub_take(s, SUB_POLL_MS, &evs, &serr);
+        if (r < 0) {
+            *err = serr;
+            rc = -1;
+            break;
+        }
+        bool gone = false;
+        for (SubEvent *ev = evs; ev && !gone; ev = ev->next) {
+            if (ev->kind == SUB_PROGRESS && !progress)
+                continue;
+            buf_reset(&line);
+            buf_printf(&line, "%llu\t", (unsigned long long)ev->epoch);
+            if (ev->kind == SUB_PROGRESS) {
+                buf_puts(&line, "\\N");
+                for (int i = 0; i < n; i++)
+                    buf_puts(&line, "\t\\N");
+            } else {
+                buf_puts(&line, ev->diff > 0 ? "1" : "-1");
+                for (int i = 0; i < n; i++) {
+                    buf_putc(&line, '\t');
+                    copy_field(&line, ev->vals[i], ev->lens[i]);
+                }
+            }
+            buf_putc(&line, '\n');
+            gone = srv_result_copy_data(out, line.data, (int)line.len) < 0;
+        }
+        sub_events_free(evs);
+        if (gone || (evs && srv_result_flush(out) < 0))
+            break; /* the client is gone: nobody to tell */
+    }
+    buf_free(&line);
+    return rc;
+}
+
+int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+{
+    const AstSubscribe *sb = st->u.subscribe;
+    bool snapshot = true, progress = false;
+    for (int i = 0; i < ast_list_len(sb->options); i++) {
+        const AstOption *o = AST_AT(sb->options, i);
+        if (!strcasecmp(o->key, "snapshot")) {
+            if (bool_option(o, &snapshot, err))
+                return -1;
+        } else if (!strcasecmp(o->key, "progress")) {
+            if (bool_option(o, &progress, err))
+                return -1;
+        } else {
+            return werr(err, SQLSTATE_SYNTAX_ERROR, o->pos, "unrecognized SUBSCRIBE option \"%s\"", o->key),
+                   werr_hint(err, "Options: snapshot, progress."), -1;
+        }
+    }
+    for (int i = 0; i < ast_list_len(sb->copy_options); i++) {
+        const AstOption *o = AST_AT(sb->copy_options, i);
+        if (strcasecmp(o->key, "format") != 0 || !o->value || strcasecmp(o->value, "text") != 0)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, o->pos,
+                        "feature not supported: COPY option %s %s (only FORMAT text)", o->key,
+                        o->value ? o->value : "");
+    }
+    CatObj *v = engine_find(e, sb->view);
+    if (!v)
+        return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", sb->view);
+    if (v->kind != CAT_VIEW)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "cannot subscribe to \"%s\": not a materialized view",
+                    v->name),
+               werr_hint(err, "Create a materialized view over it and subscribe to that."), -1;
+    Subscription *s;
+    if (sub_open(e, v, snapshot, &s, err))
+        return err->pos = st->pos, -1;
+    int rc = 0;
+    if (srv_result_copy_begin(out, 2 + s->schema.n_cols) == 0) {
+        /* Stream without the engine lock: the engine keeps running and the
+         * callbacks fill the queue. The caller holds the lock around us. */
+        pthread_mutex_unlock(&e->lock);
+        rc = stream_copy(s, progress, out, err);
+        pthread_mutex_lock(&e->lock);
+    }
+    sub_close(s);
+    return rc;
+}
