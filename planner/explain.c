@@ -177,6 +177,7 @@ static void node_params(const PlanNode *n, Buf *out)
         break;
     }
     case PN_VIEW_SCAN:
+    case PN_VIEW_SOURCE:
         buf_printf(out, "view: %s", n->scan_rel->name);
         break;
     case PN_VALUES:
@@ -192,6 +193,9 @@ static void node_state(const PlanNode *n, Buf *out)
     switch (n->kind) {
     case PN_SOURCE:
         buf_puts(out, "offset per partition");
+        break;
+    case PN_VIEW_SOURCE:
+        buf_puts(out, "whether the upstream view's rows were read");
         break;
     case PN_WATERMARK:
         buf_puts(out, "max event time per partition");

@@ -32,7 +32,7 @@ typedef struct PlanCtx {
 const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
-                                  "Materialize", "Join", "ViewScan", "Values"};
+                                  "Materialize", "Join", "ViewScan", "ViewSource", "Values"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -124,11 +124,21 @@ static int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
         n->n_rows = r->n_rows;
         n->rows = r->rows;
         n->append_only = true;
+    } else if (p->streaming && r->kind == CAT_VIEW) {
+        if (!r->materialized)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
+                        "feature not supported: a view over non-materialized view \"%s\"", t->name);
+        /* A view over a view reads its changelog: its rows when created, then every change. */
+        n = new_node(p, PN_VIEW_SOURCE, NULL);
+        n->scan_rel = r;
+        n->append_only = r->append_only;
+        n->table_id = new_table(p);
+        n->dup_keys = r->counted;
     } else if (p->streaming) {
         if (r->kind != CAT_SOURCE)
             return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
-                        "feature not supported: a materialized view over \"%s\" (only sources can feed a view yet)",
-                        t->name);
+                        "feature not supported: a materialized view over %s \"%s\"",
+                        r->kind == CAT_TABLE ? "table" : "relation", t->name);
         n = new_node(p, PN_SOURCE, NULL);
         n->source = r;
         n->append_only = true;
@@ -154,9 +164,15 @@ static int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
                                         .hidden = r->col_hidden && r->col_hidden[i]};
         n->out.hidden[i] = out->scope.cols[i].hidden;
     }
-    if (n->kind == PN_VIEW_SCAN && r->n_pk) {
+    if ((n->kind == PN_VIEW_SCAN || n->kind == PN_VIEW_SOURCE) && r->n_pk) {
         n->n_keys = r->n_pk;
         n->keys = (int *)r->pk;
+        n->dup_keys = r->counted;
+    }
+    if (n->kind == PN_VIEW_SOURCE && r->wm_col >= 0) {
+        /* The upstream view passes its watermark on (e.g. on window_end). */
+        n->wm_col = r->wm_col;
+        out->scope.cols[r->wm_col].role = ROLE_EVENT_TIME;
     }
     out->node = n;
     if (p->streaming && r->wm_col >= 0 && r->wm_expr) {

@@ -112,6 +112,7 @@ typedef enum PlanNodeKind {
     PN_MATERIALIZE,   /* the view's rows, keyed by pk, in a state table */
     PN_JOIN,          /* hash join on equality keys (regular), or an interval join */
     PN_VIEW_SCAN,     /* batch: reads a materialized view's rows once */
+    PN_VIEW_SOURCE,   /* streaming: a materialized view's changelog (its rows first, then changes) */
     PN_VALUES,        /* batch: literal rows */
 } PlanNodeKind;
 
@@ -173,7 +174,7 @@ typedef struct PlanNode {
     const char *view_name;
     bool row_id_key;
     bool counted;               /* keys are whole rows that may repeat: a count per key */
-    /* PN_VIEW_SCAN */
+    /* PN_VIEW_SCAN, PN_VIEW_SOURCE */
     const CatRelation *scan_rel;
     /* PN_VALUES */
     int n_rows;

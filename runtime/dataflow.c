@@ -79,6 +79,7 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_MATERIALIZE: return rt_op_materialize_new(rc, n);
     case PN_JOIN: return rt_op_join_new(rc, n);
     case PN_VIEW_SCAN: return rt_op_view_scan_new(rc, n);
+    case PN_VIEW_SOURCE: return rt_op_view_source_new(rc, n);
     case PN_VALUES: return rt_op_values_new(rc, n);
     }
     werr(rc->err, SQLSTATE_INTERNAL, 0, "unknown plan node");
@@ -140,7 +141,7 @@ int rt_dataflow_open(const RtEnv *env, const PlanView *plan, RtDataflow **out, W
     }
     arena_reset(df->rc.chunk_arena);
     for (int i = 0; i < df->n_ops; i++) {
-        if (plan->nodes[i]->kind == PN_SOURCE)
+        if (plan->nodes[i]->kind == PN_SOURCE || plan->nodes[i]->kind == PN_VIEW_SOURCE)
             df->sources[df->n_sources++] = df->ops[i];
         if (plan->nodes[i] == plan->root)
             df->root = df->ops[i];

@@ -35,6 +35,8 @@ typedef struct RtEnv {
     const char *kafka_bootstrap;    /* default bootstrap when a source names none */
     /* The open state table of a running materialized view (for queries), or NULL. */
     StorTable *(*view_table)(void *ctx, uint64_t table_id);
+    /* The running dataflow of the materialized view whose rows are in table_id, or NULL. */
+    RtDataflow *(*view_dataflow)(void *ctx, uint64_t table_id);
     void *ctx;
 } RtEnv;
 

@@ -97,6 +97,9 @@ typedef struct RtSource {
     const RtSourceVt *src;
 } RtSource;
 
+/* A view's changelog (op_view_source.c). */
+RtOp *rt_op_view_source_new(RtCtx *rc, const PlanNode *n);
+
 /* Kafka (op_source.c). */
 RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n);
 

@@ -160,6 +160,15 @@ PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_
     return (PlanCatalog){.ctx = &plan_cat_ctx, .lookup = cat_lookup, .new_table_id = cat_new_table};
 }
 
+static RtDataflow *view_dataflow(void *ctx, uint64_t table_id)
+{
+    Engine *e = ctx;
+    for (int i = 0; i < e->n_objs; i++)
+        if (e->objs[i]->kind == CAT_VIEW && e->objs[i]->df && e->objs[i]->rel.table_id == table_id)
+            return e->objs[i]->df;
+    return NULL;
+}
+
 static StorTable *view_table(void *ctx, uint64_t table_id)
 {
     Engine *e = ctx;
@@ -228,8 +237,23 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
     return 0;
 }
 
+/* Does view d read view v's changelog? */
+static bool reads_view(const CatObj *d, const CatObj *v)
+{
+    if (d->kind != CAT_VIEW || !d->plan)
+        return false;
+    for (int i = 0; i < d->plan->n_nodes; i++)
+        if (d->plan->nodes[i]->kind == PN_VIEW_SOURCE && d->plan->nodes[i]->scan_rel == &v->rel)
+            return true;
+    return false;
+}
+
 void engine_stop_view(Engine *e, CatObj *v)
 {
+    /* Views fed by this one stop first (the engine restarts them when it runs again). */
+    for (int i = 0; i < e->n_objs; i++)
+        if (e->objs[i]->df && reads_view(e->objs[i], v))
+            engine_stop_view(e, e->objs[i]);
     /* Changefeeds first: their taps are freed with the dataflow. */
     subs_view_stopped(e, v);
     for (int i = 0; i < e->n_objs; i++) {
@@ -444,7 +468,8 @@ int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
         engine_close(e);
         return -1;
     }
-    e->rt = (RtEnv){.stor = e->stor, .kafka_bootstrap = e->kafka_bootstrap, .view_table = view_table, .ctx = e};
+    e->rt = (RtEnv){.stor = e->stor, .kafka_bootstrap = e->kafka_bootstrap, .view_table = view_table,
+                     .view_dataflow = view_dataflow, .ctx = e};
     e->last_checkpoint_ms = now_ms();
     pthread_mutex_lock(&e->lock);
     int rc = replay_catalog(e, err);

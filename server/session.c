@@ -302,7 +302,7 @@ static void rel_from_view(CatObj *o)
     r->col_names = v->schema.names;
     r->col_types = v->schema.types;
     r->col_hidden = v->schema.hidden;
-    r->wm_col = -1;
+    r->wm_col = v->root->wm_col;
     r->wm_delay_us = -1;
     r->n_pk = v->n_pk;
     r->pk = v->pk;
@@ -565,7 +565,8 @@ static bool view_reads(const CatObj *v, const CatObj *o)
         return false;
     for (int i = 0; i < v->plan->n_nodes; i++) {
         const PlanNode *n = v->plan->nodes[i];
-        if ((n->kind == PN_SOURCE && n->source == &o->rel) || (n->kind == PN_VIEW_SCAN && n->scan_rel == &o->rel))
+        if ((n->kind == PN_SOURCE && n->source == &o->rel) ||
+            ((n->kind == PN_VIEW_SCAN || n->kind == PN_VIEW_SOURCE) && n->scan_rel == &o->rel))
             return true;
     }
     return false;

@@ -1,0 +1,157 @@
+/*
+ * op_view_source.c: a view reading another view's changelog.
+ *
+ * The source attaches a small bridge operator to the upstream view's
+ * materialize operator (like a sink), so every change of the upstream view
+ * is pushed, synchronously and in the engine thread, into this dataflow.
+ * Both dataflows are checkpointed in the same LMDB transaction, so their
+ * states always describe the same epoch and a restart needs no replay
+ * between them. When the view is created it first reads the upstream
+ * view's current rows as inserts; a marker in its table records that, so a
+ * restart does not read them twice.
+ */
+#include "runtime_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const unsigned char STARTED_KEY[1] = {0xff};
+
+typedef struct ViewSource ViewSource;
+
+typedef struct Bridge {
+    RtOp op;
+    ViewSource *vs;
+} Bridge;
+
+struct ViewSource {
+    RtSource base;
+    Bridge bridge;
+    RtDataflow *up;           /* NULL once the upstream dataflow has gone */
+    bool started;             /* the upstream's rows were read (durable after a checkpoint) */
+    bool marker_written;
+};
+
+static int bridge_push(RtOp *op, Chunk *c) { return rt_emit(&((Bridge *)op)->vs->base.op, c); }
+static int bridge_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(&((Bridge *)op)->vs->base.op, wm); }
+/* The upstream dataflow is closing and frees its consumers: the bridge lives in
+ * the view source, so it only notes that the upstream is gone. */
+static void bridge_close(RtOp *op) { ((Bridge *)op)->vs->up = NULL; }
+
+static const RtOpVt BRIDGE_VT = {.push = bridge_push, .watermark = bridge_watermark, .close = bridge_close};
+
+static int vs_poll(RtOp *op, int timeout_ms, bool *did_work) { return 0; }
+static int vs_flush_target(RtOp *op, WError *err) { return 0; }
+static bool vs_flushed(RtOp *op) { return true; } /* upstream changes arrive synchronously */
+
+static const RtSourceVt VIEW_SRC = {vs_poll, vs_flush_target, vs_flushed};
+
+static int vs_push(RtOp *op, Chunk *c) { return rt_emit(op, c); }
+static int vs_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, wm); }
+
+static int vs_flush_state(RtOp *op, uint64_t epoch)
+{
+    ViewSource *vs = (ViewSource *)(void *)op;
+    if (vs->started && !vs->marker_written) {
+        if (stor_table_put(op->table, STARTED_KEY, 1, "1", 1, op->rc->err))
+            return -1;
+        vs->marker_written = true;
+    }
+    return 0;
+}
+
+/* The upstream view's rows, as inserts, once. */
+static int vs_start(RtOp *op)
+{
+    ViewSource *vs = (ViewSource *)(void *)op;
+    RtCtx *rc = op->rc;
+    if (vs->started || !vs->up)
+        return 0;
+    vs->started = true;
+    const PlanNode *n = op->node;
+    StorTable *t = rt_dataflow_view_table(vs->up);
+    StorIter *it;
+    if (stor_iter_open(t, NULL, 0, &it, rc->err))
+        return -1;
+    int ncols = n->out.n, rcode = 0, got;
+    bool counted = n->scan_rel->counted;
+    Value vals[1602];
+    Chunk *c = NULL;
+    const void *k, *v;
+    size_t kl, vl;
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        if (kl && ((const unsigned char *)k)[0] == 0xff)
+            continue;
+        if (row_decode(v, vl, vals, ncols + counted)) {
+            rcode = werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt row in view \"%s\"", n->scan_rel->name);
+            break;
+        }
+        for (int i = 0; i < ncols; i++)
+            vals[i].type = n->out.types[i];
+        int64_t copies = counted ? vals[ncols].u.i : 1;
+        for (int64_t r = 0; r < copies && !rcode; r++) {
+            if (!c)
+                c = chunk_new(rc->chunk_arena, ncols, n->out.types, CHUNK_DEFAULT_CAP);
+            chunk_append(c, OP_INSERT, vals);
+            if (chunk_full(c)) {
+                rcode = rt_emit(op, c);
+                c = NULL;
+            }
+        }
+        if (rcode)
+            break;
+    }
+    if (got < 0)
+        rcode = -1;
+    stor_iter_close(it);
+    if (!rcode && c && c->n_rows)
+        rcode = rt_emit(op, c);
+    return rcode;
+}
+
+static void vs_close(RtOp *op)
+{
+    ViewSource *vs = (ViewSource *)(void *)op;
+    if (vs->up)
+        rt_dataflow_remove_fan(vs->up, &vs->bridge.op);
+    stor_table_close(op->table);
+    free(vs);
+}
+
+static const RtOpVt VS_VT = {.push = vs_push, .watermark = vs_watermark, .flush_state = vs_flush_state,
+                             .close = vs_close, .start = vs_start};
+
+RtOp *rt_op_view_source_new(RtCtx *rc, const PlanNode *n)
+{
+    RtDataflow *up = rc->env->view_dataflow ? rc->env->view_dataflow(rc->env->ctx, n->scan_rel->table_id) : NULL;
+    if (!up) {
+        werr(rc->err, "55000", 0, "materialized view \"%s\" is not running", n->scan_rel->name);
+        return NULL;
+    }
+    ViewSource *vs = xcalloc(1, sizeof *vs);
+    vs->base.src = &VIEW_SRC;
+    vs->base.op.vt = &VS_VT;
+    vs->base.op.node = n;
+    vs->base.op.rc = rc;
+    vs->base.op.wm = TS_MINUS_INF;
+    vs->bridge.op.vt = &BRIDGE_VT;
+    vs->bridge.op.node = n;
+    vs->bridge.op.rc = rc;
+    vs->bridge.vs = vs;
+    if (rt_op_open_table(&vs->base.op, rc->err)) {
+        free(vs);
+        return NULL;
+    }
+    const void *v;
+    size_t vl;
+    int f = stor_table_get(vs->base.op.table, STARTED_KEY, 1, &v, &vl, rc->err);
+    if (f < 0) {
+        stor_table_close(vs->base.op.table);
+        free(vs);
+        return NULL;
+    }
+    vs->started = vs->marker_written = f == 1;
+    vs->up = up;
+    rt_dataflow_add_fan(up, &vs->bridge.op);
+    return &vs->base.op;
+}
