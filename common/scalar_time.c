@@ -15,7 +15,6 @@
 #include <math.h>
 #include <string.h>
 #include <time.h>
-#include <stdio.h>
 
 #define SQLSTATE_DATETIME_OVERFLOW "22008"
 
@@ -287,10 +286,8 @@ int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena
         TypeId t = fn == FN_EXTRACT_DATE ? TYPE_DATE : fn == FN_EXTRACT_IV ? TYPE_INTERVAL : args[1].type;
         if (t != TYPE_TIMESTAMPTZ && t != TYPE_DATE && t != TYPE_INTERVAL)
             t = TYPE_TIMESTAMP;
-        if (scalar_check_field(fn, t, args[0].u.s.p, args[0].u.s.len, err)) {
-            fprintf(stderr, "DBG fn=%d n=%d len=%u p=%p type=%d null=%d\n", fn, n, args[0].u.s.len, (void*)args[0].u.s.p, args[0].type, args[0].null);
+        if (scalar_check_field(fn, t, args[0].u.s.p, args[0].u.s.len, err))
             return -1;
-        }
         char low[32];
         Unit u = unit_of(args[0].u.s.p, args[0].u.s.len, low);
         if (fn == FN_DATE_TRUNC)

@@ -360,8 +360,9 @@ static int start_server(Runner *r)
     char port[16], log[320];
     snprintf(port, sizeof port, "%d", r->pport);
     snprintf(log, sizeof log, "%s/server.log", r->tmpdir);
+    /* HTTP off: tests run in parallel and would all want its default port. */
     char *argv[] = {(char *)r->weir, "serve", "--data-dir", r->datadir, "--port", port,
-                    "--kafka", r->kafka, "--no-broker", NULL};
+                    "--kafka", r->kafka, "--no-broker", "--http-port", "0", NULL};
     r->server = spawn(argv, log);
     if (r->server < 0 || connect_server(r, SERVER_TIMEOUT_S) != 0) {
         show_log_tail(log, 30);

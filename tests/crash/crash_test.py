@@ -218,7 +218,7 @@ class Harness:
         self.server_log_f = open(self.server_log, "a")
         self.server = subprocess.Popen(
             [self.a.weir, "serve", "--data-dir", self.data_dir, "--port", str(self.port),
-             "--kafka", self.kafka, "--no-broker", "--checkpoint-interval", str(self.a.checkpoint_interval)],
+             "--kafka", self.kafka, "--no-broker", "--http-port", "0", "--checkpoint-interval", str(self.a.checkpoint_interval)],
             stdout=self.server_log_f, stderr=subprocess.STDOUT, env=env)
         self.spawned_at = time.time()
         return self.server
