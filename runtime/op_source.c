@@ -29,6 +29,8 @@ typedef struct SourceOp {
     int n_parts;
     int64_t *next;            /* next offset per partition (RT_KAFKA_EARLIEST before any record) */
     int64_t *target;          /* flush target per partition, or NULL */
+    int64_t *bound;           /* scan.bounded.mode = 'latest': end offset per partition, or NULL */
+    bool ended;               /* a bounded source read everything: +infinity was sent */
     const char **names;       /* column names for JSON decoding */
     const bool *not_null;     /* NOT NULL columns, or NULL */
     int n_cols;
@@ -70,6 +72,7 @@ static void source_close(RtOp *op)
     rt_kafka_source_close(s->ks);
     free(s->next);
     free(s->target);
+    free(s->bound);
     stor_table_close(op->table);
     free(s);
 }
@@ -161,6 +164,45 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
         if (found && vl == 8)
             s->next[p] = (int64_t)get_be64(v); /* resume where the last checkpoint left off */
     }
+    const char *bmode = cat_option(r, "scan.bounded.mode");
+    if (bmode && !strcasecmp(bmode, "latest")) {
+        /* The end offsets seen when the view first started, kept across restarts. */
+        s->bound = xcalloc((size_t)s->n_parts, sizeof(int64_t));
+        bool have = true;
+        for (int p = 0; p < s->n_parts && have; p++) {
+            unsigned char k[5] = {'B'};
+            put_be32(k + 1, (uint32_t)p);
+            const void *v;
+            size_t vl;
+            int found = stor_table_get(s->base.op.table, k, 5, &v, &vl, rc->err);
+            if (found < 0) {
+                free(ids);
+                goto fail;
+            }
+            have = found == 1 && vl == 8;
+            if (have)
+                s->bound[p] = (int64_t)get_be64(v);
+        }
+        if (!have) {
+            if (rt_kafka_source_end_offsets(s->ks, s->bound, 10000, rc->err)) {
+                free(ids);
+                goto fail;
+            }
+            for (int p = 0; p < s->n_parts; p++) {
+                unsigned char k[5] = {'B'}, v[8];
+                put_be32(k + 1, (uint32_t)p);
+                put_be64(v, (uint64_t)s->bound[p]);
+                if (stor_table_put(s->base.op.table, k, 5, v, 8, rc->err)) {
+                    free(ids);
+                    goto fail;
+                }
+            }
+        }
+    } else if (bmode && strcasecmp(bmode, "none") != 0) {
+        free(ids);
+        werr(rc->err, SQLSTATE_INVALID_PARAMETER, 0, "scan.bounded.mode must be 'latest' or 'none'");
+        goto fail;
+    }
     int rcode = rt_kafka_source_assign(s->ks, s->n_parts, ids, s->next, rc->err);
     free(ids);
     if (rcode)
@@ -192,6 +234,8 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
         c->src_n_partitions = s->n_parts;
         for (int k = i; k < j; k++) {
             const RtKafkaRecord *rec = &s->recs[k];
+            if (s->bound && part >= 0 && part < s->n_parts && rec->offset >= s->bound[part])
+                continue; /* past the end of a bounded source */
             rc->stats.records_in++;
             if (part >= 0 && part < s->n_parts)
                 s->next[part] = rec->offset + 1;
@@ -226,6 +270,17 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
             return -1;
         i = j;
     }
+    if (s->bound && !s->ended) {
+        bool done = true;
+        for (int p = 0; p < s->n_parts && done; p++)
+            done = s->bound[p] <= 0 || (s->next[p] >= 0 && s->next[p] >= s->bound[p]);
+        if (done) {
+            /* The end of a bounded input is a watermark of +infinity: every window fires. */
+            s->ended = true;
+            *did_work = true;
+            return rt_emit_watermark(op, TS_PLUS_INF);
+        }
+    }
     return 0;
 }
 
@@ -248,12 +303,15 @@ static bool source_flushed(RtOp *op)
     if (!s->target)
         return true;
     for (int p = 0; p < s->n_parts; p++) {
-        if (s->target[p] <= 0)
+        int64_t t = s->target[p];
+        if (s->bound && s->bound[p] < t)
+            t = s->bound[p];
+        if (t <= 0)
             continue;
-        if (s->next[p] < s->target[p])
+        if (s->next[p] < t)
             return false;
     }
-    return true;
+    return !s->bound || s->ended;
 }
 
 /* The source operator for a plan node, by its connector. */

@@ -18,32 +18,69 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 typedef struct WmOp {
     RtOp op;
     int n_parts;
     int64_t *part_max;        /* per partition, TS_MINUS_INF before its first row */
+    int64_t *last_seen_ms;    /* per partition, monotonic ms of its last row (or of the start) */
     int64_t current;          /* min over partitions, monotone */
     int64_t emitted;          /* last watermark sent downstream */
     bool dirty;
+    int64_t idle_ms;          /* idle_timeout: a partition silent this long stops holding the watermark (0 off) */
+    int64_t max_future_us;    /* far-future limit ahead of the wall clock (0 off) */
+    bool clamp;               /* far_future = 'clamp': count the row's time as the limit instead of rejecting it */
+    int time_col;             /* the WATERMARK column */
 } WmOp;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 static void ensure_parts(WmOp *w, int n)
 {
     if (n <= w->n_parts)
         return;
     w->part_max = xrealloc(w->part_max, sizeof(int64_t) * (size_t)n);
-    for (int p = w->n_parts; p < n; p++)
+    w->last_seen_ms = xrealloc(w->last_seen_ms, sizeof(int64_t) * (size_t)n);
+    int64_t now = mono_ms();
+    for (int p = w->n_parts; p < n; p++) {
         w->part_max[p] = TS_MINUS_INF;
+        w->last_seen_ms[p] = now; /* idle is measured from the start for partitions with no data yet */
+    }
     w->n_parts = n;
 }
 
+/* The source's watermark: the minimum over its partitions, leaving out
+ * partitions idle for longer than idle_timeout (unless all of them are). */
 static int64_t min_over(const WmOp *w)
 {
-    int64_t m = TS_PLUS_INF;
-    for (int p = 0; p < w->n_parts; p++)
+    int64_t m = TS_PLUS_INF, now = w->idle_ms ? mono_ms() : 0;
+    bool any = false;
+    for (int p = 0; p < w->n_parts; p++) {
+        if (w->idle_ms && now - w->last_seen_ms[p] > w->idle_ms)
+            continue;
+        any = true;
         if (w->part_max[p] < m)
             m = w->part_max[p];
+    }
+    if (!any) {
+        for (int p = 0; p < w->n_parts; p++)
+            if (w->part_max[p] < m)
+                m = w->part_max[p];
+    }
     return w->n_parts ? m : TS_MINUS_INF;
 }
 
@@ -57,11 +94,33 @@ static int wm_push(RtOp *op, Chunk *c)
     if (rt_eval(op->rc, n->wm_expr, c, &wc, NULL))
         return -1;
     chunk_enable_wm(c);
+    w->last_seen_ms[part] = mono_ms();
+    int64_t limit = w->max_future_us ? wall_us() + w->max_future_us : TS_PLUS_INF;
+    uint8_t *keep = NULL;
     for (int r = 0; r < c->n_rows; r++) {
         c->wm[r] = w->current;
+        const Column *tc = &c->cols[w->time_col];
+        if (!tc->nulls[r] && tc->v.i[r] > limit && !w->clamp) {
+            /* One wild clock must not close every window: the row is rejected. */
+            if (!keep) {
+                keep = arena_alloc(c->arena, (size_t)c->n_rows);
+                memset(keep, 1, (size_t)c->n_rows);
+            }
+            keep[r] = 0;
+            op->rc->stats.bad_records++;
+            Value tv = value_int(TYPE_TIMESTAMP, tc->v.i[r]);
+            Buf b = BUF_INIT;
+            value_to_text(&tv, &b);
+            rt_row_error(op->rc, "partition %d: event time %s is more than max_future ahead of the clock", part,
+                         b.data ? b.data : "");
+            buf_free(&b);
+            continue;
+        }
         if (wc.nulls[r])
             continue;
         int64_t v = wc.v.i[r];
+        if (v > limit)
+            v = limit; /* far_future = 'clamp' */
         if (v > w->part_max[part]) {
             w->part_max[part] = v;
             w->dirty = true;
@@ -70,7 +129,9 @@ static int wm_push(RtOp *op, Chunk *c)
                 w->current = m;
         }
     }
-    if (rt_emit(op, c))
+    if (keep)
+        rt_chunk_select(c, keep);
+    if (c->n_rows && rt_emit(op, c))
         return -1;
     if (w->current > op->rc->stats.watermark)
         op->rc->stats.watermark = w->current;
@@ -81,7 +142,15 @@ static int wm_push(RtOp *op, Chunk *c)
     return 0;
 }
 
-static int wm_watermark(RtOp *op, int64_t wm) { return 0; } /* sources send none: this operator makes them */
+/* Sources send one watermark only: +infinity when a bounded input ends. */
+static int wm_watermark(RtOp *op, int64_t wm)
+{
+    WmOp *w = (WmOp *)op;
+    if (wm != TS_PLUS_INF || w->emitted == TS_PLUS_INF)
+        return 0;
+    w->current = w->emitted = TS_PLUS_INF;
+    return rt_emit_watermark(op, TS_PLUS_INF);
+}
 
 static int wm_flush_state(RtOp *op, uint64_t epoch)
 {
@@ -111,6 +180,7 @@ static void wm_close(RtOp *op)
     WmOp *w = (WmOp *)op;
     stor_table_close(op->table);
     free(w->part_max);
+    free(w->last_seen_ms);
     free(w);
 }
 
@@ -125,6 +195,36 @@ RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
     w->op.wm = TS_MINUS_INF;
     w->current = TS_MINUS_INF;
     w->emitted = TS_MINUS_INF;
+    w->time_col = n->wm_col;
+    w->max_future_us = 3600 * USECS_PER_SEC;
+    const CatRelation *src = n->inputs[0]->kind == PN_SOURCE ? n->inputs[0]->source : NULL;
+    const char *idle = src ? cat_option(src, "idle_timeout") : NULL;
+    const char *fut = src ? cat_option(src, "max_future") : NULL;
+    const char *mode = src ? cat_option(src, "far_future") : NULL;
+    Interval iv;
+    int64_t us;
+    if (idle && (parse_interval(idle, strlen(idle), &iv) || interval_to_usecs(&iv, &us) || us < 0)) {
+        werr(rc->err, SQLSTATE_INVALID_PARAMETER, 0, "idle_timeout must be an interval such as '5 seconds'");
+        wm_close(&w->op);
+        return NULL;
+    }
+    if (idle)
+        w->idle_ms = us / 1000;
+    if (fut && !strcasecmp(fut, "off")) {
+        w->max_future_us = 0;
+    } else if (fut && (parse_interval(fut, strlen(fut), &iv) || interval_to_usecs(&iv, &us) || us <= 0)) {
+        werr(rc->err, SQLSTATE_INVALID_PARAMETER, 0, "max_future must be a positive interval or 'off'");
+        wm_close(&w->op);
+        return NULL;
+    } else if (fut) {
+        w->max_future_us = us;
+    }
+    if (mode && strcasecmp(mode, "reject") != 0 && strcasecmp(mode, "clamp") != 0) {
+        werr(rc->err, SQLSTATE_INVALID_PARAMETER, 0, "far_future must be 'reject' or 'clamp'");
+        wm_close(&w->op);
+        return NULL;
+    }
+    w->clamp = mode && !strcasecmp(mode, "clamp");
     if (rt_op_open_table(&w->op, rc->err)) {
         wm_close(&w->op);
         return NULL;

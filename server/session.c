@@ -221,7 +221,8 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         werr_hint(err, "Supported connectors: 'kafka', 'nexmark'.");
         goto fail;
     }
-    static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions"};
+    static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions", "scan.bounded.mode",
+                                  "idle_timeout", "max_future", "far_future"};
     for (int i = 0; i < n_opts; i++) {
         bool ok = strncasecmp(opts[i].key, "properties.", 11) == 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0] && !ok; k++)
@@ -229,7 +230,8 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         if (!ok) {
             werr(err, SQLSTATE_INVALID_PARAMETER, ((AstOption *)AST_AT(cs->options, i))->pos,
                  "unknown option \"%s\" for a Kafka source", opts[i].key);
-            werr_hint(err, "Options: connector, topic, scan.startup.mode, topic.partitions, properties.<librdkafka setting>.");
+            werr_hint(err, "Options: connector, topic, scan.startup.mode, scan.bounded.mode, topic.partitions, idle_timeout, "
+                           "max_future, far_future, properties.<librdkafka setting>.");
             goto fail;
         }
     }
@@ -247,6 +249,28 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     if (mode && strcasecmp(mode, "earliest") != 0 && strcasecmp(mode, "latest") != 0) {
         werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "scan.startup.mode must be 'earliest' or 'latest'");
         goto fail;
+    }
+    const char *bmode = cat_option(r, "scan.bounded.mode");
+    if (bmode && strcasecmp(bmode, "latest") != 0 && strcasecmp(bmode, "none") != 0) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "scan.bounded.mode must be 'latest' or 'none'");
+        goto fail;
+    }
+    const char *ff = cat_option(r, "far_future");
+    if (ff && strcasecmp(ff, "reject") != 0 && strcasecmp(ff, "clamp") != 0) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "far_future must be 'reject' or 'clamp'");
+        goto fail;
+    }
+    static const char *ivs[] = {"idle_timeout", "max_future"};
+    for (int k = 0; k < 2; k++) {
+        const char *v = cat_option(r, ivs[k]);
+        Interval iv;
+        int64_t us;
+        if (v && !(k == 1 && !strcasecmp(v, "off")) &&
+            (parse_interval(v, strlen(v), &iv) || interval_to_usecs(&iv, &us) || us <= 0)) {
+            werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "%s must be a positive interval such as '5 seconds'%s",
+                 ivs[k], k == 1 ? " (or 'off')" : "");
+            goto fail;
+        }
     }
     if (plan_source(cs, r, o->arena, err))
         goto fail;
