@@ -789,11 +789,13 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
     if ((strcmp(f, "now") == 0 || strcmp(f, "current_timestamp") == 0 || strcmp(f, "transaction_timestamp") == 0 ||
          strcmp(f, "statement_timestamp") == 0) && n == 0) {
         /* The statement's time as a hidden argument: every row sees one value. */
-        Value now;
-        WError tmp = {0};
-        scalar_call(FN_NOW, TYPE_TIMESTAMPTZ, 0, NULL, b->a, &now, &tmp);
-        now.type = TYPE_TIMESTAMPTZ;
-        args[0] = make_const(b, now);
+        if (b->now_us == 0) {
+            Value now;
+            WError tmp = {0};
+            scalar_call(FN_NOW, TYPE_TIMESTAMPTZ, 0, NULL, b->a, &now, &tmp);
+            b->now_us = now.u.i;
+        }
+        args[0] = make_const(b, value_int(TYPE_TIMESTAMPTZ, b->now_us));
         return make_call(b, FN_NOW, TYPE_TIMESTAMPTZ, e->pos, 1, args);
     }
     if (strcmp(f, "make_interval") == 0 && n <= 7) {

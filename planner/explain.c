@@ -124,8 +124,9 @@ static void node_params(const PlanNode *n, Buf *out)
         expr_to_text(n->pred, in, out);
         break;
     case PN_WINDOW:
-        buf_printf(out, "%s(%s, ", n->win_kind == WIN_TUMBLE ? "TUMBLE" : "HOP", in->names[n->win_time_col]);
-        if (n->win_kind == WIN_HOP) {
+        buf_printf(out, "%s(%s, ", n->win_kind == WIN_TUMBLE ? "TUMBLE" : n->win_kind == WIN_HOP ? "HOP" : "CUMULATE",
+                   in->names[n->win_time_col]);
+        if (n->win_kind != WIN_TUMBLE) {
             fmt_us(n->win_slide_us, out);
             buf_puts(out, ", ");
         }

@@ -201,9 +201,8 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
     } else {
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: this window input");
     }
-    if (t->win_kind == WIN_CUMULATE || t->win_kind == WIN_SESSION)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: %s windows",
-                    t->win_kind == WIN_CUMULATE ? "CUMULATE" : "SESSION");
+    if (t->win_kind == WIN_SESSION)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: SESSION windows");
     if (t->win_partition)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: PARTITION BY in this window");
     PlanExpr *tc = bind_expr(b, &in.scope, t->time_col);
@@ -223,8 +222,10 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
         if (nargs == 2 && const_interval_us(b, &in.scope, AST_AT(t->win_args, 1), &offset))
             return -1;
     } else {
+        const char *fname = t->win_kind == WIN_HOP ? "HOP" : "CUMULATE";
         if (nargs < 2 || nargs > 3)
-            return werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, t->pos, "HOP takes (relation, time column, slide, size [, offset])");
+            return werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, t->pos, "%s takes (relation, time column, %s [, offset])",
+                        fname, t->win_kind == WIN_HOP ? "slide, size" : "step, max size");
         if (const_interval_us(b, &in.scope, AST_AT(t->win_args, 0), &slide) ||
             const_interval_us(b, &in.scope, AST_AT(t->win_args, 1), &size))
             return -1;
@@ -232,10 +233,10 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
             return -1;
         if (slide > 0 && size % slide != 0)
             return werr(b->err, SQLSTATE_INVALID_PARAMETER, ((AstExpr *)AST_AT(t->win_args, 1))->pos,
-                        "HOP window size must be a multiple of the slide");
+                        "%s window size must be a multiple of the %s", fname, t->win_kind == WIN_HOP ? "slide" : "step");
         if (slide > 0 && size / slide > 1000)
             return werr(b->err, SQLSTATE_PROGRAM_LIMIT, ((AstExpr *)AST_AT(t->win_args, 1))->pos,
-                        "HOP window size / slide must be at most 1000");
+                        "%s window size / %s must be at most 1000", fname, t->win_kind == WIN_HOP ? "slide" : "step");
     }
     if (size <= 0 || slide <= 0)
         return werr(b->err, SQLSTATE_INVALID_PARAMETER, ((AstExpr *)AST_AT(t->win_args, 0))->pos, "window size must be positive");
@@ -254,8 +255,11 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
     if (t->alias)
         for (int i = 0; i < n; i++)
             out->scope.cols[i].qualifier = t->alias;
+    /* A cumulating window's start is shared by windows of several ends: only
+     * window_end tells when a window closes. */
     out->scope.cols[n] = (ScopeCol){.qualifier = qual, .name = "window_start", .type = tc->type,
-                                    .role = ROLE_WINDOW_START, .win_size_us = size};
+                                    .role = t->win_kind == WIN_CUMULATE ? ROLE_NONE : ROLE_WINDOW_START,
+                                    .win_size_us = size};
     out->scope.cols[n + 1] = (ScopeCol){.qualifier = qual, .name = "window_end", .type = tc->type,
                                         .role = ROLE_WINDOW_END};
     /* Without a watermark on the time column, nothing ever closes a window. */

@@ -47,6 +47,7 @@ typedef struct BindCtx {
     AggCtx *agg;             /* non-NULL while binding post-aggregation expressions */
     bool in_agg_arg;         /* inside an aggregate's argument (nested aggregates are errors) */
     int next_node_id;
+    int64_t now_us;          /* now() of this statement (timestamptz), 0 until first used */
 } BindCtx;
 
 /* bind.c */

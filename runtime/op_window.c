@@ -1,10 +1,12 @@
 /*
- * op_window.c: TUMBLE and HOP window assignment.
+ * op_window.c: TUMBLE, HOP and CUMULATE window assignment.
  *
  * Appends window_start and window_end to every row. Windows are half-open
  * [start, end), aligned to the Unix epoch plus the offset. A tumbling
  * window gives each row one window; a hopping window (slide, size) gives
- * it size/slide windows, one output row each. Rows with a NULL time fall
+ * it size/slide windows, one output row each; a cumulating window (step,
+ * max) gives it the windows [start, start + k*step) that end after it,
+ * start aligned to max. Rows with a NULL time fall
  * in no window and are dropped. The per-row watermark annotation is
  * copied to every output row of its input row.
  */
@@ -37,10 +39,16 @@ static int window_push(RtOp *op, Chunk *c)
         if (tc->nulls[r])
             continue;
         int64_t ts = tc->v.i[r];
-        /* The last window start at or before ts, then earlier ones while they still cover ts. */
-        int64_t last = floor_div(ts - n->win_offset_us, n->win_slide_us) * n->win_slide_us + n->win_offset_us;
-        for (int64_t start = last - (int64_t)(per_row - 1) * n->win_slide_us; start <= last; start += n->win_slide_us) {
-            if (start + n->win_size_us <= ts)
+        /* TUMBLE/HOP: the last window start at or before ts, then earlier ones
+         * while they still cover ts. CUMULATE: one start (aligned to the max
+         * size), ends every step from it, those after ts. */
+        bool cum = n->win_kind == WIN_CUMULATE;
+        int64_t unit = cum ? n->win_size_us : n->win_slide_us;
+        int64_t last = floor_div(ts - n->win_offset_us, unit) * unit + n->win_offset_us;
+        for (int k = 0; k < per_row; k++) {
+            int64_t start = cum ? last : last - (int64_t)(per_row - 1 - k) * n->win_slide_us;
+            int64_t end = cum ? last + (int64_t)(k + 1) * n->win_slide_us : start + n->win_size_us;
+            if (end <= ts)
                 continue;
             int w = out->n_rows++;
             out->ops[w] = c->ops[r];
@@ -61,7 +69,7 @@ static int window_push(RtOp *op, Chunk *c)
             sc->nulls[w] = 0;
             sc->v.i[w] = start;
             ec->nulls[w] = 0;
-            ec->v.i[w] = start + n->win_size_us;
+            ec->v.i[w] = end;
         }
     }
     return out->n_rows ? rt_emit(op, out) : 0;
