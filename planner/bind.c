@@ -632,15 +632,14 @@ static bool check_field(BindCtx *b, ScalarFn fn, TypeId t, const PlanExpr *field
     return false;
 }
 
-static PlanExpr *bind_fixed(BindCtx *b, const char *f, int pos, int n, PlanExpr **args, bool *known)
+/* Resolves f against FUNCS; NULL with b->err unset when nothing fits. */
+static PlanExpr *bind_fixed(BindCtx *b, const char *f, int pos, int n, PlanExpr **args)
 {
-    *known = false;
     for (int pass = 0; pass < 2; pass++) {
         for (size_t k = 0; k < sizeof FUNCS / sizeof FUNCS[0]; k++) {
             const FuncSig *sig = &FUNCS[k];
             if (strcmp(sig->name, f) != 0)
                 continue;
-            *known = true;
             if (sig->n != n)
                 continue;
             bool fits = true;
@@ -820,8 +819,7 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
         bool text = strstr(f, "_text") != NULL;
         return make_call(b, text ? FN_JSON_PATH_TEXT : FN_JSON_PATH, text ? TYPE_TEXT : TYPE_JSONB, e->pos, n, args);
     }
-    bool known;
-    PlanExpr *r = bind_fixed(b, f, e->pos, n, args, &known);
+    PlanExpr *r = bind_fixed(b, f, e->pos, n, args);
     if (r || b->err->set)
         return r;
     return no_function(b, e->pos, f, n, args);

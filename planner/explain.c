@@ -136,6 +136,12 @@ static void node_params(const PlanNode *n, Buf *out)
             fmt_us(n->win_offset_us, out);
         }
         buf_puts(out, "), adds: [window_start, window_end]");
+        if (n->late_check) {
+            buf_puts(out, ", drops rows late by ");
+            fmt_us(n->lateness_us, out);
+            if (n->late_table_id)
+                buf_puts(out, " into the late-rows relation");
+        }
         break;
     case PN_AGG:
         buf_puts(out, "group: ");

@@ -1084,10 +1084,6 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
         return NULL;
     }
-    if (cv->late_rows_into) {
-        werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos, "feature not supported: LATE ROWS INTO");
-        return NULL;
-    }
     Rel r;
     if (plan_select(&p, cv->query, &r, NULL))
         return NULL;
@@ -1111,6 +1107,11 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         }
     }
     bool windowed = agg && agg->win_group_idx >= 0;
+    PlanNode *late_win = NULL;
+    if (cv->late_rows_into && !windowed) {
+        werr(err, "42P20", cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
+        return NULL;
+    }
     if ((cv->emit == EMIT_ON_WINDOW_CLOSE || cv->allow_lateness) && !windowed) {
         werr(err, "42P20", cv->query_pos,
              "%s needs a windowed aggregation: GROUP BY window_start or window_end of a window over a source with a WATERMARK",
@@ -1128,6 +1129,26 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
                      "feature not supported: min/max over a changelog input (with retractions)");
                 return NULL;
             }
+        /* Lateness is judged where the window is assigned, per (row, window):
+         * a hopping row can be late for one window and on time for another. */
+        PlanNode *win = NULL;
+        for (PlanNode *n = windowed ? agg->inputs[0] : NULL; n; n = n->n_inputs == 1 ? n->inputs[0] : NULL)
+            if (n->kind == PN_WINDOW) {
+                win = n;
+                break;
+            }
+        if (win) {
+            win->late_check = true;
+            win->lateness_us = lateness;
+        }
+        if (cv->late_rows_into && !win) {
+            werr(err, "42P20", cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
+            return NULL;
+        }
+        if (cv->late_rows_into) {
+            win->late_table_id = new_table(&p);
+            late_win = win;
+        }
         /* Propagate the changelog mode to the nodes above the aggregation. */
         for (int i = 0; i < p.n_nodes; i++) {
             PlanNode *n = p.nodes[i];
@@ -1199,6 +1220,19 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     v->append_only = m->append_only;
     v->counted = m->counted;
     v->emit = agg ? agg->emit : PLAN_EMIT_CHANGES;
+    if (late_win) {
+        v->late_name = arena_strdup(a, cv->late_rows_into);
+        v->late_table_id = late_win->late_table_id;
+        int nw = late_win->out.n;
+        alloc_schema(a, &v->late_schema, nw + 1);
+        for (int i = 0; i < nw; i++) {
+            v->late_schema.names[i] = late_win->out.names[i];
+            v->late_schema.types[i] = late_win->out.types[i];
+            v->late_schema.hidden[i] = late_win->out.hidden[i];
+        }
+        v->late_schema.names[nw] = "watermark";
+        v->late_schema.types[nw] = TYPE_TIMESTAMP;
+    }
     return v;
 }
 

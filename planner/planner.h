@@ -149,6 +149,8 @@ typedef struct PlanNode {
     /* PN_FILTER */
     PlanExpr *pred;
     /* PN_WINDOW */
+    bool late_check;            /* drop rows late for their window (feeds a window-bounded aggregation) */
+    uint64_t late_table_id;     /* LATE ROWS INTO: where late rows go, 0 none */
     AstWindowKind win_kind;
     int win_time_col;           /* input column */
     int64_t win_size_us, win_slide_us, win_offset_us;
@@ -192,6 +194,9 @@ typedef struct PlanView {
     bool append_only;
     bool counted;               /* rows may repeat: each stored with its multiplicity */
     PlanEmit emit;
+    const char *late_name;      /* LATE ROWS INTO relation, or NULL */
+    PlanSchema late_schema;     /* its columns: the window's row, window_start, window_end, watermark */
+    uint64_t late_table_id;
 } PlanView;
 
 /* An ad hoc query (SELECT) run once over materialized views. */

@@ -230,6 +230,16 @@ bool rt_dataflow_flushed(RtDataflow *df)
 
 StorTable *rt_dataflow_view_table(RtDataflow *df) { return df->root ? df->root->table : NULL; }
 
+StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id)
+{
+    for (int i = 0; i < df->n_ops; i++) {
+        const PlanNode *n = df->plan->nodes[i];
+        if (df->ops[i]->table && (n->table_id == table_id || n->late_table_id == table_id))
+            return df->ops[i]->table;
+    }
+    return NULL;
+}
+
 void rt_dataflow_stats(RtDataflow *df, RtStats *out) { *out = df->rc.stats; }
 
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i)

@@ -22,8 +22,43 @@ static int64_t floor_div(int64_t a, int64_t b)
     return (a % b != 0 && (a < 0)) ? q - 1 : q;
 }
 
+/* A window operator that judges lateness keeps, with LATE ROWS INTO, the
+ * late rows in its table: key = 8-byte sequence number, value = the row,
+ * its window and the watermark that made it late; key 0xFF holds the next
+ * sequence number. */
+typedef struct WinOp {
+    RtOp op;
+    int64_t next_seq;
+    bool seq_dirty;
+    Buf kbuf, vbuf;
+} WinOp;
+
+static const unsigned char SEQ_KEY[1] = {0xff};
+
+static int record_late(WinOp *w, const Chunk *c, int r, int64_t start, int64_t end, int64_t wm)
+{
+    RtCtx *rc = w->op.rc;
+    const PlanNode *n = w->op.node;
+    int nin = c->n_cols;
+    Value vals[1604];
+    if (nin + 3 > 1604)
+        return 0;
+    for (int i = 0; i < nin; i++)
+        chunk_get(c, i, r, &vals[i]);
+    vals[nin] = value_int(n->out.types[nin], start);
+    vals[nin + 1] = value_int(n->out.types[nin + 1], end);
+    vals[nin + 2] = value_int(TYPE_TIMESTAMP, wm);
+    unsigned char k[8];
+    put_be64(k, (uint64_t)w->next_seq++);
+    w->seq_dirty = true;
+    buf_reset(&w->vbuf);
+    row_encode(&w->vbuf, vals, nin + 3);
+    return stor_table_put(w->op.table, k, 8, w->vbuf.data, w->vbuf.len, rc->err);
+}
+
 static int window_push(RtOp *op, Chunk *c)
 {
+    WinOp *wo = (WinOp *)op;
     const PlanNode *n = op->node;
     int nin = c->n_cols;
     int per_row = (int)(n->win_size_us / n->win_slide_us);
@@ -50,6 +85,16 @@ static int window_push(RtOp *op, Chunk *c)
             int64_t end = cum ? last + (int64_t)(k + 1) * n->win_slide_us : start + n->win_size_us;
             if (end <= ts)
                 continue;
+            if (n->late_check) {
+                /* Late for this window: the watermark in effect for the row passed end + lateness. */
+                int64_t wm = c->wm ? c->wm[r] : op->wm;
+                if (wm != TS_MINUS_INF && end <= wm - n->lateness_us) {
+                    op->rc->stats.late_rows++;
+                    if (n->late_table_id && record_late(wo, c, r, start, end, wm))
+                        return -1;
+                    continue;
+                }
+            }
             int w = out->n_rows++;
             out->ops[w] = c->ops[r];
             if (out->wm)
@@ -75,18 +120,59 @@ static int window_push(RtOp *op, Chunk *c)
     return out->n_rows ? rt_emit(op, out) : 0;
 }
 
-static int window_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, wm); }
-static int window_finish(RtOp *op) { return 0; }
-static void window_close(RtOp *op) { free(op); }
+static int window_watermark(RtOp *op, int64_t wm)
+{
+    if (wm > op->wm)
+        op->wm = wm;
+    return rt_emit_watermark(op, wm);
+}
 
-static const RtOpVt WINDOW_VT = {.push = window_push, .watermark = window_watermark, .finish = window_finish, .close = window_close};
+static int window_finish(RtOp *op) { return 0; }
+
+static int window_flush_state(RtOp *op, uint64_t epoch)
+{
+    WinOp *w = (WinOp *)op;
+    if (!w->seq_dirty || !op->table)
+        return 0;
+    unsigned char v[8];
+    put_be64(v, (uint64_t)w->next_seq);
+    w->seq_dirty = false;
+    return stor_table_put(op->table, SEQ_KEY, 1, v, 8, op->rc->err);
+}
+
+static void window_close(RtOp *op)
+{
+    WinOp *w = (WinOp *)op;
+    stor_table_close(op->table);
+    buf_free(&w->kbuf);
+    buf_free(&w->vbuf);
+    free(w);
+}
+
+static const RtOpVt WINDOW_VT = {.push = window_push, .watermark = window_watermark, .flush_state = window_flush_state,
+                                 .finish = window_finish, .close = window_close};
 
 RtOp *rt_op_window_new(RtCtx *rc, const PlanNode *n)
 {
-    RtOp *op = xcalloc(1, sizeof *op);
-    op->vt = &WINDOW_VT;
-    op->node = n;
-    op->rc = rc;
-    op->wm = TS_MINUS_INF;
-    return op;
+    WinOp *w = xcalloc(1, sizeof *w);
+    w->op.vt = &WINDOW_VT;
+    w->op.node = n;
+    w->op.rc = rc;
+    w->op.wm = TS_MINUS_INF;
+    if (n->late_table_id) {
+        if (rt_open_state(rc, n->late_table_id, &w->op.table, rc->err)) {
+            free(w);
+            return NULL;
+        }
+        const void *v;
+        size_t vl;
+        int f = stor_table_get(w->op.table, SEQ_KEY, 1, &v, &vl, rc->err);
+        if (f < 0) {
+            window_close(&w->op);
+            return NULL;
+        }
+        if (f == 1 && vl == 8)
+            w->next_seq = (int64_t)get_be64(v);
+    }
+    return &w->op;
 }

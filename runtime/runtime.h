@@ -75,6 +75,8 @@ int rt_dataflow_flush_target(RtDataflow *df, WError *err);
 bool rt_dataflow_flushed(RtDataflow *df);
 /* The materialize operator's table (the view's rows). */
 StorTable *rt_dataflow_view_table(RtDataflow *df);
+/* Any open state table of the dataflow by id (e.g. its late-rows relation), or NULL. */
+StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id);
 void rt_dataflow_stats(RtDataflow *df, RtStats *out);
 /* Approximate bytes of state held by plan node i (0 for stateless nodes). */
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i);

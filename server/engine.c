@@ -91,6 +91,15 @@ int engine_add_object(Engine *e, CatObj *o, bool do_persist, WError *err)
 
 int engine_remove_object(Engine *e, CatObj *o, WError *err)
 {
+    /* A view's late-rows relation goes with it (its table is among the view's). */
+    for (int i = 0; i < e->n_objs; i++)
+        if (e->objs[i]->late_of == o) {
+            CatObj *l = e->objs[i];
+            memmove(&e->objs[i], &e->objs[i + 1], sizeof(CatObj *) * (size_t)(e->n_objs - i - 1));
+            e->n_objs--;
+            cat_obj_free(l);
+            i--;
+        }
     if (stor_catalog_delete(e->stor, o->id, err) < 0)
         return -1;
     if (o->kind == CAT_SINK && o->sink && o->from && o->from->df) {
@@ -176,6 +185,9 @@ static StorTable *view_table(void *ctx, uint64_t table_id)
         CatObj *o = e->objs[i];
         if (o->df && o->rel.table_id == table_id)
             return rt_dataflow_view_table(o->df);
+        StorTable *t = o->df ? rt_dataflow_find_table(o->df, table_id) : NULL;
+        if (t)
+            return t; /* a late-rows relation, kept by the view's window operator */
     }
     return NULL;
 }

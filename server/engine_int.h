@@ -27,6 +27,7 @@ typedef struct CatObj {
     RtDataflow *df;           /* CAT_VIEW: running */
     int n_table_ids;          /* state tables, in the order the planner asked for them */
     uint64_t *table_ids;
+    struct CatObj *late_of;   /* a LATE ROWS INTO relation: the view that owns it (not persisted itself) */
     /* CAT_SINK */
     struct CatObj *from;      /* the view it reads */
     RtSinkSpec spec;          /* in arena */

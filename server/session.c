@@ -353,6 +353,33 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
     if (!replay && stor_next_id(e->stor, &o->id, err))
         goto fail;
     rel_from_view(o);
+    CatObj *late = NULL;
+    if (o->plan->late_name) {
+        /* LATE ROWS INTO: a queryable relation owned by the view, rebuilt from its plan at start. */
+        if (engine_find(e, o->plan->late_name)) {
+            werr(err, SQLSTATE_DUPLICATE_TABLE, cv->query_pos, "relation \"%s\" already exists", o->plan->late_name);
+            goto fail;
+        }
+        late = xcalloc(1, sizeof *late);
+        late->name = xstrdup(o->plan->late_name);
+        late->sql = xstrdup("");
+        late->kind = CAT_VIEW;
+        late->late_of = o;
+        late->arena = arena_new(0);
+        CatRelation *lr = &late->rel;
+        const PlanSchema *ls = &o->plan->late_schema;
+        lr->kind = CAT_VIEW;
+        lr->name = late->name;
+        lr->materialized = true;
+        lr->n_cols = ls->n;
+        lr->col_names = ls->names;
+        lr->col_types = ls->types;
+        lr->col_hidden = ls->hidden;
+        lr->wm_col = -1;
+        lr->wm_delay_us = -1;
+        lr->append_only = true;
+        lr->table_id = o->plan->late_table_id;
+    }
     if (rt_dataflow_open(&e->rt, o->plan, &o->df, err)) {
         if (!replay)
             goto fail;
@@ -360,8 +387,12 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
         fprintf(stderr, "weir: view %s cannot start yet: %s\n", o->name, err->msg);
         werr_clear(err);
     }
-    if (engine_add_object(e, o, !replay, err))
+    if (engine_add_object(e, o, !replay, err)) {
+        cat_obj_free(late);
         goto fail;
+    }
+    if (late)
+        engine_add_object(e, late, false, err);
     return 0;
 fail:
     if (!replay) {
@@ -424,6 +455,8 @@ int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *r
     CatObj *v = engine_find(e, cs->from_name);
     if (!v)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", cs->from_name);
+    if (v->late_of)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: a sink from a late-rows relation");
     if (v->kind != CAT_VIEW)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "a sink reads a materialized view; \"%s\" is a %s",
                     v->name, kind_word(v->kind)),
@@ -617,6 +650,12 @@ static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvR
             return 0;
         }
         return werr(err, SQLSTATE_UNDEFINED_TABLE, pos, "%s \"%s\" does not exist", kind_word(want), name);
+    }
+    if (o->late_of) {
+        werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "\"%s\" holds the late rows of materialized view %s", name,
+             o->late_of->name);
+        werr_hint(err, "It is dropped with the view.");
+        return -1;
     }
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *v = e->objs[i];
@@ -904,7 +943,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     if (kind) {
         one_text_column(out, "Name");
         for (int i = 0; i < e->n_objs; i++)
-            if (e->objs[i]->kind == kind) {
+            if (e->objs[i]->kind == kind && !e->objs[i]->late_of) {
                 const char *v[1] = {e->objs[i]->name};
                 text_row(out, 1, v);
             }

@@ -69,7 +69,7 @@ static const CatRelation *views(Engine *e, Arena *a)
     SysBuild b = {a, sys_new(a, "weir_views", 9, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW)
+        if (o->kind != CAT_VIEW || o->late_of)
             continue;
         Value *row = sys_row(&b);
         RtStats st = {0};
