@@ -800,6 +800,13 @@ AstStmt *ast_stmt(ParseCtx *c, AstStmtKind k, Token first)
     return new_stmt(c, k, first.pos, first.off);
 }
 
+AstStmt *ast_savepoint(ParseCtx *c, Token first, Token dir)
+{
+    AstStmt *s = new_stmt(c, STMT_CHECKPOINT, first.pos, first.off);
+    s->u.savepoint_dir = ast_string(c, dir);
+    return s;
+}
+
 AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q)
 {
     AstStmt *s = new_stmt(c, STMT_SELECT, q->pos, ((SelectBox *)q)->off);

@@ -343,6 +343,7 @@ typedef struct AstStmt {
         AstSet *set;
         AstSubscribe *subscribe;
         AstTxnKind txn;
+        const char *savepoint_dir;   /* STMT_CHECKPOINT: ALTER SYSTEM SAVEPOINT TO 'dir', else NULL */
     } u;
 } AstStmt;
 

@@ -1086,8 +1086,17 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         srv_result_complete(out, st->u.txn == TXN_BEGIN ? "BEGIN" : st->u.txn == TXN_COMMIT ? "COMMIT" : "ROLLBACK");
         break;
     case STMT_CHECKPOINT:
-        if (!(rc = engine_checkpoint(e, err)))
-            srv_result_complete(out, "CHECKPOINT");
+        if (!(rc = engine_checkpoint(e, err))) {
+            if (st->u.savepoint_dir) {
+                /* A savepoint: the checkpoint just taken, copied into a directory
+                 * that weir can later start from (weir --data-dir DIR). */
+                if ((rc = stor_copy(e->stor, st->u.savepoint_dir, err)))
+                    break;
+                srv_result_complete(out, "ALTER SYSTEM");
+            } else {
+                srv_result_complete(out, "CHECKPOINT");
+            }
+        }
         break;
     case STMT_CREATE_SINK: {
         const AstCreateSink *cs = st->u.create_sink;

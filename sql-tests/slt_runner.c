@@ -13,7 +13,7 @@
  *   query <types> [rowsort|valuesort|nosort] [retry]   SQL, ----, rows
  *   query error [pattern]                              like statement error
  *   skipif <engine> / onlyif <engine>                  guard the next record
- *   halt | control restart | control kill | sleep <ms> | system <shell>
+ *   halt | control restart | control kill | control restore <dir> | sleep <ms> | system <shell>
  * Rows are compared as text: values joined by one space, NULL as `NULL`, the
  * empty string as `(empty)`. `retry` re-runs a record for up to 10 s until it
  * passes, for streaming results that lag. ${KAFKA} ${PGPORT} ${FREEPORT}
@@ -37,6 +37,7 @@
 #include <netinet/in.h>
 #include <regex.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -598,20 +599,35 @@ static int exec_system(Runner *r, const char *cmd, Buf *why)
     return -1;
 }
 
-/* Restart the server (control restart / control kill). */
-static int exec_control(Runner *r, const char *what, Buf *why)
+/* Restart the server (control restart / control kill), or restart it on a
+ * savepoint's copy of the data (control restore DIR: stop, replace the data
+ * directory's data.mdb by DIR's, start). */
+static int exec_control(Runner *r, const char *what, const char *arg, Buf *why)
 {
     buf_reset(why);
     if (r->connect) {
         buf_printf(why, "control %s needs a server started by slt_runner, not --connect", what);
         return -1;
     }
-    int sig = strcmp(what, "restart") == 0 ? SIGTERM : strcmp(what, "kill") == 0 ? SIGKILL : 0;
-    if (!sig) {
-        buf_printf(why, "unknown control '%s' (restart|kill)", what);
+    bool restore = strcmp(what, "restore") == 0;
+    int sig = strcmp(what, "restart") == 0 || restore ? SIGTERM : strcmp(what, "kill") == 0 ? SIGKILL : 0;
+    if (!sig || (restore && !arg)) {
+        buf_printf(why, "unknown control '%s' (restart|kill|restore DIR)", what);
         return -1;
     }
     int rc = stop_server(r, sig);
+    if (restore) {
+        Buf dir = BUF_INIT, cmd = BUF_INIT;
+        substitute(r, arg, &dir);
+        buf_printf(&cmd, "cp '%s/data.mdb' '%s/data.mdb' && rm -f '%s/lock.mdb'", dir.data, r->datadir, r->datadir);
+        int st = system(cmd.data);
+        buf_free(&dir);
+        buf_free(&cmd);
+        if (st != 0) {
+            buf_puts(why, "could not copy the savepoint into the data directory");
+            return -1;
+        }
+    }
     if (start_server(r) != 0) {
         buf_puts(why, "server did not come back after restart");
         return -1;
@@ -669,8 +685,8 @@ static int run_record(Runner *r, Record *rec)
             buf_free(&more);
         }
         rc = exec_system(r, sql.data, &why);
-    } else if (strcmp(kind, "control") == 0 && rec->n_words == 2) {
-        rc = exec_control(r, rec->words[1], &why);
+    } else if (strcmp(kind, "control") == 0 && (rec->n_words == 2 || rec->n_words == 3)) {
+        rc = exec_control(r, rec->words[1], rec->n_words == 3 ? rec->words[2] : NULL, &why);
         buf_reset(&sql);
     } else if (strcmp(kind, "statement") == 0 || strcmp(kind, "query") == 0) {
         double end = now_s() + RETRY_TIMEOUT_S;

@@ -342,6 +342,24 @@ void stor_close(StorEnv *env)
     free(env);
 }
 
+int stor_copy(StorEnv *env, const char *dir, WError *err)
+{
+    /* A compacting copy of the whole environment, as of its last committed
+     * transaction (so a checkpoint taken just before is what it holds). */
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return stor_mdb_err(err, errno, "cannot create the savepoint directory");
+    char probe[4096];
+    snprintf(probe, sizeof probe, "%s/data.mdb", dir);
+    if (access(probe, F_OK) == 0)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "%s already holds a data directory", dir);
+    pthread_rwlock_rdlock(&env->map_lock);
+    int rc = mdb_env_copy2(env->mdb, dir, MDB_CP_COMPACT);
+    pthread_rwlock_unlock(&env->map_lock);
+    if (rc)
+        return stor_mdb_err(err, rc, "cannot write the savepoint");
+    return 0;
+}
+
 void stor_stats(StorEnv *env, StorStats *out)
 {
     uint64_t used, cur;

@@ -88,6 +88,12 @@ typedef struct StorStats {
 } StorStats;
 void stor_stats(StorEnv *env, StorStats *out);
 
+/* Writes a compacted copy of the environment (catalog, state, offsets: the
+ * last committed checkpoint) into dir, which is created if needed and must
+ * not hold a data directory yet. The copy is itself a data directory: a
+ * savepoint. @return 0, or <0 (58030 I/O, 22023 dir in use). */
+int stor_copy(StorEnv *env, const char *dir, WError *err);
+
 /* ---------------------------------------------------------------------------
  * Catalog: sources, views, sinks... keyed by id. Each write is its own
  * durable transaction. Any thread.
