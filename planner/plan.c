@@ -272,6 +272,19 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
     return 0;
 }
 
+/* The position of the first call of fn in e (-1 when it has none), 0 if none. */
+static int expr_find_fn(const PlanExpr *e, ScalarFn fn)
+{
+    if (e->kind == PE_CALL && e->fn == fn)
+        return e->pos ? e->pos : -1;
+    for (int i = 0; i < e->n_args; i++) {
+        int p = expr_find_fn(e->args[i], fn);
+        if (p)
+            return p;
+    }
+    return 0;
+}
+
 /* ---- joins ------------------------------------------------------------------- */
 
 static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out);
@@ -1154,6 +1167,25 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
             PlanNode *n = p.nodes[i];
             if (n != agg && n->n_inputs && (n->kind == PN_PROJECT || n->kind == PN_FILTER))
                 n->append_only = n->inputs[0]->append_only;
+        }
+    }
+
+    /* A view must give the same result when its log is replayed: no clock. */
+    for (int i = 0; i < p.n_nodes; i++) {
+        const PlanNode *n = p.nodes[i];
+        int pos = 0;
+        for (int k = 0; k < n->n_exprs && !pos; k++)
+            pos = expr_find_fn(n->exprs[k], FN_NOW);
+        if (!pos && n->pred)
+            pos = expr_find_fn(n->pred, FN_NOW);
+        if (!pos && n->residual)
+            pos = expr_find_fn(n->residual, FN_NOW);
+        if (pos) {
+            werr(err, SQLSTATE_NOT_SUPPORTED, pos > 0 ? pos : cv->query_pos,
+                 "feature not supported: now() or current_timestamp in a materialized view");
+            werr_hint(err, "A view is recomputed from its log after a restart and must not depend on the clock; "
+                           "use the event time columns instead.");
+            return NULL;
         }
     }
 
