@@ -402,7 +402,8 @@ static PlanExpr *bind_binary(BindCtx *b, const Scope *s, const AstExpr *e, AstOp
 
 /* ---- aggregates ----------------------------------------------------------- */
 
-static const char *AGG_NAMES[] = {"count", "sum", "min", "max", "avg"};
+static const char *AGG_NAMES[] = {"count", "sum", "min", "max", "avg", "bool_and", "bool_or", "every",
+                                  "string_agg", "first_value", "last_value"};
 
 bool ast_is_aggregate(const AstExpr *e)
 {
@@ -437,19 +438,35 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
         werr(b->err, SQLSTATE_GROUPING_ERROR, e->pos, "aggregate function calls cannot be nested");
         return NULL;
     }
-    if (e->distinct) {
+    const char *f = e->text;
+    if (e->distinct && strcmp(f, "count") != 0) {
         werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: %s(DISTINCT ...)", e->text);
+        werr_hint(b->err, "count(DISTINCT ...) is supported.");
         return NULL;
     }
     PlanAgg agg = {.arg = -1, .filter_col = -1};
     PlanExpr *arg = NULL;
-    const char *f = e->text;
     int nargs = ast_list_len(e->args);
     if (strcmp(f, "count") == 0 && (e->star_arg || nargs == 0)) {
         agg.kind = AGG_COUNT_STAR;
         agg.type = TYPE_INT8;
     } else {
-        if (nargs != 1) {
+        if (strcmp(f, "string_agg") == 0) {
+            /* The separator must be a constant: one value per aggregate, kept in the plan. */
+            if (nargs != 2) {
+                werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "function string_agg takes two arguments");
+                return NULL;
+            }
+            Value sv;
+            Scope empty = {0};
+            PlanExpr *se = bind_expr(b, &empty, AST_AT(e->args, 1));
+            if (!se || !(se = coerce_expr(b, se, TYPE_TEXT, e->pos)) || eval_const(b, se, &sv)) {
+                if (!b->err->set)
+                    werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "string_agg's separator must be a constant");
+                return NULL;
+            }
+            agg.sep = sv.null ? "" : arena_strndup(b->a, sv.u.s.p, sv.u.s.len);
+        } else if (nargs != 1) {
             werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "function %s takes exactly one argument", f);
             return NULL;
         }
@@ -465,8 +482,24 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
             arg = coerce_expr(b, arg, TYPE_TEXT, e->pos);
         agg.arg_type = arg->type;
         if (strcmp(f, "count") == 0) {
-            agg.kind = AGG_COUNT;
+            agg.kind = e->distinct ? AGG_COUNT_DISTINCT : AGG_COUNT;
+            agg.distinct = e->distinct;
             agg.type = TYPE_INT8;
+        } else if (!strcmp(f, "bool_and") || !strcmp(f, "every") || !strcmp(f, "bool_or")) {
+            if (!(arg = coerce_expr(b, arg, TYPE_BOOL, e->pos)))
+                return NULL;
+            agg.arg_type = TYPE_BOOL;
+            agg.kind = f[5] == 'o' ? AGG_BOOL_OR : AGG_BOOL_AND;
+            agg.type = TYPE_BOOL;
+        } else if (strcmp(f, "string_agg") == 0) {
+            if (!(arg = coerce_expr(b, arg, TYPE_TEXT, e->pos)))
+                return NULL;
+            agg.arg_type = TYPE_TEXT;
+            agg.kind = AGG_STRING_AGG;
+            agg.type = TYPE_TEXT;
+        } else if (!strcmp(f, "first_value") || !strcmp(f, "last_value")) {
+            agg.kind = f[0] == 'f' ? AGG_FIRST : AGG_LAST;
+            agg.type = arg->type;
         } else if (strcmp(f, "sum") == 0) {
             agg.kind = AGG_SUM;
             if (type_is_integer(arg->type))

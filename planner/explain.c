@@ -74,7 +74,8 @@ void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out)
 
 static const char *agg_name(PlanAggKind k)
 {
-    static const char *names[] = {"count", "count", "sum", "min", "max", "avg"};
+    static const char *names[] = {"count", "count", "sum", "min", "max", "avg", "count distinct",
+                                  "bool_and", "bool_or", "string_agg", "first_value", "last_value"};
     return names[k];
 }
 

@@ -1136,12 +1136,15 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         agg->emit = cv->emit == EMIT_ON_WINDOW_CLOSE ? PLAN_EMIT_ON_CLOSE : PLAN_EMIT_CHANGES;
         if (agg->emit == PLAN_EMIT_ON_CLOSE && lateness == 0)
             agg->append_only = true;
-        for (int i = 0; i < agg->n_aggs; i++)
-            if ((agg->aggs[i].kind == AGG_MIN || agg->aggs[i].kind == AGG_MAX) && !agg->inputs[0]->append_only) {
+        for (int i = 0; i < agg->n_aggs; i++) {
+            PlanAggKind k = agg->aggs[i].kind;
+            if ((k == AGG_STRING_AGG || k == AGG_FIRST || k == AGG_LAST) && !agg->inputs[0]->append_only) {
                 werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos,
-                     "feature not supported: min/max over a changelog input (with retractions)");
+                     "feature not supported: %s over a changelog input (it depends on arrival order)",
+                     k == AGG_STRING_AGG ? "string_agg" : k == AGG_FIRST ? "first_value" : "last_value");
                 return NULL;
             }
+        }
         /* Lateness is judged where the window is assigned, per (row, window):
          * a hopping row can be late for one window and on time for another. */
         PlanNode *win = NULL;

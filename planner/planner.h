@@ -89,14 +89,21 @@ typedef struct PlanExpr {
 
 /* ---- aggregates ---------------------------------------------------------- */
 
-typedef enum PlanAggKind { AGG_COUNT_STAR, AGG_COUNT, AGG_SUM, AGG_MIN, AGG_MAX, AGG_AVG } PlanAggKind;
+typedef enum PlanAggKind {
+    AGG_COUNT_STAR, AGG_COUNT, AGG_SUM, AGG_MIN, AGG_MAX, AGG_AVG,
+    AGG_COUNT_DISTINCT,   /* count(DISTINCT x): a multiset of the group's values */
+    AGG_BOOL_AND, AGG_BOOL_OR,
+    AGG_STRING_AGG,       /* string_agg(x, sep) in arrival order (append-only input) */
+    AGG_FIRST, AGG_LAST,  /* first_value / last_value in arrival order (append-only input) */
+} PlanAggKind;
 
 typedef struct PlanAgg {
     PlanAggKind kind;
     int arg;                    /* input column, -1 for count(*) */
     TypeId arg_type;
     TypeId type;                /* result type */
-    bool distinct;              /* count(DISTINCT x) etc. (not supported yet: rejected by the binder) */
+    bool distinct;              /* written DISTINCT (only count supports it: AGG_COUNT_DISTINCT) */
+    const char *sep;            /* AGG_STRING_AGG: the separator (a constant) */
     int filter_col;             /* boolean input column from FILTER (WHERE), -1 none */
 } PlanAgg;
 

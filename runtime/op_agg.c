@@ -45,7 +45,84 @@ typedef struct AggOp {
 
 static int slots_of(const PlanAgg *g)
 {
-    return (g->kind == AGG_SUM || g->kind == AGG_AVG) ? 2 : 1;
+    switch (g->kind) {
+    case AGG_SUM:
+    case AGG_AVG:
+    case AGG_BOOL_AND:
+    case AGG_BOOL_OR:
+    case AGG_FIRST:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+/* ---- multisets of a group's values (count DISTINCT, min/max under retraction) ----
+ * One entry per distinct value: key = group key, 0xFD, aggregate index,
+ * memcomparable value; value = 0xFE then the 8-byte count. The 0xFE lead
+ * byte tells these apart from group states when windows are swept. */
+
+static void ms_key(const Buf *group, int agg, const Value *v, Buf *out)
+{
+    buf_reset(out);
+    buf_append(out, group->data, group->len);
+    buf_put_u8(out, 0xfd);
+    buf_put_u8(out, (uint8_t)agg);
+    key_encode(out, v, 1);
+}
+
+/* Adds delta copies of v; returns the count before, or -1 on error. */
+static int64_t ms_add(AggOp *a, int agg, const Value *v, int delta)
+{
+    WError *err = a->op.rc->err;
+    Buf k = BUF_INIT;
+    ms_key(&a->kbuf, agg, v, &k);
+    const void *val;
+    size_t vl;
+    int f = stor_table_get(a->op.table, k.data, k.len, &val, &vl, err);
+    int64_t before = f == 1 && vl == 9 ? (int64_t)get_be64((const unsigned char *)val + 1) : 0;
+    int64_t after = before + delta;
+    int rc;
+    if (f < 0)
+        rc = -1;
+    else if (after <= 0)
+        rc = stor_table_delete(a->op.table, k.data, k.len, err);
+    else {
+        unsigned char nv[9] = {0xfe};
+        put_be64(nv + 1, (uint64_t)after);
+        rc = stor_table_put(a->op.table, k.data, k.len, nv, 9, err);
+    }
+    buf_free(&k);
+    return rc ? -1 : before;
+}
+
+/* The smallest (want_max false) or largest value left in the multiset. */
+static int ms_extreme(AggOp *a, int agg, TypeId t, bool want_max, Value *out)
+{
+    RtCtx *rc = a->op.rc;
+    Buf prefix = BUF_INIT;
+    buf_append(&prefix, a->kbuf.data, a->kbuf.len);
+    buf_put_u8(&prefix, 0xfd);
+    buf_put_u8(&prefix, (uint8_t)agg);
+    StorIter *it;
+    *out = value_null(t);
+    if (stor_iter_open(a->op.table, prefix.data, prefix.len, &it, rc->err)) {
+        buf_free(&prefix);
+        return -1;
+    }
+    const void *k, *v;
+    size_t kl, vl;
+    int got;
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        if (key_decode((const char *)k + prefix.len, kl - prefix.len, &t, 1, rc->chunk_arena, out))
+            continue;
+        if (!want_max)
+            break;
+    }
+    /* Numbers and times decode by value; strings were copied into the chunk arena. */
+    stor_iter_close(it);
+    buf_free(&prefix);
+    return got < 0 ? -1 : 0;
 }
 
 static int emit_row(AggOp *a, RowOp op, const Value *vals)
@@ -104,7 +181,19 @@ static void state_init(AggOp *a, const Value *group, Value *st)
             st[k++] = value_int(TYPE_INT8, 0);
             break;
         case AGG_MIN:
-        case AGG_MAX: st[k++] = value_null(g->arg_type); break;
+        case AGG_MAX:
+        case AGG_LAST:
+        case AGG_STRING_AGG: st[k++] = value_null(g->kind == AGG_STRING_AGG ? TYPE_TEXT : g->arg_type); break;
+        case AGG_FIRST:
+            st[k++] = value_null(g->arg_type);
+            st[k++] = value_int(TYPE_INT8, 0);
+            break;
+        case AGG_COUNT_DISTINCT: st[k++] = value_int(TYPE_INT8, 0); break;
+        case AGG_BOOL_AND:
+        case AGG_BOOL_OR:
+            st[k++] = value_int(TYPE_INT8, 0); /* true seen */
+            st[k++] = value_int(TYPE_INT8, 0); /* false seen */
+            break;
         }
     }
 }
@@ -153,10 +242,77 @@ static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign)
             break;
         case AGG_MIN:
         case AGG_MAX:
-            /* Inputs are append-only here (the planner rejects min/max over retractions). */
-            if (v.null || sign < 0)
+            if (v.null)
+                break;
+            if (!a->op.node->inputs[0]->append_only) {
+                /* Under retraction the extreme may leave: keep every value. */
+                if (ms_add(a, i, &v, sign) < 0)
+                    return -1;
+                if (sign > 0 && !st[k].null &&
+                    (g->kind == AGG_MIN ? value_cmp(&v, &st[k]) >= 0 : value_cmp(&v, &st[k]) <= 0))
+                    break;
+                if (sign > 0) {
+                    st[k] = v;
+                    break;
+                }
+                if (!st[k].null && value_cmp(&v, &st[k]) != 0)
+                    break;
+                if (ms_extreme(a, i, g->arg_type, g->kind == AGG_MAX, &st[k]))
+                    return -1;
+                break;
+            }
+            if (sign < 0)
                 break;
             if (st[k].null || (g->kind == AGG_MIN ? value_cmp(&v, &st[k]) < 0 : value_cmp(&v, &st[k]) > 0))
+                st[k] = v;
+            break;
+        case AGG_COUNT_DISTINCT: {
+            if (v.null)
+                break;
+            int64_t before = ms_add(a, i, &v, sign);
+            if (before < 0)
+                return -1;
+            if (sign > 0 && before == 0)
+                st[k].u.i++;
+            else if (sign < 0 && before == 1)
+                st[k].u.i--;
+            break;
+        }
+        case AGG_BOOL_AND:
+        case AGG_BOOL_OR:
+            if (v.null)
+                break;
+            st[k + (v.u.i ? 0 : 1)].u.i += sign;
+            break;
+        case AGG_STRING_AGG:
+            /* Append-only input (the planner checks): values join in arrival order. */
+            if (v.null || sign < 0)
+                break;
+            if (st[k].null) {
+                st[k] = v;
+                st[k].type = TYPE_TEXT;
+            } else {
+                size_t sl = strlen(g->sep), n = (size_t)st[k].u.s.len + sl + v.u.s.len;
+                if (n > 64u * 1024 * 1024) {
+                    rt_row_error(a->op.rc, "string_agg result over 64 MiB");
+                    return -1;
+                }
+                char *buf = arena_alloc(a->op.rc->chunk_arena, n + 1);
+                memcpy(buf, st[k].u.s.p, st[k].u.s.len);
+                memcpy(buf + st[k].u.s.len, g->sep, sl);
+                memcpy(buf + st[k].u.s.len + sl, v.u.s.p, v.u.s.len);
+                st[k].u.s.p = buf;
+                st[k].u.s.len = (uint32_t)n;
+            }
+            break;
+        case AGG_FIRST:
+            if (!v.null && sign > 0 && !st[k + 1].u.i) {
+                st[k] = v;
+                st[k + 1].u.i = 1;
+            }
+            break;
+        case AGG_LAST:
+            if (!v.null && sign > 0)
                 st[k] = v;
             break;
         }
@@ -186,8 +342,19 @@ static void state_output(AggOp *a, const Value *st, Value *out)
             *o = st[k + 1].u.i > 0 ? value_float(TYPE_FLOAT8, st[k].u.f / (double)st[k + 1].u.i) : value_null(TYPE_FLOAT8);
             break;
         case AGG_MIN:
-        case AGG_MAX: *o = st[k]; break;
+        case AGG_MAX:
+        case AGG_STRING_AGG:
+        case AGG_FIRST:
+        case AGG_LAST:
+        case AGG_COUNT_DISTINCT: *o = st[k]; break;
+        case AGG_BOOL_AND:
+        case AGG_BOOL_OR: {
+            int64_t t = st[k].u.i, f = st[k + 1].u.i;
+            *o = t + f == 0 ? value_null(TYPE_BOOL) : value_bool(g->kind == AGG_BOOL_AND ? f == 0 : t > 0);
+            break;
         }
+        }
+        o->type = g->type;
         k += slots_of(g);
     }
 }
@@ -297,6 +464,12 @@ static int advance(AggOp *a, int64_t wm)
         buf_append(&key, k, kl);
         buf_reset(&val);
         buf_append(&val, v, vl);
+        if (vl && ((const unsigned char *)v)[0] == 0xfe) {
+            /* A multiset entry of a window's group: it goes with its window. */
+            if (expires && (rcode = stor_table_delete(a->op.table, key.data, key.len, rc->err)))
+                break;
+            continue;
+        }
         if (row_decode(val.data, val.len, st, a->n_state)) {
             rcode = werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt aggregation state");
             break;
