@@ -125,9 +125,11 @@ static void node_params(const PlanNode *n, Buf *out)
         expr_to_text(n->pred, in, out);
         break;
     case PN_WINDOW:
-        buf_printf(out, "%s(%s, ", n->win_kind == WIN_TUMBLE ? "TUMBLE" : n->win_kind == WIN_HOP ? "HOP" : "CUMULATE",
+        buf_printf(out, "%s(%s, ",
+                   n->win_kind == WIN_TUMBLE ? "TUMBLE" : n->win_kind == WIN_HOP ? "HOP"
+                   : n->win_kind == WIN_CUMULATE ? "CUMULATE" : "SESSION",
                    in->names[n->win_time_col]);
-        if (n->win_kind != WIN_TUMBLE) {
+        if (n->win_kind == WIN_HOP || n->win_kind == WIN_CUMULATE) {
             fmt_us(n->win_slide_us, out);
             buf_puts(out, ", ");
         }
@@ -211,7 +213,12 @@ static void node_state(const PlanNode *n, Buf *out)
     case PN_AGG:
         buf_puts(out, "keyed by ");
         cols_list(in, n->n_group, n->group_cols, out);
-        if (n->win_group_idx >= 0) {
+        if (n->session) {
+            buf_puts(out, "; sessions merged per key (gap ");
+            fmt_us(n->session_gap_us, out);
+            buf_puts(out, "), bounded by watermark on the session end, lateness ");
+            fmt_us(n->lateness_us, out);
+        } else if (n->win_group_idx >= 0) {
             buf_printf(out, "; bounded by watermark on %s", in->names[n->group_cols[n->win_group_idx]]);
             if (n->win_end_offset_us) {
                 buf_puts(out, " + ");

@@ -201,10 +201,14 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
     } else {
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: this window input");
     }
-    if (t->win_kind == WIN_SESSION)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: SESSION windows");
-    if (t->win_partition)
+    if (t->win_partition && t->win_kind != WIN_SESSION)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos, "feature not supported: PARTITION BY in this window");
+    if (t->win_partition) {
+        /* Sessions are kept per GROUP BY key; PARTITION BY names must at least exist. */
+        for (int i = 0; i < ast_list_len(t->win_partition); i++)
+            if (!bind_expr(b, &in.scope, AST_AT(t->win_partition, i)))
+                return -1;
+    }
     PlanExpr *tc = bind_expr(b, &in.scope, t->time_col);
     if (!tc)
         return -1;
@@ -213,7 +217,13 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
                     "the time column of a window must be a TIMESTAMP or TIMESTAMPTZ column");
     int nargs = ast_list_len(t->win_args);
     int64_t size = 0, slide = 0, offset = 0;
-    if (t->win_kind == WIN_TUMBLE) {
+    if (t->win_kind == WIN_SESSION) {
+        if (nargs != 1)
+            return werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, t->pos, "SESSION takes (relation, time column, gap)");
+        if (const_interval_us(b, &in.scope, AST_AT(t->win_args, 0), &size))
+            return -1;
+        slide = size;
+    } else if (t->win_kind == WIN_TUMBLE) {
         if (nargs < 1 || nargs > 2)
             return werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, t->pos, "TUMBLE takes (relation, time column, size [, offset])");
         if (const_interval_us(b, &in.scope, AST_AT(t->win_args, 0), &size))
@@ -256,12 +266,18 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
         for (int i = 0; i < n; i++)
             out->scope.cols[i].qualifier = t->alias;
     /* A cumulating window's start is shared by windows of several ends: only
-     * window_end tells when a window closes. */
+     * window_end tells when a window closes. A session's bounds are known
+     * only to the aggregation that merges rows into sessions. */
+    bool sess = t->win_kind == WIN_SESSION;
     out->scope.cols[n] = (ScopeCol){.qualifier = qual, .name = "window_start", .type = tc->type,
-                                    .role = t->win_kind == WIN_CUMULATE ? ROLE_NONE : ROLE_WINDOW_START,
+                                    .role = sess ? ROLE_SESSION_START
+                                          : t->win_kind == WIN_CUMULATE ? ROLE_NONE : ROLE_WINDOW_START,
                                     .win_size_us = size};
     out->scope.cols[n + 1] = (ScopeCol){.qualifier = qual, .name = "window_end", .type = tc->type,
-                                        .role = ROLE_WINDOW_END};
+                                        .role = sess ? ROLE_SESSION_END : ROLE_WINDOW_END, .win_size_us = size};
+    if (sess && in.scope.cols[tc->col].role != ROLE_EVENT_TIME)
+        return werr(b->err, "42P20", t->time_col->pos,
+                    "SESSION windows need a time column with a WATERMARK (sessions close when it passes their end)");
     /* Without a watermark on the time column, nothing ever closes a window. */
     if (in.scope.cols[tc->col].role != ROLE_EVENT_TIME) {
         out->scope.cols[n].role = ROLE_NONE;
@@ -899,7 +915,30 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         a->keys = a->group_cols;
         a->append_only = false;
         /* A GROUP BY column that is a window bound with a watermark bounds the state. */
+        a->session_start_idx = a->session_end_idx = -1;
         for (int i = 0; i < agg.n_group; i++) {
+            if (pre_scope.cols[i].role == ROLE_SESSION_START)
+                a->session_start_idx = i;
+            if (pre_scope.cols[i].role == ROLE_SESSION_END)
+                a->session_end_idx = i;
+        }
+        if (a->session_start_idx >= 0 || a->session_end_idx >= 0) {
+            if (a->session_start_idx < 0 || a->session_end_idx < 0)
+                return werr(b->err, "42P20", sel->pos,
+                            "a SESSION window aggregation must GROUP BY both window_start and window_end");
+            a->session = true;
+            a->session_gap_us = pre_scope.cols[a->session_start_idx >= 0 ? a->session_start_idx : a->session_end_idx]
+                                    .win_size_us;
+            a->win_group_idx = a->session_end_idx >= 0 ? a->session_end_idx : a->session_start_idx;
+            if (!cur->append_only)
+                return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
+                            "feature not supported: SESSION windows over a changelog input");
+            for (int i = 0; i < agg.n_aggs; i++)
+                if (aggs[i].kind == AGG_COUNT_DISTINCT)
+                    return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
+                                "feature not supported: count(DISTINCT ...) over SESSION windows");
+        }
+        for (int i = 0; i < agg.n_group && !a->session; i++) {
             ColRole r = pre_scope.cols[i].role;
             if (r == ROLE_WINDOW_END) {
                 a->win_group_idx = i;
@@ -1153,6 +1192,14 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
                 win = n;
                 break;
             }
+        if (win && win->win_kind == WIN_SESSION) {
+            /* A row's session is decided by merging: the aggregation judges lateness. */
+            if (cv->late_rows_into) {
+                werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos, "feature not supported: LATE ROWS INTO with SESSION windows");
+                return NULL;
+            }
+            win = NULL;
+        }
         if (win) {
             win->late_check = true;
             win->lateness_us = lateness;

@@ -167,6 +167,9 @@ typedef struct PlanNode {
     int n_aggs;
     PlanAgg *aggs;
     int win_group_idx;          /* index into group_cols of the window bound column, -1 unbounded */
+    bool session;               /* session windows: the other group columns partition, sessions merge */
+    int session_start_idx, session_end_idx; /* group_cols indexes of window_start/window_end, -1 absent */
+    int64_t session_gap_us;
     int64_t win_end_offset_us;  /* window end = that column's value + this (0 for window_end) */
     int64_t lateness_us;        /* ALLOW LATENESS */
     PlanEmit emit;

@@ -9,7 +9,10 @@
 
 /* What a column means for time: lets the lowering recognise windowed
  * aggregations whose state a watermark bounds. */
-typedef enum ColRole { ROLE_NONE, ROLE_EVENT_TIME, ROLE_WINDOW_START, ROLE_WINDOW_END } ColRole;
+typedef enum ColRole {
+    ROLE_NONE, ROLE_EVENT_TIME, ROLE_WINDOW_START, ROLE_WINDOW_END,
+    ROLE_SESSION_START, ROLE_SESSION_END, /* bounds of a session window: decided by the aggregation */
+} ColRole;
 
 typedef struct ScopeCol {
     const char *qualifier;   /* relation name or alias, may be NULL */

@@ -36,6 +36,8 @@ typedef struct AggOp {
     int n_out;                /* values in an output row */
     bool windowed;
     bool global;              /* no GROUP BY: exactly one output row, even over no input */
+    bool session;             /* session windows (see session_push) */
+    int64_t min_end;          /* sessions: no stored session ends earlier (INT64_MIN: unknown) */
     Arena *touch_arena;       /* the touched map; reset after each flush */
     ByteMap touched;
     Chunk *out;               /* output being filled, in the chunk arena */
@@ -382,6 +384,75 @@ static int state_store(AggOp *a, const void *key, size_t klen, const Value *st)
     return stor_table_put(a->op.table, key, klen, a->vbuf.data, a->vbuf.len, a->op.rc->err);
 }
 
+/* Merges accumulator state `o` into `st` (session windows: two sessions
+ * become one). `o_first` tells whether o's session starts earlier, which
+ * decides order-dependent aggregates. Multiset aggregates are refused by
+ * the planner for sessions. */
+static void state_merge(AggOp *a, Value *st, const Value *o, bool o_first)
+{
+    const PlanNode *n = a->op.node;
+    st[a->n_group].u.i += o[a->n_group].u.i;
+    int k = a->n_group + 2;
+    for (int i = 0; i < n->n_aggs; i++) {
+        const PlanAgg *g = &n->aggs[i];
+        switch (g->kind) {
+        case AGG_COUNT_STAR:
+        case AGG_COUNT:
+        case AGG_COUNT_DISTINCT: st[k].u.i += o[k].u.i; break;
+        case AGG_SUM:
+        case AGG_AVG:
+            if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8)
+                st[k].u.f += o[k].u.f;
+            else if (g->type == TYPE_INTERVAL) {
+                st[k].u.iv.months += o[k].u.iv.months;
+                st[k].u.iv.days += o[k].u.iv.days;
+                st[k].u.iv.usecs += o[k].u.iv.usecs;
+            } else
+                st[k].u.i += o[k].u.i;
+            st[k + 1].u.i += o[k + 1].u.i;
+            break;
+        case AGG_MIN:
+        case AGG_MAX:
+            if (!o[k].null && (st[k].null || (g->kind == AGG_MIN ? value_cmp(&o[k], &st[k]) < 0
+                                                                  : value_cmp(&o[k], &st[k]) > 0)))
+                st[k] = o[k];
+            break;
+        case AGG_BOOL_AND:
+        case AGG_BOOL_OR:
+            st[k].u.i += o[k].u.i;
+            st[k + 1].u.i += o[k + 1].u.i;
+            break;
+        case AGG_FIRST:
+            if (o[k + 1].u.i && (o_first || !st[k + 1].u.i)) {
+                st[k] = o[k];
+                st[k + 1].u.i = 1;
+            }
+            break;
+        case AGG_LAST:
+            if (!o[k].null && (!o_first || st[k].null))
+                st[k] = o[k];
+            break;
+        case AGG_STRING_AGG:
+            if (o[k].null)
+                break;
+            if (st[k].null) {
+                st[k] = o[k];
+            } else {
+                const Value *x = o_first ? &o[k] : &st[k], *y = o_first ? &st[k] : &o[k];
+                size_t sl = strlen(g->sep), len = (size_t)x->u.s.len + sl + y->u.s.len;
+                char *buf = arena_alloc(a->op.rc->chunk_arena, len + 1);
+                memcpy(buf, x->u.s.p, x->u.s.len);
+                memcpy(buf + x->u.s.len, g->sep, sl);
+                memcpy(buf + x->u.s.len + sl, y->u.s.p, y->u.s.len);
+                st[k].u.s.p = buf;
+                st[k].u.s.len = (uint32_t)len;
+            }
+            break;
+        }
+        k += slots_of(g);
+    }
+}
+
 /* The state key of a group. A global aggregation has no group values; its
  * key is one zero byte, since storage keys are never empty. */
 static void make_key(AggOp *a, const Value *kv, int nk)
@@ -493,8 +564,223 @@ static int advance(AggOp *a, int64_t wm)
     return rcode;
 }
 
+/* ---- session windows ----
+ * State key: the group values other than the session bounds (memcomparable),
+ * then the session start (8 bytes, order-preserving). The state row holds
+ * the session's real bounds in the window_start/window_end group slots. A row
+ * opens [ts, ts + gap); every stored session of its key that overlaps is
+ * merged into it (their rows retracted, the merged row emitted). Sessions are
+ * closed by the watermark passing end + lateness. */
+
+static void session_prefix(AggOp *a, const Value *group, Buf *out)
+{
+    const PlanNode *n = a->op.node;
+    Value kv[MAX_VALS];
+    int nk = 0;
+    for (int i = 0; i < a->n_group; i++)
+        if (i != n->session_start_idx && i != n->session_end_idx)
+            kv[nk++] = group[i];
+    buf_reset(out);
+    key_encode(out, kv, nk);
+    buf_put_u8(out, 0x01); /* never empty, and keys stay prefix-free */
+}
+
+/* A session's bounds, from its state row (the planner makes both grouped). */
+static int64_t session_bound(const AggOp *a, const Value *st, bool end)
+{
+    const PlanNode *n = a->op.node;
+    return st[end ? n->session_end_idx : n->session_start_idx].u.i;
+}
+
+static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
+{
+    const PlanNode *n = a->op.node;
+    RtCtx *rc = a->op.rc;
+    int64_t ts = group[n->session_start_idx].u.i; /* the window operator set [ts, ts + gap) */
+    int64_t start = ts, end = ts + n->session_gap_us;
+    if (a->op.wm != TS_MINUS_INF && end <= a->op.wm - n->lateness_us) {
+        rc->stats.late_rows++;
+        return 0;
+    }
+    Value st[MAX_VALS], o[MAX_VALS], out[MAX_VALS];
+    state_init(a, group, st);
+    if (state_apply(a, st, c, r, 1))
+        return 0;
+    Buf prefix = BUF_INIT, okey = BUF_INIT;
+    session_prefix(a, group, &prefix);
+    /* Collect the overlapping sessions first: merging deletes them. */
+    StorIter *it;
+    if (stor_iter_open(a->op.table, prefix.data, prefix.len, &it, rc->err)) {
+        buf_free(&prefix);
+        return -1;
+    }
+    Buf olds = BUF_INIT; /* length-prefixed keys and values of merged sessions */
+    const void *k, *v;
+    size_t kl, vl;
+    int got, rcode = 0;
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        if (row_decode(v, vl, o, a->n_state))
+            continue;
+        int64_t os = session_bound(a, o, false), oe = session_bound(a, o, true);
+        if (os < end && ts < oe) {
+            buf_put_u32be(&olds, (uint32_t)kl);
+            buf_append(&olds, k, kl);
+            buf_put_u32be(&olds, (uint32_t)vl);
+            buf_append(&olds, v, vl);
+        }
+    }
+    stor_iter_close(it);
+    if (got < 0)
+        rcode = -1;
+    /* Merge, retracting what each old session showed. */
+    bool eowc = n->emit == PLAN_EMIT_ON_CLOSE;
+    const unsigned char *p = (const unsigned char *)olds.data, *pe = p + olds.len;
+    while (!rcode && p < pe) {
+        uint32_t l1 = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        const unsigned char *kk = p + 4;
+        const unsigned char *q = kk + l1;
+        uint32_t l2 = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
+        const unsigned char *vv = q + 4;
+        p = vv + l2;
+        if (row_decode(vv, l2, o, a->n_state))
+            continue;
+        bool shown = !eowc || o[a->n_group + 1].u.i;
+        if (shown) {
+            state_output(a, o, out);
+            if ((rcode = emit_row(a, OP_DELETE, out)))
+                break;
+        }
+        int64_t os = session_bound(a, o, false), oe = session_bound(a, o, true);
+        state_merge(a, st, o, os < start);
+        if (os < start)
+            start = os;
+        if (oe > end)
+            end = oe;
+        rcode = stor_table_delete(a->op.table, kk, l1, rc->err);
+    }
+    if (!rcode) {
+        st[n->session_start_idx].u.i = start;
+        st[n->session_end_idx].u.i = end;
+        /* On window close the merged session shows once closed (it may be already, with lateness). */
+        bool closed = a->op.wm != TS_MINUS_INF && end <= a->op.wm;
+        st[a->n_group + 1].u.i = eowc ? closed : 0;
+        if (!eowc || closed) {
+            state_output(a, st, out);
+            rcode = emit_row(a, OP_INSERT, out);
+        }
+    }
+    if (!rcode) {
+        buf_reset(&okey);
+        buf_append(&okey, prefix.data, prefix.len);
+        unsigned char sb[8];
+        put_be64(sb, (uint64_t)start ^ UINT64_C(0x8000000000000000));
+        buf_append(&okey, sb, 8);
+        buf_reset(&a->vbuf);
+        row_encode(&a->vbuf, st, a->n_state);
+        rcode = stor_table_put(a->op.table, okey.data, okey.len, a->vbuf.data, a->vbuf.len, rc->err);
+        if (!rcode && (a->min_end == INT64_MIN || end < a->min_end))
+            a->min_end = end;
+    }
+    buf_free(&prefix);
+    buf_free(&okey);
+    buf_free(&olds);
+    return rcode;
+}
+
+/* The watermark reached wm: sessions it passed fire (on close) and go. */
+static int session_advance(AggOp *a, int64_t wm)
+{
+    const PlanNode *n = a->op.node;
+    RtCtx *rc = a->op.rc;
+    if (wm <= a->op.wm)
+        return 0;
+    a->op.wm = wm;
+    if (a->min_end != INT64_MIN && a->min_end > wm)
+        return 0; /* no session ends before the watermark: nothing to do */
+    StorIter *it;
+    if (stor_iter_open(a->op.table, NULL, 0, &it, rc->err))
+        return -1;
+    Value st[MAX_VALS], out[MAX_VALS];
+    Buf dead = BUF_INIT, fire = BUF_INIT;
+    const void *k, *v;
+    size_t kl, vl;
+    int got, rcode = 0;
+    int64_t min_left = INT64_MAX;
+    bool eowc = n->emit == PLAN_EMIT_ON_CLOSE;
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        if (row_decode(v, vl, st, a->n_state))
+            continue;
+        int64_t end = session_bound(a, st, true);
+        bool closes = end <= wm, expires = end <= wm - n->lateness_us || wm == TS_PLUS_INF;
+        if (eowc && closes && !st[a->n_group + 1].u.i) {
+            state_output(a, st, out);
+            if ((rcode = emit_row(a, OP_INSERT, out)))
+                break;
+            if (!expires) {
+                st[a->n_group + 1].u.i = 1;
+                buf_put_u32be(&fire, (uint32_t)kl);
+                buf_append(&fire, k, kl);
+                Buf enc = BUF_INIT;
+                row_encode(&enc, st, a->n_state);
+                buf_put_u32be(&fire, (uint32_t)enc.len);
+                buf_append(&fire, enc.data, enc.len);
+                buf_free(&enc);
+            }
+        }
+        if (expires) {
+            buf_put_u32be(&dead, (uint32_t)kl);
+            buf_append(&dead, k, kl);
+        } else if (end < min_left) {
+            min_left = end;
+        }
+    }
+    stor_iter_close(it);
+    if (got < 0)
+        rcode = -1;
+    const unsigned char *p = (const unsigned char *)fire.data, *pe = p + fire.len;
+    while (!rcode && p < pe) {
+        uint32_t l1 = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        const unsigned char *kk = p + 4, *q = kk + l1;
+        uint32_t l2 = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
+        rcode = stor_table_put(a->op.table, kk, l1, q + 4, l2, rc->err);
+        p = q + 4 + l2;
+    }
+    p = (const unsigned char *)dead.data;
+    pe = p + dead.len;
+    while (!rcode && p < pe) {
+        uint32_t l = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        rcode = stor_table_delete(a->op.table, p + 4, l, rc->err);
+        p += 4 + l;
+    }
+    if (!rcode)
+        a->min_end = min_left;
+    buf_free(&dead);
+    buf_free(&fire);
+    return rcode;
+}
+
+static int session_push(AggOp *a, Chunk *c)
+{
+    const PlanNode *n = a->op.node;
+    Value group[MAX_VALS];
+    for (int r = 0; r < c->n_rows; r++) {
+        int64_t row_wm = c->wm ? c->wm[r] : a->op.wm;
+        if (row_wm > a->op.wm && session_advance(a, row_wm))
+            return -1;
+        for (int i = 0; i < a->n_group; i++)
+            chunk_get(c, n->group_cols[i], r, &group[i]);
+        if (group[n->session_start_idx].null)
+            continue;
+        if (session_push_row(a, c, r, group))
+            return -1;
+    }
+    return emit_pending(a);
+}
+
 static int agg_push(RtOp *op, Chunk *c)
 {
+    if (((AggOp *)op)->session)
+        return session_push((AggOp *)op, c);
     AggOp *a = (AggOp *)op;
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
@@ -558,6 +844,11 @@ static int agg_watermark(RtOp *op, int64_t wm)
     AggOp *a = (AggOp *)op;
     if (wm <= op->wm)
         return 0;
+    if (a->session) {
+        if (session_advance(a, wm) || emit_pending(a))
+            return -1;
+        return rt_emit_watermark(op, wm);
+    }
     if (flush_changes(a) || advance(a, wm) || emit_pending(a))
         return -1;
     /* Downstream sees the watermark on the window column once windows up to it are final. */
@@ -618,6 +909,10 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
         a->n_state += slots_of(&n->aggs[i]);
     a->windowed = n->win_group_idx >= 0;
     a->global = n->n_group == 0;
+    a->session = n->session;
+    a->min_end = INT64_MIN;
+    if (a->session)
+        a->windowed = false;
     a->touch_arena = arena_new(0);
     bytemap_init(&a->touched, a->touch_arena);
     if (a->n_state > MAX_VALS || a->n_out > MAX_VALS) {

@@ -77,12 +77,17 @@ static int window_push(RtOp *op, Chunk *c)
         /* TUMBLE/HOP: the last window start at or before ts, then earlier ones
          * while they still cover ts. CUMULATE: one start (aligned to the max
          * size), ends every step from it, those after ts. */
-        bool cum = n->win_kind == WIN_CUMULATE;
+        bool cum = n->win_kind == WIN_CUMULATE, sess = n->win_kind == WIN_SESSION;
         int64_t unit = cum ? n->win_size_us : n->win_slide_us;
         int64_t last = floor_div(ts - n->win_offset_us, unit) * unit + n->win_offset_us;
         for (int k = 0; k < per_row; k++) {
             int64_t start = cum ? last : last - (int64_t)(per_row - 1 - k) * n->win_slide_us;
             int64_t end = cum ? last + (int64_t)(k + 1) * n->win_slide_us : start + n->win_size_us;
+            if (sess) {
+                /* The row's own session [ts, ts + gap); the aggregation merges overlapping ones. */
+                start = ts;
+                end = ts + n->win_size_us;
+            }
             if (end <= ts)
                 continue;
             if (n->late_check) {
