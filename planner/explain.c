@@ -186,6 +186,14 @@ static void node_params(const PlanNode *n, Buf *out)
         }
         break;
     }
+    case PN_TOPN:
+        buf_puts(out, "partition: ");
+        cols_list(in, n->n_part, n->part_cols, out);
+        buf_puts(out, ", order: [");
+        for (int i = 0; i < n->n_order_cols; i++)
+            buf_printf(out, "%s%s%s", i ? ", " : "", in->names[n->order_cols[i]], n->order_desc[i] ? " DESC" : "");
+        buf_printf(out, "], limit: %lld", (long long)n->topn_limit);
+        break;
     case PN_VIEW_SCAN:
     case PN_VIEW_SOURCE:
         buf_printf(out, "view: %s", n->scan_rel->name);
@@ -206,6 +214,11 @@ static void node_state(const PlanNode *n, Buf *out)
         break;
     case PN_VIEW_SOURCE:
         buf_puts(out, "whether the upstream view's rows were read");
+        break;
+    case PN_TOPN:
+        buf_puts(out, "rows per partition ");
+        cols_list(in, n->n_part, n->part_cols, out);
+        buf_puts(out, n->inputs[0]->append_only ? "; the first N only (append-only input)" : "; all of them (retracting input)");
         break;
     case PN_WATERMARK:
         buf_puts(out, "max event time per partition");

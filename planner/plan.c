@@ -23,6 +23,8 @@ typedef struct Rel {
 
 typedef struct PlanCtx {
     BindCtx b;
+    const AstSelect *topn_sub;   /* a FROM subquery with ROW_NUMBER() OVER, filtered rn <= topn_n outside */
+    int64_t topn_n;
     bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
     bool allow_unbounded;    /* the user accepted operators with unbounded state */
     int n_nodes, cap_nodes;
@@ -32,7 +34,7 @@ typedef struct PlanCtx {
 const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
-                                  "Materialize", "Join", "ViewScan", "ViewSource", "Values"};
+                                  "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -524,6 +526,120 @@ static int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *u
     return 0;
 }
 
+/* ---- Top-N: ROW_NUMBER() OVER (...) filtered outside --------------------------- */
+
+/* The ROW_NUMBER() OVER target of a select, or -1. */
+static int row_number_target(const AstSelect *s)
+{
+    for (int i = 0; i < ast_list_len(s->targets); i++) {
+        const AstTarget *t = AST_AT(s->targets, i);
+        if (t->expr->kind == AST_FUNC && t->expr->over && strcmp(t->expr->text, "row_number") == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* Finds `rn <= N`, `rn < N`, `rn = 1` (or reversed) among the AND-ed terms of w. */
+static bool rn_limit(const AstExpr *w, const char *rn, int64_t *n)
+{
+    if (!w)
+        return false;
+    if (w->kind == AST_BINARY && w->op == OP_AND)
+        return rn_limit(AST_AT(w->args, 0), rn, n) || rn_limit(AST_AT(w->args, 1), rn, n);
+    if (w->kind != AST_BINARY)
+        return false;
+    const AstExpr *x = AST_AT(w->args, 0), *y = AST_AT(w->args, 1);
+    AstOp op = w->op;
+    if (y->kind == AST_COLUMN && x->kind == AST_LITERAL) {
+        const AstExpr *t = x;
+        x = y;
+        y = t;
+        op = op == OP_GE ? OP_LE : op == OP_GT ? OP_LT : op == OP_LE ? OP_GE : op == OP_LT ? OP_GT : op;
+    }
+    if (x->kind != AST_COLUMN || strcmp(x->text, rn) != 0 || y->kind != AST_LITERAL || y->lit_kind != LIT_INT)
+        return false;
+    int64_t v = atoll(y->text);
+    if (op == OP_LE)
+        *n = v;
+    else if (op == OP_LT)
+        *n = v - 1;
+    else if (op == OP_EQ && v == 1)
+        *n = 1;
+    else
+        return false;
+    return *n >= 1;
+}
+
+static int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
+{
+    BindCtx *b = &p->b;
+    int ti = row_number_target(inner);
+    const AstTarget *rt = AST_AT(inner->targets, ti);
+    const AstWindowSpec *over = rt->expr->over;
+    if (ast_list_len(rt->expr->args))
+        return werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, rt->pos, "row_number() takes no arguments");
+    if (!ast_list_len(over->order_by))
+        return werr(b->err, SQLSTATE_SYNTAX_ERROR, rt->pos, "ROW_NUMBER() OVER needs an ORDER BY");
+    /* The inner select without its row number, plus its PARTITION BY and ORDER
+     * BY expressions as hidden columns: that is the input of the Top-N. */
+    int np = ast_list_len(over->partition_by), no = ast_list_len(over->order_by);
+    AstSelect copy = *inner;
+    AstList *targets = NULL;
+    for (int i = 0; i < ast_list_len(inner->targets); i++)
+        if (i != ti)
+            targets = ast_list_append(b->a, targets, AST_AT(inner->targets, i));
+    for (int i = 0; i < np + no; i++) {
+        AstTarget *x = arena_zalloc(b->a, sizeof *x);
+        x->expr = i < np ? AST_AT(over->partition_by, i) : ((AstOrderItem *)AST_AT(over->order_by, i - np))->expr;
+        x->alias = arena_printf(b->a, "_rank_key%d", i);
+        x->pos = x->expr->pos;
+        targets = ast_list_append(b->a, targets, x);
+    }
+    copy.targets = targets;
+    Rel in;
+    if (plan_select(p, &copy, &in, NULL))
+        return -1;
+    int base = in.scope.n - (np + no);
+    for (int i = base; i < in.scope.n; i++) {
+        in.scope.cols[i].hidden = true;
+        in.node->out.hidden[i] = true;
+    }
+    PlanNode *t = new_node(p, PN_TOPN, in.node);
+    t->n_part = np;
+    t->part_cols = arena_alloc(b->a, sizeof(int) * (size_t)(np + 1));
+    t->n_order_cols = no;
+    t->order_cols = arena_alloc(b->a, sizeof(int) * (size_t)(no + 1));
+    t->order_desc = arena_zalloc(b->a, sizeof(bool) * (size_t)(no + 1));
+    t->order_nulls_first = arena_zalloc(b->a, sizeof(bool) * (size_t)(no + 1));
+    for (int i = 0; i < np + no; i++) {
+        if (i < np) {
+            t->part_cols[i] = base + i;
+        } else {
+            const AstOrderItem *o = AST_AT(over->order_by, i - np);
+            t->order_cols[i - np] = base + i;
+            t->order_desc[i - np] = o->desc;
+            t->order_nulls_first[i - np] = o->nulls == 1 || (o->nulls == 0 && o->desc);
+        }
+    }
+    t->topn_limit = p->topn_n;
+    t->table_id = new_table(p);
+    t->append_only = false;
+    t->wm_col = -1;
+    int n = in.scope.n;
+    alloc_scope(b->a, &out->scope, n + 1);
+    memcpy(out->scope.cols, in.scope.cols, sizeof(ScopeCol) * (size_t)n);
+    out->scope.cols[n] = (ScopeCol){.name = rt->alias ? arena_strdup(b->a, rt->alias) : "row_number", .type = TYPE_INT8};
+    schema_from_scope(b->a, &t->out, &out->scope);
+    /* Each (partition, rank) holds one row. */
+    t->n_keys = np + 1;
+    t->keys = arena_alloc(b->a, sizeof(int) * (size_t)(np + 1));
+    for (int i = 0; i < np; i++)
+        t->keys[i] = t->part_cols[i];
+    t->keys[np] = n;
+    out->node = t;
+    return 0;
+}
+
 static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
@@ -531,7 +647,10 @@ static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
     case TREF_NAME: return plan_relation_name(p, t, out);
     case TREF_WINDOW: return plan_window(p, t, out);
     case TREF_SUBQUERY: {
-        if (plan_select(p, t->subquery, out, NULL))
+        if (t->subquery == p->topn_sub) {
+            if (plan_topn(p, t->subquery, out))
+                return -1;
+        } else if (plan_select(p, t->subquery, out, NULL))
             return -1;
         const char *q = t->alias;
         for (int i = 0; i < out->scope.n; i++) {
@@ -771,6 +890,26 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         return 0;
     }
 
+    /* SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn FROM ...) WHERE rn <= N: a Top-N. */
+    if (ast_list_len(sel->from) == 1) {
+        const AstTableRef *t0 = AST_AT(sel->from, 0);
+        if (t0->kind == TREF_SUBQUERY) {
+            int ti = row_number_target(t0->subquery);
+            if (ti >= 0) {
+                const AstTarget *rt = AST_AT(t0->subquery->targets, ti);
+                int64_t n = 0;
+                if (!rn_limit(sel->where, rt->alias ? rt->alias : "row_number", &n))
+                    return werr(b->err, SQLSTATE_NOT_SUPPORTED, rt->pos,
+                                "feature not supported: ROW_NUMBER() OVER without an outer filter rn <= N"),
+                           werr_hint(b->err, "Top-N and deduplication: SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER "
+                                             "(PARTITION BY .. ORDER BY ..) AS rn FROM ..) WHERE rn <= 3"), -1;
+                if (n > 10000)
+                    return werr(b->err, SQLSTATE_PROGRAM_LIMIT, sel->pos, "a Top-N keeps at most 10000 rows per partition");
+                p->topn_sub = t0->subquery;
+                p->topn_n = n;
+            }
+        }
+    }
     Rel in;
     if (plan_from(p, sel, &in))
         return -1;

@@ -118,6 +118,7 @@ typedef enum PlanNodeKind {
     PN_AGG,           /* grouped aggregation, optionally window-bounded */
     PN_MATERIALIZE,   /* the view's rows, keyed by pk, in a state table */
     PN_JOIN,          /* hash join on equality keys (regular), or an interval join */
+    PN_TOPN,          /* ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..) <= N: the first N rows per partition */
     PN_VIEW_SCAN,     /* batch: reads a materialized view's rows once */
     PN_VIEW_SOURCE,   /* streaming: a materialized view's changelog (its rows first, then changes) */
     PN_VALUES,        /* batch: literal rows */
@@ -182,6 +183,14 @@ typedef struct PlanNode {
     int left_time_col, right_time_col;
     int64_t lo_us, hi_us;
     uint64_t table_id2;         /* the right side's state */
+    /* PN_TOPN: output = input columns then the row number (BIGINT) */
+    int n_part;
+    int *part_cols;
+    int n_order_cols;
+    int *order_cols;
+    bool *order_desc;
+    bool *order_nulls_first;
+    int64_t topn_limit;
     /* PN_MATERIALIZE: keys are the pk; a hidden _row_id is added for keyless append-only input */
     const char *view_name;
     bool row_id_key;

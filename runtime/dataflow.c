@@ -78,6 +78,7 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_AGG: return rt_op_agg_new(rc, n);
     case PN_MATERIALIZE: return rt_op_materialize_new(rc, n);
     case PN_JOIN: return rt_op_join_new(rc, n);
+    case PN_TOPN: return rt_op_topn_new(rc, n);
     case PN_VIEW_SCAN: return rt_op_view_scan_new(rc, n);
     case PN_VIEW_SOURCE: return rt_op_view_source_new(rc, n);
     case PN_VALUES: return rt_op_values_new(rc, n);

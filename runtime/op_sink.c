@@ -98,7 +98,13 @@ static int bh_write(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkChange *
 }
 static void bh_close(RtSinkWriter *w) { free(w); }
 
-const RtSinkConnector rt_sink_blackhole = {"blackhole", bh_open, bh_last, bh_write, bh_close};
+static int bh_reset(RtSinkWriter *w, WError *err)
+{
+    *(uint64_t *)w = 0;
+    return 0;
+}
+
+const RtSinkConnector rt_sink_blackhole = {"blackhole", bh_open, bh_last, bh_write, bh_reset, bh_close};
 
 const RtSinkConnector *rt_sink_connector(const char *name)
 {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "kafka.h"
 #include "nexmark.h"
@@ -31,6 +32,7 @@ typedef struct SourceOp {
     int64_t *target;          /* flush target per partition, or NULL */
     int64_t *bound;           /* scan.bounded.mode = 'latest': end offset per partition, or NULL */
     bool ended;               /* a bounded source read everything: +infinity was sent */
+    int64_t last_tick_ms;     /* last idle tick sent downstream */
     const char **names;       /* column names for JSON decoding */
     const bool *not_null;     /* NOT NULL columns, or NULL */
     int n_cols;
@@ -220,6 +222,17 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
     int n = rt_kafka_source_poll(s->ks, timeout_ms, s->recs, POLL_BATCH);
     if (n < 0)
         return 0; /* transient: the connector logs and retries */
+    if (n == 0 && !s->ended) {
+        /* No data: a tick (every 100 ms) lets idle partitions stop holding the watermark back. */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        if (now - s->last_tick_ms >= 100) {
+            s->last_tick_ms = now;
+            if (rt_emit_watermark(op, TS_MINUS_INF))
+                return -1;
+        }
+    }
     if (n > 0)
         *did_work = true;
     const PlanNode *node = op->node;

@@ -64,7 +64,8 @@ static void ensure_parts(WmOp *w, int n)
 }
 
 /* The source's watermark: the minimum over its partitions, leaving out
- * partitions idle for longer than idle_timeout (unless all of them are). */
+ * partitions idle for longer than idle_timeout; when all are idle, the
+ * minimum over those that ever had data. */
 static int64_t min_over(const WmOp *w)
 {
     int64_t m = TS_PLUS_INF, now = w->idle_ms ? mono_ms() : 0;
@@ -77,9 +78,13 @@ static int64_t min_over(const WmOp *w)
             m = w->part_max[p];
     }
     if (!any) {
+        /* Everything is idle: partitions that never had data do not hold the
+         * watermark; the others (all quiet) still do. */
         for (int p = 0; p < w->n_parts; p++)
-            if (w->part_max[p] < m)
+            if (w->part_max[p] != TS_MINUS_INF && w->part_max[p] < m)
                 m = w->part_max[p];
+        if (m == TS_PLUS_INF)
+            m = TS_MINUS_INF;
     }
     return w->n_parts ? m : TS_MINUS_INF;
 }
@@ -142,14 +147,31 @@ static int wm_push(RtOp *op, Chunk *c)
     return 0;
 }
 
-/* Sources send one watermark only: +infinity when a bounded input ends. */
+/* Sources send +infinity when a bounded input ends, and otherwise a tick
+ * when they have no data: partitions may have gone idle meanwhile, which
+ * lets the watermark move without a new row. */
 static int wm_watermark(RtOp *op, int64_t wm)
 {
     WmOp *w = (WmOp *)op;
-    if (wm != TS_PLUS_INF || w->emitted == TS_PLUS_INF)
+    if (w->emitted == TS_PLUS_INF)
         return 0;
-    w->current = w->emitted = TS_PLUS_INF;
-    return rt_emit_watermark(op, TS_PLUS_INF);
+    if (wm == TS_PLUS_INF) {
+        w->current = w->emitted = TS_PLUS_INF;
+        op->rc->stats.watermark = TS_PLUS_INF;
+        return rt_emit_watermark(op, TS_PLUS_INF);
+    }
+    if (!w->idle_ms)
+        return 0;
+    int64_t m = min_over(w);
+    if (m > w->current)
+        w->current = m;
+    if (w->current > op->rc->stats.watermark)
+        op->rc->stats.watermark = w->current;
+    if (w->current > w->emitted) {
+        w->emitted = w->current;
+        return rt_emit_watermark(op, w->current);
+    }
+    return 0;
 }
 
 static int wm_flush_state(RtOp *op, uint64_t epoch)

@@ -62,6 +62,9 @@ typedef struct RtSinkConnector {
     /* Applies all changes of one epoch and records epoch, atomically. An
      * epoch <= last_epoch() must be a no-op. On error nothing is applied. */
     int (*write_epoch)(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkChange *changes, WError *err);
+    /* Forgets the sink's progress in the target (a new sink under an old
+     * name starts from epoch 0, e.g. over a fresh data directory). */
+    int (*reset)(RtSinkWriter *w, WError *err);
     void (*close)(RtSinkWriter *w);
 } RtSinkConnector;
 

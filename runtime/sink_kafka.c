@@ -680,5 +680,28 @@ static void kafka_close(RtSinkWriter *w)
  * 08006 unreachable within PING_TIMEOUT_MS, 58030 the broker refused (e.g.
  * control topic creation); write_epoch: 22023 a retraction under FORMAT
  * PLAIN, 58030 a record failed, 08006 timed out (the epoch is retried). */
+/* A tombstone for the sink's key in the progress topic: last_epoch reads it as 0. */
+static int kafka_reset(RtSinkWriter *w, WError *err)
+{
+    if (!w->prod && producer_start(w, err) < 0)
+        return -1;
+    int rc = w->exactly_once ? rt_kafka_producer_begin_txn(w->prod, err) : 0;
+    if (!rc)
+        rc = rt_kafka_produce(w->prod, PROGRESS_TOPIC, -1, w->name, strlen(w->name), NULL, 0, err);
+    if (!rc)
+        rc = w->exactly_once ? rt_kafka_producer_commit_txn(w->prod, OP_TIMEOUT_MS, err)
+                             : rt_kafka_producer_flush(w->prod, OP_TIMEOUT_MS, err);
+    if (rc < 0) {
+        if (w->exactly_once) {
+            WError ignored = {0};
+            rt_kafka_producer_abort_txn(w->prod, OP_TIMEOUT_MS, &ignored);
+        }
+        return -1;
+    }
+    w->last = 0;
+    w->last_known = true;
+    return 0;
+}
+
 const RtSinkConnector rt_sink_kafka = {"kafka", kafka_open, kafka_last_epoch, kafka_write_epoch,
-                                       kafka_close};
+                                       kafka_reset, kafka_close};

@@ -865,10 +865,24 @@ static int pg_write_epoch(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkCh
     }
 }
 
+static int pg_reset(RtSinkWriter *w, WError *err)
+{
+    const char *params[] = {w->sink};
+    if (ensure_conn(w, err))
+        return -1;
+    PGresult *res = pg_query(w, "DELETE FROM weir_sink_progress WHERE sink = $1", 1, params,
+                             "resetting weir_sink_progress", err);
+    if (!res)
+        return -1;
+    PQclear(res);
+    return 0;
+}
+
 const RtSinkConnector rt_sink_postgres = {
     .name = "postgres",
     .open = pg_open,
     .last_epoch = pg_last_epoch,
     .write_epoch = pg_write_epoch,
+    .reset = pg_reset,
     .close = pg_close,
 };

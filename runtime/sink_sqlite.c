@@ -593,10 +593,25 @@ fail:
     return -1;
 }
 
+static int sq_reset(RtSinkWriter *w, WError *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(w->db, "DELETE FROM weir_sink_progress WHERE sink = ?1", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, w->sink, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_OK)
+        return sq_fail(w, rc, "resetting weir_sink_progress", err);
+    return 0;
+}
+
 const RtSinkConnector rt_sink_sqlite = {
     .name = "sqlite",
     .open = sq_open,
     .last_epoch = sq_last_epoch,
     .write_epoch = sq_write_epoch,
+    .reset = sq_reset,
     .close = sq_close,
 };

@@ -345,8 +345,9 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
     }
     o->kind = CAT_VIEW;
     o->arena = arena_new(0);
-    PlanCatalog cat = engine_plan_catalog(e, o, replay != NULL, false, NULL);
-    PlanViewOptions opt = {.name = o->name, .allow_unbounded = allow_unbounded(s)};
+    PlanCatalog cat = engine_plan_catalog(e, o, replay != NULL, false, o->arena);
+    /* At start, a view is rebuilt as it was accepted (with or without the opt-in). */
+    PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || allow_unbounded(s)};
     o->plan = plan_view(cv, &cat, &opt, o->arena, err);
     if (!o->plan)
         goto fail;
@@ -576,7 +577,12 @@ int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *r
         RtSinkWriter *w;
         if (c->open(sp, &w, err))
             goto fail;
+        /* A new sink starts at epoch 0 in the target, whatever an old sink of
+         * the same name left there (its epochs came from another data directory). */
+        int r = c->reset(w, err);
         c->close(w);
+        if (r)
+            goto fail;
         uint64_t tid;
         if (stor_next_id(e->stor, &o->id, err) || stor_next_id(e->stor, &tid, err))
             goto fail;

@@ -261,6 +261,10 @@ int main(void)
     c->close(w);
     w = open_ok(c, &sp, "reopen");
     is_int(last(c, w), 7, "last_epoch survives close/open");
+    ok(c->reset(w, &e) == 0, "reset");
+    is_int(last(c, w), 0, "after reset (a new sink of the same name) last_epoch is 0");
+    ok(wr(c, w, 7, 0, NULL, &e) == 0, "epoch 7 again");
+    is_int(last(c, w), 7, "epoch 7 applies again after the reset");
 
     /* The same key twice in one epoch: applied in order. */
     Value a10[WIDE_N], b10[WIDE_N], a11[WIDE_N];

@@ -1,0 +1,242 @@
+/*
+ * op_topn.c: the first N rows per partition, by an order (ROW_NUMBER() <= N).
+ *
+ * State: one entry per distinct row, key = partition key, order key, the
+ * row; value = 8-byte count, then the row. The order key is memcomparable
+ * with DESC columns bit-inverted and NULLs placed as asked, so a prefix scan
+ * of a partition yields its rows in rank order. A change re-reads the
+ * partition's first N rows before and after it and emits the difference by
+ * rank: for each rank whose row changed, -D of the old (row, rank) and +I of
+ * the new one. With an append-only input rows below the first N can never
+ * come back, so they are not kept: the state is N rows per partition.
+ */
+#include "runtime_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct TopOp {
+    RtOp op;
+    Chunk *out;
+    Buf pbuf, kbuf, vbuf;
+} TopOp;
+
+typedef struct Ranked {
+    int n;
+    char **rows;              /* encoded rows in rank order (a row with count c appears c times) */
+    size_t *lens;
+} Ranked;
+
+static int emit_row(TopOp *t, RowOp op, const Value *vals)
+{
+    RtCtx *rc = t->op.rc;
+    if (t->out && chunk_full(t->out)) {
+        Chunk *c = t->out;
+        t->out = NULL;
+        if (rt_emit(&t->op, c))
+            return -1;
+    }
+    if (!t->out)
+        t->out = chunk_new(rc->chunk_arena, t->op.node->out.n, t->op.node->out.types, CHUNK_DEFAULT_CAP);
+    chunk_append(t->out, op, vals);
+    return 0;
+}
+
+/* Appends the order key of row vals. */
+static void order_key(const PlanNode *n, const Value *vals, Buf *out)
+{
+    for (int i = 0; i < n->n_order_cols; i++) {
+        size_t at = out->len;
+        const Value *v = &vals[n->order_cols[i]];
+        key_encode(out, v, 1);
+        bool desc = n->order_desc[i];
+        if (v->null)
+            out->data[at] = (char)((n->order_nulls_first[i] != desc) ? 0x00 : 0x02);
+        if (desc)
+            for (size_t k = at; k < out->len; k++)
+                out->data[k] = (char)~(unsigned char)out->data[k];
+    }
+}
+
+static void part_key(const PlanNode *n, const Value *vals, Buf *out)
+{
+    Value pv[64];
+    for (int i = 0; i < n->n_part && i < 64; i++)
+        pv[i] = vals[n->part_cols[i]];
+    buf_reset(out);
+    key_encode(out, pv, n->n_part);
+    buf_put_u8(out, 0x01);
+}
+
+/* The first `limit` rows of the partition in t->pbuf (copied into the chunk arena). */
+static int read_top(TopOp *t, int64_t limit, Ranked *r, int64_t *total_entries)
+{
+    RtCtx *rc = t->op.rc;
+    r->n = 0;
+    r->rows = arena_alloc(rc->chunk_arena, sizeof(char *) * (size_t)(limit + 1));
+    r->lens = arena_alloc(rc->chunk_arena, sizeof(size_t) * (size_t)(limit + 1));
+    StorIter *it;
+    if (stor_iter_open(t->op.table, t->pbuf.data, t->pbuf.len, &it, rc->err))
+        return -1;
+    const void *k, *v;
+    size_t kl, vl;
+    int got;
+    int64_t seen = 0;
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        if (vl < 8)
+            continue;
+        int64_t count = (int64_t)get_be64(v);
+        seen += count;
+        for (int64_t c = 0; c < count && r->n < limit; c++) {
+            r->rows[r->n] = arena_strndup(rc->chunk_arena, (const char *)v + 8, vl - 8);
+            r->lens[r->n] = vl - 8;
+            r->n++;
+        }
+        if (r->n >= limit && !total_entries)
+            break;
+    }
+    stor_iter_close(it);
+    if (total_entries)
+        *total_entries = seen;
+    return got < 0 ? -1 : 0;
+}
+
+static int apply(TopOp *t, const Value *vals, int sign)
+{
+    const PlanNode *n = t->op.node;
+    RtCtx *rc = t->op.rc;
+    int nin = n->inputs[0]->out.n;
+    part_key(n, vals, &t->pbuf);
+    Ranked before, after;
+    if (read_top(t, n->topn_limit, &before, NULL))
+        return -1;
+    buf_reset(&t->kbuf);
+    buf_append(&t->kbuf, t->pbuf.data, t->pbuf.len);
+    order_key(n, vals, &t->kbuf);
+    buf_reset(&t->vbuf);
+    row_encode(&t->vbuf, vals, nin);
+    buf_append(&t->kbuf, t->vbuf.data, t->vbuf.len); /* the row keeps equal-order rows apart */
+    const void *v;
+    size_t vl;
+    int f = stor_table_get(t->op.table, t->kbuf.data, t->kbuf.len, &v, &vl, rc->err);
+    if (f < 0)
+        return -1;
+    int64_t count = (f == 1 && vl >= 8 ? (int64_t)get_be64(v) : 0) + sign;
+    int rcode;
+    if (count <= 0) {
+        rcode = stor_table_delete(t->op.table, t->kbuf.data, t->kbuf.len, rc->err);
+    } else {
+        Buf nv = BUF_INIT;
+        buf_put_u64be(&nv, (uint64_t)count);
+        buf_append(&nv, t->vbuf.data, t->vbuf.len);
+        rcode = stor_table_put(t->op.table, t->kbuf.data, t->kbuf.len, nv.data, nv.len, rc->err);
+        buf_free(&nv);
+    }
+    if (rcode)
+        return -1;
+    if (read_top(t, n->topn_limit, &after, NULL))
+        return -1;
+    Value row[1602];
+    for (int64_t rank = 0; rank < n->topn_limit; rank++) {
+        bool hb = rank < before.n, ha = rank < after.n;
+        if (hb && ha && before.lens[rank] == after.lens[rank] &&
+            memcmp(before.rows[rank], after.rows[rank], after.lens[rank]) == 0)
+            continue;
+        if (hb) {
+            if (row_decode(before.rows[rank], before.lens[rank], row, nin))
+                return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt Top-N state");
+            row[nin] = value_int(TYPE_INT8, rank + 1);
+            if (emit_row(t, OP_DELETE, row))
+                return -1;
+        }
+        if (ha) {
+            if (row_decode(after.rows[rank], after.lens[rank], row, nin))
+                return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt Top-N state");
+            row[nin] = value_int(TYPE_INT8, rank + 1);
+            if (emit_row(t, OP_INSERT, row))
+                return -1;
+        }
+    }
+    if (sign > 0 && n->inputs[0]->append_only) {
+        /* Rows below the first N can never rise again: forget them. */
+        StorIter *it;
+        if (stor_iter_open(t->op.table, t->pbuf.data, t->pbuf.len, &it, rc->err))
+            return -1;
+        const void *k;
+        size_t kl;
+        int got;
+        int64_t seen = 0;
+        Buf dead = BUF_INIT;
+        while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+            int64_t c = vl >= 8 ? (int64_t)get_be64(v) : 0;
+            if (seen >= n->topn_limit) {
+                buf_put_u32be(&dead, (uint32_t)kl);
+                buf_append(&dead, k, kl);
+            }
+            seen += c;
+        }
+        stor_iter_close(it);
+        for (size_t off = 0; got >= 0 && off + 4 <= dead.len;) {
+            const unsigned char *p = (const unsigned char *)dead.data + off;
+            uint32_t l = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+            if (stor_table_delete(t->op.table, p + 4, l, rc->err))
+                got = -1;
+            off += 4 + l;
+        }
+        buf_free(&dead);
+        if (got < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int topn_push(RtOp *op, Chunk *c)
+{
+    TopOp *t = (TopOp *)op;
+    Value vals[1602];
+    int nin = c->n_cols;
+    if (nin > 1601)
+        return werr(op->rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
+    for (int r = 0; r < c->n_rows; r++) {
+        for (int i = 0; i < nin; i++)
+            chunk_get(c, i, r, &vals[i]);
+        if (apply(t, vals, rowop_is_add(c->ops[r]) ? 1 : -1))
+            return -1;
+    }
+    if (t->out && t->out->n_rows) {
+        Chunk *o = t->out;
+        t->out = NULL;
+        return rt_emit(op, o);
+    }
+    return 0;
+}
+
+static int topn_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, wm); }
+static int topn_finish(RtOp *op) { return 0; }
+
+static void topn_close(RtOp *op)
+{
+    TopOp *t = (TopOp *)op;
+    stor_table_close(op->table);
+    buf_free(&t->pbuf);
+    buf_free(&t->kbuf);
+    buf_free(&t->vbuf);
+    free(t);
+}
+
+static const RtOpVt TOPN_VT = {.push = topn_push, .watermark = topn_watermark, .finish = topn_finish,
+                               .close = topn_close};
+
+RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n)
+{
+    TopOp *t = xcalloc(1, sizeof *t);
+    t->op.vt = &TOPN_VT;
+    t->op.node = n;
+    t->op.rc = rc;
+    t->op.wm = TS_MINUS_INF;
+    if (rt_op_open_table(&t->op, rc->err)) {
+        topn_close(&t->op);
+        return NULL;
+    }
+    return &t->op;
+}
