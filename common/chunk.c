@@ -9,7 +9,7 @@ const char *rowop_name(RowOp op)
     return (unsigned)op < 4 ? names[op] : "?";
 }
 
-static size_t phys_size(TypeId t)
+size_t chunk_phys_size(TypeId t)
 {
     switch (type_phys(t)) {
     case PHYS_I64: return sizeof(int64_t);
@@ -32,7 +32,7 @@ Chunk *chunk_new(Arena *a, int n_cols, const TypeId *types, int cap)
     for (int i = 0; i < n_cols; i++) {
         c->cols[i].type = types[i];
         c->cols[i].nulls = arena_zalloc(a, (size_t)cap);
-        c->cols[i].v.raw = arena_zalloc(a, phys_size(types[i]) * (size_t)cap);
+        c->cols[i].v.raw = arena_zalloc(a, chunk_phys_size(types[i]) * (size_t)cap);
     }
     return c;
 }
@@ -65,7 +65,7 @@ void chunk_set(Chunk *c, int col, int row, const Value *v)
     k->nulls[row] = v->null;
     if (v->null) {
         /* Keep the slot defined so vectorized kernels can read it blindly. */
-        memset((char *)k->v.raw + phys_size(k->type) * (size_t)row, 0, phys_size(k->type));
+        memset((char *)k->v.raw + chunk_phys_size(k->type) * (size_t)row, 0, chunk_phys_size(k->type));
         return;
     }
     switch (type_phys(k->type)) {

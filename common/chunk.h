@@ -55,6 +55,8 @@ typedef struct Chunk {
 
 #define CHUNK_DEFAULT_CAP 1024
 
+/* Bytes one value of type t takes in a column array. */
+size_t chunk_phys_size(TypeId t);
 /* A new empty chunk in a, with n_cols columns of the given types. */
 Chunk *chunk_new(Arena *a, int n_cols, const TypeId *types, int cap);
 /* Gives the chunk a per-row watermark array (TS_MINUS_INF filled). */

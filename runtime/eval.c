@@ -23,22 +23,11 @@ void rt_row_error(RtCtx *rc, const char *fmt, ...)
     va_end(ap);
 }
 
-static size_t phys_size(TypeId t)
-{
-    switch (type_phys(t)) {
-    case PHYS_I64: return sizeof(int64_t);
-    case PHYS_F64: return sizeof(double);
-    case PHYS_STR: return sizeof(StrRef);
-    case PHYS_IV: return sizeof(Interval);
-    }
-    return 8;
-}
-
 static void col_alloc(Arena *a, Column *c, TypeId t, int n)
 {
     c->type = t;
     c->nulls = arena_zalloc(a, (size_t)(n ? n : 1));
-    c->v.raw = arena_zalloc(a, phys_size(t) * (size_t)(n ? n : 1));
+    c->v.raw = arena_zalloc(a, chunk_phys_size(t) * (size_t)(n ? n : 1));
 }
 
 static void col_get(const Column *c, int r, Value *v)
@@ -226,7 +215,7 @@ void rt_chunk_select(Chunk *c, const uint8_t *keep)
         if (wm)
             wm[w] = c->wm[r];
         for (int i = 0; i < c->n_cols; i++) {
-            size_t sz = phys_size(c->cols[i].type);
+            size_t sz = chunk_phys_size(c->cols[i].type);
             cols[i].nulls[w] = c->cols[i].nulls[r];
             memcpy((char *)cols[i].v.raw + sz * (size_t)w, (char *)c->cols[i].v.raw + sz * (size_t)r, sz);
         }

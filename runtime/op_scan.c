@@ -38,14 +38,9 @@ RtOp *rt_op_values_new(RtCtx *rc, const PlanNode *n)
     return op;
 }
 
-static int produce_scan(RtOp *op)
+int rt_emit_view_rows(RtOp *op, StorTable *t, int ncols, const TypeId *types, bool counted, const char *name)
 {
     RtCtx *rc = op->rc;
-    const PlanNode *n = op->node;
-    StorTable *t = rc->env->view_table ? rc->env->view_table(rc->env->ctx, n->scan_rel->table_id) : NULL;
-    if (!t)
-        return werr(rc->err, "55000", 0, "materialized view \"%s\" is not running",
-                    n->scan_rel->name);
     StorIter *it;
     if (stor_iter_open(t, NULL, 0, &it, rc->err))
         return -1;
@@ -54,21 +49,23 @@ static int produce_scan(RtOp *op)
     size_t kl, vl;
     int got, rcode = 0;
     Value vals[1602];
-    int ncols = n->out.n;
+    if (ncols > 1601) {
+        stor_iter_close(it);
+        return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
+    }
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
         if (kl && ((const unsigned char *)k)[0] == 0xff)
             continue; /* operator metadata (the next row id) */
-        bool counted = n->scan_rel->counted;
         if (row_decode(v, vl, vals, ncols + counted)) {
-            rcode = werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt row in view \"%s\"", n->scan_rel->name);
+            rcode = werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt row in view \"%s\"", name);
             break;
         }
         int64_t copies = counted ? vals[ncols].u.i : 1;
         for (int i = 0; i < ncols; i++)
-            vals[i].type = n->out.types[i];
-        for (int64_t k = 0; k < copies && !rcode; k++) {
+            vals[i].type = types[i];
+        for (int64_t r = 0; r < copies && !rcode; r++) {
             if (!c)
-                c = chunk_new(rc->chunk_arena, ncols, n->out.types, CHUNK_DEFAULT_CAP);
+                c = chunk_new(rc->chunk_arena, ncols, types, CHUNK_DEFAULT_CAP);
             chunk_append(c, OP_INSERT, vals);
             if (chunk_full(c)) {
                 rcode = rt_emit(op, c);
@@ -84,6 +81,16 @@ static int produce_scan(RtOp *op)
     if (!rcode && c && c->n_rows)
         rcode = rt_emit(op, c);
     return rcode;
+}
+
+static int produce_scan(RtOp *op)
+{
+    RtCtx *rc = op->rc;
+    const PlanNode *n = op->node;
+    StorTable *t = rc->env->view_table ? rc->env->view_table(rc->env->ctx, n->scan_rel->table_id) : NULL;
+    if (!t)
+        return werr(rc->err, "55000", 0, "materialized view \"%s\" is not running", n->scan_rel->name);
+    return rt_emit_view_rows(op, t, n->out.n, n->out.types, n->scan_rel->counted, n->scan_rel->name);
 }
 
 static int produce_values(RtOp *op)

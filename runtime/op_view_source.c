@@ -64,49 +64,12 @@ static int vs_flush_state(RtOp *op, uint64_t epoch)
 static int vs_start(RtOp *op)
 {
     ViewSource *vs = (ViewSource *)(void *)op;
-    RtCtx *rc = op->rc;
     if (vs->started || !vs->up)
         return 0;
     vs->started = true;
     const PlanNode *n = op->node;
-    StorTable *t = rt_dataflow_view_table(vs->up);
-    StorIter *it;
-    if (stor_iter_open(t, NULL, 0, &it, rc->err))
-        return -1;
-    int ncols = n->out.n, rcode = 0, got;
-    bool counted = n->scan_rel->counted;
-    Value vals[1602];
-    Chunk *c = NULL;
-    const void *k, *v;
-    size_t kl, vl;
-    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
-        if (kl && ((const unsigned char *)k)[0] == 0xff)
-            continue;
-        if (row_decode(v, vl, vals, ncols + counted)) {
-            rcode = werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt row in view \"%s\"", n->scan_rel->name);
-            break;
-        }
-        for (int i = 0; i < ncols; i++)
-            vals[i].type = n->out.types[i];
-        int64_t copies = counted ? vals[ncols].u.i : 1;
-        for (int64_t r = 0; r < copies && !rcode; r++) {
-            if (!c)
-                c = chunk_new(rc->chunk_arena, ncols, n->out.types, CHUNK_DEFAULT_CAP);
-            chunk_append(c, OP_INSERT, vals);
-            if (chunk_full(c)) {
-                rcode = rt_emit(op, c);
-                c = NULL;
-            }
-        }
-        if (rcode)
-            break;
-    }
-    if (got < 0)
-        rcode = -1;
-    stor_iter_close(it);
-    if (!rcode && c && c->n_rows)
-        rcode = rt_emit(op, c);
-    return rcode;
+    return rt_emit_view_rows(op, rt_dataflow_view_table(vs->up), n->out.n, n->out.types, n->scan_rel->counted,
+                             n->scan_rel->name);
 }
 
 static void vs_close(RtOp *op)

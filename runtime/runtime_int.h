@@ -79,6 +79,9 @@ RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_view_scan_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_values_new(RtCtx *rc, const PlanNode *n);
 int rt_op_produce(RtOp *leaf);
+/* Emits every row of a materialized view's table t as +I chunks (rows of a
+ * counted view as often as they occur), skipping operator metadata keys. */
+int rt_emit_view_rows(RtOp *op, StorTable *t, int ncols, const TypeId *types, bool counted, const char *name);
 
 /* Sources: every source operator starts with an RtSource, whose hooks the
  * dataflow uses to drive it. A connector adds one file (op_source.c for
