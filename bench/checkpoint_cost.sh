@@ -82,7 +82,7 @@ EOF
     local t0 t1
     t0=$(date +%s.%N)
     out=$(sql -c "CREATE MATERIALIZED VIEW keyed AS
-        SELECT window_start, price % $keys AS k, count(*) AS n, max(bidder) AS top
+        SELECT window_start, price % $keys AS k, count(*) AS n, sum(price) AS total
         FROM TUMBLE(bid, date_time, INTERVAL '60' SECOND) GROUP BY window_start, price % $keys")
     [ -n "$out" ] && { echo "view: $out" >&2; stop_server; return 1; }
     while :; do

@@ -459,7 +459,16 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
             }
             Value sv;
             Scope empty = {0};
+            AggCtx *saved = b->agg;
+            b->agg = NULL;
             PlanExpr *se = bind_expr(b, &empty, AST_AT(e->args, 1));
+            b->agg = saved;
+            if (!se && strcmp(b->err->sqlstate, SQLSTATE_UNDEFINED_COLUMN) == 0) {
+                werr_clear(b->err);
+                werr(b->err, SQLSTATE_NOT_SUPPORTED, ((AstExpr *)AST_AT(e->args, 1))->pos,
+                     "feature not supported: string_agg's separator must be a constant");
+                return NULL;
+            }
             if (!se || !(se = coerce_expr(b, se, TYPE_TEXT, e->pos)) || eval_const(b, se, &sv)) {
                 if (!b->err->set)
                     werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "string_agg's separator must be a constant");

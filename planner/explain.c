@@ -219,6 +219,10 @@ static void node_state(const PlanNode *n, Buf *out)
         buf_puts(out, "rows per partition ");
         cols_list(in, n->n_part, n->part_cols, out);
         buf_puts(out, n->inputs[0]->append_only ? "; the first N only (append-only input)" : "; all of them (retracting input)");
+        if (n->win_group_idx >= 0)
+            buf_printf(out, "; bounded by watermark on %s", in->names[n->part_cols[n->win_group_idx]]);
+        else
+            buf_puts(out, "; no time bound");
         break;
     case PN_WATERMARK:
         buf_puts(out, "max event time per partition");

@@ -303,6 +303,21 @@ static int expr_find_fn(const PlanExpr *e, ScalarFn fn)
     return 0;
 }
 
+/* A SESSION window only means something to the aggregation that merges
+ * rows into sessions: refuse plans where its rows go elsewhere. */
+static int check_sessions(PlanCtx *p)
+{
+    int windows = 0, aggs = 0;
+    for (int i = 0; i < p->n_nodes; i++) {
+        windows += p->nodes[i]->kind == PN_WINDOW && p->nodes[i]->win_kind == WIN_SESSION;
+        aggs += p->nodes[i]->kind == PN_AGG && p->nodes[i]->session;
+    }
+    if (windows > aggs)
+        return werr(p->b.err, "42P20", 0,
+                    "a SESSION window needs an aggregation with GROUP BY window_start, window_end (and its keys)");
+    return 0;
+}
+
 /* ---- joins ------------------------------------------------------------------- */
 
 static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out);
@@ -622,6 +637,16 @@ static int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
         }
     }
     t->topn_limit = p->topn_n;
+    /* Partitioned by a window with a watermark: a window's rows are final once
+     * the watermark passes its end, and its state can go. */
+    t->win_group_idx = -1;
+    for (int i = 0; i < np && t->win_group_idx < 0; i++) {
+        const ScopeCol *c = &in.scope.cols[t->part_cols[i]];
+        if (c->role == ROLE_WINDOW_END || c->role == ROLE_WINDOW_START) {
+            t->win_group_idx = i;
+            t->win_end_offset_us = c->role == ROLE_WINDOW_START ? c->win_size_us : 0;
+        }
+    }
     t->table_id = new_table(p);
     t->append_only = false;
     t->wm_col = -1;
@@ -1359,6 +1384,8 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         }
     }
 
+    if (check_sessions(&p))
+        return NULL;
     /* A view must give the same result when its log is replayed: no clock. */
     for (int i = 0; i < p.n_nodes; i++) {
         const PlanNode *n = p.nodes[i];

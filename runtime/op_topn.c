@@ -8,7 +8,10 @@
  * partition's first N rows before and after it and emits the difference by
  * rank: for each rank whose row changed, -D of the old (row, rank) and +I of
  * the new one. With an append-only input rows below the first N can never
- * come back, so they are not kept: the state is N rows per partition.
+ * come back, so they are not kept: the state is N rows per partition. When
+ * the partition includes a window bound with a watermark, a window's rows
+ * are dropped from the state once the watermark passes its end (rows for it
+ * arriving later are late), so the state holds the open windows only.
  */
 #include "runtime_int.h"
 
@@ -19,6 +22,7 @@ typedef struct TopOp {
     RtOp op;
     Chunk *out;
     Buf pbuf, kbuf, vbuf;
+    int64_t min_end;          /* windowed: no stored partition's window ends earlier (INT64_MIN: unknown) */
 } TopOp;
 
 typedef struct Ranked {
@@ -197,9 +201,24 @@ static int topn_push(RtOp *op, Chunk *c)
     int nin = c->n_cols;
     if (nin > 1601)
         return werr(op->rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
+    const PlanNode *n = op->node;
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < nin; i++)
             chunk_get(c, i, r, &vals[i]);
+        if (n->win_group_idx >= 0) {
+            /* A row for a window the watermark has passed is late: the window's rows are final. */
+            const Value *wv = &vals[n->part_cols[n->win_group_idx]];
+            int64_t wm = c->wm ? c->wm[r] : op->wm;
+            if (wv->null)
+                continue;
+            int64_t end = wv->u.i + n->win_end_offset_us;
+            if (wm != TS_MINUS_INF && end <= wm) {
+                op->rc->stats.late_rows++;
+                continue;
+            }
+            if (t->min_end != INT64_MIN && end < t->min_end)
+                t->min_end = end;
+        }
         if (apply(t, vals, rowop_is_add(c->ops[r]) ? 1 : -1))
             return -1;
     }
@@ -211,7 +230,55 @@ static int topn_push(RtOp *op, Chunk *c)
     return 0;
 }
 
-static int topn_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, wm); }
+/* Forgets the partitions of windows the watermark has passed (their rows
+ * stay in the view; nothing can change them any more). */
+static int topn_watermark(RtOp *op, int64_t wm)
+{
+    TopOp *t = (TopOp *)op;
+    const PlanNode *n = op->node;
+    RtCtx *rc = op->rc;
+    if (wm <= op->wm)
+        return 0;
+    op->wm = wm;
+    if (n->win_group_idx >= 0 && (t->min_end == INT64_MIN || t->min_end <= wm)) {
+        TypeId types[64];
+        for (int i = 0; i < n->n_part && i < 64; i++)
+            types[i] = n->inputs[0]->out.types[n->part_cols[i]];
+        StorIter *it;
+        if (stor_iter_open(op->table, NULL, 0, &it, rc->err))
+            return -1;
+        const void *k, *v;
+        size_t kl, vl;
+        int got;
+        int64_t min_left = INT64_MAX;
+        Buf dead = BUF_INIT;
+        Value pv[64];
+        while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+            if (key_decode(k, kl, types, n->win_group_idx + 1, rc->chunk_arena, pv) || pv[n->win_group_idx].null)
+                continue;
+            int64_t end = pv[n->win_group_idx].u.i + n->win_end_offset_us;
+            if (end <= wm) {
+                buf_put_u32be(&dead, (uint32_t)kl);
+                buf_append(&dead, k, kl);
+            } else if (end < min_left) {
+                min_left = end;
+            }
+        }
+        stor_iter_close(it);
+        for (size_t off = 0; got >= 0 && off + 4 <= dead.len;) {
+            const unsigned char *p = (const unsigned char *)dead.data + off;
+            uint32_t l = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+            if (stor_table_delete(op->table, p + 4, l, rc->err))
+                got = -1;
+            off += 4 + l;
+        }
+        buf_free(&dead);
+        if (got < 0)
+            return -1;
+        t->min_end = min_left;
+    }
+    return rt_emit_watermark(op, wm);
+}
 static int topn_finish(RtOp *op) { return 0; }
 
 static void topn_close(RtOp *op)
@@ -234,6 +301,7 @@ RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n)
     t->op.node = n;
     t->op.rc = rc;
     t->op.wm = TS_MINUS_INF;
+    t->min_end = INT64_MIN;
     if (rt_op_open_table(&t->op, rc->err)) {
         topn_close(&t->op);
         return NULL;

@@ -32,7 +32,12 @@ struct ViewSource {
     bool marker_written;
 };
 
-static int bridge_push(RtOp *op, Chunk *c) { return rt_emit(&((Bridge *)op)->vs->base.op, c); }
+static int bridge_push(RtOp *op, Chunk *c)
+{
+    ViewSource *vs = ((Bridge *)op)->vs;
+    vs->base.op.rc->stats.records_in += (uint64_t)c->n_rows;
+    return rt_emit(&vs->base.op, c);
+}
 static int bridge_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(&((Bridge *)op)->vs->base.op, wm); }
 /* The upstream dataflow is closing and frees its consumers: the bridge lives in
  * the view source, so it only notes that the upstream is gone. */
