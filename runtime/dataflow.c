@@ -209,6 +209,8 @@ int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, uint64_t epoch, W
         }
         if (op->table && stor_checkpoint_add_table(ck, op->table, err))
             return -1;
+        if (op->table2 && stor_checkpoint_add_table(ck, op->table2, err))
+            return -1;
     }
     return 0;
 }

@@ -514,6 +514,9 @@ static int advance(AggOp *a, int64_t wm)
     a->op.wm = wm;
     if (!a->windowed)
         return 0;
+    /* Nothing to close or forget yet: no scan (this runs at every watermark step). */
+    if (a->min_end != INT64_MIN && a->min_end > wm && (wm == TS_PLUS_INF || a->min_end > wm - n->lateness_us))
+        return 0;
     StorIter *it;
     if (stor_iter_open(a->op.table, NULL, 0, &it, rc->err))
         return -1;
@@ -523,12 +526,15 @@ static int advance(AggOp *a, int64_t wm)
     const void *k, *v;
     size_t kl, vl;
     TypeId tt = TYPE_TIMESTAMP;
+    int64_t min_left = INT64_MAX;
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
         Value end;
         if (key_decode(k, kl, &tt, 1, rc->chunk_arena, &end) || end.null)
             continue;
         bool closes = end.u.i <= wm;
         bool expires = end.u.i <= wm - n->lateness_us || (wm == TS_PLUS_INF);
+        if (!expires && end.u.i < min_left)
+            min_left = end.u.i;
         if (!closes && !expires)
             break; /* keys are in end order: nothing further is due */
         buf_reset(&key);
@@ -561,6 +567,8 @@ static int advance(AggOp *a, int64_t wm)
     stor_iter_close(it);
     buf_free(&key);
     buf_free(&val);
+    if (!rcode)
+        a->min_end = min_left;
     return rcode;
 }
 
@@ -822,8 +830,11 @@ static int agg_push(RtOp *op, Chunk *c)
             e->val = arena_strndup(a->touch_arena, a->vbuf.data, a->vbuf.len);
             e->vlen = a->vbuf.len;
         }
-        if (f == 0)
+        if (f == 0) {
             state_init(a, group, st);
+            if (a->windowed && a->min_end != INT64_MIN && kv[0].u.i < a->min_end)
+                a->min_end = kv[0].u.i; /* a window ending before every stored one */
+        }
         int sign = rowop_is_add(c->ops[r]) ? 1 : -1;
         if (state_apply(a, st, c, r, sign)) {
             rc->stats.eval_errors++;

@@ -465,5 +465,8 @@ RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
         join_close(&j->op);
         return NULL;
     }
+    /* Both sides' state goes into every checkpoint (the join owns and closes them). */
+    j->op.table = j->side[0].t;
+    j->op.table2 = j->side[1].t;
     return &j->op;
 }

@@ -46,6 +46,7 @@ struct RtOp {
     int n_fan;                /* further consumers (sinks on a view), each gets its own chunk header */
     RtOp **fan;
     StorTable *table;         /* state table (stateful operators), owned */
+    StorTable *table2;        /* a second one (a join's right side), owned; checkpointed with table */
     int64_t wm;               /* last watermark seen on the input */
 };
 

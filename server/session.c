@@ -699,6 +699,11 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
     if (!ins->query->values)
         return werr(err, SQLSTATE_NOT_SUPPORTED, ins->query->pos, "feature not supported: INSERT ... SELECT");
     const CatRelation *r = &o->rel;
+    const char *connector = cat_option(r, "connector");
+    if (!connector || strcasecmp(connector, "kafka") != 0)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos,
+                    "cannot insert into source \"%s\": its connector '%s' makes its own rows", o->name,
+                    connector ? connector : "");
     int ncols = r->n_cols;
     int n_target = ins->columns ? ast_list_len(ins->columns) : ncols;
     int *map = xcalloc((size_t)(n_target ? n_target : 1), sizeof(int));

@@ -40,6 +40,11 @@ typedef struct Ent {
 
 #define ENT_OVERHEAD 48 /* bytes charged per entry beyond key and value */
 
+typedef struct DKey {
+    char *key;          /* owned copy */
+    uint32_t klen;
+} DKey;
+
 struct StorTable {
     StorEnv *env;
     uint64_t id;
@@ -58,6 +63,16 @@ struct StorTable {
     uint64_t committed_bytes;   /* size_bytes cache */
     bool committed_bytes_ok;
     Buf scratch;                /* get's value when it could not be cached */
+    /* An ordered index of the keys that became dirty since it was built, so
+     * a (prefix) scan finds its dirty entries without sorting all of them:
+     * ix is sorted, pend holds keys made dirty since the last merge. Keys
+     * may be stale (the entry is clean or gone again): scans check the map.
+     * Rebuilt lazily after each checkpoint (ix_valid false). */
+    DKey *ix;
+    size_t ix_n, ix_cap;
+    DKey *pend;
+    size_t pend_n, pend_cap;
+    bool ix_valid;
 };
 
 /* ---------------------------------------------------------------------------
@@ -172,6 +187,39 @@ static void evict(StorTable *t, size_t extra)
     }
 }
 
+static void dkeys_free(DKey *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i].key);
+    free(v);
+}
+
+/* Drops the index; the next scan rebuilds it from the map. */
+static void ix_invalidate(StorTable *t)
+{
+    dkeys_free(t->ix, t->ix_n);
+    dkeys_free(t->pend, t->pend_n);
+    t->ix = t->pend = NULL;
+    t->ix_n = t->ix_cap = t->pend_n = t->pend_cap = 0;
+    t->ix_valid = false;
+}
+
+/* An entry became dirty: its key joins the index (while the index is valid). */
+static void note_dirty(StorTable *t, const void *key, size_t klen)
+{
+    if (!t->ix_valid)
+        return;
+    if (t->pend_n == t->pend_cap) {
+        t->pend_cap = t->pend_cap ? t->pend_cap * 2 : 64;
+        t->pend = xrealloc(t->pend, t->pend_cap * sizeof *t->pend);
+    }
+    DKey *d = &t->pend[t->pend_n++];
+    d->key = xmalloc(klen ? klen : 1);
+    if (klen)
+        memcpy(d->key, key, klen);
+    d->klen = (uint32_t)klen;
+}
+
 /* Insert a new entry at empty slot i (from find_slot). Takes ownership of
  * data. May rehash; returns the entry's slot. */
 static size_t insert_at(StorTable *t, size_t i, uint64_t h, char *data, size_t klen, size_t vlen,
@@ -194,6 +242,7 @@ static size_t insert_at(StorTable *t, size_t i, uint64_t h, char *data, size_t k
     if (is_dirty(e)) {
         t->n_dirty++;
         t->dirty_bytes += ent_bytes(e);
+        note_dirty(t, data, klen);
     } else {
         t->clean_bytes += ent_bytes(e);
     }
@@ -280,6 +329,7 @@ void stor_table_close(StorTable *t)
         free(t->slots[i].data);
     free(t->slots);
     buf_free(&t->scratch);
+    ix_invalidate(t);
     free(t);
 }
 
@@ -419,6 +469,7 @@ static void write_ent(StorTable *t, const void *key, size_t klen, const void *va
     } else {
         t->clean_bytes -= ent_bytes(e);
         t->n_dirty++;
+        note_dirty(t, key, klen);
     }
     if (e->klen + e->vlen != klen + vlen)
         e->data = xrealloc(e->data, klen + vlen + 1);
@@ -490,24 +541,133 @@ static int item_cmp(const void *a, const void *b)
     return (x->klen > y->klen) - (x->klen < y->klen);
 }
 
-/* Dirty entries (optionally with a key prefix), sorted. Caller frees. */
+static int dkey_cmp(const void *a, const void *b)
+{
+    const DKey *x = a, *y = b;
+    size_t n = x->klen < y->klen ? x->klen : y->klen;
+    int c = n ? memcmp(x->key, y->key, n) : 0;
+    return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
+}
+
+/* Builds the index from the map, or merges the pending keys into it when
+ * there are enough of them (amortised: each key is sorted O(log) times). */
+static void ix_refresh(StorTable *t)
+{
+    if (!t->ix_valid) {
+        ix_invalidate(t);
+        t->ix_cap = t->n_dirty + 16;
+        t->ix = xmalloc(t->ix_cap * sizeof *t->ix);
+        for (size_t i = 0; i < t->cap; i++) {
+            Ent *e = &t->slots[i];
+            if (!is_dirty(e))
+                continue;
+            DKey *d = &t->ix[t->ix_n++];
+            d->key = xmalloc(e->klen ? e->klen : 1);
+            memcpy(d->key, e->data, e->klen);
+            d->klen = e->klen;
+        }
+        qsort(t->ix, t->ix_n, sizeof *t->ix, dkey_cmp);
+        t->ix_valid = true;
+        return;
+    }
+    if (t->pend_n < 64 || t->pend_n * 8 < t->ix_n)
+        return;
+    qsort(t->pend, t->pend_n, sizeof *t->pend, dkey_cmp);
+    DKey *m = xmalloc((t->ix_n + t->pend_n + 1) * sizeof *m);
+    size_t a = 0, b = 0, n = 0;
+    while (a < t->ix_n || b < t->pend_n) {
+        int c = a == t->ix_n ? 1 : b == t->pend_n ? -1 : dkey_cmp(&t->ix[a], &t->pend[b]);
+        if (c < 0) {
+            m[n++] = t->ix[a++];
+        } else if (c > 0) {
+            m[n++] = t->pend[b++];
+        } else {
+            m[n++] = t->ix[a++];
+            free(t->pend[b++].key); /* the same key twice */
+        }
+    }
+    free(t->ix);
+    free(t->pend);
+    t->ix = m;
+    t->ix_n = t->ix_cap = n;
+    t->pend = NULL;
+    t->pend_n = t->pend_cap = 0;
+}
+
+static void add_item(SortItem *v, size_t *n, Ent *e)
+{
+    uint8_t b[16] = {0};
+    memcpy(b, e->data, e->klen < 16 ? e->klen : 16);
+    v[*n].p0 = get_u64be(b);
+    v[*n].p1 = get_u64be(b + 8);
+    v[*n].klen = e->klen;
+    v[(*n)++].e = e;
+}
+
+/* Dirty entries (optionally with a key prefix), sorted. Caller frees. A
+ * prefix scan uses the index: a binary search, the matching keys, and the
+ * pending ones, instead of every dirty entry. */
 static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, size_t *n_out)
+{
+    ix_refresh(t);
+    size_t lo = 0, hi = t->ix_n;
+    DKey pk = {(char *)prefix, (uint32_t)plen};
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (dkey_cmp(&t->ix[mid], &pk) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t end = plen ? lo : t->ix_n;
+    while (end < t->ix_n && t->ix[end].klen >= plen && memcmp(t->ix[end].key, prefix, plen) == 0)
+        end++;
+    size_t cap = (end - lo) + t->pend_n + 1, n = 0, n_ix = 0;
+    SortItem *v = xmalloc(2 * cap * sizeof *v);
+    for (int pass = 0; pass < 2; pass++) {
+        const DKey *keys = pass ? t->pend : t->ix + lo;
+        size_t cnt = pass ? t->pend_n : end - lo;
+        for (size_t i = 0; i < cnt; i++) {
+            if (plen && (keys[i].klen < plen || memcmp(keys[i].key, prefix, plen) != 0))
+                continue;
+            size_t s = find_slot(t, hash_key(keys[i].key, keys[i].klen), keys[i].key, keys[i].klen);
+            Ent *e = &t->slots[s];
+            if (e->state != EMPTY && is_dirty(e))
+                add_item(v, &n, e);
+        }
+        if (!pass)
+            n_ix = n;
+    }
+    /* The index part is in order already: sort only the pending part, then merge. */
+    if (n - n_ix > 1)
+        qsort(v + n_ix, n - n_ix, sizeof *v, item_cmp);
+    SortItem *m = v + cap;
+    size_t a = 0, b = n_ix, w = 0;
+    while (a < n_ix || b < n) {
+        SortItem *next;
+        if (a == n_ix)
+            next = &v[b++];
+        else if (b == n)
+            next = &v[a++];
+        else
+            next = item_cmp(&v[a], &v[b]) <= 0 ? &v[a++] : &v[b++];
+        /* A key can be in both the index and the pending list: keep it once. */
+        if (w == 0 || m[w - 1].e != next->e)
+            m[w++] = *next;
+    }
+    memmove(v, m, w * sizeof *v);
+    *n_out = w;
+    return v;
+}
+
+/* Every dirty entry, sorted, by a scan of the whole map (the checkpoint's snapshot). */
+static SortItem *all_dirty_sorted(StorTable *t, size_t *n_out)
 {
     size_t n = 0;
     SortItem *v = xmalloc((t->n_dirty + 1) * sizeof *v);
-    for (size_t i = 0; i < t->cap; i++) {
-        Ent *e = &t->slots[i];
-        if (!is_dirty(e))
-            continue;
-        if (plen && (e->klen < plen || memcmp(e->data, prefix, plen) != 0))
-            continue;
-        uint8_t b[16] = {0};
-        memcpy(b, e->data, e->klen < 16 ? e->klen : 16);
-        v[n].p0 = get_u64be(b);
-        v[n].p1 = get_u64be(b + 8);
-        v[n].klen = e->klen;
-        v[n++].e = e;
-    }
+    for (size_t i = 0; i < t->cap; i++)
+        if (is_dirty(&t->slots[i]))
+            add_item(v, &n, &t->slots[i]);
     if (n > 1)
         qsort(v, n, sizeof *v, item_cmp);
     *n_out = n;
@@ -517,7 +677,7 @@ static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, siz
 uint64_t table_snapshot(StorTable *t, Buf *recs, size_t *n_rows, uint64_t *n_bytes, bool *any_put)
 {
     size_t n;
-    SortItem *v = sorted_dirty(t, NULL, 0, &n);
+    SortItem *v = all_dirty_sorted(t, &n);
     uint64_t bytes = 0;
     bool put = false;
     buf_reserve(recs, t->dirty_bytes + n * sizeof(TabRec));
@@ -542,6 +702,7 @@ void table_checkpoint_done(StorTable *t, uint64_t snap_seq, bool committed, bool
     t->in_ck = false;
     if (!committed)
         return;
+    ix_invalidate(t); /* most dirty keys are clean now: rebuild when next needed */
     t->has_committed |= any_put;
     t->committed_bytes_ok = false;
     for (size_t i = 0; i < t->cap; i++) {
