@@ -71,6 +71,13 @@ VIEWS = [
          sql=f"SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM {SOURCE} GROUP BY k",
          cols=[("k", "int"), ("n", "int"), ("s", "int"), ("lo", "int"), ("hi", "int")], nkey=1,
          oracle="SELECT k, count(*), sum(v), min(v), max(v) FROM rows GROUP BY k"),
+    dict(name="pairs_k",
+         # an interval join (self-join within 1 s per key) aggregated per key
+         sql=f"SELECT a.k, count(*) AS n, sum(b.v) AS s FROM {SOURCE} a JOIN {SOURCE} b "
+             f"ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' SECOND GROUP BY a.k",
+         cols=[("k", "int"), ("n", "int"), ("s", "int")], nkey=1,
+         oracle="SELECT a.k, count(*), sum(b.v) FROM rows a JOIN rows b"
+                " ON a.k = b.k AND b.ts_ms BETWEEN a.ts_ms AND a.ts_ms + 1000 GROUP BY a.k"),
     dict(name="eowc_kv",
          sql=f"SELECT window_start, k, count(*) AS n, sum(v) AS s, max(v) AS hi "
              f"FROM TUMBLE({SOURCE}, ts, INTERVAL '10' SECOND) GROUP BY window_start, k EMIT ON WINDOW CLOSE",
