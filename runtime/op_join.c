@@ -2,8 +2,8 @@
  * op_join.c: joins of two changelogs: regular hash joins and interval joins.
  *
  * Each side keeps its rows in its own state table, keyed by
- *   [join key] [event time, interval joins only] [the row]
- * with value (count, matches): how many copies of the row are present and
+ *   [join key] [event time, interval joins only] [a 128-bit hash of the row]
+ * with value (count, matches, the row): how many copies of the row are present and
  * how many rows of the other side it matches (what outer joins need to
  * know when to emit or retract the NULL-padded row). A row arriving on one
  * side is matched by a prefix scan of the other side's table on its join
@@ -109,9 +109,11 @@ static int residual_ok(JoinOp *j, const Value *pair)
     return !bad && !col.nulls[0] && col.v.i[0];
 }
 
-/* The state key of row vals on side s: [join key][time][row]. prefix_len
- * receives the length of the join-key part. */
-static void state_key(JoinOp *j, int s, const Value *vals, Buf *out, size_t *prefix_len)
+/* The state key of row vals on side s: [join key][time][128-bit hash of the
+ * row]. The row itself is in the value (keys stay short: LMDB keys are
+ * limited to 511 bytes). prefix_len receives the length of the join-key
+ * part; row receives the row's encoding. */
+static void state_key(JoinOp *j, int s, const Value *vals, Buf *out, size_t *prefix_len, Buf *row)
 {
     Side *sd = &j->side[s];
     Value kv[64];
@@ -125,22 +127,21 @@ static void state_key(JoinOp *j, int s, const Value *vals, Buf *out, size_t *pre
         put_be64(tb, (uint64_t)vals[sd->time_col].u.i ^ UINT64_C(0x8000000000000000));
         buf_append(out, tb, 8);
     }
-    row_encode(out, vals, sd->n_cols);
+    buf_reset(row);
+    row_encode(row, vals, sd->n_cols);
+    unsigned char hb[16];
+    put_be64(hb, hash_bytes(row->data, row->len, UINT64_C(0x6a09e667f3bcc908)));
+    put_be64(hb + 8, hash_bytes(row->data, row->len, UINT64_C(0xbb67ae8584caa73b)));
+    buf_append(out, hb, 16);
 }
 
-/* Decodes the row part of a state key of side s. */
-static int key_row(JoinOp *j, int s, const void *key, size_t klen, size_t prefix_len, Value *vals)
+/* Value: count, matches (8 bytes each), then the row. */
+static void state_value(Buf *out, int64_t count, int64_t matches, const void *row, size_t rlen)
 {
-    size_t off = prefix_len + (j->side[s].time_col >= 0 ? 8 : 0);
-    if (klen < off)
-        return -1;
-    return row_decode((const char *)key + off, klen - off, vals, j->side[s].n_cols);
-}
-
-static void put_counts(unsigned char *v, int64_t count, int64_t matches)
-{
-    put_be64(v, (uint64_t)count);
-    put_be64(v + 8, (uint64_t)matches);
+    buf_reset(out);
+    buf_put_u64be(out, (uint64_t)count);
+    buf_put_u64be(out, (uint64_t)matches);
+    buf_append(out, row, rlen);
 }
 
 /* Can rows at these times be partners? (right.time - left.time in [lo, hi]) */
@@ -160,6 +161,8 @@ typedef struct Partner {
     char *key;
     size_t klen;
     int64_t count, matches;
+    char *row;                /* its encoding (copied), for rewriting its value */
+    size_t rlen;
     Value *vals;
 } Partner;
 
@@ -176,14 +179,14 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
     if (me->time_col >= 0 && vals[me->time_col].null)
         return 0; /* no time, no window of partners */
     size_t plen;
-    state_key(j, s, vals, &j->kbuf, &plen);
+    state_key(j, s, vals, &j->kbuf, &plen, &j->obuf);
     const void *v;
     size_t vl;
     int f = stor_table_get(me->t, j->kbuf.data, j->kbuf.len, &v, &vl, rc->err);
     if (f < 0)
         return -1;
     int64_t count = 0;
-    if (f == 1 && vl == 16)
+    if (f == 1 && vl >= 16)
         count = (int64_t)get_be64(v);
     if (sign < 0 && count <= 0) {
         rt_row_error(rc, "join: a retraction of a row that is not there");
@@ -204,7 +207,7 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
         size_t kl, ovl;
         int got;
         while ((got = stor_iter_next(it, &k, &kl, &ov, &ovl, rc->err)) == 1) {
-            if (ovl != 16)
+            if (ovl < 16)
                 continue;
             if (np == cap) {
                 cap = cap ? cap * 2 : 16;
@@ -215,8 +218,10 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
             p->klen = kl;
             p->count = (int64_t)get_be64(ov);
             p->matches = (int64_t)get_be64((const unsigned char *)ov + 8);
+            p->row = arena_strndup(rc->chunk_arena, (const char *)ov + 16, ovl - 16);
+            p->rlen = ovl - 16;
             p->vals = arena_alloc(rc->chunk_arena, sizeof(Value) * (size_t)ot->n_cols);
-            if (key_row(j, 1 - s, p->key, kl, plen, p->vals))
+            if (row_decode(p->row, p->rlen, p->vals, ot->n_cols))
                 continue;
             if (!in_interval(n, s, vals, p->vals, j->side))
                 continue;
@@ -255,10 +260,9 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
                     rcode = emit_row(j, OP_DELETE, pair);
             }
             p->matches += sign;
-            unsigned char nv[16];
-            put_counts(nv, p->count, p->matches);
+            state_value(&j->vbuf, p->count, p->matches, p->row, p->rlen);
             if (!rcode)
-                rcode = stor_table_put(ot->t, p->key, p->klen, nv, 16, rc->err);
+                rcode = stor_table_put(ot->t, p->key, p->klen, j->vbuf.data, j->vbuf.len, rc->err);
             if (!rcode && before > 0 && after == 0) {
                 s == 0 ? combine(j, NULL, p->vals, pair) : combine(j, p->vals, NULL, pair);
                 for (int64_t c = 0; c < p->count && !rcode; c++)
@@ -282,9 +286,8 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
         me->min_ts = vals[me->time_col].u.i;
     if (count <= 0)
         return stor_table_delete(me->t, j->kbuf.data, j->kbuf.len, rc->err);
-    unsigned char nv[16];
-    put_counts(nv, count, total);
-    return stor_table_put(me->t, j->kbuf.data, j->kbuf.len, nv, 16, rc->err);
+    state_value(&j->vbuf, count, total, j->obuf.data, j->obuf.len);
+    return stor_table_put(me->t, j->kbuf.data, j->kbuf.len, j->vbuf.data, j->vbuf.len, rc->err);
 }
 
 /* Interval joins: drops rows that can have no more partners, emitting the
@@ -311,17 +314,7 @@ static int expire(JoinOp *j)
         int got;
         Buf dead = BUF_INIT; /* length-prefixed keys to delete after the scan */
         while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
-            Value kv[64];
-            TypeId kt[64];
-            for (int i = 0; i < j->n_keys; i++)
-                kt[i] = n->inputs[s]->out.types[me->keys[i]];
-            if (vl != 16 || key_decode(k, kl, kt, j->n_keys, rc->chunk_arena, kv))
-                continue;
-            Buf tmp = BUF_INIT;
-            key_encode(&tmp, kv, j->n_keys);
-            size_t plen = tmp.len;
-            buf_free(&tmp);
-            if (key_row(j, s, k, kl, plen, vals) || vals[me->time_col].null)
+            if (vl < 16 || row_decode((const char *)v + 16, vl - 16, vals, me->n_cols) || vals[me->time_col].null)
                 continue;
             if (vals[me->time_col].u.i >= horizon) {
                 if (vals[me->time_col].u.i < min_left)

@@ -47,6 +47,16 @@ static int mat_push(RtOp *op, Chunk *c)
         key_encode(&m->kbuf, key, n->n_keys);
         if (m->kbuf.len == 0)
             buf_put_u8(&m->kbuf, 0); /* the one row of a keyless (global) aggregation */
+        if (n->counted) {
+            /* The key is the whole row: a 128-bit hash of it keeps it short (LMDB
+             * keys are at most 511 bytes); the row is in the value anyway. */
+            unsigned char hb[16];
+            put_be64(hb, hash_bytes(m->kbuf.data, m->kbuf.len, UINT64_C(0x6a09e667f3bcc908)));
+            put_be64(hb + 8, hash_bytes(m->kbuf.data, m->kbuf.len, UINT64_C(0xbb67ae8584caa73b)));
+            buf_reset(&m->kbuf);
+            buf_put_u8(&m->kbuf, 0x01);
+            buf_append(&m->kbuf, hb, 16);
+        }
         int rcode;
         if (n->counted) {
             /* Rows that may repeat: the value ends with the row's multiplicity. */

@@ -1,8 +1,8 @@
 /*
  * op_topn.c: the first N rows per partition, by an order (ROW_NUMBER() <= N).
  *
- * State: one entry per distinct row, key = partition key, order key, the
- * row; value = 8-byte count, then the row. The order key is memcomparable
+ * State: one entry per distinct row, key = partition key, order key, a
+ * 128-bit hash of the row; value = 8-byte count, then the row. The order key is memcomparable
  * with DESC columns bit-inverted and NULLs placed as asked, so a prefix scan
  * of a partition yields its rows in rank order. A change re-reads the
  * partition's first N rows before and after it and emits the difference by
@@ -119,7 +119,12 @@ static int apply(TopOp *t, const Value *vals, int sign)
     order_key(n, vals, &t->kbuf);
     buf_reset(&t->vbuf);
     row_encode(&t->vbuf, vals, nin);
-    buf_append(&t->kbuf, t->vbuf.data, t->vbuf.len); /* the row keeps equal-order rows apart */
+    /* A hash of the row keeps equal-order rows apart (the row is in the value:
+     * keys stay short, LMDB limits them to 511 bytes). */
+    unsigned char hb[16];
+    put_be64(hb, hash_bytes(t->vbuf.data, t->vbuf.len, UINT64_C(0x6a09e667f3bcc908)));
+    put_be64(hb + 8, hash_bytes(t->vbuf.data, t->vbuf.len, UINT64_C(0xbb67ae8584caa73b)));
+    buf_append(&t->kbuf, hb, 16);
     const void *v;
     size_t vl;
     int f = stor_table_get(t->op.table, t->kbuf.data, t->kbuf.len, &v, &vl, rc->err);
