@@ -34,6 +34,7 @@
 #include "arena.h"
 #include "buf.h"
 #include "sink.h"
+#include "sink_util.h"
 
 #define COPY_FLUSH_BYTES (256 * 1024) /* COPY data is sent in pieces of about this size */
 
@@ -63,61 +64,7 @@ struct RtSinkWriter {
     size_t n_keep;              /* allocated entries of keep */
 };
 
-/* ---- helpers: identifiers, options ---- */
 
-static void put_ident(Buf *b, const char *name)
-{
-    buf_putc(b, '"');
-    for (const char *p = name; *p; p++) {
-        if (*p == '"')
-            buf_putc(b, '"');
-        buf_putc(b, *p);
-    }
-    buf_putc(b, '"');
-}
-
-/* Splits "s.t", "t", "\"My S\".\"T\"" into up to two parts; unquoted parts
- * are folded to lower case as SQL does. Returns the number of parts (1-2) or
- * -1 when the name is malformed. */
-static int split_qualified(Arena *a, const char *s, char *parts[2])
-{
-    int n = 0;
-    const char *p = s;
-    for (;;) {
-        if (n == 2)
-            return -1;
-        Buf b = BUF_INIT;
-        if (*p == '"') {
-            for (p++;; p++) {
-                if (!*p) {
-                    buf_free(&b);
-                    return -1;
-                }
-                if (*p == '"') {
-                    if (p[1] != '"')
-                        break;
-                    p++;
-                }
-                buf_putc(&b, *p);
-            }
-            p++;
-        } else {
-            for (; *p && *p != '.'; p++)
-                buf_putc(&b, (char)tolower((unsigned char)*p));
-        }
-        if (b.len == 0) {
-            buf_free(&b);
-            return -1;
-        }
-        parts[n++] = arena_strndup(a, b.data, b.len);
-        buf_free(&b);
-        if (!*p)
-            return n;
-        if (*p != '.')
-            return -1;
-        p++;
-    }
-}
 
 /* Parses a boolean option ('true'/'false', absent = dflt). */
 static int bool_option(const RtSinkSpec *spec, const char *key, bool dflt, bool *out, WError *err)
@@ -299,7 +246,7 @@ static int create_target(RtSinkWriter *w, const RtSinkSpec *spec, const char *qn
     for (int i = 0; i < spec->n_cols; i++) {
         if (i)
             buf_puts(&b, ", ");
-        put_ident(&b, spec->col_names[i]);
+        sink_put_ident(&b, spec->col_names[i]);
         buf_printf(&b, " %s", pg_type_for(spec->col_types[i]));
     }
     if (spec->upsert && spec->n_pk > 0) {
@@ -307,7 +254,7 @@ static int create_target(RtSinkWriter *w, const RtSinkSpec *spec, const char *qn
         for (int k = 0; k < spec->n_pk; k++) {
             if (k)
                 buf_puts(&b, ", ");
-            put_ident(&b, spec->col_names[spec->pk[k]]);
+            sink_put_ident(&b, spec->col_names[spec->pk[k]]);
         }
         buf_putc(&b, ')');
     }
@@ -406,7 +353,7 @@ static int check_pk(RtSinkWriter *w, const RtSinkSpec *spec, const char *oid, WE
 static int check_target(RtSinkWriter *w, const RtSinkSpec *spec, bool create, WError *err)
 {
     char *parts[2];
-    int np = split_qualified(w->arena, w->table_disp, parts);
+    int np = sink_split_name(w->arena, w->table_disp, parts, true);
     if (np < 0)
         return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": invalid table name '%s'", w->sink,
                     w->table_disp);
@@ -414,7 +361,7 @@ static int check_target(RtSinkWriter *w, const RtSinkSpec *spec, bool create, WE
     for (int i = 0; i < np; i++) {
         if (i)
             buf_putc(&q, '.');
-        put_ident(&q, parts[i]);
+        sink_put_ident(&q, parts[i]);
     }
     int rc = create ? create_target(w, spec, q.data, err) : 0;
     PGresult *res = NULL;
@@ -455,12 +402,12 @@ static void build_sql(RtSinkWriter *w, const RtSinkSpec *spec)
     for (int i = 0; i < spec->n_cols; i++) {
         if (i)
             buf_puts(&cols, ", ");
-        put_ident(&cols, spec->col_names[i]);
+        sink_put_ident(&cols, spec->col_names[i]);
     }
     for (int k = 0; k < spec->n_pk; k++) {
         if (k)
             buf_puts(&pks, ", ");
-        put_ident(&pks, spec->col_names[spec->pk[k]]);
+        sink_put_ident(&pks, spec->col_names[spec->pk[k]]);
     }
     buf_printf(&b, "COPY %s (%s) FROM STDIN", w->table, cols.data);
     w->sql_copy_target = arena_strdup(w->arena, b.data);
@@ -483,9 +430,9 @@ static void build_sql(RtSinkWriter *w, const RtSinkSpec *spec)
             if (is_pk)
                 continue;
             buf_puts(&b, n_set++ ? ", " : "UPDATE SET ");
-            put_ident(&b, spec->col_names[i]);
+            sink_put_ident(&b, spec->col_names[i]);
             buf_puts(&b, " = EXCLUDED.");
-            put_ident(&b, spec->col_names[i]);
+            sink_put_ident(&b, spec->col_names[i]);
         }
         if (n_set == 0)
             buf_puts(&b, "NOTHING");
@@ -496,9 +443,9 @@ static void build_sql(RtSinkWriter *w, const RtSinkSpec *spec)
             if (k)
                 buf_puts(&b, " AND ");
             buf_puts(&b, "t.");
-            put_ident(&b, spec->col_names[spec->pk[k]]);
+            sink_put_ident(&b, spec->col_names[spec->pk[k]]);
             buf_puts(&b, " = d.");
-            put_ident(&b, spec->col_names[spec->pk[k]]);
+            sink_put_ident(&b, spec->col_names[spec->pk[k]]);
         }
         w->sql_merge_del = arena_strdup(w->arena, b.data);
     }

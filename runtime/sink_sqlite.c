@@ -30,6 +30,7 @@
 #include "arena.h"
 #include "buf.h"
 #include "sink.h"
+#include "sink_util.h"
 
 /* One open SQLite sink; everything but the statements' bindings is fixed at
  * open() (names in arena). */
@@ -128,58 +129,7 @@ static const char *sqlite_decl_for(TypeId t)
     return "TEXT";
 }
 
-static void put_ident(Buf *b, const char *name)
-{
-    buf_putc(b, '"');
-    for (const char *p = name; *p; p++) {
-        if (*p == '"')
-            buf_putc(b, '"');
-        buf_putc(b, *p);
-    }
-    buf_putc(b, '"');
-}
 
-/* Splits "s.t" or "t" (parts may be "double-quoted"). Returns the number of
- * parts (1-2) or -1 when malformed. */
-static int split_qualified(Arena *a, const char *s, char *parts[2])
-{
-    int n = 0;
-    const char *p = s;
-    for (;;) {
-        if (n == 2)
-            return -1;
-        Buf b = BUF_INIT;
-        if (*p == '"') {
-            for (p++;; p++) {
-                if (!*p) {
-                    buf_free(&b);
-                    return -1;
-                }
-                if (*p == '"') {
-                    if (p[1] != '"')
-                        break;
-                    p++;
-                }
-                buf_putc(&b, *p);
-            }
-            p++;
-        } else {
-            for (; *p && *p != '.'; p++)
-                buf_putc(&b, *p);
-        }
-        if (b.len == 0) {
-            buf_free(&b);
-            return -1;
-        }
-        parts[n++] = arena_strndup(a, b.data, b.len);
-        buf_free(&b);
-        if (!*p)
-            return n;
-        if (*p != '.')
-            return -1;
-        p++;
-    }
-}
 
 /* Maps an SQLite result code to the nearest SQLSTATE. */
 static const char *sqlstate_of(int rc)
@@ -250,7 +200,7 @@ static int check_target(RtSinkWriter *w, const RtSinkSpec *spec, const char *sch
         for (int i = 0; i < spec->n_cols; i++) {
             if (i)
                 buf_puts(&b, ", ");
-            put_ident(&b, spec->col_names[i]);
+            sink_put_ident(&b, spec->col_names[i]);
             buf_printf(&b, " %s", sqlite_decl_for(spec->col_types[i]));
         }
         if (spec->upsert) {
@@ -258,7 +208,7 @@ static int check_target(RtSinkWriter *w, const RtSinkSpec *spec, const char *sch
             for (int k = 0; k < spec->n_pk; k++) {
                 if (k)
                     buf_puts(&b, ", ");
-                put_ident(&b, spec->col_names[spec->pk[k]]);
+                sink_put_ident(&b, spec->col_names[spec->pk[k]]);
             }
             buf_putc(&b, ')');
         }
@@ -273,7 +223,7 @@ static int check_target(RtSinkWriter *w, const RtSinkSpec *spec, const char *sch
                    &st, err))
         return -1;
     char *parts[2];
-    int np = split_qualified(w->arena, w->table_disp, parts);
+    int np = sink_split_name(w->arena, w->table_disp, parts, false);
     sqlite3_bind_text(st, 1, parts[np - 1], -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, schema, -1, SQLITE_STATIC);
     int n_rows = 0, n_pk = 0, rc = 0, step;
@@ -354,7 +304,7 @@ static int prepare_all(RtSinkWriter *w, const RtSinkSpec *spec, const char *qsch
     for (int i = 0; i < spec->n_cols; i++) {
         if (i)
             buf_puts(&b, ", ");
-        put_ident(&b, spec->col_names[i]);
+        sink_put_ident(&b, spec->col_names[i]);
     }
     buf_puts(&b, ") VALUES (");
     for (int i = 0; i < spec->n_cols; i++)
@@ -365,7 +315,7 @@ static int prepare_all(RtSinkWriter *w, const RtSinkSpec *spec, const char *qsch
         for (int k = 0; k < spec->n_pk; k++) {
             if (k)
                 buf_puts(&b, ", ");
-            put_ident(&b, spec->col_names[spec->pk[k]]);
+            sink_put_ident(&b, spec->col_names[spec->pk[k]]);
         }
         buf_puts(&b, ") DO ");
         int n_set = 0;
@@ -376,9 +326,9 @@ static int prepare_all(RtSinkWriter *w, const RtSinkSpec *spec, const char *qsch
             if (is_pk)
                 continue;
             buf_puts(&b, n_set++ ? ", " : "UPDATE SET ");
-            put_ident(&b, spec->col_names[i]);
+            sink_put_ident(&b, spec->col_names[i]);
             buf_puts(&b, " = excluded.");
-            put_ident(&b, spec->col_names[i]);
+            sink_put_ident(&b, spec->col_names[i]);
         }
         if (n_set == 0)
             buf_puts(&b, "NOTHING");
@@ -390,7 +340,7 @@ static int prepare_all(RtSinkWriter *w, const RtSinkSpec *spec, const char *qsch
         for (int k = 0; k < spec->n_pk; k++) {
             if (k)
                 buf_puts(&b, " AND ");
-            put_ident(&b, spec->col_names[spec->pk[k]]);
+            sink_put_ident(&b, spec->col_names[spec->pk[k]]);
             buf_printf(&b, " = ?%d", k + 1);
         }
         rc = sq_prepare(w, b.data, &w->st_del, err);
@@ -454,7 +404,7 @@ static int sq_open(const RtSinkSpec *spec, RtSinkWriter **out, WError *err)
     memcpy(w->pk, spec->pk, sizeof(int) * (size_t)w->n_pk);
 
     char *parts[2];
-    int np = split_qualified(w->arena, table, parts);
+    int np = sink_split_name(w->arena, table, parts, false);
     Buf qs = BUF_INIT, qn = BUF_INIT;
     const char *schema = np == 2 ? parts[0] : "main";
     int rc;
@@ -462,9 +412,9 @@ static int sq_open(const RtSinkSpec *spec, RtSinkWriter **out, WError *err)
         rc = werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": invalid table name '%s'", w->sink, table);
         goto done;
     }
-    put_ident(&qs, schema);
+    sink_put_ident(&qs, schema);
     buf_printf(&qn, "%s.", qs.data);
-    put_ident(&qn, parts[np - 1]);
+    sink_put_ident(&qn, parts[np - 1]);
 
     rc = sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
