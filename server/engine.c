@@ -262,6 +262,8 @@ static bool reads_view(const CatObj *d, const CatObj *v)
 
 void engine_stop_view(Engine *e, CatObj *v)
 {
+    WError ignored = {0};
+    engine_checkpoint_wait(e, &ignored); /* it holds this view's tables */
     /* Views fed by this one stop first (the engine restarts them when it runs again). */
     for (int i = 0; i < e->n_objs; i++)
         if (e->objs[i]->df && reads_view(e->objs[i], v))
@@ -279,7 +281,19 @@ void engine_stop_view(Engine *e, CatObj *v)
     v->df = NULL;
 }
 
-int engine_checkpoint(Engine *e, WError *err)
+/* The writer thread: only the frozen checkpoint and the environment. */
+static void *ck_writer(void *arg)
+{
+    Engine *e = arg;
+    e->ck_rc = stor_checkpoint_write(e->ck, &e->ck_err);
+    atomic_store(&e->ck_written, true);
+    return NULL;
+}
+
+/* Snapshot every dataflow into a new checkpoint and start writing it on
+ * ck_thread. The engine keeps stepping meanwhile: writes after the
+ * snapshot belong to the next epoch. Lock held, nothing in flight. */
+static int checkpoint_start(Engine *e, WError *err)
 {
     StorCheckpoint *ck;
     uint64_t epoch = e->epoch + 1;
@@ -294,8 +308,45 @@ int engine_checkpoint(Engine *e, WError *err)
         }
         crashpoint("checkpoint_mid");
     }
-    if (stor_checkpoint_commit(ck, err))
+    e->ck = ck;
+    e->ck_epoch = epoch;
+    e->ck_started_us = t0;
+    e->ck_rc = 0;
+    e->ck_err = (WError){0};
+    atomic_store(&e->ck_written, false);
+    /* Changes from here on set dirty again and go into the next checkpoint. */
+    e->dirty = false;
+    if (pthread_create(&e->ck_thread, NULL, ck_writer, e) != 0) {
+        /* No thread: write it here. */
+        ck_writer(e);
+        e->ck_busy = true;
+        return 0;
+    }
+    e->ck_busy = true;
+    e->ck_thread_started = true;
+    return 0;
+}
+
+/* Finish the checkpoint in flight once its writer is done (lock held):
+ * on success the epoch is committed and the operators told (sinks may
+ * deliver it, subscribers see progress); on failure the state stays dirty
+ * and the last good checkpoint stays. */
+static int checkpoint_finish(Engine *e, WError *err)
+{
+    if (e->ck_thread_started)
+        pthread_join(e->ck_thread, NULL);
+    e->ck_thread_started = false;
+    e->ck_busy = false;
+    int rc = e->ck_rc;
+    stor_checkpoint_finish(e->ck);
+    e->ck = NULL;
+    if (rc) {
+        e->dirty = true;
+        if (err)
+            *err = e->ck_err;
         return -1;
+    }
+    uint64_t epoch = e->ck_epoch;
     crashpoint("checkpoint_committed");
     for (int i = 0; i < e->n_objs; i++)
         if (e->objs[i]->df) {
@@ -305,15 +356,33 @@ int engine_checkpoint(Engine *e, WError *err)
             e->objs[i]->changes_at_commit = vst.rows_out;
         }
     e->epoch = epoch;
-    e->dirty = false;
     e->checkpoints++;
     StorStats st;
     stor_stats(e->stor, &st);
     CkptRecord *h = &e->history[e->n_history++ % CKPT_HISTORY];
-    *h = (CkptRecord){.epoch = epoch, .started_us = t0, .duration_us = wall_us() - t0,
+    *h = (CkptRecord){.epoch = epoch, .started_us = e->ck_started_us,
+                      .duration_us = wall_us() - e->ck_started_us,
                       .bytes = st.last_commit_bytes, .rows = st.last_commit_rows};
-    e->last_checkpoint_ms = now_ms();
     return 0;
+}
+
+int engine_checkpoint_wait(Engine *e, WError *err)
+{
+    return e->ck_busy ? checkpoint_finish(e, err) : 0;
+}
+
+int engine_checkpoint(Engine *e, WError *err)
+{
+    WError ignored = {0};
+    /* The one in flight first (its failure is reported by the thread that
+     * started it; this checkpoint includes its state again anyway). */
+    if (engine_checkpoint_wait(e, &ignored))
+        fprintf(stderr, "weir: checkpoint failed: %s\n", ignored.msg);
+    if (checkpoint_start(e, err))
+        return -1;
+    int rc = checkpoint_finish(e, err);
+    e->last_checkpoint_ms = now_ms();
+    return rc;
 }
 
 /* ---- the engine thread ------------------------------------------------------- */
@@ -341,14 +410,21 @@ static void *engine_main(void *arg)
         if (any)
             e->dirty = true;
         int64_t now = now_ms();
-        if (e->dirty && now - e->last_checkpoint_ms >= e->checkpoint_interval_ms) {
-            WError err = {0};
-            if (engine_checkpoint(e, &err)) {
-                /* The last good checkpoint stays; state stays dirty and the next try includes it. */
-                snprintf(e->last_checkpoint_error, sizeof e->last_checkpoint_error, "%.500s", err.msg);
-                fprintf(stderr, "weir: checkpoint failed: %s\n", err.msg);
-                e->last_checkpoint_ms = now;
-            }
+        /* Checkpoints are asynchronous: the snapshot is taken here, the
+         * LMDB write runs on its own thread while the views keep stepping,
+         * and the next loop after it is done finishes it. */
+        WError cerr = {0};
+        int crc = 0;
+        if (e->ck_busy && atomic_load(&e->ck_written))
+            crc = checkpoint_finish(e, &cerr);
+        else if (!e->ck_busy && e->dirty && now - e->last_checkpoint_ms >= e->checkpoint_interval_ms) {
+            e->last_checkpoint_ms = now;
+            crc = checkpoint_start(e, &cerr);
+        }
+        if (crc) {
+            /* The last good checkpoint stays; state stays dirty and the next try includes it. */
+            snprintf(e->last_checkpoint_error, sizeof e->last_checkpoint_error, "%.500s", cerr.msg);
+            fprintf(stderr, "weir: checkpoint failed: %s\n", cerr.msg);
         }
         /* Views whose dataflow could not start (broker down at start) are retried. */
         if (now - last_retry > 2000) {
@@ -509,6 +585,11 @@ void engine_close(Engine *e)
         e->stop = true;
         pthread_mutex_unlock(&e->lock);
         pthread_join(e->thread, NULL);
+    }
+    if (e->stor) {
+        WError err = {0};
+        if (engine_checkpoint_wait(e, &err))
+            fprintf(stderr, "weir: checkpoint failed: %s\n", err.msg);
     }
     if (e->stor && e->dirty) {
         WError err = {0};

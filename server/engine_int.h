@@ -66,6 +66,18 @@ struct Engine {
     bool dirty;                    /* work since the last checkpoint */
     uint64_t checkpoints;          /* taken since start */
     char last_checkpoint_error[512];
+    /* The checkpoint in flight: its LMDB transaction is written and
+     * fsync'd by ck_thread while the engine thread keeps stepping; the
+     * engine thread finishes it (engine_checkpoint_poll). */
+    bool ck_busy;
+    pthread_t ck_thread;
+    StorCheckpoint *ck;
+    uint64_t ck_epoch;
+    int64_t ck_started_us;
+    int ck_rc;
+    WError ck_err;
+    atomic_bool ck_written;        /* ck_thread is done */
+    bool ck_thread_started;        /* ck_thread must be joined */
     CkptRecord history[CKPT_HISTORY]; /* ring of the last checkpoints */
     int n_history;
     pthread_t thread;
@@ -91,6 +103,10 @@ int engine_add_object(Engine *e, CatObj *o, bool persist, WError *err);
 int engine_remove_object(Engine *e, CatObj *o, WError *err);
 void cat_obj_free(CatObj *o);
 int engine_checkpoint(Engine *e, WError *err);        /* with the lock held */
+/* Wait for the checkpoint in flight, if any, and finish it (lock held).
+ * Anything that closes a dataflow or drops a table calls this first: the
+ * checkpoint holds the tables until it finishes. @return its result. */
+int engine_checkpoint_wait(Engine *e, WError *err);
 /* The planner's view of the catalog; system views are built in `a` (the
  * statement arena) when a statement names them. */
 PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run, Arena *a);

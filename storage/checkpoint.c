@@ -7,7 +7,9 @@
  * (no other writer waits while operators hand over state), lets commit
  * grow the map and re-run the whole transaction after MDB_MAP_FULL, and
  * freezes each table's contribution at add time so the operator can keep
- * writing the next epoch's state meanwhile.
+ * writing the next epoch's state meanwhile -- on the same thread, or while
+ * another thread runs stor_checkpoint_write (which touches only the
+ * frozen records and the environment, never a table).
  */
 #include "storage_int.h"
 
@@ -34,6 +36,7 @@ struct StorCheckpoint {
     Buf meta;           /* TabRec records: name, value; del = delete */
     uint64_t payload;   /* key + value bytes to write */
     uint64_t n_rows;
+    bool written;       /* the LMDB transaction committed */
 };
 
 int stor_checkpoint_begin(StorEnv *env, uint64_t epoch, StorCheckpoint **out, WError *err)
@@ -182,7 +185,7 @@ static uint64_t now_usec(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-int stor_checkpoint_commit(StorCheckpoint *ck, WError *err)
+int stor_checkpoint_write(StorCheckpoint *ck, WError *err)
 {
     StorEnv *env = ck->env;
     uint64_t t0 = now_usec();
@@ -198,8 +201,20 @@ int stor_checkpoint_commit(StorCheckpoint *ck, WError *err)
         env->stats.last_commit_usec = now_usec() - t0;
         env->stats.n_checkpoints++;
         pthread_mutex_unlock(&env->mu);
+        ck->written = true;
     }
-    ck_free(ck, rc == 0);
+    return rc;
+}
+
+void stor_checkpoint_finish(StorCheckpoint *ck)
+{
+    ck_free(ck, ck->written);
+}
+
+int stor_checkpoint_commit(StorCheckpoint *ck, WError *err)
+{
+    int rc = stor_checkpoint_write(ck, err);
+    stor_checkpoint_finish(ck);
     return rc;
 }
 

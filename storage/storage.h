@@ -232,6 +232,18 @@ int stor_checkpoint_delete_meta(StorCheckpoint *ck, const char *name, WError *er
  *         and the tables keep their dirty entries for a later checkpoint. */
 int stor_checkpoint_commit(StorCheckpoint *ck, WError *err);
 
+/* stor_checkpoint_commit in two halves, so the engine can keep running
+ * while the LMDB transaction is written and fsync'd:
+ * stor_checkpoint_write does the durable write and may run on any thread;
+ * it touches only what the checkpoint froze at add time, so the tables
+ * stay usable (by their own thread) meanwhile. stor_checkpoint_finish then
+ * runs on the tables' thread: if the write succeeded the snapshotted
+ * entries become clean, otherwise they stay dirty. It frees ck.
+ * Until finish, the tables must stay open and no checkpoint can begin.
+ * @return (write) as stor_checkpoint_commit. */
+int stor_checkpoint_write(StorCheckpoint *ck, WError *err);
+void stor_checkpoint_finish(StorCheckpoint *ck);
+
 /* Discard the checkpoint: nothing is written, dirty entries stay. Frees ck.
  * NULL is ok. */
 void stor_checkpoint_abort(StorCheckpoint *ck);

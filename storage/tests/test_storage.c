@@ -391,6 +391,93 @@ static void test_abort_and_snapshot(void)
     stor_close(env);
 }
 
+/* The checkpoint's write on another thread while the table keeps being
+ * read, written and scanned: the engine's asynchronous checkpoints. */
+typedef struct {
+    StorCheckpoint *ck;
+    int rc;
+} WriteJob;
+
+static void *write_job(void *arg)
+{
+    WriteJob *j = arg;
+    j->rc = stor_checkpoint_write(j->ck, NULL);
+    return NULL;
+}
+
+static void test_async_write(void)
+{
+    char *dir = new_dir();
+    StorEnv *env = open_env(dir, NULL);
+    StorTable *t;
+    StorCheckpoint *ck;
+    WError err = {0};
+    char k[32], v[64];
+    enum { N = 20000 };
+    stor_table_open(env, 5, &t, NULL);
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof k, "k%06d", i);
+        tput(t, k, "e1");
+    }
+    commit_tables(env, 1, &t, 1);
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof k, "k%06d", i);
+        tput(t, k, "e2");
+    }
+    stor_checkpoint_begin(env, 2, &ck, &err);
+    stor_checkpoint_add_table(ck, t, &err);
+    WriteJob j = {ck, -99};
+    pthread_t th;
+    pthread_create(&th, NULL, write_job, &j);
+    /* Meanwhile: the next epoch's writes, point reads and a full scan. */
+    int bad = 0;
+    for (int i = 0; i < N; i += 2) {
+        snprintf(k, sizeof k, "k%06d", i);
+        tput(t, k, "e3");
+        snprintf(k, sizeof k, "n%06d", i);
+        tput(t, k, "e3");
+    }
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof k, "k%06d", i);
+        bad += tget(t, k, v, sizeof v) != 1 || strcmp(v, i % 2 ? "e2" : "e3") != 0;
+    }
+    is_int(bad, 0, "reads during the write see the newest values");
+    StorIter *it;
+    size_t n_scan = 0;
+    const void *kp, *vp;
+    size_t kl, vl;
+    stor_iter_open(t, "k", 1, &it, NULL);
+    while (stor_iter_next(it, &kp, &kl, &vp, &vl, NULL) == 1)
+        n_scan++;
+    stor_iter_close(it);
+    is_int(n_scan, N, "a scan during the write sees every key once");
+    pthread_join(th, NULL);
+    is_int(j.rc, 0, "write on another thread succeeds");
+    StorCheckpoint *ck2 = NULL;
+    is_int(stor_checkpoint_begin(env, 3, &ck2, &err) < 0, 1, "no new checkpoint before finish");
+    is_str(err.sqlstate, "55006", "checkpoint still open: 55006");
+    is_int(stor_table_dirty_count(t), N + N / 2, "entries stay dirty until finish");
+    stor_checkpoint_finish(ck);
+    is_int(stor_table_dirty_count(t), N, "finish cleans only the snapshot's entries");
+    stor_table_close(t); /* drops the later writes */
+    stor_close(env);
+
+    env = open_env(dir, NULL);
+    stor_table_open(env, 5, &t, NULL);
+    uint64_t e;
+    stor_last_epoch(env, &e, NULL);
+    is_int(e, 2, "epoch 2 after reopen");
+    bad = 0;
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof k, "k%06d", i);
+        bad += tget(t, k, v, sizeof v) != 1 || strcmp(v, "e2") != 0;
+    }
+    is_int(bad, 0, "the snapshot's values are durable");
+    is_int(tget(t, "n000000", v, sizeof v), 0, "later writes are not in it");
+    stor_table_close(t);
+    stor_close(env);
+}
+
 static void test_drop(void)
 {
     char *dir = new_dir();
@@ -859,6 +946,7 @@ int main(void)
     test_table_basic();
     test_scan();
     test_abort_and_snapshot();
+    test_async_write();
     test_drop();
     test_model();
     test_growth();
