@@ -23,7 +23,7 @@ typedef struct CkTable {
     StorTable *t;
     uint64_t id;
     uint64_t snap_seq;  /* the table's write sequence at add time */
-    Buf recs;           /* key-sorted TabRec records */
+    Buf recs;           /* TabRec records, in key order once sorted */
     size_t n_rows;
     bool any_put;
 } CkTable;
@@ -37,6 +37,7 @@ struct StorCheckpoint {
     uint64_t payload;   /* key + value bytes to write */
     uint64_t n_rows;
     bool written;       /* the LMDB transaction committed */
+    bool sorted;        /* the tables' records are in key order */
 };
 
 int stor_checkpoint_begin(StorEnv *env, uint64_t epoch, StorCheckpoint **out, WError *err)
@@ -145,6 +146,59 @@ static int write_recs(MDB_txn *txn, MDB_dbi dbi, const Buf *recs, const uint8_t 
     return 0;
 }
 
+/* A record of a table's snapshot by its key's first 24 bytes (big-endian,
+ * zero-padded), so most comparisons need no pointer chase. */
+typedef struct RecRef {
+    uint64_t p[3];
+    const char *rec;
+} RecRef;
+
+static int recref_cmp(const void *a, const void *b)
+{
+    const RecRef *x = a, *y = b;
+    for (int i = 0; i < 3; i++)
+        if (x->p[i] != y->p[i])
+            return x->p[i] < y->p[i] ? -1 : 1;
+    TabRec hx, hy;
+    memcpy(&hx, x->rec, sizeof hx);
+    memcpy(&hy, y->rec, sizeof hy);
+    size_t n = hx.klen < hy.klen ? hx.klen : hy.klen;
+    int c = n > 24 ? memcmp(x->rec + sizeof hx + 24, y->rec + sizeof hy + 24, n - 24) : 0;
+    if (c)
+        return c;
+    return (hx.klen > hy.klen) - (hx.klen < hy.klen);
+}
+
+/* The snapshot's records in key order (they arrive in hash-slot order;
+ * LMDB writes far fewer pages when the keys come sorted). On the writer
+ * thread, so the engine does not pay for the sort. */
+static void sort_recs(CkTable *c)
+{
+    if (c->n_rows < 2)
+        return;
+    RecRef *v = xmalloc(c->n_rows * sizeof *v);
+    size_t n = 0;
+    for (size_t off = 0; off < c->recs.len && n < c->n_rows; n++) {
+        TabRec h;
+        memcpy(&h, c->recs.data + off, sizeof h);
+        uint8_t b[24] = {0};
+        memcpy(b, c->recs.data + off + sizeof h, h.klen < 24 ? h.klen : 24);
+        v[n] = (RecRef){{get_u64be(b), get_u64be(b + 8), get_u64be(b + 16)}, c->recs.data + off};
+        off += sizeof h + h.klen + h.vlen;
+    }
+    qsort(v, n, sizeof *v, recref_cmp);
+    Buf out = BUF_INIT;
+    buf_reserve(&out, c->recs.len);
+    for (size_t i = 0; i < n; i++) {
+        TabRec h;
+        memcpy(&h, v[i].rec, sizeof h);
+        buf_append(&out, v[i].rec, sizeof h + h.klen + h.vlen);
+    }
+    free(v);
+    buf_free(&c->recs);
+    c->recs = out;
+}
+
 static int commit_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
 {
     StorCheckpoint *ck = arg;
@@ -192,6 +246,11 @@ int stor_checkpoint_write(StorCheckpoint *ck, WError *err)
     /* Tables in id order: each table's rows are a contiguous key range. */
     if (ck->n_tabs > 1)
         qsort(ck->tabs, ck->n_tabs, sizeof *ck->tabs, cktab_cmp);
+    if (!ck->sorted) {
+        for (size_t i = 0; i < ck->n_tabs; i++)
+            sort_recs(&ck->tabs[i]);
+        ck->sorted = true;
+    }
     int rc = env_write(env, ck->payload, commit_body, ck, err);
     if (rc == 0) {
         pthread_mutex_lock(&env->mu);

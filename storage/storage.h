@@ -5,7 +5,7 @@
  * Data flow (see storage/README.md): an operator writes its StorTable;
  * writes land in an in-memory dirty map. At a barrier the checkpoint
  * coordinator opens a StorCheckpoint for the epoch, adds every table
- * (which snapshots its dirty entries, key-sorted), the source offsets and
+ * (which snapshots its dirty entries), the source offsets and
  * the sinks' pending output as named metadata, and commits: one durable
  * LMDB write transaction is the checkpoint. Recovery opens the directory,
  * reads stor_last_epoch() and the metadata, and tables read their
@@ -185,6 +185,10 @@ int stor_iter_next(StorIter *it, const void **key, size_t *klen, const void **va
                    size_t *vlen, WError *err);
 void stor_iter_close(StorIter *it);
 
+/* Gets that had to read LMDB (missed the dirty map, the cache and the
+ * committed-key filter), since open. */
+uint64_t stor_table_point_reads(const StorTable *t);
+
 /* Number of dirty entries (puts and tombstones) not yet committed. */
 size_t stor_table_dirty_count(const StorTable *t);
 
@@ -210,7 +214,7 @@ typedef struct StorCheckpoint StorCheckpoint;
  * @return 0, or <0 (22023 epoch not increasing, 55006 another checkpoint open). */
 int stor_checkpoint_begin(StorEnv *env, uint64_t epoch, StorCheckpoint **out, WError *err);
 
-/* Snapshot t's dirty entries (sorted by key) into the checkpoint. The
+/* Snapshot (copy) t's dirty entries into the checkpoint. The
  * entries stay dirty (and readable) until commit succeeds; writes to t
  * after this call belong to the next checkpoint. t must stay open until
  * commit or abort, and be added at most once. @return 0 or <0. */

@@ -81,8 +81,9 @@ static inline uint64_t get_u64be(const uint8_t *p)
 
 /* Table <-> checkpoint hooks (table.c). */
 uint64_t table_id(const StorTable *t);
-/* Append t's dirty entries, key-sorted, to recs as records
- * (TabRec header, key, value); returns the snapshot sequence number and
+/* Append t's dirty entries, in slot order (the checkpoint's writer sorts
+ * them), to recs as records (TabRec header, key, value); adds their put
+ * keys to the committed-key filter; returns the snapshot sequence number and
  * counts. Marks t as part of an open checkpoint. */
 typedef struct TabRec {
     uint32_t klen;

@@ -40,6 +40,14 @@ typedef struct Ent {
 
 #define ENT_OVERHEAD 48 /* bytes charged per entry beyond key and value */
 
+/* One Bloom filter of a scalable set: 10 bits and 7 probes per key (about
+ * 1% false positives at capacity). */
+typedef struct Bloom {
+    uint64_t *bits;
+    uint64_t mask;              /* bit count - 1 (a power of two) */
+    size_t n, cap;              /* keys added, keys it is sized for */
+} Bloom;
+
 typedef struct DKey {
     char *key;          /* owned copy */
     uint32_t klen;
@@ -73,6 +81,12 @@ struct StorTable {
     DKey *pend;
     size_t pend_n, pend_cap;
     bool ix_valid;
+    /* Filters of the keys this table may hold in LMDB (see "Committed-key
+     * filter" below); valid only while known_keys is true. */
+    Bloom *blooms;
+    int n_blooms;
+    bool known_keys;
+    uint64_t point_reads;       /* gets that went to LMDB */
 };
 
 /* ---------------------------------------------------------------------------
@@ -278,6 +292,71 @@ static size_t cache_insert(StorTable *t, uint64_t h, const void *key, size_t kle
  * Open, close, drop
  * ------------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------------
+ * Committed-key filter
+ *
+ * A key that is neither in the map nor in LMDB would cost a B-tree lookup
+ * on every get (and an ABSENT cache entry): a windowed aggregation asks for
+ * a new group on almost every row. A table that opened empty knows every
+ * key that can reach LMDB -- each one passes through a checkpoint snapshot
+ * -- so the snapshot adds its put keys to a Bloom filter, and get skips
+ * LMDB when the filter says no. False positives only cost the lookup.
+ * The filter grows by adding filters of twice the size (a scalable Bloom
+ * filter: nothing to rehash). A table reopened over committed rows has no
+ * filter (known_keys false) and always asks LMDB.
+ * ------------------------------------------------------------------------- */
+
+#define BLOOM_PROBES 7
+#define BLOOM_FIRST_CAP 4096
+
+static void bloom_add(StorTable *t, uint64_t h)
+{
+    if (t->n_blooms == 0 || t->blooms[t->n_blooms - 1].n >= t->blooms[t->n_blooms - 1].cap) {
+        size_t cap = t->n_blooms ? t->blooms[t->n_blooms - 1].cap * 2 : BLOOM_FIRST_CAP;
+        size_t nbits = 16; /* next power of two of 10 bits per key */
+        while (nbits < cap * 10)
+            nbits <<= 1;
+        t->blooms = xrealloc(t->blooms, (size_t)(t->n_blooms + 1) * sizeof *t->blooms);
+        t->blooms[t->n_blooms++] = (Bloom){xcalloc(nbits / 64 + 1, 8), nbits - 1, 0, cap};
+    }
+    Bloom *b = &t->blooms[t->n_blooms - 1];
+    /* Double hashing from two independent halves of a remixed hash (the
+     * map uses h's low bits for its slots). */
+    uint64_t g = mix64(h ^ 0x5851f42d4c957f2dULL);
+    uint64_t a = g, d = (g >> 32) | 1;
+    for (int i = 0; i < BLOOM_PROBES; i++, a += d)
+        b->bits[(a & b->mask) >> 6] |= 1ULL << (a & 63);
+    b->n++;
+}
+
+/* May the key with hash h be in LMDB? */
+static bool bloom_maybe(const StorTable *t, uint64_t h)
+{
+    if (!t->known_keys)
+        return true;
+    uint64_t g = mix64(h ^ 0x5851f42d4c957f2dULL);
+    for (int f = 0; f < t->n_blooms; f++) {
+        const Bloom *b = &t->blooms[f];
+        uint64_t a = g, d = (g >> 32) | 1;
+        int i = 0;
+        for (; i < BLOOM_PROBES; i++, a += d)
+            if (!(b->bits[(a & b->mask) >> 6] & (1ULL << (a & 63))))
+                break;
+        if (i == BLOOM_PROBES)
+            return true;
+    }
+    return false;
+}
+
+static void bloom_free(StorTable *t)
+{
+    for (int f = 0; f < t->n_blooms; f++)
+        free(t->blooms[f].bits);
+    free(t->blooms);
+    t->blooms = NULL;
+    t->n_blooms = 0;
+}
+
 static void make_key(uint8_t *buf, const uint8_t prefix[8], const void *key, size_t klen)
 {
     memcpy(buf, prefix, 8);
@@ -304,6 +383,7 @@ int stor_table_open(StorEnv *env, uint64_t table_id, StorTable **out, WError *er
         MDB_val k = {8, t->prefix}, d;
         rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
         t->has_committed = rc == 0 && k.mv_size >= 8 && memcmp(k.mv_data, t->prefix, 8) == 0;
+        t->known_keys = !t->has_committed;
         if (rc == MDB_NOTFOUND)
             rc = 0;
         mdb_cursor_close(cur);
@@ -330,6 +410,7 @@ void stor_table_close(StorTable *t)
     free(t->slots);
     buf_free(&t->scratch);
     ix_invalidate(t);
+    bloom_free(t);
     free(t);
 }
 
@@ -359,6 +440,8 @@ int stor_table_drop(StorEnv *env, uint64_t table_id, WError *err)
 {
     return env_write(env, 0, drop_body, &table_id, err);
 }
+
+uint64_t stor_table_point_reads(const StorTable *t) { return t->point_reads; }
 
 void stor_table_set_cache_budget(StorTable *t, size_t bytes)
 {
@@ -421,7 +504,7 @@ int stor_table_get(StorTable *t, const void *key, size_t klen, const void **val,
         *vlen = e->vlen;
         return 1;
     }
-    if (!t->has_committed)
+    if (!t->has_committed || !bloom_maybe(t, h))
         return 0;
 
     uint8_t kb[8 + STOR_MAX_KEY];
@@ -430,6 +513,7 @@ int stor_table_get(StorTable *t, const void *key, size_t klen, const void **val,
     if (env_read_begin(t->env, &txn, err) < 0)
         return -1;
     MDB_val k = {8 + klen, kb}, d;
+    t->point_reads++;
     int rc = mdb_get(txn, t->env->dbi_state, &k, &d);
     size_t slot = (size_t)-1;
     if (rc == 0 || rc == MDB_NOTFOUND)
@@ -497,10 +581,11 @@ int stor_table_delete(StorTable *t, const void *key, size_t klen, WError *err)
 {
     if (check_key(klen, err) < 0)
         return -1;
-    if (!t->has_committed && !t->in_ck) {
-        /* Nothing committed and no snapshot pending: the key cannot exist
-         * durably, so forget it instead of writing a tombstone. */
-        uint64_t h = hash_key(key, klen);
+    uint64_t h = hash_key(key, klen);
+    if ((!t->has_committed && !t->in_ck) || !bloom_maybe(t, h)) {
+        /* Nothing committed and no snapshot pending (a pending snapshot's
+         * puts are in the filter already): the key cannot exist durably,
+         * so forget it instead of writing a tombstone. */
         size_t i = find_slot(t, h, key, klen);
         if (t->slots[i].state != EMPTY)
             remove_slot(t, i);
@@ -660,36 +745,27 @@ static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, siz
     return v;
 }
 
-/* Every dirty entry, sorted, by a scan of the whole map (the checkpoint's snapshot). */
-static SortItem *all_dirty_sorted(StorTable *t, size_t *n_out)
-{
-    size_t n = 0;
-    SortItem *v = xmalloc((t->n_dirty + 1) * sizeof *v);
-    for (size_t i = 0; i < t->cap; i++)
-        if (is_dirty(&t->slots[i]))
-            add_item(v, &n, &t->slots[i]);
-    if (n > 1)
-        qsort(v, n, sizeof *v, item_cmp);
-    *n_out = n;
-    return v;
-}
-
 uint64_t table_snapshot(StorTable *t, Buf *recs, size_t *n_rows, uint64_t *n_bytes, bool *any_put)
 {
-    size_t n;
-    SortItem *v = all_dirty_sorted(t, &n);
+    /* In slot order: the checkpoint's writer sorts them, off this thread. */
+    size_t n = 0;
     uint64_t bytes = 0;
     bool put = false;
-    buf_reserve(recs, t->dirty_bytes + n * sizeof(TabRec));
-    for (size_t i = 0; i < n; i++) {
-        const Ent *e = v[i].e;
+    buf_reserve(recs, t->dirty_bytes + t->n_dirty * sizeof(TabRec));
+    for (size_t i = 0; i < t->cap; i++) {
+        const Ent *e = &t->slots[i];
+        if (!is_dirty(e))
+            continue;
+        n++;
         TabRec r = {e->klen, e->vlen, e->state == DIRTY_DEL};
         buf_append(recs, &r, sizeof r);
         buf_append(recs, e->data, (size_t)e->klen + e->vlen);
         bytes += 8 + (uint64_t)e->klen + e->vlen;
         put |= !r.del;
+        /* Added now, before the commit: if it fails the key is a false positive. */
+        if (!r.del && t->known_keys)
+            bloom_add(t, e->hash);
     }
-    free(v);
     t->in_ck = true;
     *n_rows = n;
     *n_bytes = bytes;
