@@ -6,9 +6,10 @@
  * delivers at once, on the engine thread, through a callback that must not
  * block (it copies the change into its consumer's queue; a consumer that
  * falls too far behind is cut off by its owner, never waited for). Each
- * change carries the epoch it will be part of: changes applied after
- * checkpoint E-1 belong to epoch E, and the progress callback says when
- * an epoch is complete and durable.
+ * change carries the epoch it will be part of: changes applied after the
+ * barrier of checkpoint E-1 (flush_state) belong to epoch E, and the
+ * progress callback says when an epoch is complete and durable (which,
+ * with asynchronous checkpoints, may come after changes of epoch E+1).
  */
 #include "runtime_int.h"
 
@@ -40,6 +41,16 @@ static int sub_push(RtOp *op, Chunk *c)
 
 static int sub_watermark(RtOp *op, int64_t wm) { return 0; }
 
+/* The barrier of checkpoint `epoch`: what comes after it belongs to the
+ * next epoch, even while this one is still being written. */
+static int sub_flush_state(RtOp *op, uint64_t epoch)
+{
+    RtSubscriber *s = (RtSubscriber *)op;
+    if (epoch >= s->epoch)
+        s->epoch = epoch + 1;
+    return 0;
+}
+
 static void sub_committed(RtOp *op, uint64_t epoch)
 {
     RtSubscriber *s = (RtSubscriber *)op;
@@ -52,7 +63,7 @@ static void sub_committed(RtOp *op, uint64_t epoch)
 static void sub_close(RtOp *op) { free(op); }
 
 static const RtOpVt SUB_VT = {.push = sub_push, .watermark = sub_watermark, .close = sub_close,
-                              .committed = sub_committed};
+                              .flush_state = sub_flush_state, .committed = sub_committed};
 
 int rt_dataflow_subscribe(RtDataflow *df, uint64_t next_epoch, RtChangeFn on_change, RtProgressFn on_progress,
                           void *arg, RtSubscriber **out)

@@ -107,6 +107,9 @@ int engine_checkpoint(Engine *e, WError *err);        /* with the lock held */
  * Anything that closes a dataflow or drops a table calls this first: the
  * checkpoint holds the tables until it finishes. @return its result. */
 int engine_checkpoint_wait(Engine *e, WError *err);
+/* The epoch changes applied now belong to: after the last committed one
+ * and after the one in flight, if any. */
+static inline uint64_t engine_open_epoch(const Engine *e) { return (e->ck_busy ? e->ck_epoch : e->epoch) + 1; }
 /* The planner's view of the catalog; system views are built in `a` (the
  * statement arena) when a statement names them. */
 PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run, Arena *a);

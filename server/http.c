@@ -536,7 +536,7 @@ static enum MHD_Result get_view(SrvHttp *h, struct MHD_Connection *c, const char
         sub_schema_init(v, sc, NULL);
         buf_puts(&b, "{\"view\":");
         json_str(&b, v->name, -1);
-        buf_printf(&b, ",\"epoch\":%llu,\"committed_epoch\":%llu,\"columns\":", (unsigned long long)e->epoch + 1,
+        buf_printf(&b, ",\"epoch\":%llu,\"committed_epoch\":%llu,\"columns\":", (unsigned long long)engine_open_epoch(e),
                    (unsigned long long)e->epoch);
         json_columns(&b, sc);
         buf_puts(&b, ",\"rows\":[");

@@ -263,7 +263,7 @@ int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *er
     s->schema.view = xstrdup(v->name);
     for (int i = 0; i < s->schema.n_cols; i++)
         s->schema.names[i] = xstrdup(s->schema.names[i]);
-    s->schema.epoch = e->epoch + 1;
+    s->schema.epoch = engine_open_epoch(e);
     if (snapshot) {
         SnapCtx c = {s, s->schema.epoch};
         if (view_snapshot(e, v, snapshot_row, &c, err)) {
@@ -271,7 +271,7 @@ int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *er
             return -1;
         }
     }
-    if (rt_dataflow_subscribe(v->df, e->epoch + 1, on_change, on_progress, s, &s->rs)) {
+    if (rt_dataflow_subscribe(v->df, s->schema.epoch, on_change, on_progress, s, &s->rs)) {
         sub_free(s);
         return werr(err, SQLSTATE_INTERNAL, 0, "cannot subscribe to \"%s\"", v->name);
     }
