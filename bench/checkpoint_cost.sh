@@ -37,26 +37,7 @@ if [ -z "$weir" ]; then
 fi
 [ -x "$weir" ] || { echo "weir binary not found; pass --weir PATH" >&2; exit 2; }
 
-free_port() {
-    local p
-    while :; do
-        p=$((20000 + RANDOM % 20000))
-        ss -ltn 2>/dev/null | awk '{print $4}' | grep -q ":$p\$" || { echo $p; return; }
-    done
-}
-server_pid=""
-tmp=""
-stop_server() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null
-        for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$server_pid" 2>/dev/null
-        wait "$server_pid" 2>/dev/null
-        server_pid=""
-    fi
-    [ -n "$tmp" ] && rm -rf "$tmp"
-    tmp=""
-}
+. "$here/lib.sh"
 # run() executes in a $(...) subshell: it leaves the pid here so the parent's trap can stop it.
 pidfile=$(mktemp /tmp/weir-ckbench-pid-XXXXXX)
 cleanup() {

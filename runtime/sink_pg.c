@@ -67,22 +67,6 @@ struct RtSinkWriter {
 
 
 /* Parses a boolean option ('true'/'false', absent = dflt). */
-static int bool_option(const RtSinkSpec *spec, const char *key, bool dflt, bool *out, WError *err)
-{
-    const char *v = rt_sink_option(spec, key);
-    *out = dflt;
-    if (!v)
-        return 0;
-    if (!strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"))
-        *out = true;
-    else if (!strcasecmp(v, "false") || !strcasecmp(v, "off") || !strcmp(v, "0"))
-        *out = false;
-    else
-        return werr(err, SQLSTATE_INVALID_PARAMETER, 0,
-                    "sink \"%s\": option '%s' must be 'true' or 'false', not '%s'", spec->name, key, v);
-    return 0;
-}
-
 /* The PostgreSQL type CREATE TABLE uses for a weir type. */
 static const char *pg_type_for(TypeId t)
 {
@@ -471,18 +455,10 @@ static void pg_close(RtSinkWriter *w)
 static int pg_open(const RtSinkSpec *spec, RtSinkWriter **out, WError *err)
 {
     *out = NULL;
-    const char *url = rt_sink_option(spec, "url");
-    const char *table = rt_sink_option(spec, "table");
-    bool create = false;
-    if (!url || !*url)
-        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": option 'url' is required", spec->name);
-    if (!table || !*table)
-        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": option 'table' is required", spec->name);
-    if (bool_option(spec, "create_table", false, &create, err))
+    const char *url, *table;
+    bool create;
+    if (sink_db_options(spec, "url", &url, &table, &create, err))
         return -1;
-    if (spec->upsert && spec->n_pk <= 0)
-        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": an upsert sink needs a primary key",
-                    spec->name);
 
     RtSinkWriter *w = xcalloc(1, sizeof *w);
     w->arena = arena_new(0);

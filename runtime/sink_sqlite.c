@@ -176,20 +176,6 @@ static int sq_prepare(RtSinkWriter *w, const char *sql, sqlite3_stmt **st, WErro
     return rc == SQLITE_OK ? 0 : sq_fail(w, rc, "preparing a statement", err);
 }
 
-static int bool_option(const RtSinkSpec *spec, const char *key, bool *out, WError *err)
-{
-    const char *v = rt_sink_option(spec, key);
-    *out = false;
-    if (!v || !strcasecmp(v, "false") || !strcasecmp(v, "off") || !strcmp(v, "0"))
-        return 0;
-    if (!strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1")) {
-        *out = true;
-        return 0;
-    }
-    return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": option '%s' must be 'true' or 'false', not '%s'",
-                spec->name, key, v);
-}
-
 /* Checks (after creating, when asked) the target against the spec. */
 static int check_target(RtSinkWriter *w, const RtSinkSpec *spec, const char *schema, const char *qname,
                         bool create, WError *err)
@@ -380,18 +366,10 @@ static void sq_close(RtSinkWriter *w)
 static int sq_open(const RtSinkSpec *spec, RtSinkWriter **out, WError *err)
 {
     *out = NULL;
-    const char *path = rt_sink_option(spec, "path");
-    const char *table = rt_sink_option(spec, "table");
-    bool create = false;
-    if (!path || !*path)
-        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": option 'path' is required", spec->name);
-    if (!table || !*table)
-        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": option 'table' is required", spec->name);
-    if (bool_option(spec, "create_table", &create, err))
+    const char *path, *table;
+    bool create;
+    if (sink_db_options(spec, "path", &path, &table, &create, err))
         return -1;
-    if (spec->upsert && spec->n_pk <= 0)
-        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": an upsert sink needs a primary key",
-                    spec->name);
 
     RtSinkWriter *w = xcalloc(1, sizeof *w);
     w->arena = arena_new(0);

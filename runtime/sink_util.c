@@ -2,6 +2,8 @@
 #include "sink_util.h"
 
 #include <ctype.h>
+#include <string.h>
+#include <strings.h>
 
 void sink_put_ident(Buf *b, const char *name)
 {
@@ -52,4 +54,27 @@ int sink_split_name(Arena *a, const char *s, char *parts[2], bool fold)
             return -1;
         p++;
     }
+}
+
+int sink_db_options(const RtSinkSpec *spec, const char *loc_key, const char **loc, const char **table,
+                    bool *create, WError *err)
+{
+    *loc = rt_sink_option(spec, loc_key);
+    *table = rt_sink_option(spec, "table");
+    *create = false;
+    if (!*loc || !**loc)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": option '%s' is required", spec->name,
+                    loc_key);
+    if (!*table || !**table)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": option 'table' is required", spec->name);
+    const char *v = rt_sink_option(spec, "create_table");
+    if (v && (!strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1")))
+        *create = true;
+    else if (v && strcasecmp(v, "false") && strcasecmp(v, "off") && strcmp(v, "0"))
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0,
+                    "sink \"%s\": option 'create_table' must be 'true' or 'false', not '%s'", spec->name, v);
+    if (spec->upsert && spec->n_pk <= 0)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": an upsert sink needs a primary key",
+                    spec->name);
+    return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "arena.h"
 #include "buf.h"
+#include "sink.h"
 
 /* Appends name as a "double-quoted" SQL identifier. */
 void sink_put_ident(Buf *b, const char *name);
@@ -18,5 +19,12 @@ void sink_put_ident(Buf *b, const char *name);
  * lower case when fold is set (PostgreSQL's rule). Returns the number of
  * parts (1-2), or -1 when the name is malformed. */
 int sink_split_name(Arena *a, const char *s, char *parts[2], bool fold);
+
+/* The options every database sink takes, checked at open: the location
+ * option loc_key ('url', 'path') and 'table' must be set, create_table
+ * must be a boolean (default false), and an upsert sink needs a primary
+ * key. Fills *loc, *table and *create. @return 0, or <0 with 22023. */
+int sink_db_options(const RtSinkSpec *spec, const char *loc_key, const char **loc, const char **table,
+                    bool *create, WError *err);
 
 #endif

@@ -47,27 +47,7 @@ fi
 
 hz=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-free_port() {
-    local p
-    while :; do
-        p=$((20000 + RANDOM % 20000))
-        ss -ltn 2>/dev/null | awk '{print $4}' | grep -q ":$p\$" || { echo $p; return; }
-    done
-}
-
-server_pid=""
-tmp=""
-stop_server() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null
-        for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$server_pid" 2>/dev/null
-        wait "$server_pid" 2>/dev/null
-        server_pid=""
-    fi
-    [ -n "$tmp" ] && rm -rf "$tmp"
-    tmp=""
-}
+. "$here/../lib.sh"
 trap stop_server EXIT
 
 start_server() { # $1 = checkpoint interval

@@ -1,0 +1,27 @@
+# bench/lib.sh: shell helpers the benchmark scripts share (sourced, not run).
+#
+#   free_port      prints a TCP port nobody listens on (20000-39999)
+#   stop_server    stops $server_pid (TERM, then KILL after 5 s) and removes $tmp;
+#                  the caller sets both when it starts a weir
+
+free_port() {
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 20000))
+        ss -ltn 2>/dev/null | awk '{print $4}' | grep -q ":$p\$" || { echo $p; return; }
+    done
+}
+
+server_pid=""
+tmp=""
+stop_server() {
+    if [ -n "$server_pid" ]; then
+        kill "$server_pid" 2>/dev/null
+        for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$server_pid" 2>/dev/null
+        wait "$server_pid" 2>/dev/null
+        server_pid=""
+    fi
+    [ -n "$tmp" ] && rm -rf "$tmp"
+    tmp=""
+}
