@@ -262,8 +262,7 @@ static bool reads_view(const CatObj *d, const CatObj *v)
 
 void engine_stop_view(Engine *e, CatObj *v)
 {
-    WError ignored = {0};
-    engine_checkpoint_wait(e, &ignored); /* it holds this view's tables */
+    engine_checkpoint_wait(e, NULL); /* it holds this view's tables */
     /* Views fed by this one stop first (the engine restarts them when it runs again). */
     for (int i = 0; i < e->n_objs; i++)
         if (e->objs[i]->df && reads_view(e->objs[i], v))
@@ -327,6 +326,14 @@ static int checkpoint_start(Engine *e, WError *err)
     return 0;
 }
 
+/* A failed checkpoint: the last good one stays; the state stays dirty and
+ * the next try includes it. Shown in /api/status and the log. */
+static void checkpoint_failed(Engine *e, const char *msg)
+{
+    snprintf(e->last_checkpoint_error, sizeof e->last_checkpoint_error, "%.500s", msg);
+    fprintf(stderr, "weir: checkpoint failed: %s\n", msg);
+}
+
 /* Finish the checkpoint in flight once its writer is done (lock held):
  * on success the epoch is committed and the operators told (sinks may
  * deliver it, subscribers see progress); on failure the state stays dirty
@@ -342,6 +349,7 @@ static int checkpoint_finish(Engine *e, WError *err)
     e->ck = NULL;
     if (rc) {
         e->dirty = true;
+        checkpoint_failed(e, e->ck_err.msg);
         if (err)
             *err = e->ck_err;
         return -1;
@@ -373,11 +381,9 @@ int engine_checkpoint_wait(Engine *e, WError *err)
 
 int engine_checkpoint(Engine *e, WError *err)
 {
-    WError ignored = {0};
-    /* The one in flight first (its failure is reported by the thread that
-     * started it; this checkpoint includes its state again anyway). */
-    if (engine_checkpoint_wait(e, &ignored))
-        fprintf(stderr, "weir: checkpoint failed: %s\n", ignored.msg);
+    /* The one in flight first (a failure is logged; this checkpoint
+     * includes its state again anyway). */
+    engine_checkpoint_wait(e, NULL);
     if (checkpoint_start(e, err))
         return -1;
     int rc = checkpoint_finish(e, err);
@@ -413,18 +419,13 @@ static void *engine_main(void *arg)
         /* Checkpoints are asynchronous: the snapshot is taken here, the
          * LMDB write runs on its own thread while the views keep stepping,
          * and the next loop after it is done finishes it. */
-        WError cerr = {0};
-        int crc = 0;
-        if (e->ck_busy && atomic_load(&e->ck_written))
-            crc = checkpoint_finish(e, &cerr);
-        else if (!e->ck_busy && e->dirty && now - e->last_checkpoint_ms >= e->checkpoint_interval_ms) {
+        if (e->ck_busy && atomic_load(&e->ck_written)) {
+            checkpoint_finish(e, NULL);
+        } else if (!e->ck_busy && e->dirty && now - e->last_checkpoint_ms >= e->checkpoint_interval_ms) {
+            WError cerr = {0};
             e->last_checkpoint_ms = now;
-            crc = checkpoint_start(e, &cerr);
-        }
-        if (crc) {
-            /* The last good checkpoint stays; state stays dirty and the next try includes it. */
-            snprintf(e->last_checkpoint_error, sizeof e->last_checkpoint_error, "%.500s", cerr.msg);
-            fprintf(stderr, "weir: checkpoint failed: %s\n", cerr.msg);
+            if (checkpoint_start(e, &cerr))
+                checkpoint_failed(e, cerr.msg);
         }
         /* Views whose dataflow could not start (broker down at start) are retried. */
         if (now - last_retry > 2000) {
@@ -586,11 +587,8 @@ void engine_close(Engine *e)
         pthread_mutex_unlock(&e->lock);
         pthread_join(e->thread, NULL);
     }
-    if (e->stor) {
-        WError err = {0};
-        if (engine_checkpoint_wait(e, &err))
-            fprintf(stderr, "weir: checkpoint failed: %s\n", err.msg);
-    }
+    if (e->stor)
+        engine_checkpoint_wait(e, NULL);
     if (e->stor && e->dirty) {
         WError err = {0};
         if (engine_checkpoint(e, &err))

@@ -105,7 +105,8 @@ void cat_obj_free(CatObj *o);
 int engine_checkpoint(Engine *e, WError *err);        /* with the lock held */
 /* Wait for the checkpoint in flight, if any, and finish it (lock held).
  * Anything that closes a dataflow or drops a table calls this first: the
- * checkpoint holds the tables until it finishes. @return its result. */
+ * checkpoint holds the tables until it finishes. A failure is recorded
+ * (last_checkpoint_error, the log) here. @return its result; err may be NULL. */
 int engine_checkpoint_wait(Engine *e, WError *err);
 /* The epoch changes applied now belong to: after the last committed one
  * and after the one in flight, if any. */

@@ -1167,11 +1167,8 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
          * first. Queries need not wait. */
         AstStmtKind k = stmts[i]->kind;
         if (k != STMT_SELECT && k != STMT_EXPLAIN && k != STMT_SHOW && k != STMT_SET && k != STMT_RESET &&
-            k != STMT_TRANSACTION && k != STMT_EMPTY && k != STMT_INSERT) {
-            WError ignored = {0};
-            if (engine_checkpoint_wait(e, &ignored))
-                fprintf(stderr, "weir: checkpoint failed: %s\n", ignored.msg);
-        }
+            k != STMT_TRANSACTION && k != STMT_EMPTY && k != STMT_INSERT)
+            engine_checkpoint_wait(e, NULL);
         int rc = exec_stmt(e, s, sql, stmts[i], describe_only, out, &err);
         pthread_mutex_unlock(&e->lock);
         if (rc) {
