@@ -23,7 +23,9 @@ typedef struct CkTable {
     StorTable *t;
     uint64_t id;
     uint64_t snap_seq;  /* the table's write sequence at add time */
-    Buf recs;           /* TabRec records, in key order once sorted */
+    Buf recs;           /* TabRec records, in slot order */
+    struct RecRef *order; /* the records in key order (sort_recs, on the writer) */
+    size_t n_order;
     size_t n_rows;
     bool any_put;
 } CkTable;
@@ -37,7 +39,7 @@ struct StorCheckpoint {
     uint64_t payload;   /* key + value bytes to write */
     uint64_t n_rows;
     bool written;       /* the LMDB transaction committed */
-    bool sorted;        /* the tables' records are in key order */
+    bool sorted;        /* every table has its write order (sort_recs) */
 };
 
 int stor_checkpoint_begin(StorEnv *env, uint64_t epoch, StorCheckpoint **out, WError *err)
@@ -117,33 +119,28 @@ static int cktab_cmp(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* Write one run of records into dbi; with a table prefix for state rows. */
-static int write_recs(MDB_txn *txn, MDB_dbi dbi, const Buf *recs, const uint8_t *prefix)
+/* Write one record (TabRec header, key, value) into dbi; kb holds the
+ * table prefix (pl bytes) for state rows. */
+static int write_rec(MDB_txn *txn, MDB_dbi dbi, const char *rec, uint8_t *kb, size_t pl)
 {
-    uint8_t kb[8 + STOR_MAX_KEY];
-    size_t pl = prefix ? 8 : 0;
-    if (prefix)
-        memcpy(kb, prefix, 8);
-    for (size_t off = 0; off < recs->len;) {
-        TabRec h;
-        memcpy(&h, recs->data + off, sizeof h);
-        const char *key = recs->data + off + sizeof h;
-        memcpy(kb + pl, key, h.klen);
-        MDB_val k = {pl + h.klen, kb};
-        int rc;
-        if (h.del) {
-            rc = mdb_del(txn, dbi, &k, NULL);
-            if (rc == MDB_NOTFOUND)
-                rc = 0;
-        } else {
-            MDB_val d = {h.vlen, (void *)(key + h.klen)};
-            rc = mdb_put(txn, dbi, &k, &d, 0);
-        }
-        if (rc)
-            return rc;
-        off += sizeof h + h.klen + h.vlen;
+    TabRec h;
+    memcpy(&h, rec, sizeof h);
+    const char *key = rec + sizeof h;
+    memcpy(kb + pl, key, h.klen);
+    MDB_val k = {pl + h.klen, kb};
+    if (h.del) {
+        int rc = mdb_del(txn, dbi, &k, NULL);
+        return rc == MDB_NOTFOUND ? 0 : rc;
     }
-    return 0;
+    MDB_val d = {h.vlen, (void *)(key + h.klen)};
+    return mdb_put(txn, dbi, &k, &d, 0);
+}
+
+static size_t rec_size(const char *rec)
+{
+    TabRec h;
+    memcpy(&h, rec, sizeof h);
+    return sizeof h + h.klen + h.vlen;
 }
 
 /* A record of a table's snapshot by its key's first 24 bytes (big-endian,
@@ -169,48 +166,44 @@ static int recref_cmp(const void *a, const void *b)
     return (hx.klen > hy.klen) - (hx.klen < hy.klen);
 }
 
-/* The snapshot's records in key order (they arrive in hash-slot order;
- * LMDB writes far fewer pages when the keys come sorted). On the writer
- * thread, so the engine does not pay for the sort. */
+/* The order to write a snapshot's records in: by key (they arrive in
+ * hash-slot order; LMDB writes far fewer pages when the keys come
+ * sorted). On the writer thread, so the engine does not pay for the sort;
+ * the records themselves stay where the snapshot put them. */
 static void sort_recs(CkTable *c)
 {
-    if (c->n_rows < 2)
-        return;
-    RecRef *v = xmalloc(c->n_rows * sizeof *v);
+    RecRef *v = xmalloc((c->n_rows + 1) * sizeof *v);
     size_t n = 0;
     for (size_t off = 0; off < c->recs.len && n < c->n_rows; n++) {
+        const char *rec = c->recs.data + off;
         TabRec h;
-        memcpy(&h, c->recs.data + off, sizeof h);
+        memcpy(&h, rec, sizeof h);
         uint8_t b[24] = {0};
-        memcpy(b, c->recs.data + off + sizeof h, h.klen < 24 ? h.klen : 24);
-        v[n] = (RecRef){{get_u64be(b), get_u64be(b + 8), get_u64be(b + 16)}, c->recs.data + off};
-        off += sizeof h + h.klen + h.vlen;
+        memcpy(b, rec + sizeof h, h.klen < 24 ? h.klen : 24);
+        v[n] = (RecRef){{get_u64be(b), get_u64be(b + 8), get_u64be(b + 16)}, rec};
+        off += rec_size(rec);
     }
-    qsort(v, n, sizeof *v, recref_cmp);
-    Buf out = BUF_INIT;
-    buf_reserve(&out, c->recs.len);
-    for (size_t i = 0; i < n; i++) {
-        TabRec h;
-        memcpy(&h, v[i].rec, sizeof h);
-        buf_append(&out, v[i].rec, sizeof h + h.klen + h.vlen);
-    }
-    free(v);
-    buf_free(&c->recs);
-    c->recs = out;
+    if (n > 1)
+        qsort(v, n, sizeof *v, recref_cmp);
+    c->order = v;
+    c->n_order = n;
 }
 
 static int commit_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
 {
     StorCheckpoint *ck = arg;
     int rc;
+    uint8_t kb[8 + STOR_MAX_KEY];
     for (size_t i = 0; i < ck->n_tabs; i++) {
-        uint8_t prefix[8];
-        put_u64be(prefix, ck->tabs[i].id);
-        if ((rc = write_recs(txn, env->dbi_state, &ck->tabs[i].recs, prefix)))
-            return rc;
+        const CkTable *c = &ck->tabs[i];
+        put_u64be(kb, c->id);
+        for (size_t j = 0; j < c->n_order; j++)
+            if ((rc = write_rec(txn, env->dbi_state, c->order[j].rec, kb, 8)))
+                return rc;
     }
-    if ((rc = write_recs(txn, env->dbi_meta, &ck->meta, NULL)))
-        return rc;
+    for (size_t off = 0; off < ck->meta.len; off += rec_size(ck->meta.data + off))
+        if ((rc = write_rec(txn, env->dbi_meta, ck->meta.data + off, kb, 0)))
+            return rc;
     uint8_t eb[8];
     put_u64be(eb, ck->epoch);
     MDB_val k = {5, "epoch"}, d = {8, eb};
@@ -223,6 +216,7 @@ static void ck_free(StorCheckpoint *ck, bool committed)
     for (size_t i = 0; i < ck->n_tabs; i++) {
         table_checkpoint_done(ck->tabs[i].t, ck->tabs[i].snap_seq, committed, ck->tabs[i].any_put);
         buf_free(&ck->tabs[i].recs);
+        free(ck->tabs[i].order);
     }
     free(ck->tabs);
     buf_free(&ck->meta);
