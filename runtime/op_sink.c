@@ -283,6 +283,7 @@ static void *deliver_main(void *arg)
 {
     RtSink *s = arg;
     int backoff = 100;
+    pthread_setname_np(pthread_self(), "weir-sink");
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         if (!s->writer) {

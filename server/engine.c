@@ -284,6 +284,7 @@ void engine_stop_view(Engine *e, CatObj *v)
 static void *ck_writer(void *arg)
 {
     Engine *e = arg;
+    pthread_setname_np(pthread_self(), "weir-ckpt");
     e->ck_rc = stor_checkpoint_write(e->ck, &e->ck_err);
     atomic_store(&e->ck_written, true);
     return NULL;
@@ -396,6 +397,7 @@ int engine_checkpoint(Engine *e, WError *err)
 static void *engine_main(void *arg)
 {
     Engine *e = arg;
+    pthread_setname_np(pthread_self(), "weir-engine"); /* for top -H, perf, gdb */
     int64_t last_retry = 0;
     pthread_mutex_lock(&e->lock);
     while (!e->stop) {

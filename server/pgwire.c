@@ -1404,6 +1404,7 @@ static void *conn_main(void *arg)
 {
     SrvConn *c = arg;
     SrvServer *s = c->srv;
+    pthread_setname_np(pthread_self(), "weir-conn");
     set_timeout(c->fd, SO_RCVTIMEO, s->cfg.startup_timeout_ms);
     conn_serve(c);
     lingering_close(c);
@@ -1503,6 +1504,7 @@ static void start_conn(SrvServer *s, int fd)
 static void *accept_main(void *arg)
 {
     SrvServer *s = arg;
+    pthread_setname_np(pthread_self(), "weir-accept");
     while (!atomic_load(&s->stopping)) {
         struct pollfd p[2] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
         int n = poll(p, 2, 500);

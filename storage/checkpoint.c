@@ -23,7 +23,7 @@ typedef struct CkTable {
     StorTable *t;
     uint64_t id;
     uint64_t snap_seq;  /* the table's write sequence at add time */
-    Buf recs;           /* TabRec records, in slot order */
+    const SnapRec *recs; /* the table's frozen dirty entries, in slot order (owned by the table) */
     struct RecRef *order; /* the records in key order (sort_recs, on the writer) */
     size_t n_order;
     size_t n_rows;
@@ -119,20 +119,18 @@ static int cktab_cmp(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* Write one record (TabRec header, key, value) into dbi; kb holds the
- * table prefix (pl bytes) for state rows. */
-static int write_rec(MDB_txn *txn, MDB_dbi dbi, const char *rec, uint8_t *kb, size_t pl)
+/* Write one row into dbi: kb holds the table prefix (pl bytes) for state
+ * rows; a tombstone deletes. */
+static int write_row(MDB_txn *txn, MDB_dbi dbi, const char *key, size_t klen, const char *val,
+                     size_t vlen, bool del, uint8_t *kb, size_t pl)
 {
-    TabRec h;
-    memcpy(&h, rec, sizeof h);
-    const char *key = rec + sizeof h;
-    memcpy(kb + pl, key, h.klen);
-    MDB_val k = {pl + h.klen, kb};
-    if (h.del) {
+    memcpy(kb + pl, key, klen);
+    MDB_val k = {pl + klen, kb};
+    if (del) {
         int rc = mdb_del(txn, dbi, &k, NULL);
         return rc == MDB_NOTFOUND ? 0 : rc;
     }
-    MDB_val d = {h.vlen, (void *)(key + h.klen)};
+    MDB_val d = {vlen, (void *)val};
     return mdb_put(txn, dbi, &k, &d, 0);
 }
 
@@ -143,11 +141,11 @@ static size_t rec_size(const char *rec)
     return sizeof h + h.klen + h.vlen;
 }
 
-/* A record of a table's snapshot by its key's first 24 bytes (big-endian,
+/* A row of a table's snapshot by its key's first 24 bytes (big-endian,
  * zero-padded), so most comparisons need no pointer chase. */
 typedef struct RecRef {
     uint64_t p[3];
-    const char *rec;
+    const SnapRec *rec;
 } RecRef;
 
 static int recref_cmp(const void *a, const void *b)
@@ -156,37 +154,31 @@ static int recref_cmp(const void *a, const void *b)
     for (int i = 0; i < 3; i++)
         if (x->p[i] != y->p[i])
             return x->p[i] < y->p[i] ? -1 : 1;
-    TabRec hx, hy;
-    memcpy(&hx, x->rec, sizeof hx);
-    memcpy(&hy, y->rec, sizeof hy);
-    size_t n = hx.klen < hy.klen ? hx.klen : hy.klen;
-    int c = n > 24 ? memcmp(x->rec + sizeof hx + 24, y->rec + sizeof hy + 24, n - 24) : 0;
+    uint32_t xl = x->rec->klen, yl = y->rec->klen;
+    size_t n = xl < yl ? xl : yl;
+    int c = n > 24 ? memcmp(x->rec->data + 24, y->rec->data + 24, n - 24) : 0;
     if (c)
         return c;
-    return (hx.klen > hy.klen) - (hx.klen < hy.klen);
+    return (xl > yl) - (xl < yl);
 }
 
-/* The order to write a snapshot's records in: by key (they arrive in
+/* The order to write a snapshot's rows in: by key (they arrive in
  * hash-slot order; LMDB writes far fewer pages when the keys come
  * sorted). On the writer thread, so the engine does not pay for the sort;
- * the records themselves stay where the snapshot put them. */
+ * the rows themselves stay in the table's frozen entries. */
 static void sort_recs(CkTable *c)
 {
     RecRef *v = xmalloc((c->n_rows + 1) * sizeof *v);
-    size_t n = 0;
-    for (size_t off = 0; off < c->recs.len && n < c->n_rows; n++) {
-        const char *rec = c->recs.data + off;
-        TabRec h;
-        memcpy(&h, rec, sizeof h);
+    for (size_t n = 0; n < c->n_rows; n++) {
+        const SnapRec *r = &c->recs[n];
         uint8_t b[24] = {0};
-        memcpy(b, rec + sizeof h, h.klen < 24 ? h.klen : 24);
-        v[n] = (RecRef){{get_u64be(b), get_u64be(b + 8), get_u64be(b + 16)}, rec};
-        off += rec_size(rec);
+        memcpy(b, r->data, r->klen < 24 ? r->klen : 24);
+        v[n] = (RecRef){{get_u64be(b), get_u64be(b + 8), get_u64be(b + 16)}, r};
     }
-    if (n > 1)
-        qsort(v, n, sizeof *v, recref_cmp);
+    if (c->n_rows > 1)
+        qsort(v, c->n_rows, sizeof *v, recref_cmp);
     c->order = v;
-    c->n_order = n;
+    c->n_order = c->n_rows;
 }
 
 static int commit_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
@@ -197,13 +189,21 @@ static int commit_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
     for (size_t i = 0; i < ck->n_tabs; i++) {
         const CkTable *c = &ck->tabs[i];
         put_u64be(kb, c->id);
-        for (size_t j = 0; j < c->n_order; j++)
-            if ((rc = write_rec(txn, env->dbi_state, c->order[j].rec, kb, 8)))
+        for (size_t j = 0; j < c->n_order; j++) {
+            const SnapRec *r = c->order[j].rec;
+            if ((rc = write_row(txn, env->dbi_state, r->data, r->klen, r->data + r->klen, r->vlen,
+                                r->del, kb, 8)))
                 return rc;
+        }
     }
-    for (size_t off = 0; off < ck->meta.len; off += rec_size(ck->meta.data + off))
-        if ((rc = write_rec(txn, env->dbi_meta, ck->meta.data + off, kb, 0)))
+    for (size_t off = 0; off < ck->meta.len; off += rec_size(ck->meta.data + off)) {
+        const char *rec = ck->meta.data + off;
+        TabRec h;
+        memcpy(&h, rec, sizeof h);
+        if ((rc = write_row(txn, env->dbi_meta, rec + sizeof h, h.klen, rec + sizeof h + h.klen,
+                            h.vlen, h.del, kb, 0)))
             return rc;
+    }
     uint8_t eb[8];
     put_u64be(eb, ck->epoch);
     MDB_val k = {5, "epoch"}, d = {8, eb};
@@ -215,7 +215,6 @@ static void ck_free(StorCheckpoint *ck, bool committed)
     StorEnv *env = ck->env;
     for (size_t i = 0; i < ck->n_tabs; i++) {
         table_checkpoint_done(ck->tabs[i].t, ck->tabs[i].snap_seq, committed, ck->tabs[i].any_put);
-        buf_free(&ck->tabs[i].recs);
         free(ck->tabs[i].order);
     }
     free(ck->tabs);

@@ -81,16 +81,32 @@ static inline uint64_t get_u64be(const uint8_t *p)
 
 /* Table <-> checkpoint hooks (table.c). */
 uint64_t table_id(const StorTable *t);
-/* Append t's dirty entries, in slot order (the checkpoint's writer sorts
- * them), to recs as records (TabRec header, key, value); adds their put
- * keys to the committed-key filter; returns the snapshot sequence number and
- * counts. Marks t as part of an open checkpoint. */
+/* A header of a metadata record in a checkpoint (name, value follow). */
 typedef struct TabRec {
     uint32_t klen;
     uint32_t vlen;
     uint8_t del;                /* 1 = tombstone (vlen 0) */
 } TabRec;
-uint64_t table_snapshot(StorTable *t, Buf *recs, size_t *n_rows, uint64_t *n_bytes, bool *any_put);
+
+/* One dirty entry of a table snapshot. data (key, then value) is the
+ * table's own entry memory, frozen: the table does not change or free it
+ * until table_checkpoint_done (a later write to the key gets new memory),
+ * so the checkpoint's writer may read it from another thread meanwhile. */
+typedef struct SnapRec {
+    const char *data;
+    uint32_t klen;
+    uint32_t vlen;
+    uint8_t del;                /* 1 = tombstone (vlen 0) */
+} SnapRec;
+
+/* Freeze t's dirty entries and list them, in slot order (the checkpoint's
+ * writer sorts them), in *recs: an array the table owns and reuses, valid
+ * until table_checkpoint_done. Adds their put keys to the committed-key
+ * filter; returns the snapshot sequence number and counts. Marks t as part
+ * of an open checkpoint. No entry is copied: the barrier costs one pass
+ * over the slots and 24 bytes per dirty entry. */
+uint64_t table_snapshot(StorTable *t, const SnapRec **recs, size_t *n_rows, uint64_t *n_bytes,
+                        bool *any_put);
 /* After commit (committed = true) entries written at or before snap_seq
  * become clean; after abort (false) nothing changes but the mark. */
 void table_checkpoint_done(StorTable *t, uint64_t snap_seq, bool committed, bool any_put);

@@ -15,6 +15,12 @@
  * clean, while entries written after the snapshot stay dirty for the next
  * checkpoint. An abort changes nothing.
  *
+ * The snapshot does not copy: it freezes the dirty entries' memory (the
+ * frozen flag) and lists pointers to it. Until the checkpoint is done, a
+ * write to a frozen entry gets fresh memory and the old block is retired
+ * (freed at done), so the writer thread can read every snapshotted row
+ * while this thread keeps writing the next epoch.
+ *
  * The map uses linear probing with backward-shift deletion (no hash
  * tombstones), a power-of-two capacity and a load factor of at most 0.7.
  */
@@ -36,6 +42,7 @@ typedef struct Ent {
     uint32_t vlen;
     uint64_t seq;       /* write sequence of the last dirty write, 0 when clean */
     uint8_t state;
+    uint8_t frozen;     /* data is listed in the open checkpoint's snapshot */
 } Ent;
 
 #define ENT_OVERHEAD 48 /* bytes charged per entry beyond key and value */
@@ -87,6 +94,13 @@ struct StorTable {
     int n_blooms;
     bool known_keys;
     uint64_t point_reads;       /* gets that went to LMDB */
+    /* The open checkpoint's snapshot (table_snapshot), reused across
+     * checkpoints, and the frozen blocks replaced or removed since: they
+     * are freed when the checkpoint is done. */
+    SnapRec *snap;
+    size_t snap_cap;
+    char **retired;
+    size_t n_retired, retired_cap;
 };
 
 /* ---------------------------------------------------------------------------
@@ -156,6 +170,21 @@ static void rehash(StorTable *t, size_t ncap)
     free(old);
 }
 
+/* Frees e's memory, or retires it while a snapshot lists it. */
+static void release(StorTable *t, Ent *e)
+{
+    if (!e->frozen) {
+        free(e->data);
+        return;
+    }
+    if (t->n_retired == t->retired_cap) {
+        t->retired_cap = t->retired_cap ? t->retired_cap * 2 : 256;
+        t->retired = xrealloc(t->retired, t->retired_cap * sizeof *t->retired);
+    }
+    t->retired[t->n_retired++] = e->data;
+    e->frozen = 0;
+}
+
 /* Remove slot i, shifting later members of its probe run back. */
 static void remove_slot(StorTable *t, size_t i)
 {
@@ -167,7 +196,7 @@ static void remove_slot(StorTable *t, size_t i)
     } else {
         t->clean_bytes -= ent_bytes(e);
     }
-    free(e->data);
+    release(t, e);
     t->n_used--;
     for (;;) {
         j = (j + 1) & mask;
@@ -408,6 +437,10 @@ void stor_table_close(StorTable *t)
     for (size_t i = 0; i < t->cap; i++)
         free(t->slots[i].data);
     free(t->slots);
+    for (size_t i = 0; i < t->n_retired; i++)
+        free(t->retired[i]);
+    free(t->retired);
+    free(t->snap);
     buf_free(&t->scratch);
     ix_invalidate(t);
     bloom_free(t);
@@ -555,10 +588,17 @@ static void write_ent(StorTable *t, const void *key, size_t klen, const void *va
         t->n_dirty++;
         note_dirty(t, key, klen);
     }
-    if (e->klen + e->vlen != klen + vlen)
-        e->data = xrealloc(e->data, klen + vlen + 1);
-    if (vlen)
-        memcpy(e->data + klen, val, vlen);
+    if (e->frozen) {
+        /* The snapshot still reads the old block: write a new one. */
+        char *d = dup_kv(key, klen, val, vlen);
+        release(t, e);
+        e->data = d;
+    } else {
+        if (e->klen + e->vlen != klen + vlen)
+            e->data = xrealloc(e->data, klen + vlen + 1);
+        if (vlen)
+            memcpy(e->data + klen, val, vlen);
+    }
     e->vlen = (uint32_t)vlen;
     e->state = (uint8_t)state;
     e->seq = ++t->seq;
@@ -745,44 +785,69 @@ static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, siz
     return v;
 }
 
-uint64_t table_snapshot(StorTable *t, Buf *recs, size_t *n_rows, uint64_t *n_bytes, bool *any_put)
+uint64_t table_snapshot(StorTable *t, const SnapRec **recs, size_t *n_rows, uint64_t *n_bytes,
+                        bool *any_put)
 {
     /* In slot order: the checkpoint's writer sorts them, off this thread. */
     size_t n = 0;
     uint64_t bytes = 0;
     bool put = false;
-    buf_reserve(recs, t->dirty_bytes + t->n_dirty * sizeof(TabRec));
-    for (size_t i = 0; i < t->cap; i++) {
-        const Ent *e = &t->slots[i];
+    if (t->snap_cap < t->n_dirty) {
+        free(t->snap);
+        t->snap_cap = t->n_dirty + t->n_dirty / 4;
+        t->snap = xmalloc(t->snap_cap * sizeof *t->snap);
+    }
+    for (size_t i = 0; i < t->cap && n < t->n_dirty; i++) {
+        Ent *e = &t->slots[i];
         if (!is_dirty(e))
             continue;
-        n++;
-        TabRec r = {e->klen, e->vlen, e->state == DIRTY_DEL};
-        buf_append(recs, &r, sizeof r);
-        buf_append(recs, e->data, (size_t)e->klen + e->vlen);
+        bool del = e->state == DIRTY_DEL;
+        t->snap[n++] = (SnapRec){e->data, e->klen, e->vlen, del};
+        e->frozen = 1;
         bytes += 8 + (uint64_t)e->klen + e->vlen;
-        put |= !r.del;
+        put |= !del;
         /* Added now, before the commit: if it fails the key is a false positive. */
-        if (!r.del && t->known_keys)
+        if (!del && t->known_keys)
             bloom_add(t, e->hash);
     }
     t->in_ck = true;
+    *recs = t->snap;
     *n_rows = n;
     *n_bytes = bytes;
     *any_put = put;
     return t->seq;
 }
 
+/* Thaws the frozen entries and frees the blocks retired while the
+ * snapshot was open. */
+static void thaw(StorTable *t)
+{
+    for (size_t i = 0; i < t->n_retired; i++)
+        free(t->retired[i]);
+    t->n_retired = 0;
+    /* A big retired list is a one-off (a burst of rewrites): do not keep it. */
+    if (t->retired_cap > 4096) {
+        free(t->retired);
+        t->retired = NULL;
+        t->retired_cap = 0;
+    }
+}
+
 void table_checkpoint_done(StorTable *t, uint64_t snap_seq, bool committed, bool any_put)
 {
     t->in_ck = false;
-    if (!committed)
+    thaw(t);
+    if (!committed) {
+        for (size_t i = 0; i < t->cap; i++)
+            t->slots[i].frozen = 0;
         return;
+    }
     ix_invalidate(t); /* most dirty keys are clean now: rebuild when next needed */
     t->has_committed |= any_put;
     t->committed_bytes_ok = false;
     for (size_t i = 0; i < t->cap; i++) {
         Ent *e = &t->slots[i];
+        e->frozen = 0;
         if (!is_dirty(e) || e->seq > snap_seq)
             continue;
         t->dirty_bytes -= ent_bytes(e);
