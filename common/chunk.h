@@ -50,6 +50,7 @@ typedef struct Chunk {
     int64_t *wm;            /* watermark in effect per row, or NULL */
     int32_t src_partition;  /* the source partition all rows came from, -1 if none or mixed */
     int32_t src_n_partitions; /* partitions of that source (for per-partition watermarks) */
+    int64_t *src_offsets;   /* per row, its record's offset in that partition, or NULL (set by Kafka sources) */
     Arena *arena;           /* owns arrays and strings; borrowed */
 } Chunk;
 

@@ -13,8 +13,10 @@
  */
 #include "runtime_int.h"
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +35,11 @@ int rt_emit(RtOp *op, Chunk *c)
 {
     if (c->n_rows == 0)
         return 0;
+    op->counters.rows_out += (uint64_t)c->n_rows;
+    for (int i = 0; i < op->n_fan; i++)
+        op->fan[i]->counters.rows_in += (uint64_t)c->n_rows;
+    if (op->down)
+        op->down->counters.rows_in += (uint64_t)c->n_rows;
     /* Fan-out consumers get their own copy of the header: a receiver may
      * replace a chunk's arrays (never write into them), so a shared header
      * would change what the next consumer sees. */
@@ -245,6 +252,83 @@ StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id)
 
 void rt_dataflow_stats(RtDataflow *df, RtStats *out) { *out = df->rc.stats; }
 
+/* Copies up to cap-1 bytes of src into dst as text safe to show anywhere:
+ * well-formed UTF-8 sequences stay, control and invalid bytes become '?'. */
+static void excerpt(char *dst, size_t cap, const char *src, size_t len)
+{
+    size_t w = 0;
+    const unsigned char *p = (const unsigned char *)src;
+    for (size_t i = 0; i < len && w + 1 < cap;) {
+        unsigned char b = p[i];
+        size_t n = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 && b >= 0xC2 ? 2 : (b & 0xF0) == 0xE0 ? 3
+                 : (b & 0xF8) == 0xF0 && b <= 0xF4 ? 4 : 0;
+        bool ok = n > 0 && i + n <= len && w + n < cap;
+        for (size_t k = 1; ok && k < n; k++)
+            ok = (p[i + k] & 0xC0) == 0x80;
+        if (n == 1)
+            ok = b >= 0x20 && b != 0x7F;
+        if (ok) {
+            memcpy(dst + w, p + i, n);
+            w += n;
+            i += n;
+        } else {
+            dst[w++] = '?';
+            i++;
+        }
+    }
+    dst[w] = 0;
+}
+
+void rt_source_error(RtOp *op, const char *source, int32_t partition, int64_t offset, const char *record,
+                     size_t record_len, const char *fmt, ...)
+{
+    RtCtx *rc = op->rc;
+    rc->stats.bad_records++;
+    op->counters.bad_records++;
+    if (!rc->src_errs)
+        rc->src_errs = xcalloc(RT_SOURCE_ERRORS_KEPT, sizeof *rc->src_errs);
+    RtSourceError *e = &rc->src_errs[rc->n_src_errs++ % RT_SOURCE_ERRORS_KEPT];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    e->at_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    snprintf(e->source, sizeof e->source, "%s", source ? source : "");
+    e->partition = partition;
+    e->offset = offset;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    excerpt(e->record, sizeof e->record, record ? record : "", record ? record_len : 0);
+    snprintf(rc->stats.last_error, sizeof rc->stats.last_error, "%s", e->message);
+}
+
+int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max)
+{
+    const RtCtx *rc = &df->rc;
+    uint64_t kept = rc->n_src_errs < RT_SOURCE_ERRORS_KEPT ? rc->n_src_errs : RT_SOURCE_ERRORS_KEPT;
+    int n = 0;
+    for (uint64_t k = rc->n_src_errs - kept; k < rc->n_src_errs && n < max; k++)
+        out[n++] = rc->src_errs[k % RT_SOURCE_ERRORS_KEPT];
+    return n;
+}
+
+int rt_dataflow_watermarks(RtDataflow *df, RtPartitionWatermark *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < df->n_ops && n < max; i++)
+        if (df->ops[i] && df->ops[i]->partitions)
+            n += df->ops[i]->partitions(df->ops[i], out + n, max - n);
+    return n;
+}
+
+void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out)
+{
+    if (i >= 0 && i < df->n_ops && df->ops[i])
+        *out = df->ops[i]->counters;
+    else
+        memset(out, 0, sizeof *out);
+}
+
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i)
 {
     return i >= 0 && i < df->n_ops && df->ops[i]->table ? stor_table_size_bytes(df->ops[i]->table) : 0;
@@ -263,6 +347,7 @@ void rt_dataflow_close(RtDataflow *df)
     if (df->root)
         free(df->root->fan);
     rt_close_ops(df->n_ops, df->ops);
+    free(df->rc.src_errs);
     free(df->ops);
     free(df->sources);
     arena_free(df->rc.chunk_arena);

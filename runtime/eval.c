@@ -204,6 +204,7 @@ void rt_chunk_select(Chunk *c, const uint8_t *keep)
     Arena *a = c->arena;
     uint8_t *ops = arena_alloc(a, (size_t)(n ? n : 1));
     int64_t *wm = c->wm ? arena_alloc(a, sizeof(int64_t) * (size_t)(n ? n : 1)) : NULL;
+    int64_t *offs = c->src_offsets ? arena_alloc(a, sizeof(int64_t) * (size_t)(n ? n : 1)) : NULL;
     Column *cols = arena_alloc(a, sizeof(Column) * (size_t)(c->n_cols ? c->n_cols : 1));
     for (int i = 0; i < c->n_cols; i++)
         col_alloc(a, &cols[i], c->cols[i].type, n);
@@ -214,6 +215,8 @@ void rt_chunk_select(Chunk *c, const uint8_t *keep)
         ops[w] = c->ops[r];
         if (wm)
             wm[w] = c->wm[r];
+        if (offs)
+            offs[w] = c->src_offsets[r];
         for (int i = 0; i < c->n_cols; i++) {
             size_t sz = chunk_phys_size(c->cols[i].type);
             cols[i].nulls[w] = c->cols[i].nulls[r];
@@ -223,6 +226,7 @@ void rt_chunk_select(Chunk *c, const uint8_t *keep)
     }
     c->ops = ops;
     c->wm = wm;
+    c->src_offsets = offs;
     c->cols = cols;
     c->n_rows = n;
     c->cap = n;

@@ -608,6 +608,7 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
     int64_t start = ts, end = ts + n->session_gap_us;
     if (a->op.wm != TS_MINUS_INF && end <= a->op.wm - n->lateness_us) {
         rc->stats.late_rows++;
+        a->op.counters.late_rows++;
         return 0;
     }
     Value st[MAX_VALS], o[MAX_VALS], out[MAX_VALS];
@@ -810,6 +811,7 @@ static int agg_push(RtOp *op, Chunk *c)
             }
             if (op->wm != TS_MINUS_INF && end <= op->wm - n->lateness_us) {
                 rc->stats.late_rows++;
+                op->counters.late_rows++;
                 continue;
             }
             kv[nk++] = value_int(TYPE_TIMESTAMP, end);

@@ -369,6 +369,7 @@ static int side_push(JoinOp *j, int s, Chunk *c)
             int64_t wm = c->wm ? c->wm[r] : me->wm;
             if (wm != TS_MINUS_INF && !vals[me->time_col].null && vals[me->time_col].u.i < wm) {
                 rc->stats.late_rows++;
+                j->op.counters.late_rows++;
                 continue;
             }
         }
@@ -397,6 +398,7 @@ static int side_watermark(JoinOp *j, int s, int64_t wm)
 static int port_push(RtOp *op, Chunk *c)
 {
     PortOp *p = (PortOp *)op;
+    p->j->op.counters.rows_in += (uint64_t)c->n_rows; /* rows in count at the join, not its port */
     return side_push(p->j, p->side, c);
 }
 

@@ -245,6 +245,7 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
         Chunk *c = chunk_new(rc->chunk_arena, node->out.n, node->out.types, j - i);
         c->src_partition = part;
         c->src_n_partitions = s->n_parts;
+        c->src_offsets = arena_alloc(rc->chunk_arena, sizeof(int64_t) * (size_t)(j - i));
         for (int k = i; k < j; k++) {
             const RtKafkaRecord *rec = &s->recs[k];
             if (s->bound && part >= 0 && part < s->n_parts && rec->offset >= s->bound[part])
@@ -254,14 +255,15 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
                 s->next[part] = rec->offset + 1;
             char errbuf[200];
             int row = c->n_rows;
+            const char *srcname = node->source ? node->source->name : "";
             if (!rec->value) {
-                rc->stats.bad_records++;
-                rt_row_error(rc, "partition %d offset %lld: empty record", part, (long long)rec->offset);
+                rt_source_error(op, srcname, part, rec->offset, NULL, 0, "partition %d offset %lld: empty record",
+                                part, (long long)rec->offset);
                 continue;
             }
             if (rt_json_decode_row(rec->value, rec->value_len, s->n_cols, s->names, c, row, errbuf, sizeof errbuf)) {
-                rc->stats.bad_records++;
-                rt_row_error(rc, "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf);
+                rt_source_error(op, srcname, part, rec->offset, rec->value, rec->value_len,
+                                "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf);
                 continue;
             }
             if (s->not_null) {
@@ -270,13 +272,14 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
                     if (s->not_null[k] && c->cols[k].nulls[row])
                         bad = k;
                 if (bad >= 0) {
-                    rc->stats.bad_records++;
-                    rt_row_error(rc, "partition %d offset %lld: NOT NULL column \"%s\" is missing or null", part,
-                                 (long long)rec->offset, s->names[bad]);
+                    rt_source_error(op, srcname, part, rec->offset, rec->value, rec->value_len,
+                                    "partition %d offset %lld: NOT NULL column \"%s\" is missing or null", part,
+                                    (long long)rec->offset, s->names[bad]);
                     continue;
                 }
             }
             c->ops[row] = OP_INSERT;
+            c->src_offsets[row] = rec->offset;
             c->n_rows++;
         }
         if (c->n_rows && rt_emit(op, c))

@@ -219,6 +219,7 @@ static int topn_push(RtOp *op, Chunk *c)
             int64_t end = wv->u.i + n->win_end_offset_us;
             if (wm != TS_MINUS_INF && end <= wm) {
                 op->rc->stats.late_rows++;
+                op->counters.late_rows++;
                 continue;
             }
             if (t->min_end != INT64_MIN && end < t->min_end)

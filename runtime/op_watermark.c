@@ -16,6 +16,7 @@
  */
 #include "runtime_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,6 +27,7 @@ typedef struct WmOp {
     int n_parts;
     int64_t *part_max;        /* per partition, TS_MINUS_INF before its first row */
     int64_t *last_seen_ms;    /* per partition, monotonic ms of its last row (or of the start) */
+    int64_t *max_event;       /* per partition, largest event time seen since start (weir_watermarks) */
     int64_t current;          /* min over partitions, monotone */
     int64_t emitted;          /* last watermark sent downstream */
     bool dirty;
@@ -55,9 +57,11 @@ static void ensure_parts(WmOp *w, int n)
         return;
     w->part_max = xrealloc(w->part_max, sizeof(int64_t) * (size_t)n);
     w->last_seen_ms = xrealloc(w->last_seen_ms, sizeof(int64_t) * (size_t)n);
+    w->max_event = xrealloc(w->max_event, sizeof(int64_t) * (size_t)n);
     int64_t now = mono_ms();
     for (int p = w->n_parts; p < n; p++) {
         w->part_max[p] = TS_MINUS_INF;
+        w->max_event[p] = TS_MINUS_INF;
         w->last_seen_ms[p] = now; /* idle is measured from the start for partitions with no data yet */
     }
     w->n_parts = n;
@@ -112,15 +116,18 @@ static int wm_push(RtOp *op, Chunk *c)
                 memset(keep, 1, (size_t)c->n_rows);
             }
             keep[r] = 0;
-            op->rc->stats.bad_records++;
             Value tv = value_int(TYPE_TIMESTAMP, tc->v.i[r]);
             Buf b = BUF_INIT;
             value_to_text(&tv, &b);
-            rt_row_error(op->rc, "partition %d: event time %s is more than max_future ahead of the clock", part,
-                         b.data ? b.data : "");
+            const CatRelation *src = n->inputs[0]->kind == PN_SOURCE ? n->inputs[0]->source : NULL;
+            rt_source_error(op, src ? src->name : "", part, c->src_offsets ? c->src_offsets[r] : -1, NULL, 0,
+                            "partition %d: event time %s is more than max_future ahead of the clock", part,
+                            b.data ? b.data : "");
             buf_free(&b);
             continue;
         }
+        if (!tc->nulls[r] && tc->v.i[r] > w->max_event[part])
+            w->max_event[part] = tc->v.i[r];
         if (wc.nulls[r])
             continue;
         int64_t v = wc.v.i[r];
@@ -203,7 +210,27 @@ static void wm_close(RtOp *op)
     stor_table_close(op->table);
     free(w->part_max);
     free(w->last_seen_ms);
+    free(w->max_event);
     free(w);
+}
+
+static int wm_partitions(RtOp *op, RtPartitionWatermark *out, int max)
+{
+    WmOp *w = (WmOp *)op;
+    const CatRelation *src = op->node->inputs[0]->kind == PN_SOURCE ? op->node->inputs[0]->source : NULL;
+    int64_t now = mono_ms();
+    int n = 0;
+    for (int p = 0; p < w->n_parts && n < max; p++, n++) {
+        RtPartitionWatermark *o = &out[n];
+        snprintf(o->source, sizeof o->source, "%s", src ? src->name : "");
+        o->partition = p;
+        o->watermark = w->part_max[p];
+        o->max_event_time = w->max_event[p];
+        o->source_watermark = w->current;
+        o->idle_ms = now - w->last_seen_ms[p];
+        o->idle = w->idle_ms && o->idle_ms > w->idle_ms;
+    }
+    return n;
 }
 
 static const RtOpVt WM_VT = {.push = wm_push, .watermark = wm_watermark, .flush_state = wm_flush_state, .finish = wm_finish, .close = wm_close};
@@ -215,6 +242,7 @@ RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
     w->op.node = n;
     w->op.rc = rc;
     w->op.wm = TS_MINUS_INF;
+    w->op.partitions = wm_partitions;
     w->current = TS_MINUS_INF;
     w->emitted = TS_MINUS_INF;
     w->time_col = n->wm_col;

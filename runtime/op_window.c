@@ -95,6 +95,7 @@ static int window_push(RtOp *op, Chunk *c)
                 int64_t wm = c->wm ? c->wm[r] : op->wm;
                 if (wm != TS_MINUS_INF && end <= wm - n->lateness_us) {
                     op->rc->stats.late_rows++;
+                    op->counters.late_rows++;
                     if (n->late_table_id && record_late(wo, c, r, start, end, wm))
                         return -1;
                     continue;

@@ -78,6 +78,48 @@ StorTable *rt_dataflow_view_table(RtDataflow *df);
 /* Any open state table of the dataflow by id (e.g. its late-rows relation), or NULL. */
 StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id);
 void rt_dataflow_stats(RtDataflow *df, RtStats *out);
+
+/* One source record a view could not use (undecodable, a NOT NULL column
+ * missing or null, an event time too far ahead of the clock), kept for the
+ * weir_source_errors system view. */
+typedef struct RtSourceError {
+    int64_t at_us;              /* wall clock when it was read */
+    char source[64];            /* the source's name */
+    int32_t partition;          /* -1 when unknown */
+    int64_t offset;             /* -1 when unknown */
+    char message[200];
+    char record[160];           /* the record's first bytes as text (invalid UTF-8 and control bytes as '?'), "" if none */
+} RtSourceError;
+/* How many of the most recent source errors a dataflow keeps (older ones
+ * are only counted, in RtStats.bad_records). */
+#define RT_SOURCE_ERRORS_KEPT 1000
+/* Copies the dataflow's kept source errors, oldest first, into out (at
+ * most max); returns how many. */
+int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max);
+
+/* The watermark of one source partition of a dataflow (weir_watermarks). */
+typedef struct RtPartitionWatermark {
+    char source[64];
+    int32_t partition;
+    int64_t watermark;          /* the partition's own: max over its rows of the WATERMARK expression (TS_MINUS_INF before any) */
+    int64_t max_event_time;     /* largest event time seen since the view started (TS_MINUS_INF before any) */
+    int64_t source_watermark;   /* the source's: the min over its partitions that are not idle */
+    int64_t idle_ms;            /* time since the partition's last row (or since start) */
+    bool idle;                  /* past idle_timeout: not holding the watermark back */
+} RtPartitionWatermark;
+/* Fills out with every source partition the dataflow's watermark operators
+ * track (at most max); returns how many. */
+int rt_dataflow_watermarks(RtDataflow *df, RtPartitionWatermark *out, int max);
+
+/* The counters of one operator of a dataflow (weir_operators). */
+typedef struct RtOpCounters {
+    uint64_t rows_in;           /* rows pushed into it (changes count one row each) */
+    uint64_t rows_out;          /* rows it emitted downstream */
+    uint64_t late_rows;         /* rows it dropped as late */
+    uint64_t bad_records;       /* source records it rejected (sources and watermark operators) */
+} RtOpCounters;
+/* The counters of the operator of plan node i (zeros if out of range). */
+void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out);
 /* Approximate bytes of state held by plan node i (0 for stateless nodes). */
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i);
 /* Stops the connectors and frees the operators; state stays in storage. */

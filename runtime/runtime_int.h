@@ -48,6 +48,10 @@ struct RtOp {
     StorTable *table;         /* state table (stateful operators), owned */
     StorTable *table2;        /* a second one (a join's right side), owned; checkpointed with table */
     int64_t wm;               /* last watermark seen on the input */
+    RtOpCounters counters;    /* for weir_operators; rows_in/rows_out kept by rt_emit */
+    /* Optional: the source partitions this operator tracks the watermark of
+     * (the watermark operator); fills at most max, returns how many. */
+    int (*partitions)(RtOp *op, RtPartitionWatermark *out, int max);
 };
 
 /* What operators share within one dataflow or query. */
@@ -55,6 +59,8 @@ struct RtCtx {
     const RtEnv *env;
     Arena *chunk_arena;       /* reset after each source batch */
     RtStats stats;
+    RtSourceError *src_errs;  /* ring of the last RT_SOURCE_ERRORS_KEPT source errors (allocated on the first) */
+    uint64_t n_src_errs;      /* source errors recorded since start */
     WError *err;              /* where a fatal error is recorded */
     bool batch;               /* an ad hoc query: bounded input, temporary state */
 };
@@ -65,6 +71,13 @@ int rt_emit(RtOp *op, Chunk *c);
 int rt_emit_watermark(RtOp *op, int64_t wm);
 /* Records a per-row error (counted, message kept), never fatal. */
 void rt_row_error(RtCtx *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Records a source record that op (a source or watermark operator) could
+ * not use: counts it in bad_records (the view's and op's), keeps the message as
+ * last_error and in the source-error ring with where it came from
+ * (partition/offset -1 when unknown) and the record's first bytes (record
+ * may be NULL). Never fatal. */
+void rt_source_error(RtOp *op, const char *source, int32_t partition, int64_t offset, const char *record,
+                     size_t record_len, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 /* Operator constructors (op_*.c). Each returns NULL with rc->err set on failure. */
 RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n);

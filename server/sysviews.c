@@ -8,6 +8,10 @@
  *                     epochs waiting, changes delivered, last error
  *   weir_checkpoints  the last checkpoints: epoch, start, duration, size
  *   weir_state        state size per stateful operator
+ *   weir_operators    per operator: rows in and out, late rows, bad records
+ *   weir_watermarks   per view, source and partition: the watermark, the
+ *                     largest event time, lag behind the clock, idleness
+ *   weir_source_errors the last source records each view could not use
  *
  * They are ordinary relations to the planner (CAT_SYSTEM with their rows),
  * built in the statement's arena under the engine lock, so one query sees
@@ -15,7 +19,9 @@
  */
 #include "engine_int.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct SysBuild {
     Arena *a;
@@ -160,6 +166,108 @@ static const CatRelation *state(Engine *e, Arena *a)
     return b.r;
 }
 
+static const char *op_name(Arena *a, const PlanNode *n)
+{
+    return arena_printf(a, "%s#%d", plan_node_kind_name(n->kind), n->id);
+}
+
+static const CatRelation *operators(Engine *e, Arena *a)
+{
+    static const char *names[] = {"view", "operator", "rows_in", "rows_out", "late_rows", "bad_records"};
+    static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8};
+    SysBuild b = {a, sys_new(a, "weir_operators", 6, names, types), 0};
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if (o->kind != CAT_VIEW || !o->plan || o->late_of)
+            continue;
+        for (int k = 0; k < o->plan->n_nodes; k++) {
+            RtOpCounters c = {0};
+            if (o->df)
+                rt_dataflow_op_counters(o->df, k, &c);
+            Value *row = sys_row(&b);
+            row[0] = text(a, o->name);
+            row[1] = text(a, op_name(a, o->plan->nodes[k]));
+            row[2] = value_int(TYPE_INT8, (int64_t)c.rows_in);
+            row[3] = value_int(TYPE_INT8, (int64_t)c.rows_out);
+            row[4] = value_int(TYPE_INT8, (int64_t)c.late_rows);
+            row[5] = value_int(TYPE_INT8, (int64_t)c.bad_records);
+        }
+    }
+    return b.r;
+}
+
+static Value ts_or_null(int64_t t)
+{
+    return t == TS_MINUS_INF ? value_null(TYPE_TIMESTAMP) : value_int(TYPE_TIMESTAMP, t);
+}
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static const CatRelation *watermarks(Engine *e, Arena *a)
+{
+    static const char *names[] = {"view", "source", "partition", "watermark", "max_event_time",
+                                  "source_watermark", "watermark_lag_ms", "idle", "ms_since_last_row"};
+    static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT4, TYPE_TIMESTAMP, TYPE_TIMESTAMP,
+                                   TYPE_TIMESTAMP, TYPE_INT8, TYPE_BOOL, TYPE_INT8};
+    enum { MAX_PARTS = 4096 };
+    SysBuild b = {a, sys_new(a, "weir_watermarks", 9, names, types), 0};
+    RtPartitionWatermark *pw = arena_alloc(a, sizeof *pw * MAX_PARTS);
+    int64_t now = now_us();
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if (o->kind != CAT_VIEW || !o->df || o->late_of)
+            continue;
+        int n = rt_dataflow_watermarks(o->df, pw, MAX_PARTS);
+        for (int k = 0; k < n; k++) {
+            Value *row = sys_row(&b);
+            int64_t wm = pw[k].watermark;
+            bool finite = wm != TS_MINUS_INF && wm != TS_PLUS_INF;
+            row[0] = text(a, o->name);
+            row[1] = text(a, pw[k].source);
+            row[2] = value_int(TYPE_INT4, pw[k].partition);
+            row[3] = ts_or_null(wm);
+            row[4] = ts_or_null(pw[k].max_event_time);
+            row[5] = ts_or_null(pw[k].source_watermark);
+            row[6] = finite ? value_int(TYPE_INT8, (now - wm) / 1000) : value_null(TYPE_INT8);
+            row[7] = value_bool(pw[k].idle);
+            row[8] = value_int(TYPE_INT8, pw[k].idle_ms);
+        }
+    }
+    return b.r;
+}
+
+static const CatRelation *source_errors(Engine *e, Arena *a)
+{
+    static const char *names[] = {"view", "source", "partition", "record_offset", "seen_at", "error", "record"};
+    static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT4, TYPE_INT8, TYPE_TIMESTAMPTZ, TYPE_TEXT,
+                                   TYPE_TEXT};
+    SysBuild b = {a, sys_new(a, "weir_source_errors", 7, names, types), 0};
+    RtSourceError *errs = arena_alloc(a, sizeof *errs * RT_SOURCE_ERRORS_KEPT);
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if (o->kind != CAT_VIEW || !o->df || o->late_of)
+            continue;
+        int n = rt_dataflow_source_errors(o->df, errs, RT_SOURCE_ERRORS_KEPT);
+        for (int k = 0; k < n; k++) {
+            const RtSourceError *x = &errs[k];
+            Value *row = sys_row(&b);
+            row[0] = text(a, o->name);
+            row[1] = text(a, x->source);
+            row[2] = x->partition >= 0 ? value_int(TYPE_INT4, x->partition) : value_null(TYPE_INT4);
+            row[3] = x->offset >= 0 ? value_int(TYPE_INT8, x->offset) : value_null(TYPE_INT8);
+            row[4] = value_int(TYPE_TIMESTAMPTZ, x->at_us);
+            row[5] = text(a, x->message);
+            row[6] = x->record[0] ? text(a, x->record) : value_null(TYPE_TEXT);
+        }
+    }
+    return b.r;
+}
+
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a)
 {
     if (strcmp(name, "weir_views") == 0)
@@ -170,5 +278,11 @@ const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a)
         return checkpoints(e, a);
     if (strcmp(name, "weir_state") == 0)
         return state(e, a);
+    if (strcmp(name, "weir_operators") == 0)
+        return operators(e, a);
+    if (strcmp(name, "weir_watermarks") == 0)
+        return watermarks(e, a);
+    if (strcmp(name, "weir_source_errors") == 0)
+        return source_errors(e, a);
     return NULL;
 }
