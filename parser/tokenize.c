@@ -55,7 +55,9 @@ static int is_ident_char(unsigned char c)
 
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
-/* Keywords, sorted by name (ASCII upper case) for binary search. */
+/* Keywords, sorted by name (ASCII upper case) for binary search. The plural
+ * interval units (DAYS, MINUTES, ...) are the same tokens as the singular:
+ * Flink SQL writes INTERVAL '10' MINUTES. */
 static const struct {
     const char *name;
     int code;
@@ -66,26 +68,26 @@ static const struct {
     {"CASE", TK_CASE}, {"CAST", TK_CAST}, {"CHANGES", TK_CHANGES}, {"CHARACTER", TK_CHARACTER},
     {"CHECKPOINT", TK_CHECKPOINT}, {"CLOSE", TK_CLOSE}, {"COMMIT", TK_COMMIT}, {"COPY", TK_COPY},
     {"CREATE", TK_CREATE}, {"CROSS", TK_CROSS}, {"CURRENT_TIMESTAMP", TK_CURRENT_TIMESTAMP},
-    {"DAY", TK_DAY}, {"DEFAULT", TK_DEFAULT}, {"DELETE", TK_DELETE}, {"DESC", TK_DESC},
+    {"DAY", TK_DAY}, {"DAYS", TK_DAY}, {"DEFAULT", TK_DEFAULT}, {"DELETE", TK_DELETE}, {"DESC", TK_DESC},
     {"DISTINCT", TK_DISTINCT}, {"DOUBLE", TK_DOUBLE}, {"DROP", TK_DROP}, {"ELSE", TK_ELSE},
     {"EMIT", TK_EMIT}, {"ENCODE", TK_ENCODE}, {"END", TK_END}, {"ESCAPE", TK_ESCAPE},
     {"EXCEPT", TK_EXCEPT}, {"EXISTS", TK_EXISTS}, {"EXPLAIN", TK_EXPLAIN},
     {"EXTRACT", TK_EXTRACT}, {"FALSE", TK_FALSE}, {"FILTER", TK_FILTER}, {"FIRST", TK_FIRST},
     {"FLUSH", TK_FLUSH}, {"FOR", TK_FOR}, {"FORMAT", TK_FORMAT}, {"FROM", TK_FROM},
-    {"FULL", TK_FULL}, {"GROUP", TK_GROUP}, {"HAVING", TK_HAVING}, {"HOUR", TK_HOUR},
+    {"FULL", TK_FULL}, {"GROUP", TK_GROUP}, {"HAVING", TK_HAVING}, {"HOUR", TK_HOUR}, {"HOURS", TK_HOUR},
     {"IF", TK_IF}, {"ILIKE", TK_ILIKE}, {"IN", TK_IN}, {"INCLUDE", TK_INCLUDE},
     {"INNER", TK_INNER}, {"INSERT", TK_INSERT}, {"INTERSECT", TK_INTERSECT},
     {"INTERVAL", TK_INTERVAL}, {"INTO", TK_INTO}, {"IS", TK_IS}, {"JOIN", TK_JOIN},
     {"KEY", TK_KEY}, {"LAST", TK_LAST}, {"LATE", TK_LATE}, {"LATENESS", TK_LATENESS},
     {"LEADING", TK_LEADING},
     {"LEFT", TK_LEFT}, {"LIKE", TK_LIKE}, {"LIMIT", TK_LIMIT}, {"LOCAL", TK_LOCAL},
-    {"MATERIALIZED", TK_MATERIALIZED}, {"MINUTE", TK_MINUTE}, {"MONTH", TK_MONTH},
+    {"MATERIALIZED", TK_MATERIALIZED}, {"MINUTE", TK_MINUTE}, {"MINUTES", TK_MINUTE}, {"MONTH", TK_MONTH}, {"MONTHS", TK_MONTH},
     {"NOT", TK_NOT}, {"NULL", TK_NULL}, {"NULLS", TK_NULLS}, {"OF", TK_OF},
     {"OFFSET", TK_OFFSET}, {"ON", TK_ON}, {"ONLY", TK_ONLY}, {"OR", TK_OR},
     {"ORDER", TK_ORDER}, {"OUTER", TK_OUTER}, {"OVER", TK_OVER}, {"PARTITION", TK_PARTITION},
     {"PRECISION", TK_PRECISION}, {"PRIMARY", TK_PRIMARY}, {"REPLACE", TK_REPLACE},
     {"RESET", TK_RESET}, {"RESTRICT", TK_RESTRICT}, {"RIGHT", TK_RIGHT},
-    {"ROLLBACK", TK_ROLLBACK}, {"ROWS", TK_ROWS}, {"SAVEPOINT", TK_SAVEPOINT}, {"SECOND", TK_SECOND},
+    {"ROLLBACK", TK_ROLLBACK}, {"ROWS", TK_ROWS}, {"SAVEPOINT", TK_SAVEPOINT}, {"SECOND", TK_SECOND}, {"SECONDS", TK_SECOND},
     {"SELECT", TK_SELECT},
     {"SESSION", TK_SESSION}, {"SET", TK_SET}, {"SHOW", TK_SHOW}, {"SINK", TK_SINK},
     {"SOURCE", TK_SOURCE}, {"START", TK_START}, {"STDOUT", TK_STDOUT},
@@ -95,7 +97,7 @@ static const struct {
     {"UNKNOWN", TK_UNKNOWN}, {"UPDATE", TK_UPDATE}, {"USING", TK_USING}, {"VALUES", TK_VALUES},
     {"VARYING", TK_VARYING}, {"VIEW", TK_VIEW}, {"WATERMARK", TK_WATERMARK}, {"WHEN", TK_WHEN},
     {"WHERE", TK_WHERE}, {"WINDOW", TK_WINDOW}, {"WITH", TK_WITH}, {"WITHOUT", TK_WITHOUT},
-    {"WORK", TK_WORK}, {"YEAR", TK_YEAR}, {"ZONE", TK_ZONE},
+    {"WORK", TK_WORK}, {"YEAR", TK_YEAR}, {"YEARS", TK_YEAR}, {"ZONE", TK_ZONE},
 };
 
 #define N_KEYWORDS ((int)(sizeof keywords / sizeof keywords[0]))

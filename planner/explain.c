@@ -166,12 +166,13 @@ static void node_params(const PlanNode *n, Buf *out)
         break;
     case PN_JOIN: {
         static const char *kinds[] = {"inner", "left", "right", "full", "cross"};
-        buf_printf(out, "type: %s%s, on: [", n->interval ? "interval " : "", kinds[n->join_type]);
+        buf_printf(out, "type: %s%s, on: [", n->window_join ? "window " : n->interval ? "interval " : "",
+                   kinds[n->join_type]);
         for (int i = 0; i < n->n_join_keys; i++)
             buf_printf(out, "%s%s = %s", i ? ", " : "", n->inputs[0]->out.names[n->left_keys[i]],
                        n->inputs[1]->out.names[n->right_keys[i]]);
         buf_putc(out, ']');
-        if (n->interval) {
+        if (n->interval && !n->window_join) {
             buf_printf(out, ", right.%s - left.%s in [", n->inputs[1]->out.names[n->right_time_col],
                        n->inputs[0]->out.names[n->left_time_col]);
             Interval lo = {.usecs = n->lo_us}, hi = {.usecs = n->hi_us};
@@ -257,7 +258,9 @@ static void node_state(const PlanNode *n, Buf *out)
             buf_printf(out, "%s%s", i ? ", " : "", in->names[n->left_keys[i]]);
         buf_puts(out, "]");
         (void)r;
-        if (n->interval)
+        if (n->window_join)
+            buf_puts(out, "; each window's rows until the watermark passes its end");
+        else if (n->interval)
             buf_printf(out, "; bounded by watermarks on %s and %s", in->names[n->left_time_col],
                        n->inputs[1]->out.names[n->right_time_col]);
         else

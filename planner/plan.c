@@ -420,6 +420,7 @@ static int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *u
     bool have_lo = false, have_hi = false;
     int64_t lo = INT64_MIN, hi = INT64_MAX;
     bool *is_time = arena_zalloc(b->a, sizeof(bool) * (size_t)(nc + 1));
+    bool window_join = false;
     for (int i = 0; i < nc; i++) {
         PlanExpr *c = conds[i];
         if (c->kind != PE_CALL || c->n_args != 2)
@@ -429,6 +430,22 @@ static int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *u
             ((x->col < nl) != (y->col < nl)) && x->type == y->type) {
             lk[nk] = x->col < nl ? x->col : y->col;
             rk[nk] = (x->col < nl ? y->col : x->col) - nl;
+            /* A window join (Flink's): equal window ends of two windowed streams.
+             * Rows can only meet within one window, so it is also an interval
+             * join on window_end with bounds [0, 0]: a side's rows are dropped
+             * once the other side's watermark passes their window's end, and
+             * outer rows are padded then, once. */
+            if (sc.cols[x->col].role == ROLE_WINDOW_END && sc.cols[y->col].role == ROLE_WINDOW_END &&
+                (tl < 0 || tl == lk[nk]) && (tr < 0 || tr == rk[nk])) {
+                tl = lk[nk];
+                tr = rk[nk];
+                window_join = true;
+                if (!have_lo || lo < 0)
+                    lo = 0;
+                if (!have_hi || hi > 0)
+                    hi = 0;
+                have_lo = have_hi = true;
+            }
             nk++;
             used[i] = true;
             continue;
@@ -503,6 +520,7 @@ static int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *u
         j->right_time_col = tr;
         j->lo_us = lo;
         j->hi_us = hi;
+        j->window_join = window_join && lo == 0 && hi == 0;
     }
     j->table_id = new_table(p);
     j->table_id2 = new_table(p);

@@ -180,6 +180,7 @@ typedef struct PlanNode {
     int *left_keys, *right_keys;  /* equal columns, in each input */
     PlanExpr *residual;         /* the rest of ON, over the output columns, or NULL */
     bool interval;              /* an interval join: right.time - left.time in [lo, hi] */
+    bool window_join;           /* ... whose times are equal window ends (lo = hi = 0): a window join */
     int left_time_col, right_time_col;
     int64_t lo_us, hi_us;
     uint64_t table_id2;         /* the right side's state */

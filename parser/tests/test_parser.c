@@ -635,6 +635,12 @@ static void test_expressions(void)
     ok(e && e->lit_kind == LIT_INTERVAL && strcmp(e->text, "5 seconds") == 0 && !e->interval_unit, "interval text");
     e = expr_of("SELECT INTERVAL '1 02:00:00' DAY TO SECOND");
     ok(e && e->lit_kind == LIT_INTERVAL && strcmp(e->interval_unit, "day to second") == 0, "day to second");
+    e = expr_of("SELECT INTERVAL '10' MINUTES");
+    ok(e && e->lit_kind == LIT_INTERVAL && strcmp(e->interval_unit, "minute") == 0, "plural unit (Flink): MINUTES");
+    e = expr_of("SELECT INTERVAL '2' Days TO SECONDS");
+    ok(e && e->lit_kind == LIT_INTERVAL && strcmp(e->interval_unit, "day to second") == 0, "plural units in a range");
+    e = expr_of("SELECT minutes FROM t");
+    ok(e && e->kind == AST_COLUMN && strcmp(e->text, "minutes") == 0, "a column named minutes");
     e = expr_of("SELECT 'it''s'");
     ok(e && e->lit_kind == LIT_STRING && strcmp(e->text, "it's") == 0, "'' escape");
     e = expr_of("SELECT E'a\\nb\\'c\\x41'");
