@@ -139,6 +139,10 @@ static void node_params(const PlanNode *n, Buf *out)
             fmt_us(n->win_offset_us, out);
         }
         buf_puts(out, "), adds: [window_start, window_end]");
+        if (n->pane_us) {
+            buf_puts(out, " of each row's pane of ");
+            fmt_us(n->pane_us, out);
+        }
         if (n->late_check) {
             buf_puts(out, ", drops rows late by ");
             fmt_us(n->lateness_us, out);
@@ -159,6 +163,10 @@ static void node_params(const PlanNode *n, Buf *out)
         buf_putc(out, ']');
         if (n->win_group_idx >= 0)
             buf_printf(out, ", emit: %s", n->emit == PLAN_EMIT_ON_CLOSE ? "on window close" : "changes");
+        if (n->pane_us) {
+            buf_puts(out, ", windows merged from panes of ");
+            fmt_us(n->pane_us, out);
+        }
         break;
     case PN_MATERIALIZE:
         buf_printf(out, "view: %s, pk: ", n->view_name);
@@ -235,6 +243,9 @@ static void node_state(const PlanNode *n, Buf *out)
             buf_puts(out, "; sessions merged per key (gap ");
             fmt_us(n->session_gap_us, out);
             buf_puts(out, "), bounded by watermark on the session end, lateness ");
+            fmt_us(n->lateness_us, out);
+        } else if (n->pane_us) {
+            buf_puts(out, "; one entry per pane and group, bounded by watermark on the last window of each pane, lateness ");
             fmt_us(n->lateness_us, out);
         } else if (n->win_group_idx >= 0) {
             buf_printf(out, "; bounded by watermark on %s", in->names[n->group_cols[n->win_group_idx]]);

@@ -1385,6 +1385,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         if (win) {
             win->late_check = true;
             win->lateness_us = lateness;
+            plan_set_panes(agg, win);
         }
         if (cv->late_rows_into && !win) {
             werr(err, "42P20", cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");

@@ -161,7 +161,8 @@ typedef struct PlanNode {
     uint64_t late_table_id;     /* LATE ROWS INTO: where late rows go, 0 none */
     AstWindowKind win_kind;
     int win_time_col;           /* input column */
-    int64_t win_size_us, win_slide_us, win_offset_us;
+    int64_t win_size_us, win_slide_us, win_offset_us; /* (also a PN_AGG's, with panes) */
+    int64_t pane_us;            /* HOP in panes (plan_panes.c): each row once, in its pane of this size; 0 = off */
     /* PN_AGG */
     int n_group;
     int *group_cols;            /* input columns */
@@ -174,6 +175,9 @@ typedef struct PlanNode {
     int64_t win_end_offset_us;  /* window end = that column's value + this (0 for window_end) */
     int64_t lateness_us;        /* ALLOW LATENESS */
     PlanEmit emit;
+    /* pane_us > 0: the input holds panes (window_start/end = pane bounds); windows of
+     * win_size_us every win_slide_us (offset win_offset_us) are merged from them */
+    int pane_start_idx, pane_end_idx; /* group indexes of window_start/window_end, -1 absent */
     /* PN_JOIN: output = left columns then right columns */
     AstJoinType join_type;
     int n_join_keys;

@@ -53,6 +53,10 @@ typedef struct BindCtx {
     int64_t now_us;          /* now() of this statement (timestamptz), 0 until first used */
 } BindCtx;
 
+/* plan_panes.c: makes a HOP window aggregation (win feeding agg) work in
+ * panes when it can; true if it did. */
+bool plan_set_panes(PlanNode *agg, PlanNode *win);
+
 /* bind.c */
 PlanExpr *bind_expr(BindCtx *b, const Scope *s, const AstExpr *e);
 /* Coerces e to type t (implicit cast rules; unknown literals parse as t). NULL + err on failure. */

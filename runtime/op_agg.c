@@ -18,6 +18,17 @@
  * window's state is deleted. With EMIT ON WINDOW CLOSE nothing is emitted
  * until the watermark reaches the window's end; then the final row is
  * emitted once (+I), and rows arriving within the lateness emit -U/+U.
+ *
+ * Panes (node->pane_us > 0; planner/plan_panes.c): a hopping window with
+ * EMIT ON WINDOW CLOSE and mergeable aggregates. Each row arrives once, in
+ * its pane (window_start/window_end hold the pane's bounds), and updates one
+ * state entry keyed [pane end, group]. When the watermark passes a window's
+ * end, the panes it covers are merged per group and the window's rows are
+ * emitted; a row within the lateness of windows already emitted updates
+ * them (-U/+U) by merging their panes again. A pane is deleted when its
+ * last window is past end + lateness. The live pane ends and the last
+ * window emitted are kept under PANE_META, so a restart neither loses nor
+ * repeats a window.
  */
 #include "runtime_int.h"
 
@@ -43,7 +54,18 @@ typedef struct AggOp {
     Chunk *out;               /* output being filled, in the chunk arena */
     Buf kbuf, vbuf, tmp;
     TypeId *state_types;      /* for initial values */
+    /* Panes (see the file comment) */
+    bool panes;
+    int64_t *pane_ends;       /* live panes' ends, ascending */
+    int n_panes, cap_panes;
+    int64_t fired_upto;       /* end of the last window emitted, TS_MINUS_INF before any */
+    Value *upd_before;        /* pane_push: the old states of the windows a late row updates */
+    int64_t *upd_ws;          /* ... and their starts; both for size/slide windows */
 } AggOp;
+
+/* Where a pane aggregation keeps its pane list: 0xFF never starts a
+ * key_encode'd key (its first byte is a null flag, 0 or 1). */
+static const unsigned char PANE_META[2] = {0xff, 'p'};
 
 static int slots_of(const PlanAgg *g)
 {
@@ -786,10 +808,380 @@ static int session_push(AggOp *a, Chunk *c)
     return emit_pending(a);
 }
 
+/* ---- panes (see the file comment) ---- */
+
+static int64_t floor_to(int64_t x, int64_t unit, int64_t offset)
+{
+    int64_t d = x - offset, q = d / unit;
+    if (d % unit != 0 && d < 0)
+        q--;
+    return q * unit + offset;
+}
+
+/* The first window start at or after x. */
+static int64_t start_ceil(const AggOp *a, int64_t x)
+{
+    const PlanNode *n = a->op.node;
+    int64_t f = floor_to(x, n->win_slide_us, n->win_offset_us);
+    return f < x ? f + n->win_slide_us : f;
+}
+
+/* The end of the last window that covers the pane ending at pe. */
+static int64_t pane_last_window_end(const AggOp *a, int64_t pe)
+{
+    const PlanNode *n = a->op.node;
+    return floor_to(pe - n->pane_us, n->win_slide_us, n->win_offset_us) + n->win_size_us;
+}
+
+static int pane_meta_save(AggOp *a)
+{
+    Buf b = BUF_INIT;
+    unsigned char v[8];
+    put_be64(v, (uint64_t)a->fired_upto);
+    buf_append(&b, v, 8);
+    for (int i = 0; i < a->n_panes; i++) {
+        put_be64(v, (uint64_t)a->pane_ends[i]);
+        buf_append(&b, v, 8);
+    }
+    int rc = stor_table_put(a->op.table, PANE_META, sizeof PANE_META, b.data, b.len, a->op.rc->err);
+    buf_free(&b);
+    return rc;
+}
+
+static int pane_meta_load(AggOp *a)
+{
+    const void *v;
+    size_t vl;
+    a->fired_upto = TS_MINUS_INF;
+    int f = stor_table_get(a->op.table, PANE_META, sizeof PANE_META, &v, &vl, a->op.rc->err);
+    if (f <= 0)
+        return f;
+    if (vl < 8 || vl % 8)
+        return werr(a->op.rc->err, SQLSTATE_INTERNAL, 0, "corrupt pane list of an aggregation");
+    a->fired_upto = (int64_t)get_be64(v);
+    a->n_panes = a->cap_panes = (int)(vl / 8 - 1);
+    a->pane_ends = xmalloc(sizeof(int64_t) * (size_t)(a->n_panes + 1));
+    for (int i = 0; i < a->n_panes; i++)
+        a->pane_ends[i] = (int64_t)get_be64((const unsigned char *)v + 8 * (i + 1));
+    return 0;
+}
+
+/* Adds pane end pe to the live list (kept sorted; usually appended). */
+static int pane_note(AggOp *a, int64_t pe)
+{
+    int i = a->n_panes;
+    while (i > 0 && a->pane_ends[i - 1] > pe)
+        i--;
+    if (i > 0 && a->pane_ends[i - 1] == pe)
+        return 0;
+    if (a->n_panes == a->cap_panes) {
+        a->cap_panes = a->cap_panes ? a->cap_panes * 2 : 16;
+        a->pane_ends = xrealloc(a->pane_ends, sizeof(int64_t) * (size_t)a->cap_panes);
+    }
+    memmove(a->pane_ends + i + 1, a->pane_ends + i, sizeof(int64_t) * (size_t)(a->n_panes - i));
+    a->pane_ends[i] = pe;
+    a->n_panes++;
+    return pane_meta_save(a);
+}
+
+static bool pane_live(const AggOp *a, int64_t pe)
+{
+    int lo = 0, hi = a->n_panes;
+    while (lo < hi) {
+        int m = (lo + hi) / 2;
+        if (a->pane_ends[m] < pe)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo < a->n_panes && a->pane_ends[lo] == pe;
+}
+
+/* Sets the window columns of group values g to [ws, we). */
+static void set_bounds(const AggOp *a, Value *g, int64_t ws, int64_t we)
+{
+    const PlanNode *n = a->op.node;
+    if (n->pane_start_idx >= 0)
+        g[n->pane_start_idx].u.i = ws;
+    if (n->pane_end_idx >= 0)
+        g[n->pane_end_idx].u.i = we;
+}
+
+/* The state key of group g (with pane bounds) in the pane ending at pe. */
+static void pane_key(AggOp *a, int64_t pe, const Value *g)
+{
+    Value kv[MAX_VALS + 1];
+    kv[0] = value_int(TYPE_TIMESTAMP, pe);
+    for (int i = 0; i < a->n_group; i++)
+        kv[i + 1] = g[i];
+    make_key(a, kv, a->n_group + 1);
+}
+
+/* Copies the strings of vals into the chunk arena (loads reuse a->tmp). */
+static void own_strings(AggOp *a, Value *vals, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!vals[i].null && type_phys(vals[i].type) == PHYS_STR)
+            vals[i].u.s.p = arena_strndup(a->op.rc->chunk_arena, vals[i].u.s.p, vals[i].u.s.len);
+}
+
+/* The state of window [ws, ws + size) for group g (any bounds): its panes
+ * merged into acc (group values with the window's bounds). Returns 1 if
+ * the window has rows of the group, 0 if not, -1 on error. */
+static int window_state(AggOp *a, int64_t ws, const Value *g, Value *acc)
+{
+    const PlanNode *n = a->op.node;
+    Value pg[MAX_VALS], st[MAX_VALS];
+    memcpy(pg, g, sizeof(Value) * (size_t)a->n_group);
+    state_init(a, g, acc);
+    set_bounds(a, acc, ws, ws + n->win_size_us);
+    for (int64_t pe = ws + n->pane_us; pe <= ws + n->win_size_us; pe += n->pane_us) {
+        if (!pane_live(a, pe))
+            continue;
+        set_bounds(a, pg, pe - n->pane_us, pe);
+        pane_key(a, pe, pg);
+        int f = state_load(a, a->kbuf.data, a->kbuf.len, st);
+        if (f < 0)
+            return -1;
+        if (f == 0)
+            continue;
+        state_merge(a, acc, st, false);
+        own_strings(a, acc, a->n_state);
+    }
+    return acc[a->n_group].u.i > 0;
+}
+
+/* Emits window [ws, ws + size): every group of its panes, merged. */
+static int fire_window(AggOp *a, int64_t ws)
+{
+    const PlanNode *n = a->op.node;
+    RtCtx *rc = a->op.rc;
+    int64_t we = ws + n->win_size_us;
+    Arena *arena = arena_new(0);
+    ByteMap m;
+    bytemap_init(&m, arena);
+    Value st[MAX_VALS], out[MAX_VALS];
+    Buf pfx = BUF_INIT, gk = BUF_INIT;
+    int rcode = 0;
+    for (int64_t pe = ws + n->pane_us; pe <= we && !rcode; pe += n->pane_us) {
+        if (!pane_live(a, pe))
+            continue;
+        Value pv = value_int(TYPE_TIMESTAMP, pe);
+        buf_reset(&pfx);
+        key_encode(&pfx, &pv, 1);
+        StorIter *it;
+        if (stor_iter_open(a->op.table, pfx.data, pfx.len, &it, rc->err)) {
+            rcode = -1;
+            break;
+        }
+        const void *k, *v;
+        size_t kl, vl;
+        int got;
+        while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+            buf_reset(&a->tmp);
+            buf_append(&a->tmp, v, vl);
+            if (row_decode(a->tmp.data, a->tmp.len, st, a->n_state)) {
+                rcode = werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt aggregation state");
+                break;
+            }
+            set_bounds(a, st, ws, we);
+            buf_reset(&gk);
+            key_encode(&gk, st, a->n_group);
+            int created;
+            ByteMapEntry *e = bytemap_get(&m, gk.data, gk.len, 1, &created);
+            /* Each group's merged state stays decoded in the map's arena. */
+            Value *macc = e->ptr;
+            if (created) {
+                macc = e->ptr = arena_alloc(arena, sizeof(Value) * (size_t)a->n_state);
+                memcpy(macc, st, sizeof(Value) * (size_t)a->n_state);
+            } else {
+                state_merge(a, macc, st, false);
+            }
+            for (int i = 0; i < a->n_state; i++) /* strings of st live in a->tmp: copy */
+                if (!macc[i].null && type_phys(macc[i].type) == PHYS_STR &&
+                    macc[i].u.s.p >= a->tmp.data && macc[i].u.s.p < a->tmp.data + a->tmp.len)
+                    macc[i].u.s.p = arena_strndup(arena, macc[i].u.s.p, macc[i].u.s.len);
+        }
+        if (got < 0)
+            rcode = -1;
+        stor_iter_close(it);
+    }
+    for (int i = 0; i < m.n && !rcode; i++) {
+        const Value *acc = m.entries[i].ptr;
+        if (acc[a->n_group].u.i <= 0)
+            continue;
+        state_output(a, acc, out);
+        own_strings(a, out, a->n_out); /* the map's arena goes below; the chunk keeps the row */
+        rcode = emit_row(a, OP_INSERT, out);
+    }
+    buf_free(&pfx);
+    buf_free(&gk);
+    arena_free(arena);
+    return rcode;
+}
+
+/* Deletes the panes whose every window is emitted and past its lateness. */
+static int expire_panes(AggOp *a, int64_t wm)
+{
+    const PlanNode *n = a->op.node;
+    RtCtx *rc = a->op.rc;
+    int gone = 0;
+    Buf pfx = BUF_INIT;
+    Buf *keys = NULL;
+    size_t n_keys = 0, cap_keys = 0;
+    int rcode = 0;
+    while (gone < a->n_panes && !rcode) {
+        int64_t pe = a->pane_ends[gone];
+        int64_t last = pane_last_window_end(a, pe);
+        if (last > a->fired_upto || (wm != TS_PLUS_INF && last > wm - n->lateness_us))
+            break;
+        Value pv = value_int(TYPE_TIMESTAMP, pe);
+        buf_reset(&pfx);
+        key_encode(&pfx, &pv, 1);
+        StorIter *it;
+        if (stor_iter_open(a->op.table, pfx.data, pfx.len, &it, rc->err)) {
+            rcode = -1;
+            break;
+        }
+        const void *k, *v;
+        size_t kl, vl;
+        int got;
+        n_keys = 0;
+        while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+            if (n_keys == cap_keys) {
+                cap_keys = cap_keys ? cap_keys * 2 : 256;
+                keys = xrealloc(keys, sizeof(Buf) * cap_keys);
+                for (size_t j = n_keys; j < cap_keys; j++)
+                    keys[j] = (Buf)BUF_INIT;
+            }
+            buf_reset(&keys[n_keys]);
+            buf_append(&keys[n_keys++], k, kl);
+        }
+        stor_iter_close(it);
+        if (got < 0) {
+            rcode = -1;
+            break;
+        }
+        /* Deleted after the scan: the iterator must not see the table change under it. */
+        for (size_t j = 0; j < n_keys && !rcode; j++)
+            rcode = stor_table_delete(a->op.table, keys[j].data, keys[j].len, rc->err);
+        gone++;
+    }
+    for (size_t j = 0; j < cap_keys; j++)
+        buf_free(&keys[j]);
+    free(keys);
+    buf_free(&pfx);
+    if (gone) {
+        memmove(a->pane_ends, a->pane_ends + gone, sizeof(int64_t) * (size_t)(a->n_panes - gone));
+        a->n_panes -= gone;
+        if (!rcode)
+            rcode = pane_meta_save(a);
+    }
+    return rcode;
+}
+
+/* The watermark reached wm: emit every window that ended by then, in order,
+ * and forget panes no window needs. */
+static int pane_advance(AggOp *a, int64_t wm)
+{
+    const PlanNode *n = a->op.node;
+    if (wm <= a->op.wm)
+        return 0;
+    a->op.wm = wm;
+    bool fired = false;
+    for (;;) {
+        /* The earliest window not yet emitted that covers a live pane. */
+        int j = 0;
+        while (j < a->n_panes && pane_last_window_end(a, a->pane_ends[j]) <= a->fired_upto)
+            j++;
+        if (j == a->n_panes)
+            break;
+        int64_t ws = start_ceil(a, a->pane_ends[j] - n->win_size_us);
+        if (a->fired_upto != TS_MINUS_INF && ws < a->fired_upto - n->win_size_us + n->win_slide_us)
+            ws = a->fired_upto - n->win_size_us + n->win_slide_us;
+        if (wm != TS_PLUS_INF && ws + n->win_size_us > wm)
+            break;
+        if (fire_window(a, ws))
+            return -1;
+        a->fired_upto = ws + n->win_size_us;
+        fired = true;
+    }
+    if (expire_panes(a, wm))
+        return -1;
+    return fired ? pane_meta_save(a) : 0;
+}
+
+static int pane_push(AggOp *a, Chunk *c)
+{
+    RtOp *op = &a->op;
+    const PlanNode *n = op->node;
+    RtCtx *rc = op->rc;
+    Value group[MAX_VALS], st[MAX_VALS], now[MAX_VALS], out[MAX_VALS];
+    int per_pane = (int)(n->win_size_us / n->win_slide_us) + 1; /* windows covering one pane, at most */
+    if (n->lateness_us > 0 && !a->upd_before) {
+        a->upd_before = xmalloc(sizeof(Value) * (size_t)a->n_state * (size_t)per_pane);
+        a->upd_ws = xmalloc(sizeof(int64_t) * (size_t)per_pane);
+    }
+    for (int r = 0; r < c->n_rows; r++) {
+        for (int i = 0; i < a->n_group; i++)
+            chunk_get(c, n->group_cols[i], r, &group[i]);
+        const Value *b = &group[n->pane_end_idx >= 0 ? n->pane_end_idx : n->pane_start_idx];
+        if (b->null)
+            continue;
+        int64_t pe = n->pane_end_idx >= 0 ? b->u.i : b->u.i + n->pane_us;
+        int64_t row_wm = c->wm ? c->wm[r] : op->wm;
+        if (row_wm > op->wm && (pane_advance(a, row_wm) || emit_pending(a)))
+            return -1;
+        /* Windows of this pane already emitted and still within their lateness
+         * get an update (the window operator dropped rows late for all). */
+        int n_upd = 0;
+        if (n->lateness_us > 0 && a->fired_upto != TS_MINUS_INF) {
+            for (int64_t ws = start_ceil(a, pe - n->win_size_us); ws <= pe - n->pane_us && n_upd < per_pane;
+                 ws += n->win_slide_us) {
+                int64_t we = ws + n->win_size_us;
+                if (we > a->fired_upto || (op->wm != TS_MINUS_INF && we <= op->wm - n->lateness_us))
+                    continue;
+                if (window_state(a, ws, group, &a->upd_before[(size_t)n_upd * (size_t)a->n_state]) < 0)
+                    return -1;
+                a->upd_ws[n_upd++] = ws;
+            }
+        }
+        pane_key(a, pe, group);
+        int f = state_load(a, a->kbuf.data, a->kbuf.len, st);
+        if (f < 0)
+            return -1;
+        if (f == 0)
+            state_init(a, group, st);
+        if (state_apply(a, st, c, r, rowop_is_add(c->ops[r]) ? 1 : -1)) {
+            rc->stats.eval_errors++;
+            continue;
+        }
+        if (state_store(a, a->kbuf.data, a->kbuf.len, st) || pane_note(a, pe))
+            return -1;
+        for (int u = 0; u < n_upd; u++) {
+            const Value *before = &a->upd_before[(size_t)u * (size_t)a->n_state];
+            if (window_state(a, a->upd_ws[u], group, now) < 0)
+                return -1;
+            state_output(a, now, out);
+            if (before[a->n_group].u.i > 0) {
+                Value old[MAX_VALS];
+                state_output(a, before, old);
+                if (emit_row(a, OP_UPDATE_BEFORE, old) || emit_row(a, OP_UPDATE_AFTER, out))
+                    return -1;
+            } else if (emit_row(a, OP_INSERT, out)) {
+                return -1;
+            }
+        }
+    }
+    return emit_pending(a);
+}
+
 static int agg_push(RtOp *op, Chunk *c)
 {
     if (((AggOp *)op)->session)
         return session_push((AggOp *)op, c);
+    if (((AggOp *)op)->panes)
+        return pane_push((AggOp *)op, c);
     AggOp *a = (AggOp *)op;
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
@@ -862,6 +1254,11 @@ static int agg_watermark(RtOp *op, int64_t wm)
             return -1;
         return rt_emit_watermark(op, wm);
     }
+    if (a->panes) {
+        if (pane_advance(a, wm) || emit_pending(a))
+            return -1;
+        return rt_emit_watermark(op, wm);
+    }
     if (flush_changes(a) || advance(a, wm) || emit_pending(a))
         return -1;
     /* Downstream sees the watermark on the window column once windows up to it are final. */
@@ -882,6 +1279,9 @@ static void agg_close(RtOp *op)
     buf_free(&a->kbuf);
     buf_free(&a->vbuf);
     buf_free(&a->tmp);
+    free(a->pane_ends);
+    free(a->upd_before);
+    free(a->upd_ws);
     free(a);
 }
 
@@ -934,6 +1334,11 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
         return NULL;
     }
     if (rt_op_open_table(&a->op, rc->err)) {
+        agg_close(&a->op);
+        return NULL;
+    }
+    a->panes = n->pane_us > 0;
+    if (a->panes && pane_meta_load(a) < 0) {
         agg_close(&a->op);
         return NULL;
     }

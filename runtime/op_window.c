@@ -9,6 +9,11 @@
  * start aligned to max. Rows with a NULL time fall
  * in no window and are dropped. The per-row watermark annotation is
  * copied to every output row of its input row.
+ *
+ * In panes (pane_us > 0, see planner/plan_panes.c) a hopping row still has
+ * its lateness judged for each of its windows, but it is emitted once, with
+ * window_start/window_end set to its pane; the aggregation merges panes
+ * into windows.
  */
 #include "runtime_int.h"
 
@@ -56,6 +61,32 @@ static int record_late(WinOp *w, const Chunk *c, int r, int64_t start, int64_t e
     return stor_table_put(w->op.table, k, 8, w->vbuf.data, w->vbuf.len, rc->err);
 }
 
+/* Appends input row r of c with window bounds [start, end) to out. */
+static void append_row(Chunk *out, const Chunk *c, int r, int nin, int64_t start, int64_t end)
+{
+    int w = out->n_rows++;
+    out->ops[w] = c->ops[r];
+    if (out->wm)
+        out->wm[w] = c->wm[r];
+    for (int i = 0; i < nin; i++) {
+        Value v;
+        chunk_get(c, i, r, &v);
+        /* Strings stay in the same arena: share rather than copy. */
+        out->cols[i].nulls[w] = v.null;
+        switch (type_phys(v.type)) {
+        case PHYS_I64: out->cols[i].v.i[w] = v.u.i; break;
+        case PHYS_F64: out->cols[i].v.f[w] = v.u.f; break;
+        case PHYS_STR: out->cols[i].v.s[w] = v.u.s; break;
+        case PHYS_IV: out->cols[i].v.iv[w] = v.u.iv; break;
+        }
+    }
+    Column *sc = &out->cols[nin], *ec = &out->cols[nin + 1];
+    sc->nulls[w] = 0;
+    sc->v.i[w] = start;
+    ec->nulls[w] = 0;
+    ec->v.i[w] = end;
+}
+
 static int window_push(RtOp *op, Chunk *c)
 {
     WinOp *wo = (WinOp *)op;
@@ -69,7 +100,6 @@ static int window_push(RtOp *op, Chunk *c)
     if (c->wm)
         chunk_enable_wm(out);
     const Column *tc = &c->cols[n->win_time_col];
-    Column *sc = &out->cols[nin], *ec = &out->cols[nin + 1];
     for (int r = 0; r < c->n_rows; r++) {
         if (tc->nulls[r])
             continue;
@@ -80,6 +110,7 @@ static int window_push(RtOp *op, Chunk *c)
         bool cum = n->win_kind == WIN_CUMULATE, sess = n->win_kind == WIN_SESSION;
         int64_t unit = cum ? n->win_size_us : n->win_slide_us;
         int64_t last = floor_div(ts - n->win_offset_us, unit) * unit + n->win_offset_us;
+        int on_time = 0;
         for (int k = 0; k < per_row; k++) {
             int64_t start = cum ? last : last - (int64_t)(per_row - 1 - k) * n->win_slide_us;
             int64_t end = cum ? last + (int64_t)(k + 1) * n->win_slide_us : start + n->win_size_us;
@@ -101,26 +132,15 @@ static int window_push(RtOp *op, Chunk *c)
                     continue;
                 }
             }
-            int w = out->n_rows++;
-            out->ops[w] = c->ops[r];
-            if (out->wm)
-                out->wm[w] = c->wm[r];
-            for (int i = 0; i < nin; i++) {
-                Value v;
-                chunk_get(c, i, r, &v);
-                /* Strings stay in the same arena: share rather than copy. */
-                out->cols[i].nulls[w] = v.null;
-                switch (type_phys(v.type)) {
-                case PHYS_I64: out->cols[i].v.i[w] = v.u.i; break;
-                case PHYS_F64: out->cols[i].v.f[w] = v.u.f; break;
-                case PHYS_STR: out->cols[i].v.s[w] = v.u.s; break;
-                case PHYS_IV: out->cols[i].v.iv[w] = v.u.iv; break;
-                }
+            if (n->pane_us) {
+                on_time++;
+                continue;
             }
-            sc->nulls[w] = 0;
-            sc->v.i[w] = start;
-            ec->nulls[w] = 0;
-            ec->v.i[w] = end;
+            append_row(out, c, r, nin, start, end);
+        }
+        if (n->pane_us && on_time) {
+            int64_t ps = floor_div(ts - n->win_offset_us, n->pane_us) * n->pane_us + n->win_offset_us;
+            append_row(out, c, r, nin, ps, ps + n->pane_us);
         }
     }
     return out->n_rows ? rt_emit(op, out) : 0;

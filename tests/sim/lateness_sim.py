@@ -38,6 +38,7 @@ except ImportError as e:  # pragma: no cover
 
 BASE = datetime.datetime(2026, 1, 1)
 WINDOW_MS = 10_000
+SLIDE_MS = 2_500                    # the HOP views: 10 s windows every 2.5 s
 STEP_MS = 100                       # event time advances 100 ms per row
 N_KEYS = 3
 # (bound, lateness) pairs, in ms: tight to generous.
@@ -66,17 +67,24 @@ def generate(n, seed):
     return [(k, ts) for _, _, k, ts in events]
 
 
-def simulate(events, bound, lateness):
-    """The reference: returns ({(window_start, k): count}, [(k, ts, window_start, wm)])."""
+def windows_of(ts, slide):
+    """The window starts covering ts: one (tumbling) or WINDOW_MS / slide (hopping)."""
+    last = ts - ts % slide
+    return [last - i * slide for i in range(WINDOW_MS // slide) if last - i * slide + WINDOW_MS > ts]
+
+
+def simulate(events, bound, lateness, slide=WINDOW_MS):
+    """The reference: returns ({(window_start, k): count}, [(k, ts, window_start, wm)]).
+    Lateness is judged per (row, window)."""
     wm = None
     counts, late = {}, []
     for k, ts in events:
-        start = ts - ts % WINDOW_MS
-        end = start + WINDOW_MS
-        if wm is not None and end + lateness <= wm:
-            late.append((k, ts, start, wm))
-        else:
-            counts[(start, k)] = counts.get((start, k), 0) + 1
+        for start in windows_of(ts, slide):
+            end = start + WINDOW_MS
+            if wm is not None and end + lateness <= wm:
+                late.append((k, ts, start, wm))
+            else:
+                counts[(start, k)] = counts.get((start, k), 0) + 1
         if wm is None or ts - bound > wm:
             wm = ts - bound
     return counts, late
@@ -161,25 +169,30 @@ def main():
             p.produce(topic, json.dumps({"k": k, "ts": ts_text(ts)}).encode(), partition=0)
         if p.flush(30) != 0:
             raise RuntimeError("could not produce the events")
+        views = []
         for i, (bound, lateness) in enumerate(PAIRS):
             # A bounded source: its end is a watermark of +infinity, so every window fires.
             w.query(f"CREATE SOURCE s{i} (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '{bound} milliseconds') "
                     f"WITH (connector = 'kafka', topic = '{topic}', properties.bootstrap.server = '{w.kafka}', "
                     f"scan.bounded.mode = 'latest')")
             allow = f" ALLOW LATENESS INTERVAL '{lateness} milliseconds'" if lateness else ""
-            w.query(f"CREATE MATERIALIZED VIEW v{i} AS SELECT window_start, k, count(*) AS n "
-                    f"FROM TUMBLE(s{i}, ts, INTERVAL '{WINDOW_MS} milliseconds') GROUP BY window_start, k "
-                    f"EMIT ON WINDOW CLOSE{allow} LATE ROWS INTO late{i}")
+            for kind, slide in (("tumble", WINDOW_MS), ("hop", SLIDE_MS)):
+                name = f"{kind}{i}"
+                win = (f"TUMBLE(s{i}, ts, INTERVAL '{WINDOW_MS} milliseconds')" if kind == "tumble" else
+                       f"HOP(s{i}, ts, INTERVAL '{SLIDE_MS} milliseconds', INTERVAL '{WINDOW_MS} milliseconds')")
+                w.query(f"CREATE MATERIALIZED VIEW {name} AS SELECT window_start, k, count(*) AS n "
+                        f"FROM {win} GROUP BY window_start, k EMIT ON WINDOW CLOSE{allow} LATE ROWS INTO {name}_late")
+                views.append((name, bound, lateness, slide))
         w.query("FLUSH")
-        print(f"# {len(events)} events, {N_KEYS} keys, {WINDOW_MS // 1000} s tumbling windows")
-        print(f"# {'bound_ms':>8} {'lateness_ms':>11} {'dropped':>8} {'windows':>8}")
-        for i, (bound, lateness) in enumerate(PAIRS):
-            counts, late = simulate(events, bound, lateness)
-            print(f"# {bound:8d} {lateness:11d} {len(late):8d} {len(counts):8d}")
-            got = {(norm(ws), k): n for ws, k, n in w.query(f"SELECT window_start, k, n FROM v{i}")}
+        print(f"# {len(events)} events, {N_KEYS} keys, {WINDOW_MS // 1000} s windows (hop: every {SLIDE_MS} ms)")
+        print(f"# {'view':>8} {'bound_ms':>8} {'lateness_ms':>11} {'dropped':>8} {'windows':>8}")
+        for name, bound, lateness, slide in views:
+            counts, late = simulate(events, bound, lateness, slide)
+            print(f"# {name:>8} {bound:8d} {lateness:11d} {len(late):8d} {len(counts):8d}")
+            got = {(norm(ws), k): n for ws, k, n in w.query(f"SELECT window_start, k, n FROM {name}")}
             got_late = sorted((k, norm(ts), norm(ws), norm(wm)) for k, ts, ws, wm in
-                              w.query(f"SELECT k, ts, window_start, watermark FROM late{i}"))
-            n_late = w.query(f"SELECT late_rows FROM weir_views WHERE name = 'v{i}'")[0][0]
+                              w.query(f"SELECT k, ts, window_start, watermark FROM {name}_late"))
+            n_late = w.query(f"SELECT late_rows FROM weir_views WHERE name = '{name}'")[0][0]
             checks = [
                 ("final counts", got == counts,
                  f"{len(set(got.items()) ^ set(counts.items()))} windows differ"),
@@ -188,13 +201,13 @@ def main():
                 ("late_rows counter", n_late == len(late), f"engine {n_late}, reference {len(late)}"),
             ]
             for what, ok, detail in checks:
-                name = f"bound {bound} ms, lateness {lateness} ms: {what}"
+                label = f"{name}: bound {bound} ms, lateness {lateness} ms: {what}"
                 if ok:
                     passed += 1
-                    print(f"ok - {name}")
+                    print(f"ok - {label}")
                 else:
                     failed += 1
-                    print(f"not ok - {name} ({detail})")
+                    print(f"not ok - {label} ({detail})")
         # The pairs differ, so the test can tell them apart: tighter settings drop more.
         drops = [len(simulate(events, b, l)[1]) for b, l in PAIRS]
         if drops[0] > drops[-1]:
