@@ -202,6 +202,9 @@ static void node_params(const PlanNode *n, Buf *out)
     case PN_VALUES:
         buf_printf(out, "rows: %d", n->n_rows);
         break;
+    case PN_TABLE_WRITE:
+        buf_printf(out, "table: %s", n->source->name);
+        break;
     }
 }
 

@@ -34,7 +34,8 @@ typedef struct PlanCtx {
 const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
-                                  "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values"};
+                                  "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
+                                  "TableWrite"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -126,11 +127,12 @@ static int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
         n->n_rows = r->n_rows;
         n->rows = r->rows;
         n->append_only = true;
-    } else if (p->streaming && r->kind == CAT_VIEW) {
+    } else if (p->streaming && (r->kind == CAT_VIEW || r->kind == CAT_TABLE)) {
         if (!r->materialized)
             return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
                         "feature not supported: a view over non-materialized view \"%s\"", t->name);
-        /* A view over a view reads its changelog: its rows when created, then every change. */
+        /* A view over a view (or a table) reads its changelog: its rows when
+         * created, then every change. */
         n = new_node(p, PN_VIEW_SOURCE, NULL);
         n->scan_rel = r;
         n->append_only = r->append_only;
@@ -1518,16 +1520,19 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
     return q;
 }
 
-int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *err)
+/* The columns, primary key (tables only) and watermark of CREATE SOURCE or
+ * CREATE TABLE, bound into rel. */
+static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table, Arena *a, WError *err)
 {
     PlanCtx p;
     init_ctx(&p, NULL, a, err, false);
     BindCtx *b = &p.b;
+    const char *what = table ? "table" : "source";
     int n = ast_list_len(cs->columns);
     if (n == 0)
-        return werr(err, SQLSTATE_SYNTAX_ERROR, 0, "a source needs at least one column");
+        return werr(err, SQLSTATE_SYNTAX_ERROR, 0, "a %s needs at least one column", what);
     if (n > 1600)
-        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "sources can have at most 1600 columns");
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%ss can have at most 1600 columns", what);
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)n);
     TypeId *types = arena_alloc(a, sizeof(TypeId) * (size_t)n);
     bool *not_null = arena_zalloc(a, sizeof(bool) * (size_t)n);
@@ -1537,8 +1542,9 @@ int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *e
         const AstColumnDef *c = AST_AT(cs->columns, i);
         if (c->generated)
             return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: generated columns");
-        if (c->primary_key)
-            return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: PRIMARY KEY on a source");
+        if (c->primary_key && !table)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: PRIMARY KEY on a source"),
+                   werr_hint(err, "Use CREATE TABLE for a relation keyed by a primary key."), -1;
         TypeId t = type_from_name(c->type_name);
         if (t == TYPE_NULL)
             return werr(err, SQLSTATE_UNDEFINED_OBJECT, c->pos, "type \"%s\" does not exist", c->type_name);
@@ -1552,9 +1558,47 @@ int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *e
         not_null[i] = c->not_null;
         s.cols[i] = (ScopeCol){.name = names[i], .type = t};
     }
-    if (cs->primary_key || cs->includes)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: %s on a source",
-                    cs->primary_key ? "PRIMARY KEY" : "INCLUDE");
+    if ((cs->primary_key && !table) || cs->includes)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: %s on a %s",
+                    cs->includes ? "INCLUDE" : "PRIMARY KEY", what);
+    if (table) {
+        /* The key: a table-level PRIMARY KEY (a, b) or one column-level PRIMARY KEY. */
+        int npk = ast_list_len(cs->primary_key), *pk = arena_alloc(a, sizeof(int) * (size_t)(n + 1));
+        for (int i = 0; i < n; i++) {
+            const AstColumnDef *c = AST_AT(cs->columns, i);
+            if (!c->primary_key)
+                continue;
+            if (npk)
+                return werr(err, "42P16", c->pos, "multiple primary keys for table \"%s\" are not allowed", cs->name);
+            pk[0] = i;
+            rel->n_pk = 1;
+        }
+        for (int k = 0; k < npk; k++) {
+            const char *name = AST_AT(cs->primary_key, k);
+            int c = -1;
+            for (int i = 0; i < n; i++)
+                if (strcmp(names[i], name) == 0)
+                    c = i;
+            if (c < 0)
+                return werr(err, SQLSTATE_UNDEFINED_COLUMN, 0, "column \"%s\" named in key does not exist", name);
+            for (int j = 0; j < k; j++)
+                if (pk[j] == c)
+                    return werr(err, SQLSTATE_DUPLICATE_COLUMN, 0, "column \"%s\" appears twice in primary key constraint",
+                                name);
+            pk[k] = c;
+            rel->n_pk = npk;
+        }
+        if (!rel->n_pk)
+            return werr(err, "42P16", 0, "table \"%s\" needs a PRIMARY KEY", cs->name),
+                   werr_hint(err, "weir keeps a table's rows by key: declare PRIMARY KEY (col, ...)."), -1;
+        for (int k = 0; k < rel->n_pk; k++) {
+            not_null[pk[k]] = true; /* as in Postgres, key columns are NOT NULL */
+            if (types[pk[k]] == TYPE_JSONB || types[pk[k]] == TYPE_FLOAT8 || types[pk[k]] == TYPE_FLOAT4)
+                return werr(err, SQLSTATE_DATATYPE_MISMATCH, 0, "a primary key column cannot be of type %s",
+                            type_name(types[pk[k]]));
+        }
+        rel->pk = pk;
+    }
     rel->n_cols = n;
     rel->col_names = names;
     rel->col_types = types;
@@ -1590,6 +1634,67 @@ int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *e
         }
     }
     return 0;
+}
+
+int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *err)
+{
+    return bind_columns(cs, rel, false, a, err);
+}
+
+PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCatalog *cat, Arena *a, WError *err)
+{
+    if (bind_columns(cs, rel, true, a, err))
+        return NULL;
+    bool writable = !cat_option(rel, "connector");
+    rel->kind = CAT_TABLE;
+    rel->materialized = true;
+    /* Only a writable APPEND ONLY table is append-only: the server refuses
+     * its UPDATE/DELETE and duplicate keys, so its changelog has only +I. */
+    rel->append_only = writable && cs->append_only;
+    PlanCtx p;
+    init_ctx(&p, cat, a, err, true);
+    PlanNode *in = new_node(&p, writable ? PN_TABLE_WRITE : PN_SOURCE, NULL);
+    in->source = rel;
+    in->append_only = writable;
+    if (!writable)
+        in->table_id = new_table(&p); /* the topic's offsets */
+    alloc_schema(a, &in->out, rel->n_cols);
+    for (int i = 0; i < rel->n_cols; i++) {
+        in->out.names[i] = rel->col_names[i];
+        in->out.types[i] = rel->col_types[i];
+    }
+    if (rel->wm_col >= 0) {
+        PlanNode *w = new_node(&p, PN_WATERMARK, in);
+        w->out = in->out;
+        w->wm_col = rel->wm_col;
+        w->wm_expr = (PlanExpr *)rel->wm_expr;
+        w->wm_delay_us = rel->wm_delay_us;
+        w->table_id = new_table(&p);
+        in = w;
+    }
+    PlanNode *m = new_node(&p, PN_MATERIALIZE, in);
+    m->view_name = rel->name;
+    m->upsert = true;
+    m->table_id = new_table(&p);
+    m->append_only = rel->append_only;
+    m->wm_col = rel->wm_col;
+    m->out = in->out;
+    m->n_keys = rel->n_pk;
+    m->keys = (int *)rel->pk;
+    /* Readers see the rows and the watermark through the table's changelog:
+     * they must not generate the watermark again. */
+    rel->wm_expr = NULL;
+    rel->table_id = m->table_id;
+    PlanView *v = arena_zalloc(a, sizeof *v);
+    v->root = m;
+    v->n_nodes = p.n_nodes;
+    v->nodes = p.nodes;
+    v->schema = m->out;
+    v->n_pk = m->n_keys;
+    v->pk = m->keys;
+    v->append_only = m->append_only;
+    v->emit = PLAN_EMIT_CHANGES;
+    return v;
 }
 
 int plan_const_expr(const AstExpr *e, TypeId want, Arena *a, Value *out, WError *err)

@@ -122,6 +122,7 @@ typedef enum PlanNodeKind {
     PN_VIEW_SCAN,     /* batch: reads a materialized view's rows once */
     PN_VIEW_SOURCE,   /* streaming: a materialized view's changelog (its rows first, then changes) */
     PN_VALUES,        /* batch: literal rows */
+    PN_TABLE_WRITE,   /* streaming: the rows INSERT/UPDATE/DELETE write into a table (the server pushes them) */
 } PlanNodeKind;
 
 typedef struct PlanSchema {
@@ -196,6 +197,9 @@ typedef struct PlanNode {
     const char *view_name;
     bool row_id_key;
     bool counted;               /* keys are whole rows that may repeat: a count per key */
+    bool upsert;                /* a table's rows: an add replaces the row of its key, a delete names only the
+                                   key; the output is the true changelog (-U/+U with the old row, -D of the
+                                   stored row), and changes that change nothing are dropped */
     /* PN_VIEW_SCAN, PN_VIEW_SOURCE */
     const CatRelation *scan_rel;
     /* PN_VALUES */
@@ -246,6 +250,14 @@ typedef struct PlanViewOptions {
  * returns NULL with err set (SQLSTATE and position in the statement text). */
 PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanViewOptions *opt,
                     Arena *a, WError *err);
+/* Plans CREATE TABLE: binds the columns, primary key and watermark into rel
+ * (rel->id/name/options/format filled by the caller) and returns the table's
+ * dataflow: its input (TABLE_WRITE for a writable table, SOURCE for a Kafka
+ * topic in FORMAT UPSERT/DEBEZIUM/PLAIN), the watermark if any, and an
+ * upsert MATERIALIZE keyed by the primary key. rel then reads like a
+ * materialized view (table_id, pk, wm_col; wm_expr NULL since the table's
+ * own dataflow generates the watermark). NULL with err on error. */
+PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCatalog *cat, Arena *a, WError *err);
 /* Plans a SELECT for one-off execution over materialized views. */
 PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WError *err);
 /* Binds the column definitions and watermark of CREATE SOURCE into rel

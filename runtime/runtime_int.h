@@ -115,6 +115,12 @@ typedef struct RtSource {
     const RtSourceVt *src;
 } RtSource;
 
+/* A writable table's input (op_table_write.c), and the dataflow's one, or NULL. */
+RtOp *rt_op_table_write_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_dataflow_table_input(RtDataflow *df);
+/* Resets the dataflow's chunk arena (nothing may be in flight). */
+void rt_dataflow_reset_arena(RtDataflow *df);
+
 /* A view's changelog (op_view_source.c). */
 RtOp *rt_op_view_source_new(RtCtx *rc, const PlanNode *n);
 
