@@ -164,4 +164,11 @@ void rt_chunk_select(Chunk *c, const uint8_t *keep);
 int rt_json_decode_row(const char *p, size_t n, int n_cols, const char *const *names, Chunk *c, int row,
                        char *errbuf, size_t errlen);
 
+/* Finds the top-level field `name` of the JSON object [p, p + n): *vp and
+ * *vn get its value's raw text (an object, "null", a string with its
+ * quotes...). Returns 1 found, 0 absent, -1 malformed (message in errbuf).
+ * a holds unescaped key text. Used for Debezium envelopes. */
+int rt_json_field(const char *p, size_t n, const char *name, Arena *a, const char **vp, size_t *vn, char *errbuf,
+                  size_t errlen);
+
 #endif

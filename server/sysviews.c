@@ -75,7 +75,7 @@ static const CatRelation *views(Engine *e, Arena *a)
     SysBuild b = {a, sys_new(a, "weir_views", 9, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW || o->late_of)
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || o->late_of)
             continue;
         Value *row = sys_row(&b);
         RtStats st = {0};
@@ -149,7 +149,7 @@ static const CatRelation *state(Engine *e, Arena *a)
     SysBuild b = {a, sys_new(a, "weir_state", 4, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW || !o->plan)
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->plan)
             continue;
         for (int k = 0; k < o->plan->n_nodes; k++) {
             const PlanNode *n = o->plan->nodes[k];
