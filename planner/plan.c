@@ -16,26 +16,12 @@
 #include <string.h>
 #include <strings.h>
 
-typedef struct Rel {
-    PlanNode *node;
-    Scope scope;
-} Rel;
-
-typedef struct PlanCtx {
-    BindCtx b;
-    const AstSelect *topn_sub;   /* a FROM subquery with ROW_NUMBER() OVER, filtered rn <= topn_n outside */
-    int64_t topn_n;
-    bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
-    bool allow_unbounded;    /* the user accepted operators with unbounded state */
-    int n_nodes, cap_nodes;
-    PlanNode **nodes;
-} PlanCtx;
 
 const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
                                   "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
-                                  "TableWrite"};
+                                  "TableWrite", "TemporalJoin"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -47,7 +33,7 @@ const char *cat_option(const CatRelation *r, const char *key)
     return NULL;
 }
 
-static PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input)
+PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input)
 {
     PlanNode *n = arena_zalloc(p->b.a, sizeof *n);
     n->kind = kind;
@@ -71,7 +57,7 @@ static PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input)
     return n;
 }
 
-static void alloc_schema(Arena *a, PlanSchema *s, int n)
+void alloc_schema(Arena *a, PlanSchema *s, int n)
 {
     s->n = n;
     s->names = arena_zalloc(a, sizeof(char *) * (size_t)(n ? n : 1));
@@ -79,14 +65,14 @@ static void alloc_schema(Arena *a, PlanSchema *s, int n)
     s->hidden = arena_zalloc(a, sizeof(bool) * (size_t)(n ? n : 1));
 }
 
-static void alloc_scope(Arena *a, Scope *s, int n)
+void alloc_scope(Arena *a, Scope *s, int n)
 {
     s->n = n;
     s->cols = arena_zalloc(a, sizeof(ScopeCol) * (size_t)(n ? n : 1));
 }
 
 /* Schema of a node from a scope (names, types, hidden flags). */
-static void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s)
+void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s)
 {
     alloc_schema(a, out, s->n);
     for (int i = 0; i < s->n; i++) {
@@ -97,7 +83,7 @@ static void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s)
     }
 }
 
-static uint64_t new_table(PlanCtx *p)
+uint64_t new_table(PlanCtx *p)
 {
     return p->streaming && p->b.cat->new_table_id ? p->b.cat->new_table_id(p->b.cat->ctx) : 0;
 }
@@ -106,7 +92,7 @@ static uint64_t new_table(PlanCtx *p)
 
 static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
 
-static int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
+int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
     const CatRelation *r = b->cat->lookup(b->cat->ctx, t->name);
@@ -114,7 +100,8 @@ static int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
         return werr(b->err, SQLSTATE_UNDEFINED_TABLE, t->pos, "relation \"%s\" does not exist", t->name);
     if (t->system_time)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->system_time->pos,
-                    "feature not supported: FOR SYSTEM_TIME AS OF (temporal joins)");
+                    "feature not supported: FOR SYSTEM_TIME AS OF outside the right side of a JOIN"),
+               werr_hint(b->err, "A temporal join is FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.k = t.pk."), -1;
     const char *qual = t->alias ? t->alias : r->name;
     PlanNode *n;
     if (r->kind == CAT_SINK)
@@ -322,10 +309,9 @@ static int check_sessions(PlanCtx *p)
 
 /* ---- joins ------------------------------------------------------------------- */
 
-static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out);
 
 /* Splits a bound predicate into its AND-ed conjuncts. */
-static void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max)
+void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max)
 {
     if (e->kind == PE_CALL && e->fn == FN_AND) {
         for (int i = 0; i < e->n_args; i++)
@@ -685,7 +671,7 @@ static int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
     return 0;
 }
 
-static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
+int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
     switch (t->kind) {
@@ -706,6 +692,8 @@ static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
         return 0;
     }
     case TREF_JOIN: {
+        if (t->right->kind == TREF_NAME && t->right->system_time)
+            return plan_temporal_join(p, t, out);
         Rel l, r;
         if (plan_tref(p, t->left, &l) || plan_tref(p, t->right, &r))
             return -1;

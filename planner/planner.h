@@ -123,6 +123,7 @@ typedef enum PlanNodeKind {
     PN_VIEW_SOURCE,   /* streaming: a materialized view's changelog (its rows first, then changes) */
     PN_VALUES,        /* batch: literal rows */
     PN_TABLE_WRITE,   /* streaming: the rows INSERT/UPDATE/DELETE write into a table (the server pushes them) */
+    PN_TEMPORAL_JOIN, /* probe JOIN versioned FOR SYSTEM_TIME AS OF probe.ts | PROCTIME() */
 } PlanNodeKind;
 
 typedef struct PlanSchema {
@@ -185,6 +186,12 @@ typedef struct PlanNode {
     int left_time_col, right_time_col;
     int64_t lo_us, hi_us;
     uint64_t table_id2;         /* the right side's state */
+    /* PN_TEMPORAL_JOIN: the join fields above, with right_keys = the versioned side's primary
+     * key (in key order) and left_keys the probe columns equal to it; left_time_col is the
+     * probe's event time (AS OF) and right_time_col the version time, unless proc_time
+     * (AS OF PROCTIME(): a lookup in the current rows). table_id holds probe rows waiting
+     * for the watermark, table_id2 the versions (current rows with proc_time). */
+    bool proc_time;
     /* PN_TOPN: output = input columns then the row number (BIGINT) */
     int n_part;
     int *part_cols;
