@@ -59,6 +59,7 @@ struct TjOp {
     uint64_t versions_added;  /* since the last cleanup scan */
     Chunk *out;
     Buf kbuf, vbuf;
+    Buf hit;                  /* the version found by a lookup (outlives its iterator) */
 };
 
 static void meta_save_value(TjOp *j, unsigned char v[32])
@@ -186,15 +187,17 @@ static int lookup(TjOp *j, const Value *left, int64_t ts, int64_t horizon, Value
             continue;
         }
         *found = ((const unsigned char *)v)[0] == 1;
-        if (*found && row_decode((const char *)v + 1, vl - 1, row, j->nr)) {
-            stor_iter_close(it);
-            return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt temporal join state");
-        }
+        buf_reset(&j->hit);
+        buf_append(&j->hit, (const char *)v + 1, vl - 1);
     }
     stor_iter_close(it);
+    if (got < 0)
+        return -1;
     if (newer)
         *found = false; /* the version at ts is gone at the horizon */
-    return got < 0 ? -1 : 0;
+    if (*found && row_decode(j->hit.data, j->hit.len, row, j->nr))
+        return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt temporal join state");
+    return 0;
 }
 
 static int probe_now(TjOp *j, const Value *left, int64_t ts, int64_t horizon)
@@ -445,6 +448,7 @@ static void tj_close(RtOp *op)
     stor_table_close(op->table2);
     buf_free(&j->kbuf);
     buf_free(&j->vbuf);
+    buf_free(&j->hit);
     free(j);
 }
 
