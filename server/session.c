@@ -490,8 +490,8 @@ int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *r
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", cs->from_name);
     if (v->late_of)
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: a sink from a late-rows relation");
-    if (v->kind != CAT_VIEW)
-        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "a sink reads a materialized view; \"%s\" is a %s",
+    if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "a sink reads a materialized view or a table; \"%s\" is a %s",
                     v->name, kind_word(v->kind)),
                werr_hint(err, "Create a materialized view over the source and sink from it."), -1;
     CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
