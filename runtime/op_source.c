@@ -259,14 +259,41 @@ static int decode_as(SourceOp *s, const char *p, size_t n, Chunk *c, RowOp op, c
     return 0;
 }
 
+/* The record's key as a JSON object of key columns: as written when it is
+ * an object; a bare JSON scalar (1, "eur") is the value of a one-column key. */
+static void key_object(SourceOp *s, const RtKafkaRecord *rec, Arena *a, const char **p, size_t *n)
+{
+    const CatRelation *r = s->base.op.node->source;
+    const char *k = rec->key;
+    size_t kn = rec->key_len, i = 0;
+    while (i < kn && (k[i] == ' ' || k[i] == '\t' || k[i] == '\n' || k[i] == '\r'))
+        i++;
+    *p = k;
+    *n = kn;
+    if ((i < kn && k[i] == '{') || r->n_pk != 1)
+        return;
+    /* The name is not escaped: a key column whose name holds a '"' or '\\' makes
+     * such records bad (an object key still works). */
+    const char *name = s->names[r->pk[0]];
+    size_t len = strlen(name) + kn + 8;
+    char *w = arena_alloc(a, len);
+    int m = snprintf(w, len, "{\"%s\": %.*s}", name, (int)kn, k);
+    *p = w;
+    *n = (size_t)m;
+}
+
 /* FORMAT UPSERT: a value is the row of its key, a tombstone deletes the key. */
 static int decode_upsert(SourceOp *s, const RtKafkaRecord *rec, Chunk *c, char *errbuf, size_t errlen)
 {
     const CatRelation *r = s->base.op.node->source;
+    const char *kp = NULL;
+    size_t kn = 0;
+    if (rec->key)
+        key_object(s, rec, c->arena, &kp, &kn);
     if (!rec->value) {
         if (!rec->key)
             return snprintf(errbuf, errlen, "a tombstone without a key"), -1;
-        return decode_as(s, rec->key, rec->key_len, c, OP_DELETE, errbuf, errlen);
+        return decode_as(s, kp, kn, c, OP_DELETE, errbuf, errlen);
     }
     int row = c->n_rows;
     if (rt_json_decode_row(rec->value, rec->value_len, s->n_cols, s->names, c, row, errbuf, errlen))
@@ -277,7 +304,7 @@ static int decode_upsert(SourceOp *s, const RtKafkaRecord *rec, Chunk *c, char *
     if (missing && rec->key) {
         /* Key columns the value leaves out come from the record's key. */
         Chunk *kc = chunk_new(c->arena, c->n_cols, s->base.op.node->out.types, 1);
-        if (rt_json_decode_row(rec->key, rec->key_len, s->n_cols, s->names, kc, 0, errbuf, errlen))
+        if (rt_json_decode_row(kp, kn, s->n_cols, s->names, kc, 0, errbuf, errlen))
             return -1;
         for (int k = 0; k < r->n_pk; k++) {
             Value v;
