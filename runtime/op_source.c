@@ -27,8 +27,9 @@
 /* FORMAT of the records. PLAIN: each record's value is a row (+I).
  * UPSERT (tables): the value is the new row of its key (+I to the upsert
  * materialize), a null value (tombstone) deletes the key given by the
- * record's key, a JSON object with the key columns; key columns missing
- * from a value are taken from the record's key too. DEBEZIUM (tables): the
+ * record's key, a JSON object with the key columns (or a bare JSON value
+ * for a one-column key); key columns missing from a value are taken from
+ * the record's key too. DEBEZIUM (tables): the
  * value is a change event {"before": row, "after": row, "op": "c"|"r"|"u"|"d"},
  * optionally wrapped in {"payload": ...} as Kafka Connect's JSON converter
  * writes it; a null value (the tombstone after a delete) is skipped. */
