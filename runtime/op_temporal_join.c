@@ -36,6 +36,10 @@
 
 #define MAXC 1601
 #define SIGN UINT64_C(0x8000000000000000)
+/* The cleanup scans every version: it runs at each checkpoint, or sooner
+ * after this many new versions. Results never depend on when it runs
+ * (lookups only ever use what it keeps). */
+#define CLEAN_EVERY 4096
 
 static const unsigned char META_KEY[2] = {0xff, 0xff};
 
@@ -408,7 +412,7 @@ static int side_watermark(TjOp *j, int s, int64_t wm)
     if (!j->op.node->proc_time) {
         if (fire(j, m) || emit_pending(j))
             return -1;
-        if (j->versions_added && clean_versions(j, m))
+        if (j->versions_added >= CLEAN_EVERY && clean_versions(j, m))
             return -1;
     }
     j->emitted_wm = m;
@@ -433,6 +437,9 @@ static RtOp *tj_input(RtOp *op, int k) { return &((TjOp *)op)->port[k ? 1 : 0].o
 static int tj_flush_state(RtOp *op, uint64_t epoch)
 {
     TjOp *j = (TjOp *)op;
+    if (!op->node->proc_time && j->versions_added && j->emitted_wm != TS_MINUS_INF &&
+        clean_versions(j, j->emitted_wm))
+        return -1;
     if (!j->meta_dirty)
         return 0;
     unsigned char v[32];
