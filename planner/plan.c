@@ -343,7 +343,7 @@ static bool time_term(const PlanExpr *e, int *col, int64_t *off)
 }
 
 /* Builds the join node of l and r (the result replaces *out; l may be out). */
-static int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_cols, Rel *l, Rel *r, int pos,
+int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_cols, Rel *l, Rel *r, int pos,
                      Rel *out)
 {
     BindCtx *b = &p->b;

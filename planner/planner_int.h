@@ -96,6 +96,9 @@ uint64_t new_table(PlanCtx *p);
 int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out);
 /* A named relation; t->system_time must be handled (cleared) by the caller. */
 int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out);
+/* The regular (or interval) join of l and r; the result replaces *out (l may be out). */
+int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_cols, Rel *l, Rel *r, int pos,
+              Rel *out);
 /* Splits a bound predicate into its AND-ed conjuncts (at most max). */
 void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max);
 

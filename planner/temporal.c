@@ -13,7 +13,8 @@
  * its version time is that watermark column. The probe side must be
  * append-only (its rows are looked up once; a retraction could not find
  * what it joined). The output is append-only either way: a later version
- * never retracts an emitted row.
+ * never retracts an emitted row. In an ad hoc query, AS OF PROCTIME() is a
+ * lookup in the current rows, done once: the regular join.
  */
 #include "planner_int.h"
 
@@ -30,11 +31,11 @@ int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
     const AstExpr *as_of = t->right->system_time;
-    if (!p->streaming)
+    if (!p->streaming && !is_proctime(as_of))
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, as_of->pos,
-                    "feature not supported: FOR SYSTEM_TIME AS OF in an ad hoc query"),
-               werr_hint(b->err, "An ad hoc query reads the current rows already: leave out FOR SYSTEM_TIME AS OF, or "
-                                 "use the temporal join in a materialized view."), -1;
+                    "feature not supported: FOR SYSTEM_TIME AS OF an event time in an ad hoc query"),
+               werr_hint(b->err, "An ad hoc query sees only the current rows of a table, not its history: use "
+                                 "AS OF PROCTIME(), or the temporal join in a materialized view."), -1;
     if (t->join_type != JOIN_INNER && t->join_type != JOIN_LEFT)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
                     "feature not supported: %s temporal joins (a temporal join is INNER or LEFT)",
@@ -54,11 +55,15 @@ int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
     PlanNode *rn = r.node;
     if (rn->kind == PN_WATERMARK)
         rn = rn->inputs[0];
-    if (!l.node->append_only)
+    if (!p->streaming)
+        rn = rn->kind == PN_VIEW_SCAN ? rn : NULL;
+    else if (rn->kind != PN_VIEW_SOURCE)
+        rn = NULL;
+    if (p->streaming && !l.node->append_only)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
                     "feature not supported: a temporal join whose probe side (left) is a changelog"),
                werr_hint(b->err, "The left side must be append-only: a source, an append-only table or view."), -1;
-    if (rn->kind != PN_VIEW_SOURCE || !r.node->n_keys || r.node->dup_keys)
+    if (!rn || !r.node->n_keys || r.node->dup_keys)
         return werr(b->err, SQLSTATE_INVALID_OBJECT_DEFINITION, t->right->pos,
                     "Temporal Table Join requires primary key in versioned table, but no primary key can be found "
                     "for \"%s\"", rname),
@@ -142,6 +147,14 @@ int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
                         "Temporal Table Join requires an equality condition on the primary key of \"%s\": column "
                         "\"%s\" is not equal to a column of the left side",
                         rname, r.scope.cols[rk[k]].name);
+    if (!p->streaming) {
+        /* Once, now: a lookup in the current rows is the regular join. */
+        Rel res;
+        if (make_join(p, t->join_type, t->on, NULL, &l, &r, t->pos, &res))
+            return -1;
+        *out = res;
+        return 0;
+    }
     PlanNode *j = new_node(p, PN_TEMPORAL_JOIN, l.node);
     j->n_inputs = 2;
     j->inputs[1] = r.node;
