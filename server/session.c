@@ -217,8 +217,11 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
             werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "FORMAT needs a connector");
             goto fail;
         }
-        if (table_create(e, o, cs, replay != NULL, err))
+        if (table_create(e, o, cs, replay != NULL, err)) {
+            if (!err->pos)
+                err->pos = st->pos;
             goto fail;
+        }
         return 0;
     }
     if (!conn) {
@@ -319,8 +322,11 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
             goto fail;
     }
     if (table) {
-        if (table_create(e, o, cs, replay != NULL, err))
+        if (table_create(e, o, cs, replay != NULL, err)) {
+            if (!err->pos)
+                err->pos = st->pos;
             goto fail;
+        }
         return 0;
     }
 add:
