@@ -229,6 +229,11 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         werr_hint(err, "weir reads Kafka topics: WITH (connector = 'kafka', topic = '...').");
         goto fail;
     }
+    if (table && strcasecmp(conn, "kafka") != 0) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: a table over connector '%s'", conn);
+        werr_hint(err, "Tables read Kafka topics (connector = 'kafka') or are written with INSERT, UPDATE and DELETE.");
+        goto fail;
+    }
     if (strcasecmp(conn, "nexmark") == 0) {
         /* The built-in generator: its options and the declared columns are checked now. */
         RtNxConfig nx;
