@@ -1643,7 +1643,7 @@ PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCata
     init_ctx(&p, cat, a, err, true);
     PlanNode *in = new_node(&p, writable ? PN_TABLE_WRITE : PN_SOURCE, NULL);
     in->source = rel;
-    in->append_only = writable;
+    in->append_only = rel->append_only; /* DML and upsert topics carry deletes */
     if (!writable)
         in->table_id = new_table(&p); /* the topic's offsets */
     alloc_schema(a, &in->out, rel->n_cols);
