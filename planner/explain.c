@@ -210,6 +210,26 @@ static void node_params(const PlanNode *n, Buf *out)
     case PN_VALUES:
         buf_printf(out, "rows: %d", n->n_rows);
         break;
+    case PN_TABLE_WRITE:
+        buf_printf(out, "table: %s", n->source->name);
+        break;
+    case PN_TEMPORAL_JOIN: {
+        const PlanSchema *r = &n->inputs[1]->out;
+        buf_printf(out, "type: %s, as of: ", n->join_type == JOIN_LEFT ? "left" : "inner");
+        if (n->proc_time)
+            buf_puts(out, "PROCTIME()");
+        else
+            buf_printf(out, "%s (version time %s)", in->names[n->left_time_col], r->names[n->right_time_col]);
+        buf_puts(out, ", on: [");
+        for (int i = 0; i < n->n_join_keys; i++)
+            buf_printf(out, "%s%s = %s", i ? ", " : "", in->names[n->left_keys[i]], r->names[n->right_keys[i]]);
+        buf_putc(out, ']');
+        if (n->residual) {
+            buf_puts(out, ", condition: ");
+            expr_to_text(n->residual, &n->out, out);
+        }
+        break;
+    }
     }
 }
 
@@ -276,6 +296,20 @@ static void node_state(const PlanNode *n, Buf *out)
                        n->inputs[1]->out.names[n->right_time_col]);
         else
             buf_puts(out, "; UNBOUNDED (no time bound)");
+        break;
+    }
+    case PN_TEMPORAL_JOIN: {
+        const PlanSchema *r = &n->inputs[1]->out;
+        if (n->proc_time) {
+            buf_puts(out, "the versioned side's current row per key ");
+            cols_list(r, n->n_join_keys, n->right_keys, out);
+            buf_puts(out, "; one row per key, no time bound");
+        } else {
+            buf_puts(out, "left rows until the watermark passes their time; versions per key ");
+            cols_list(r, n->n_join_keys, n->right_keys, out);
+            buf_printf(out, ", bounded by watermark on %s and %s (the latest version older than the watermark is kept)",
+                       in->names[n->left_time_col], r->names[n->right_time_col]);
+        }
         break;
     }
     default:

@@ -16,25 +16,12 @@
 #include <string.h>
 #include <strings.h>
 
-typedef struct Rel {
-    PlanNode *node;
-    Scope scope;
-} Rel;
-
-typedef struct PlanCtx {
-    BindCtx b;
-    const AstSelect *topn_sub;   /* a FROM subquery with ROW_NUMBER() OVER, filtered rn <= topn_n outside */
-    int64_t topn_n;
-    bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
-    bool allow_unbounded;    /* the user accepted operators with unbounded state */
-    int n_nodes, cap_nodes;
-    PlanNode **nodes;
-} PlanCtx;
 
 const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
-                                  "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values"};
+                                  "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
+                                  "TableWrite", "TemporalJoin"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -46,7 +33,7 @@ const char *cat_option(const CatRelation *r, const char *key)
     return NULL;
 }
 
-static PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input)
+PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input)
 {
     PlanNode *n = arena_zalloc(p->b.a, sizeof *n);
     n->kind = kind;
@@ -70,7 +57,7 @@ static PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input)
     return n;
 }
 
-static void alloc_schema(Arena *a, PlanSchema *s, int n)
+void alloc_schema(Arena *a, PlanSchema *s, int n)
 {
     s->n = n;
     s->names = arena_zalloc(a, sizeof(char *) * (size_t)(n ? n : 1));
@@ -78,14 +65,14 @@ static void alloc_schema(Arena *a, PlanSchema *s, int n)
     s->hidden = arena_zalloc(a, sizeof(bool) * (size_t)(n ? n : 1));
 }
 
-static void alloc_scope(Arena *a, Scope *s, int n)
+void alloc_scope(Arena *a, Scope *s, int n)
 {
     s->n = n;
     s->cols = arena_zalloc(a, sizeof(ScopeCol) * (size_t)(n ? n : 1));
 }
 
 /* Schema of a node from a scope (names, types, hidden flags). */
-static void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s)
+void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s)
 {
     alloc_schema(a, out, s->n);
     for (int i = 0; i < s->n; i++) {
@@ -96,7 +83,7 @@ static void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s)
     }
 }
 
-static uint64_t new_table(PlanCtx *p)
+uint64_t new_table(PlanCtx *p)
 {
     return p->streaming && p->b.cat->new_table_id ? p->b.cat->new_table_id(p->b.cat->ctx) : 0;
 }
@@ -105,7 +92,7 @@ static uint64_t new_table(PlanCtx *p)
 
 static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
 
-static int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
+int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
     const CatRelation *r = b->cat->lookup(b->cat->ctx, t->name);
@@ -113,7 +100,8 @@ static int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
         return werr(b->err, SQLSTATE_UNDEFINED_TABLE, t->pos, "relation \"%s\" does not exist", t->name);
     if (t->system_time)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->system_time->pos,
-                    "feature not supported: FOR SYSTEM_TIME AS OF (temporal joins)");
+                    "feature not supported: FOR SYSTEM_TIME AS OF outside the right side of a JOIN"),
+               werr_hint(b->err, "A temporal join is FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.k = t.pk."), -1;
     const char *qual = t->alias ? t->alias : r->name;
     PlanNode *n;
     if (r->kind == CAT_SINK)
@@ -126,11 +114,12 @@ static int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
         n->n_rows = r->n_rows;
         n->rows = r->rows;
         n->append_only = true;
-    } else if (p->streaming && r->kind == CAT_VIEW) {
+    } else if (p->streaming && (r->kind == CAT_VIEW || r->kind == CAT_TABLE)) {
         if (!r->materialized)
             return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
                         "feature not supported: a view over non-materialized view \"%s\"", t->name);
-        /* A view over a view reads its changelog: its rows when created, then every change. */
+        /* A view over a view (or a table) reads its changelog: its rows when
+         * created, then every change. */
         n = new_node(p, PN_VIEW_SOURCE, NULL);
         n->scan_rel = r;
         n->append_only = r->append_only;
@@ -320,10 +309,9 @@ static int check_sessions(PlanCtx *p)
 
 /* ---- joins ------------------------------------------------------------------- */
 
-static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out);
 
 /* Splits a bound predicate into its AND-ed conjuncts. */
-static void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max)
+void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max)
 {
     if (e->kind == PE_CALL && e->fn == FN_AND) {
         for (int i = 0; i < e->n_args; i++)
@@ -355,7 +343,7 @@ static bool time_term(const PlanExpr *e, int *col, int64_t *off)
 }
 
 /* Builds the join node of l and r (the result replaces *out; l may be out). */
-static int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_cols, Rel *l, Rel *r, int pos,
+int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_cols, Rel *l, Rel *r, int pos,
                      Rel *out)
 {
     BindCtx *b = &p->b;
@@ -683,7 +671,7 @@ static int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
     return 0;
 }
 
-static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
+int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
     switch (t->kind) {
@@ -704,6 +692,8 @@ static int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
         return 0;
     }
     case TREF_JOIN: {
+        if (t->right->kind == TREF_NAME && t->right->system_time)
+            return plan_temporal_join(p, t, out);
         Rel l, r;
         if (plan_tref(p, t->left, &l) || plan_tref(p, t->right, &r))
             return -1;
@@ -1519,16 +1509,19 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
     return q;
 }
 
-int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *err)
+/* The columns, primary key (tables only) and watermark of CREATE SOURCE or
+ * CREATE TABLE, bound into rel. */
+static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table, Arena *a, WError *err)
 {
     PlanCtx p;
     init_ctx(&p, NULL, a, err, false);
     BindCtx *b = &p.b;
+    const char *what = table ? "table" : "source";
     int n = ast_list_len(cs->columns);
     if (n == 0)
-        return werr(err, SQLSTATE_SYNTAX_ERROR, 0, "a source needs at least one column");
+        return werr(err, SQLSTATE_SYNTAX_ERROR, 0, "a %s needs at least one column", what);
     if (n > 1600)
-        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "sources can have at most 1600 columns");
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%ss can have at most 1600 columns", what);
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)n);
     TypeId *types = arena_alloc(a, sizeof(TypeId) * (size_t)n);
     bool *not_null = arena_zalloc(a, sizeof(bool) * (size_t)n);
@@ -1538,8 +1531,9 @@ int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *e
         const AstColumnDef *c = AST_AT(cs->columns, i);
         if (c->generated)
             return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: generated columns");
-        if (c->primary_key)
-            return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: PRIMARY KEY on a source");
+        if (c->primary_key && !table)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: PRIMARY KEY on a source"),
+                   werr_hint(err, "Use CREATE TABLE for a relation keyed by a primary key."), -1;
         TypeId t = type_from_name(c->type_name);
         if (t == TYPE_NULL)
             return werr(err, SQLSTATE_UNDEFINED_OBJECT, c->pos, "type \"%s\" does not exist", c->type_name);
@@ -1553,9 +1547,47 @@ int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *e
         not_null[i] = c->not_null;
         s.cols[i] = (ScopeCol){.name = names[i], .type = t};
     }
-    if (cs->primary_key || cs->includes)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: %s on a source",
-                    cs->primary_key ? "PRIMARY KEY" : "INCLUDE");
+    if ((cs->primary_key && !table) || cs->includes)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: %s on a %s",
+                    cs->includes ? "INCLUDE" : "PRIMARY KEY", what);
+    if (table) {
+        /* The key: a table-level PRIMARY KEY (a, b) or one column-level PRIMARY KEY. */
+        int npk = ast_list_len(cs->primary_key), *pk = arena_alloc(a, sizeof(int) * (size_t)(n + 1));
+        for (int i = 0; i < n; i++) {
+            const AstColumnDef *c = AST_AT(cs->columns, i);
+            if (!c->primary_key)
+                continue;
+            if (npk)
+                return werr(err, "42P16", c->pos, "multiple primary keys for table \"%s\" are not allowed", cs->name);
+            pk[0] = i;
+            rel->n_pk = 1;
+        }
+        for (int k = 0; k < npk; k++) {
+            const char *name = AST_AT(cs->primary_key, k);
+            int c = -1;
+            for (int i = 0; i < n; i++)
+                if (strcmp(names[i], name) == 0)
+                    c = i;
+            if (c < 0)
+                return werr(err, SQLSTATE_UNDEFINED_COLUMN, 0, "column \"%s\" named in key does not exist", name);
+            for (int j = 0; j < k; j++)
+                if (pk[j] == c)
+                    return werr(err, SQLSTATE_DUPLICATE_COLUMN, 0, "column \"%s\" appears twice in primary key constraint",
+                                name);
+            pk[k] = c;
+            rel->n_pk = npk;
+        }
+        if (!rel->n_pk)
+            return werr(err, "42P16", 0, "table \"%s\" needs a PRIMARY KEY", cs->name),
+                   werr_hint(err, "weir keeps a table's rows by key: declare PRIMARY KEY (col, ...)."), -1;
+        for (int k = 0; k < rel->n_pk; k++) {
+            not_null[pk[k]] = true; /* as in Postgres, key columns are NOT NULL */
+            if (types[pk[k]] == TYPE_JSONB || types[pk[k]] == TYPE_FLOAT8 || types[pk[k]] == TYPE_FLOAT4)
+                return werr(err, SQLSTATE_DATATYPE_MISMATCH, 0, "a primary key column cannot be of type %s",
+                            type_name(types[pk[k]]));
+        }
+        rel->pk = pk;
+    }
     rel->n_cols = n;
     rel->col_names = names;
     rel->col_types = types;
@@ -1591,6 +1623,67 @@ int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *e
         }
     }
     return 0;
+}
+
+int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *err)
+{
+    return bind_columns(cs, rel, false, a, err);
+}
+
+PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCatalog *cat, Arena *a, WError *err)
+{
+    if (bind_columns(cs, rel, true, a, err))
+        return NULL;
+    bool writable = !cat_option(rel, "connector");
+    rel->kind = CAT_TABLE;
+    rel->materialized = true;
+    /* Only a writable APPEND ONLY table is append-only: the server refuses
+     * its UPDATE/DELETE and duplicate keys, so its changelog has only +I. */
+    rel->append_only = writable && cs->append_only;
+    PlanCtx p;
+    init_ctx(&p, cat, a, err, true);
+    PlanNode *in = new_node(&p, writable ? PN_TABLE_WRITE : PN_SOURCE, NULL);
+    in->source = rel;
+    in->append_only = rel->append_only; /* DML and upsert topics carry deletes */
+    if (!writable)
+        in->table_id = new_table(&p); /* the topic's offsets */
+    alloc_schema(a, &in->out, rel->n_cols);
+    for (int i = 0; i < rel->n_cols; i++) {
+        in->out.names[i] = rel->col_names[i];
+        in->out.types[i] = rel->col_types[i];
+    }
+    if (rel->wm_col >= 0) {
+        PlanNode *w = new_node(&p, PN_WATERMARK, in);
+        w->out = in->out;
+        w->wm_col = rel->wm_col;
+        w->wm_expr = (PlanExpr *)rel->wm_expr;
+        w->wm_delay_us = rel->wm_delay_us;
+        w->table_id = new_table(&p);
+        in = w;
+    }
+    PlanNode *m = new_node(&p, PN_MATERIALIZE, in);
+    m->view_name = rel->name;
+    m->upsert = true;
+    m->table_id = new_table(&p);
+    m->append_only = rel->append_only;
+    m->wm_col = rel->wm_col;
+    m->out = in->out;
+    m->n_keys = rel->n_pk;
+    m->keys = (int *)rel->pk;
+    /* Readers see the rows and the watermark through the table's changelog:
+     * they must not generate the watermark again. */
+    rel->wm_expr = NULL;
+    rel->table_id = m->table_id;
+    PlanView *v = arena_zalloc(a, sizeof *v);
+    v->root = m;
+    v->n_nodes = p.n_nodes;
+    v->nodes = p.nodes;
+    v->schema = m->out;
+    v->n_pk = m->n_keys;
+    v->pk = m->keys;
+    v->append_only = m->append_only;
+    v->emit = PLAN_EMIT_CHANGES;
+    return v;
 }
 
 int plan_const_expr(const AstExpr *e, TypeId want, Arena *a, Value *out, WError *err)

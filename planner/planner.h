@@ -122,6 +122,8 @@ typedef enum PlanNodeKind {
     PN_VIEW_SCAN,     /* batch: reads a materialized view's rows once */
     PN_VIEW_SOURCE,   /* streaming: a materialized view's changelog (its rows first, then changes) */
     PN_VALUES,        /* batch: literal rows */
+    PN_TABLE_WRITE,   /* streaming: the rows INSERT/UPDATE/DELETE write into a table (the server pushes them) */
+    PN_TEMPORAL_JOIN, /* probe JOIN versioned FOR SYSTEM_TIME AS OF probe.ts | PROCTIME() */
 } PlanNodeKind;
 
 typedef struct PlanSchema {
@@ -188,6 +190,12 @@ typedef struct PlanNode {
     int left_time_col, right_time_col;
     int64_t lo_us, hi_us;
     uint64_t table_id2;         /* the right side's state */
+    /* PN_TEMPORAL_JOIN: the join fields above, with right_keys = the versioned side's primary
+     * key (in key order) and left_keys the probe columns equal to it; left_time_col is the
+     * probe's event time (AS OF) and right_time_col the version time, unless proc_time
+     * (AS OF PROCTIME(): a lookup in the current rows). table_id holds probe rows waiting
+     * for the watermark, table_id2 the versions (current rows with proc_time). */
+    bool proc_time;
     /* PN_TOPN: output = input columns then the row number (BIGINT) */
     int n_part;
     int *part_cols;
@@ -200,6 +208,9 @@ typedef struct PlanNode {
     const char *view_name;
     bool row_id_key;
     bool counted;               /* keys are whole rows that may repeat: a count per key */
+    bool upsert;                /* a table's rows: an add replaces the row of its key, a delete names only the
+                                   key; the output is the true changelog (-U/+U with the old row, -D of the
+                                   stored row), and changes that change nothing are dropped */
     /* PN_VIEW_SCAN, PN_VIEW_SOURCE */
     const CatRelation *scan_rel;
     /* PN_VALUES */
@@ -250,6 +261,14 @@ typedef struct PlanViewOptions {
  * returns NULL with err set (SQLSTATE and position in the statement text). */
 PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanViewOptions *opt,
                     Arena *a, WError *err);
+/* Plans CREATE TABLE: binds the columns, primary key and watermark into rel
+ * (rel->id/name/options/format filled by the caller) and returns the table's
+ * dataflow: its input (TABLE_WRITE for a writable table, SOURCE for a Kafka
+ * topic in FORMAT UPSERT/DEBEZIUM/PLAIN), the watermark if any, and an
+ * upsert MATERIALIZE keyed by the primary key. rel then reads like a
+ * materialized view (table_id, pk, wm_col; wm_expr NULL since the table's
+ * own dataflow generates the watermark). NULL with err on error. */
+PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCatalog *cat, Arena *a, WError *err);
 /* Plans a SELECT for one-off execution over materialized views. */
 PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WError *err);
 /* Binds the column definitions and watermark of CREATE SOURCE into rel

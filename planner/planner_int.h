@@ -73,6 +73,42 @@ const char *expr_default_name(const AstExpr *e);
 /* Evaluates a constant interval expression to microseconds (no months). */
 int const_interval_us(BindCtx *b, const Scope *s, const AstExpr *e, int64_t *out);
 
+/* plan.c: the lowering's context, shared with the files that lower one
+ * construct each (temporal.c). */
+typedef struct Rel {
+    PlanNode *node;
+    Scope scope;
+} Rel;
+
+typedef struct PlanCtx {
+    BindCtx b;
+    const AstSelect *topn_sub;   /* a FROM subquery with ROW_NUMBER() OVER, filtered rn <= topn_n outside */
+    int64_t topn_n;
+    bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
+    bool allow_unbounded;    /* the user accepted operators with unbounded state */
+    int n_nodes, cap_nodes;
+    PlanNode **nodes;
+} PlanCtx;
+
+/* A new node (appended to p's nodes) reading input (may be NULL). */
+PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input);
+void alloc_schema(Arena *a, PlanSchema *s, int n);
+void alloc_scope(Arena *a, Scope *s, int n);
+void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s);
+/* A fresh state table id (views only; 0 in ad hoc queries). */
+uint64_t new_table(PlanCtx *p);
+int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out);
+/* A named relation; t->system_time must be handled (cleared) by the caller. */
+int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out);
+/* The regular (or interval) join of l and r; the result replaces *out (l may be out). */
+int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_cols, Rel *l, Rel *r, int pos,
+              Rel *out);
+/* Splits a bound predicate into its AND-ed conjuncts (at most max). */
+void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max);
+
+/* temporal.c: FROM l JOIN r FOR SYSTEM_TIME AS OF ... ON ... (t is that TREF_JOIN). */
+int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out);
+
 /* explain.c helpers used by plan.c too */
 void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out);
 

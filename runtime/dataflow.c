@@ -89,6 +89,8 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_VIEW_SCAN: return rt_op_view_scan_new(rc, n);
     case PN_VIEW_SOURCE: return rt_op_view_source_new(rc, n);
     case PN_VALUES: return rt_op_values_new(rc, n);
+    case PN_TABLE_WRITE: return rt_op_table_write_new(rc, n);
+    case PN_TEMPORAL_JOIN: return rt_op_temporal_join_new(rc, n);
     }
     werr(rc->err, SQLSTATE_INTERNAL, 0, "unknown plan node");
     return NULL;
@@ -149,7 +151,8 @@ int rt_dataflow_open(const RtEnv *env, const PlanView *plan, RtDataflow **out, W
     }
     arena_reset(df->rc.chunk_arena);
     for (int i = 0; i < df->n_ops; i++) {
-        if (plan->nodes[i]->kind == PN_SOURCE || plan->nodes[i]->kind == PN_VIEW_SOURCE)
+        if (plan->nodes[i]->kind == PN_SOURCE || plan->nodes[i]->kind == PN_VIEW_SOURCE ||
+            plan->nodes[i]->kind == PN_TABLE_WRITE)
             df->sources[df->n_sources++] = df->ops[i];
         if (plan->nodes[i] == plan->root)
             df->root = df->ops[i];
@@ -174,6 +177,16 @@ int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err
 }
 
 RtOp *rt_dataflow_root(RtDataflow *df) { return df->root; }
+
+RtOp *rt_dataflow_table_input(RtDataflow *df)
+{
+    for (int i = 0; i < df->n_sources; i++)
+        if (df->sources[i]->node->kind == PN_TABLE_WRITE)
+            return df->sources[i];
+    return NULL;
+}
+
+void rt_dataflow_reset_arena(RtDataflow *df) { arena_reset(df->rc.chunk_arena); }
 
 void rt_dataflow_add_fan(RtDataflow *df, RtOp *op)
 {

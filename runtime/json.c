@@ -344,6 +344,47 @@ done:
     return 0;
 }
 
+int rt_json_field(const char *p, size_t n, const char *name, Arena *a, const char **vp, size_t *vn, char *errbuf,
+                  size_t errlen)
+{
+    Scan s = {.p = p, .end = p + n, .a = a, .err = errbuf, .errlen = errlen};
+    ws(&s);
+    if (s.p >= s.end || *s.p != '{')
+        return fail(&s, "a record must be a JSON object%s", NULL);
+    s.p++;
+    ws(&s);
+    if (s.p < s.end && *s.p == '}')
+        return 0;
+    size_t nl = strlen(name);
+    for (;;) {
+        const char *key;
+        size_t klen;
+        ws(&s);
+        if (scan_string(&s, &key, &klen))
+            return -1;
+        ws(&s);
+        if (s.p >= s.end || *s.p++ != ':')
+            return fail(&s, "expected ':' in JSON object%s", NULL);
+        ws(&s);
+        const char *start = s.p;
+        if (skip_value(&s, 1))
+            return -1;
+        if (klen == nl && memcmp(key, name, nl) == 0) {
+            *vp = start;
+            *vn = (size_t)(s.p - start);
+            return 1;
+        }
+        ws(&s);
+        if (s.p < s.end && *s.p == ',') {
+            s.p++;
+            continue;
+        }
+        if (s.p < s.end && *s.p == '}')
+            return 0;
+        return fail(&s, "malformed JSON object%s", NULL);
+    }
+}
+
 static void json_escape(Buf *out, const char *p, size_t n)
 {
     buf_putc(out, '"');

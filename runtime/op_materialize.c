@@ -7,6 +7,9 @@
  * their key; the next id is state too (key 0xFF 0xFF, which no encoded key
  * can equal since those start with 0x00 or 0x01), so ids are never reused
  * after a restart. Ad hoc queries read the table in key order.
+ *
+ * A table's materialize (upsert) turns whatever feeds the table into its
+ * true changelog by looking up the stored row of each key (mat_upsert).
  */
 #include "runtime_int.h"
 
@@ -22,9 +25,84 @@ typedef struct MatOp {
     Buf kbuf, vbuf;
 } MatOp;
 
+/* Appends a row to *out (a fresh chunk when it is full, the full one
+ * emitted first), with the input row's watermark. */
+static int out_row(RtOp *op, Chunk **out, const Chunk *in, int r, RowOp rop, const Value *vals)
+{
+    if (chunk_full(*out)) {
+        if (rt_emit(op, *out))
+            return -1;
+        *out = chunk_new(op->rc->chunk_arena, op->node->out.n, op->node->out.types, (*out)->cap);
+        if (in->wm)
+            chunk_enable_wm(*out);
+    }
+    int d = chunk_append(*out, rop, vals);
+    if (in->wm)
+        (*out)->wm[d] = in->wm[r];
+    return 0;
+}
+
+/* A table's rows (n->upsert): an add is the new row of its key, a delete
+ * names a key. The input need not know what the table holds (a Kafka
+ * upsert topic, a Debezium feed, DML): the output is the exact changelog,
+ * an insert, an update pair with the stored old row, or a delete of the
+ * stored row; an add equal to the stored row and a delete of a missing key
+ * change nothing and are dropped, so readers never see a no-op. */
+static int mat_upsert(MatOp *m, Chunk *c)
+{
+    RtOp *op = &m->op;
+    const PlanNode *n = op->node;
+    RtCtx *rc = op->rc;
+    int ncols = n->out.n;
+    Value vals[1601], old[1601], key[1601];
+    Chunk *out = chunk_new(rc->chunk_arena, ncols, n->out.types, c->n_rows * 2 > 16 ? c->n_rows * 2 : 16);
+    if (c->wm)
+        chunk_enable_wm(out);
+    for (int r = 0; r < c->n_rows; r++) {
+        for (int i = 0; i < ncols; i++)
+            chunk_get(c, i, r, &vals[i]);
+        for (int k = 0; k < n->n_keys; k++)
+            key[k] = vals[n->keys[k]];
+        buf_reset(&m->kbuf);
+        key_encode(&m->kbuf, key, n->n_keys);
+        const void *v;
+        size_t vl;
+        int f = stor_table_get(op->table, m->kbuf.data, m->kbuf.len, &v, &vl, rc->err);
+        if (f < 0)
+            return -1;
+        if (f == 1 && row_decode(v, vl, old, ncols))
+            return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt row in table %s", n->view_name);
+        bool add = rowop_is_add(c->ops[r]);
+        if (add) {
+            buf_reset(&m->vbuf);
+            row_encode(&m->vbuf, vals, ncols);
+            if (f == 1 && vl == m->vbuf.len && memcmp(v, m->vbuf.data, vl) == 0)
+                continue;
+            /* The old row is copied into the output before the put replaces it. */
+            if (f == 1 && (out_row(op, &out, c, r, OP_UPDATE_BEFORE, old) ||
+                           out_row(op, &out, c, r, OP_UPDATE_AFTER, vals)))
+                return -1;
+            if (f == 0 && out_row(op, &out, c, r, OP_INSERT, vals))
+                return -1;
+            if (stor_table_put(op->table, m->kbuf.data, m->kbuf.len, m->vbuf.data, m->vbuf.len, rc->err))
+                return -1;
+        } else {
+            if (f == 0)
+                continue;
+            if (out_row(op, &out, c, r, OP_DELETE, old) ||
+                stor_table_delete(op->table, m->kbuf.data, m->kbuf.len, rc->err))
+                return -1;
+        }
+        rc->stats.rows_out++;
+    }
+    return rt_emit(op, out);
+}
+
 static int mat_push(RtOp *op, Chunk *c)
 {
     MatOp *m = (MatOp *)op;
+    if (op->node->upsert)
+        return mat_upsert(m, c);
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
     int ncols = n->out.n;

@@ -24,6 +24,17 @@
 
 #define POLL_BATCH 1024
 
+/* FORMAT of the records. PLAIN: each record's value is a row (+I).
+ * UPSERT (tables): the value is the new row of its key (+I to the upsert
+ * materialize), a null value (tombstone) deletes the key given by the
+ * record's key, a JSON object with the key columns (or a bare JSON value
+ * for a one-column key); key columns missing from a value are taken from
+ * the record's key too. DEBEZIUM (tables): the
+ * value is a change event {"before": row, "after": row, "op": "c"|"r"|"u"|"d"},
+ * optionally wrapped in {"payload": ...} as Kafka Connect's JSON converter
+ * writes it; a null value (the tombstone after a delete) is skipped. */
+typedef enum SrcFormat { FMT_PLAIN, FMT_UPSERT, FMT_DEBEZIUM } SrcFormat;
+
 typedef struct SourceOp {
     RtSource base;            /* base.op first: an RtOp* is a SourceOp* */
     RtKafkaSource *ks;
@@ -36,6 +47,7 @@ typedef struct SourceOp {
     const char **names;       /* column names for JSON decoding */
     const bool *not_null;     /* NOT NULL columns, or NULL */
     int n_cols;
+    SrcFormat format;
     RtKafkaRecord recs[POLL_BATCH];
 } SourceOp;
 
@@ -125,6 +137,9 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
     s->names = (const char **)r->col_names;
     s->n_cols = r->n_cols;
     s->not_null = r->col_not_null;
+    s->format = r->format && !strcasecmp(r->format, "upsert")     ? FMT_UPSERT
+              : r->format && !strcasecmp(r->format, "debezium") ? FMT_DEBEZIUM
+                                                                 : FMT_PLAIN;
     if (rt_op_open_table(&s->base.op, rc->err))
         goto fail;
     const char *topic = cat_option(r, "topic");
@@ -215,6 +230,169 @@ fail:
     return NULL;
 }
 
+static bool is_key_col(const CatRelation *r, int col)
+{
+    for (int k = 0; k < r->n_pk; k++)
+        if (r->pk[k] == col)
+            return true;
+    return false;
+}
+
+/* Decodes the JSON object [p, p + n) into the next row of c as op, and
+ * checks it: NOT NULL columns for an add, the key columns for a delete.
+ * The row is added (c->n_rows) only when it is good. */
+static int decode_as(SourceOp *s, const char *p, size_t n, Chunk *c, RowOp op, char *errbuf, size_t errlen)
+{
+    int row = c->n_rows;
+    if (rt_json_decode_row(p, n, s->n_cols, s->names, c, row, errbuf, errlen))
+        return -1;
+    const CatRelation *r = s->base.op.node->source;
+    for (int k = 0; k < s->n_cols; k++) {
+        bool need = rowop_is_add(op) ? s->not_null && s->not_null[k] : is_key_col(r, k);
+        if (need && c->cols[k].nulls[row]) {
+            snprintf(errbuf, errlen, "%s column \"%s\" is missing or null", is_key_col(r, k) ? "key" : "NOT NULL",
+                     s->names[k]);
+            return -1;
+        }
+    }
+    c->ops[row] = (uint8_t)op;
+    c->n_rows++;
+    return 0;
+}
+
+/* The record's key as a JSON object of key columns: as written when it is
+ * an object; a bare JSON scalar (1, "eur") is the value of a one-column key. */
+static void key_object(SourceOp *s, const RtKafkaRecord *rec, Arena *a, const char **p, size_t *n)
+{
+    const CatRelation *r = s->base.op.node->source;
+    const char *k = rec->key;
+    size_t kn = rec->key_len, i = 0;
+    while (i < kn && (k[i] == ' ' || k[i] == '\t' || k[i] == '\n' || k[i] == '\r'))
+        i++;
+    *p = k;
+    *n = kn;
+    if ((i < kn && k[i] == '{') || r->n_pk != 1)
+        return;
+    /* The name is not escaped: a key column whose name holds a '"' or '\\' makes
+     * such records bad (an object key still works). */
+    const char *name = s->names[r->pk[0]];
+    size_t len = strlen(name) + kn + 8;
+    char *w = arena_alloc(a, len);
+    int m = snprintf(w, len, "{\"%s\": %.*s}", name, (int)kn, k);
+    *p = w;
+    *n = (size_t)m;
+}
+
+/* FORMAT UPSERT: a value is the row of its key, a tombstone deletes the key. */
+static int decode_upsert(SourceOp *s, const RtKafkaRecord *rec, Chunk *c, char *errbuf, size_t errlen)
+{
+    const CatRelation *r = s->base.op.node->source;
+    const char *kp = NULL;
+    size_t kn = 0;
+    if (rec->key)
+        key_object(s, rec, c->arena, &kp, &kn);
+    if (!rec->value) {
+        if (!rec->key)
+            return snprintf(errbuf, errlen, "a tombstone without a key"), -1;
+        return decode_as(s, kp, kn, c, OP_DELETE, errbuf, errlen);
+    }
+    int row = c->n_rows;
+    if (rt_json_decode_row(rec->value, rec->value_len, s->n_cols, s->names, c, row, errbuf, errlen))
+        return -1;
+    bool missing = false;
+    for (int k = 0; k < r->n_pk; k++)
+        missing |= c->cols[r->pk[k]].nulls[row] != 0;
+    if (missing && rec->key) {
+        /* Key columns the value leaves out come from the record's key. */
+        Chunk *kc = chunk_new(c->arena, c->n_cols, s->base.op.node->out.types, 1);
+        if (rt_json_decode_row(kp, kn, s->n_cols, s->names, kc, 0, errbuf, errlen))
+            return -1;
+        for (int k = 0; k < r->n_pk; k++) {
+            Value v;
+            chunk_get(kc, r->pk[k], 0, &v);
+            if (c->cols[r->pk[k]].nulls[row])
+                chunk_set(c, r->pk[k], row, &v);
+        }
+    }
+    for (int k = 0; k < s->n_cols; k++)
+        if (s->not_null && s->not_null[k] && c->cols[k].nulls[row])
+            return snprintf(errbuf, errlen, "%s column \"%s\" is missing or null",
+                            is_key_col(r, k) ? "key" : "NOT NULL", s->names[k]), -1;
+    c->ops[row] = OP_INSERT;
+    c->n_rows++;
+    return 0;
+}
+
+/* The JSON value of field name in [p, p + n), or NULL when it is absent or null. */
+static int json_obj_field(const char *p, size_t n, const char *name, Arena *a, const char **vp, size_t *vn,
+                          char *errbuf, size_t errlen)
+{
+    int f = rt_json_field(p, n, name, a, vp, vn, errbuf, errlen);
+    if (f == 1 && *vn == 4 && memcmp(*vp, "null", 4) == 0)
+        f = 0;
+    if (f == 0)
+        *vp = NULL;
+    return f < 0 ? -1 : 0;
+}
+
+/* FORMAT DEBEZIUM: c/r insert `after`, u replaces `before` by `after`
+ * (a delete of `before` too when the key changed), d deletes `before`. */
+static int decode_debezium(SourceOp *s, const RtKafkaRecord *rec, Chunk *c, char *errbuf, size_t errlen)
+{
+    if (!rec->value)
+        return 0; /* the tombstone Debezium writes after a delete, for log compaction */
+    const CatRelation *r = s->base.op.node->source;
+    const char *env = rec->value, *pl, *opv, *before, *after;
+    size_t envn = rec->value_len, pln, opn, bn, an;
+    if (json_obj_field(env, envn, "payload", c->arena, &pl, &pln, errbuf, errlen))
+        return -1;
+    if (pl && pln && pl[0] == '{') {
+        env = pl;
+        envn = pln;
+    }
+    if (json_obj_field(env, envn, "op", c->arena, &opv, &opn, errbuf, errlen) ||
+        json_obj_field(env, envn, "before", c->arena, &before, &bn, errbuf, errlen) ||
+        json_obj_field(env, envn, "after", c->arena, &after, &an, errbuf, errlen))
+        return -1;
+    char opc = opv && opn == 3 && opv[0] == '"' && opv[2] == '"' ? opv[1] : 0;
+    switch (opc) {
+    case 'c':
+    case 'r':
+        if (!after)
+            return snprintf(errbuf, errlen, "Debezium op '%c' without \"after\"", opc), -1;
+        return decode_as(s, after, an, c, OP_INSERT, errbuf, errlen);
+    case 'u': {
+        if (!after)
+            return snprintf(errbuf, errlen, "Debezium op 'u' without \"after\""), -1;
+        int row = c->n_rows;
+        if (decode_as(s, after, an, c, OP_INSERT, errbuf, errlen))
+            return -1;
+        if (!before)
+            return 0; /* the upsert replaces the row of the key anyway */
+        if (decode_as(s, before, bn, c, OP_DELETE, errbuf, errlen)) {
+            c->n_rows = row; /* neither half */
+            return -1;
+        }
+        bool same = true;
+        for (int k = 0; k < r->n_pk && same; k++) {
+            Value x, y;
+            chunk_get(c, r->pk[k], row, &x);
+            chunk_get(c, r->pk[k], row + 1, &y);
+            same = value_eq(&x, &y);
+        }
+        if (same)
+            c->n_rows--; /* same key: the new row alone is the update */
+        return 0;
+    }
+    case 'd':
+        if (!before)
+            return snprintf(errbuf, errlen, "Debezium op 'd' without \"before\""), -1;
+        return decode_as(s, before, bn, c, OP_DELETE, errbuf, errlen);
+    default:
+        return snprintf(errbuf, errlen, "not a Debezium change event (\"op\" must be \"c\", \"r\", \"u\" or \"d\")"), -1;
+    }
+}
+
 static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
 {
     SourceOp *s = (SourceOp *)(void *)op;
@@ -242,10 +420,11 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
         int j = i;
         while (j < n && s->recs[j].partition == part)
             j++;
-        Chunk *c = chunk_new(rc->chunk_arena, node->out.n, node->out.types, j - i);
+        /* A Debezium update may make two rows of one record. */
+        Chunk *c = chunk_new(rc->chunk_arena, node->out.n, node->out.types, (j - i) * (s->format == FMT_DEBEZIUM ? 2 : 1));
         c->src_partition = part;
         c->src_n_partitions = s->n_parts;
-        c->src_offsets = arena_alloc(rc->chunk_arena, sizeof(int64_t) * (size_t)(j - i));
+        c->src_offsets = arena_alloc(rc->chunk_arena, sizeof(int64_t) * (size_t)c->cap);
         for (int k = i; k < j; k++) {
             const RtKafkaRecord *rec = &s->recs[k];
             if (s->bound && part >= 0 && part < s->n_parts && rec->offset >= s->bound[part])
@@ -256,6 +435,14 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
             char errbuf[200];
             int row = c->n_rows;
             const char *srcname = node->source ? node->source->name : "";
+            if (s->format != FMT_PLAIN) {
+                if ((s->format == FMT_UPSERT ? decode_upsert : decode_debezium)(s, rec, c, errbuf, sizeof errbuf))
+                    rt_source_error(op, srcname, part, rec->offset, rec->value, rec->value ? rec->value_len : 0,
+                                    "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf);
+                for (int k2 = row; k2 < c->n_rows; k2++)
+                    c->src_offsets[k2] = rec->offset;
+                continue;
+            }
             if (!rec->value) {
                 rt_source_error(op, srcname, part, rec->offset, NULL, 0, "partition %d offset %lld: empty record",
                                 part, (long long)rec->offset);

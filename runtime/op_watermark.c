@@ -275,6 +275,10 @@ RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
         return NULL;
     }
     w->clamp = mode && !strcasecmp(mode, "clamp");
+    /* A writable table's rows were acknowledged to the user: never drop one,
+     * a far-future time only stops moving the watermark at the limit. */
+    if (n->inputs[0]->kind == PN_TABLE_WRITE)
+        w->clamp = true;
     if (rt_op_open_table(&w->op, rc->err)) {
         wm_close(&w->op);
         return NULL;

@@ -75,7 +75,8 @@ static int cmp_rows(const void *x, const void *y)
     return 0;
 }
 
-long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, WError *err)
+/* Runs q; each visible row goes to fn as text, or to vfn as values. */
+static long run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, RtValuesFn vfn, void *arg, WError *err)
 {
     RtCtx rc = {.env = env, .err = err, .batch = true};
     rc.chunk_arena = arena_new(1 << 20);
@@ -141,7 +142,17 @@ long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, W
     int lens[1601];
     size_t offs[1601];
     count = 0;
-    for (size_t r = first; r < last; r++) {
+    for (size_t r = first; r < last && vfn; r++) {
+        Value *vis = arena_alloc(col.arena, sizeof(Value) * (size_t)(ncols ? ncols : 1));
+        int nv = 0;
+        for (int i = 0; i < ncols; i++)
+            if (!q->root->out.hidden[i])
+                vis[nv++] = rows[r].vals[i];
+        count++;
+        if (vfn(arg, nv, vis))
+            break;
+    }
+    for (size_t r = first; r < last && !vfn; r++) {
         buf_reset(&text);
         int nv = 0;
         for (int i = 0; i < ncols; i++) {
@@ -174,4 +185,14 @@ done:
     free(ops);
     buf_free(&col.buf);
     return count;
+}
+
+long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, WError *err)
+{
+    return run(env, q, fn, NULL, arg, err);
+}
+
+long rt_query_run_values(const RtEnv *env, const PlanQuery *q, RtValuesFn fn, void *arg, WError *err)
+{
+    return run(env, q, NULL, fn, arg, err);
 }

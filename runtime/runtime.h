@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chunk.h"
 #include "planner.h"
 #include "sink.h"
 #include "storage.h"
@@ -122,6 +123,14 @@ typedef struct RtOpCounters {
 void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out);
 /* Approximate bytes of state held by plan node i (0 for stateless nodes). */
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i);
+/* Writes rows into a writable table's dataflow (plan input TABLE_WRITE):
+ * rows[i] is a full row (the plan's column types) with ops[i] OP_INSERT
+ * (insert or replace the row of its key) or OP_DELETE (remove the row of
+ * its key; only the key columns matter). The changes go through the
+ * table's operators and into every view reading it before this returns.
+ * Call between engine steps (engine lock held). Returns 0, or -1 with err
+ * (the dataflow is then broken, as after a failed step). */
+int rt_dataflow_write(RtDataflow *df, int n_rows, const RowOp *ops, const Value *const *rows, WError *err);
 /* Stops the connectors and frees the operators; state stays in storage. */
 void rt_dataflow_close(RtDataflow *df);
 /* Deletes the durable state of every stateful node of plan. */
@@ -172,6 +181,14 @@ typedef int (*RtRowFn)(void *arg, int n_cols, const char *const *vals, const int
 /* Runs q to completion and hands each visible output row to fn, in ORDER
  * BY order, after OFFSET/LIMIT. Returns the row count, or -1 with err. */
 long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, WError *err);
+
+/* Receives the rows of an ad hoc query as values (its visible columns, in
+ * the plan's types). Strings are valid until rt_query_run_values returns:
+ * copy what you keep. Returning nonzero stops the query. */
+typedef int (*RtValuesFn)(void *arg, int n_cols, const Value *vals);
+/* rt_query_run for callers that compute with the rows (INSERT ... SELECT,
+ * UPDATE, DELETE): no text conversion. */
+long rt_query_run_values(const RtEnv *env, const PlanQuery *q, RtValuesFn fn, void *arg, WError *err);
 
 /* Encodes one row as the JSON object a Kafka source with these columns
  * reads (used by INSERT INTO a source). */

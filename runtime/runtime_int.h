@@ -88,6 +88,7 @@ RtOp *rt_op_window_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_materialize_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_op_temporal_join_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n);
 /* Batch leaves: produce all their rows on rt_op_produce(). */
 RtOp *rt_op_view_scan_new(RtCtx *rc, const PlanNode *n);
@@ -114,6 +115,12 @@ typedef struct RtSource {
     RtOp op;
     const RtSourceVt *src;
 } RtSource;
+
+/* A writable table's input (op_table_write.c), and the dataflow's one, or NULL. */
+RtOp *rt_op_table_write_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_dataflow_table_input(RtDataflow *df);
+/* Resets the dataflow's chunk arena (nothing may be in flight). */
+void rt_dataflow_reset_arena(RtDataflow *df);
 
 /* A view's changelog (op_view_source.c). */
 RtOp *rt_op_view_source_new(RtCtx *rc, const PlanNode *n);
@@ -157,5 +164,12 @@ void rt_chunk_select(Chunk *c, const uint8_t *keep);
  * errbuf (the row is left undefined; the caller does not count it). */
 int rt_json_decode_row(const char *p, size_t n, int n_cols, const char *const *names, Chunk *c, int row,
                        char *errbuf, size_t errlen);
+
+/* Finds the top-level field `name` of the JSON object [p, p + n): *vp and
+ * *vn get its value's raw text (an object, "null", a string with its
+ * quotes...). Returns 1 found, 0 absent, -1 malformed (message in errbuf).
+ * a holds unescaped key text. Used for Debezium envelopes. */
+int rt_json_field(const char *p, size_t n, const char *name, Arena *a, const char **vp, size_t *vn, char *errbuf,
+                  size_t errlen);
 
 #endif

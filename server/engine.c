@@ -173,7 +173,8 @@ static RtDataflow *view_dataflow(void *ctx, uint64_t table_id)
 {
     Engine *e = ctx;
     for (int i = 0; i < e->n_objs; i++)
-        if (e->objs[i]->kind == CAT_VIEW && e->objs[i]->df && e->objs[i]->rel.table_id == table_id)
+        if ((e->objs[i]->kind == CAT_VIEW || e->objs[i]->kind == CAT_TABLE) && e->objs[i]->df &&
+            e->objs[i]->rel.table_id == table_id)
             return e->objs[i]->df;
     return NULL;
 }
@@ -434,7 +435,7 @@ static void *engine_main(void *arg)
             last_retry = now;
             for (int i = 0; i < e->n_objs; i++) {
                 CatObj *o = e->objs[i];
-                if (o->kind == CAT_VIEW && o->plan && !o->df) {
+                if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->plan && !o->df) {
                     WError err = {0};
                     if (engine_start_view(e, o, &err) == 0)
                         fprintf(stderr, "weir: view %s is running again\n", o->name);
@@ -525,7 +526,7 @@ static int replay_catalog(Engine *e, WError *err)
         }
         crashpoint("recovery");
         WError cerr = {0};
-        int r = o->kind == CAT_SOURCE ? session_create_source(e, stmts[0], o->sql, o, &cerr)
+        int r = o->kind == CAT_SOURCE || o->kind == CAT_TABLE ? session_create_source(e, stmts[0], o->sql, o, &cerr)
               : o->kind == CAT_SINK   ? session_create_sink(e, stmts[0], o->sql, o, &cerr)
                                       : session_create_view(e, stmts[0], o->sql, o, &cerr);
         if (r) {

@@ -23,8 +23,8 @@ typedef struct CatObj {
     char *sql;                /* the CREATE statement as the user wrote it */
     Arena *arena;             /* the object's lifespan: relation, plan */
     CatRelation rel;
-    PlanView *plan;           /* CAT_VIEW */
-    RtDataflow *df;           /* CAT_VIEW: running */
+    PlanView *plan;           /* CAT_VIEW, CAT_TABLE (the table's own dataflow) */
+    RtDataflow *df;           /* CAT_VIEW, CAT_TABLE: running */
     int n_table_ids;          /* state tables, in the order the planner asked for them */
     uint64_t *table_ids;
     struct CatObj *late_of;   /* a LATE ROWS INTO relation: the view that owns it (not persisted itself) */
@@ -185,6 +185,13 @@ int64_t now_ms(void);
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
 int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
 int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
+/* table.c: CREATE TABLE (o prepared by session_create_source: name, sql,
+ * options; on failure the caller frees o) and the DML statements on
+ * writable tables. Lock held. */
+int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, WError *err);
+int table_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+int table_delete(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out);
 void session_execute(void *ctx, void *sess, const char *sql, int n_params, const char *const *params,
                      bool describe_only, long max_rows, SrvResult *out);

@@ -516,9 +516,9 @@ static CatObj *find_view(Engine *e, const char *name, struct MHD_Connection *c, 
         *res = respond_error(c, MHD_HTTP_NOT_FOUND, SQLSTATE_UNDEFINED_TABLE, "relation \"%s\" does not exist", name);
         return NULL;
     }
-    if (v->kind != CAT_VIEW) {
+    if (v->kind != CAT_VIEW && v->kind != CAT_TABLE) {
         *res = respond_error(c, MHD_HTTP_BAD_REQUEST, SQLSTATE_WRONG_OBJECT_TYPE,
-                             "\"%s\" is not a materialized view", name);
+                             "\"%s\" is not a materialized view or table", name);
         return NULL;
     }
     return v;

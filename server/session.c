@@ -7,7 +7,8 @@
  * catalog and persists it before it answers; CREATE MATERIALIZED VIEW
  * plans the query and starts its dataflow; SELECT plans an ad hoc query
  * over the views' current rows; INSERT INTO a Kafka source produces JSON
- * records to its topic and returns once the broker has them.
+ * records to its topic and returns once the broker has them. Tables and
+ * their INSERT/UPDATE/DELETE are in table.c.
  */
 #include "engine_int.h"
 
@@ -163,13 +164,18 @@ static int source_props(const CatRelation *r, RtKafkaProp *props, int max)
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateSource *cs = st->u.create_source;
-    if (cs->obj == OBJ_TABLE)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: CREATE TABLE"),
-               werr_hint(err, "Use CREATE SOURCE over a Kafka topic."), -1;
+    bool table = cs->obj == OBJ_TABLE;
     if (cs->encode_options)
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE options");
-    if (cs->format && strcasecmp(cs->format, "plain") != 0)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: FORMAT %s", cs->format);
+    if (cs->format && strcasecmp(cs->format, "plain") != 0 &&
+        !(table && (!strcasecmp(cs->format, "upsert") || !strcasecmp(cs->format, "debezium")))) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: FORMAT %s%s", cs->format,
+             table ? "" : " on a source");
+        if (!table && (!strcasecmp(cs->format, "upsert") || !strcasecmp(cs->format, "debezium")))
+            werr_hint(err, "A changelog topic is read by a table: CREATE TABLE t (..., PRIMARY KEY (k)) WITH (...) "
+                           "FORMAT %s ENCODE JSON.", cs->format);
+        return -1;
+    }
     if (cs->encode && strcasecmp(cs->encode, "json") != 0)
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE %s", cs->encode);
     CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
@@ -177,10 +183,10 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         o->name = xstrdup(cs->name);
         o->sql = xstrdup(sql);
     }
-    o->kind = CAT_SOURCE;
+    o->kind = table ? CAT_TABLE : CAT_SOURCE;
     o->arena = arena_new(0);
     CatRelation *r = &o->rel;
-    r->kind = CAT_SOURCE;
+    r->kind = o->kind;
     r->name = o->name;
     int n_opts = ast_list_len(cs->options);
     CatOption *opts = arena_zalloc(o->arena, sizeof(CatOption) * (size_t)(n_opts ? n_opts : 1));
@@ -199,9 +205,33 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     r->format = cs->format ? arena_strdup(o->arena, cs->format) : "plain";
     r->encode = cs->encode ? arena_strdup(o->arena, cs->encode) : "json";
     const char *conn = cat_option(r, "connector");
+    if (table && !conn) {
+        /* A writable table: its rows come from INSERT, UPDATE and DELETE. */
+        if (n_opts) {
+            werr(err, SQLSTATE_INVALID_PARAMETER, ((AstOption *)AST_AT(cs->options, 0))->pos,
+                 "unknown option \"%s\" for a table", opts[0].key);
+            werr_hint(err, "A table without WITH (connector = ...) is written with INSERT, UPDATE and DELETE.");
+            goto fail;
+        }
+        if (cs->format) {
+            werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "FORMAT needs a connector");
+            goto fail;
+        }
+        if (table_create(e, o, cs, replay != NULL, err)) {
+            if (!err->pos)
+                err->pos = st->pos;
+            goto fail;
+        }
+        return 0;
+    }
     if (!conn) {
         werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "a source needs WITH (connector = '...')");
         werr_hint(err, "weir reads Kafka topics: WITH (connector = 'kafka', topic = '...').");
+        goto fail;
+    }
+    if (table && strcasecmp(conn, "kafka") != 0) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: a table over connector '%s'", conn);
+        werr_hint(err, "Tables read Kafka topics (connector = 'kafka') or are written with INSERT, UPDATE and DELETE.");
         goto fail;
     }
     if (strcasecmp(conn, "nexmark") == 0) {
@@ -272,7 +302,12 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
             goto fail;
         }
     }
-    if (plan_source(cs, r, o->arena, err))
+    if (table && cs->append_only) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: APPEND ONLY on a table over a connector");
+        werr_hint(err, "Use CREATE SOURCE for an append-only topic.");
+        goto fail;
+    }
+    if (!table && plan_source(cs, r, o->arena, err))
         goto fail;
     if (!replay) {
         /* Reach the broker now (creating the topic if it is missing), so a
@@ -288,8 +323,16 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         if (rt_kafka_source_open(boot, topic, parts ? atoi(parts) : 1, props, np, 5000, &ks, err))
             goto fail;
         rt_kafka_source_close(ks);
-        if (stor_next_id(e->stor, &o->id, err))
+        if (!table && stor_next_id(e->stor, &o->id, err))
             goto fail;
+    }
+    if (table) {
+        if (table_create(e, o, cs, replay != NULL, err)) {
+            if (!err->pos)
+                err->pos = st->pos;
+            goto fail;
+        }
+        return 0;
     }
 add:
     r->id = o->id;
@@ -458,8 +501,8 @@ int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *r
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", cs->from_name);
     if (v->late_of)
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: a sink from a late-rows relation");
-    if (v->kind != CAT_VIEW)
-        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "a sink reads a materialized view; \"%s\" is a %s",
+    if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "a sink reads a materialized view or a table; \"%s\" is a %s",
                     v->name, kind_word(v->kind)),
                werr_hint(err, "Create a materialized view over the source and sink from it."), -1;
     CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
@@ -645,7 +688,8 @@ static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvR
         if (o && o->kind != want) {
             werr(err, SQLSTATE_WRONG_OBJECT_TYPE, pos, "\"%s\" is not a %s", name, kind_word(want));
             werr_hint(err, "Use DROP %s to remove a %s.",
-                      o->kind == CAT_SOURCE ? "SOURCE" : o->kind == CAT_VIEW ? "MATERIALIZED VIEW" : "SINK",
+                      o->kind == CAT_SOURCE ? "SOURCE" : o->kind == CAT_VIEW ? "MATERIALIZED VIEW"
+                      : o->kind == CAT_TABLE ? "TABLE" : "SINK",
                       kind_word(o->kind));
             return -1;
         }
@@ -693,6 +737,8 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
     CatObj *o = engine_find(e, ins->table);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", ins->table);
+    if (o->kind == CAT_TABLE)
+        return table_insert(e, st, out, err);
     if (o->kind != CAT_SOURCE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "cannot insert into %s \"%s\"", kind_word(o->kind),
                     o->name);
@@ -1128,9 +1174,10 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         break;
     }
     case STMT_UPDATE:
+        rc = table_update(e, st, out, err);
+        break;
     case STMT_DELETE:
-        rc = werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: %s (weir has no writable tables yet)",
-                  st->kind == STMT_UPDATE ? "UPDATE" : "DELETE");
+        rc = table_delete(e, st, out, err);
         break;
     case STMT_SUBSCRIBE:
         rc = session_subscribe(e, st, out, err);

@@ -167,7 +167,7 @@ static void on_progress(void *arg, uint64_t epoch)
 
 int view_snapshot(Engine *e, CatObj *v, RtRowFn fn, void *arg, WError *err)
 {
-    if (v->kind != CAT_VIEW)
+    if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
     if (!v->df)
         return werr(err, "55000", 0, "materialized view \"%s\" is not running", v->name);
@@ -249,7 +249,7 @@ static void sub_free(Subscription *s)
 
 int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *err)
 {
-    if (v->kind != CAT_VIEW)
+    if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
     if (!v->df)
         return werr(err, "55000", 0, "materialized view \"%s\" is not running", v->name);
@@ -467,8 +467,8 @@ int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     CatObj *v = engine_find(e, sb->view);
     if (!v)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", sb->view);
-    if (v->kind != CAT_VIEW)
-        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "cannot subscribe to \"%s\": not a materialized view",
+    if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "cannot subscribe to \"%s\": not a materialized view or table",
                     v->name),
                werr_hint(err, "Create a materialized view over it and subscribe to that."), -1;
     Subscription *s;

@@ -75,7 +75,7 @@ static const CatRelation *views(Engine *e, Arena *a)
     SysBuild b = {a, sys_new(a, "weir_views", 9, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW || o->late_of)
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || o->late_of)
             continue;
         Value *row = sys_row(&b);
         RtStats st = {0};
@@ -149,7 +149,7 @@ static const CatRelation *state(Engine *e, Arena *a)
     SysBuild b = {a, sys_new(a, "weir_state", 4, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW || !o->plan)
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->plan)
             continue;
         for (int k = 0; k < o->plan->n_nodes; k++) {
             const PlanNode *n = o->plan->nodes[k];
@@ -178,7 +178,7 @@ static const CatRelation *operators(Engine *e, Arena *a)
     SysBuild b = {a, sys_new(a, "weir_operators", 6, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW || !o->plan || o->late_of)
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->plan || o->late_of)
             continue;
         for (int k = 0; k < o->plan->n_nodes; k++) {
             RtOpCounters c = {0};
@@ -220,7 +220,7 @@ static const CatRelation *watermarks(Engine *e, Arena *a)
     int64_t now = now_us();
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW || !o->df || o->late_of)
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->df || o->late_of)
             continue;
         int n = rt_dataflow_watermarks(o->df, pw, MAX_PARTS);
         for (int k = 0; k < n; k++) {
@@ -250,7 +250,7 @@ static const CatRelation *source_errors(Engine *e, Arena *a)
     RtSourceError *errs = arena_alloc(a, sizeof *errs * RT_SOURCE_ERRORS_KEPT);
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW || !o->df || o->late_of)
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->df || o->late_of)
             continue;
         int n = rt_dataflow_source_errors(o->df, errs, RT_SOURCE_ERRORS_KEPT);
         for (int k = 0; k < n; k++) {

@@ -554,8 +554,11 @@ static int exec_record(Runner *r, Record *rec, const char *sql, const char *expe
         }
         split_text(expected, by_value, &want);
         if (by_value || strcmp(mode, "rowsort") == 0) {
-            qsort(got.v, got.n, sizeof *got.v, cmp_str);
-            qsort(want.v, want.n, sizeof *want.v, cmp_str);
+            /* qsort of an empty list may be passed NULL, which UBSan refuses. */
+            if (got.n)
+                qsort(got.v, got.n, sizeof *got.v, cmp_str);
+            if (want.n)
+                qsort(want.v, want.n, sizeof *want.v, cmp_str);
         }
         ok = got.n == want.n;
         for (size_t i = 0; ok && i < got.n; i++)

@@ -89,9 +89,32 @@ static void test_eval_matches_reference(void)
     arena_free(a);
 }
 
+/* rt_json_field finds the parts of a Debezium envelope. */
+static void test_json_field(void)
+{
+    Arena *a = arena_new(0);
+    char err[200];
+    const char *v;
+    size_t n;
+    const char *env = "{\"before\": null, \"after\": {\"id\": 1, \"s\": \"}\"}, \"op\": \"u\", \"ts_ms\": 5}";
+    ok(rt_json_field(env, strlen(env), "after", a, &v, &n, err, sizeof err) == 1 && n == 19 &&
+           memcmp(v, "{\"id\": 1, \"s\": \"}\"}", n) == 0,
+       "finds an object value, with a brace inside a string");
+    ok(rt_json_field(env, strlen(env), "op", a, &v, &n, err, sizeof err) == 1 && n == 3 && memcmp(v, "\"u\"", 3) == 0,
+       "finds a string value with its quotes");
+    ok(rt_json_field(env, strlen(env), "before", a, &v, &n, err, sizeof err) == 1 && n == 4, "finds null");
+    ok(rt_json_field(env, strlen(env), "source", a, &v, &n, err, sizeof err) == 0, "absent field");
+    ok(rt_json_field("{}", 2, "op", a, &v, &n, err, sizeof err) == 0, "empty object");
+    ok(rt_json_field("[1]", 3, "op", a, &v, &n, err, sizeof err) < 0, "not an object");
+    ok(rt_json_field("{\"a\": [1, }", 11, "op", a, &v, &n, err, sizeof err) < 0, "malformed value");
+    ok(rt_json_field("{\"a\": 1 \"op\": 2}", 17, "op", a, &v, &n, err, sizeof err) < 0, "missing comma");
+    arena_free(a);
+}
+
 int main(void)
 {
     test_json();
+    test_json_field();
     test_eval_matches_reference();
     return tap_done();
 }
