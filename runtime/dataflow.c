@@ -336,10 +336,13 @@ int rt_dataflow_watermarks(RtDataflow *df, RtPartitionWatermark *out, int max)
 
 void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out)
 {
-    if (i >= 0 && i < df->n_ops && df->ops[i])
-        *out = df->ops[i]->counters;
-    else
-        memset(out, 0, sizeof *out);
+    memset(out, 0, sizeof *out);
+    out->open_windows = -1;
+    if (i >= 0 && i < df->n_ops && df->ops[i]) {
+        RtOp *op = df->ops[i];
+        *out = op->counters;
+        out->open_windows = op->open_windows ? op->open_windows(op) : -1;
+    }
 }
 
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i)

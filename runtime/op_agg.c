@@ -59,6 +59,10 @@ typedef struct AggOp {
     int64_t *pane_ends;       /* live panes' ends, ascending */
     int n_panes, cap_panes;
     int64_t fired_upto;       /* end of the last window emitted, TS_MINUS_INF before any */
+    /* Windowed (not panes, not sessions): the ends of the windows held in
+     * state, ascending, kept under WIN_META (weir_operators.open_windows). */
+    int64_t *win_ends;
+    int n_wins, cap_wins;
     Value *upd_before;        /* pane_push: the old states of the windows a late row updates */
     int64_t *upd_ws;          /* ... and their starts; both for size/slide windows */
 } AggOp;
@@ -66,6 +70,70 @@ typedef struct AggOp {
 /* Where a pane aggregation keeps its pane list: 0xFF never starts a
  * key_encode'd key (its first byte is a null flag, 0 or 1). */
 static const unsigned char PANE_META[2] = {0xff, 'p'};
+static const unsigned char WIN_META[2] = {0xff, 'w'};
+
+/* ---- the list of open windows (windowed aggregation) ---- */
+
+static int wins_save(AggOp *a)
+{
+    Buf b = BUF_INIT;
+    for (int i = 0; i < a->n_wins; i++) {
+        unsigned char v[8];
+        put_be64(v, (uint64_t)a->win_ends[i]);
+        buf_append(&b, v, 8);
+    }
+    int rc = a->n_wins ? stor_table_put(a->op.table, WIN_META, sizeof WIN_META, b.data, b.len, a->op.rc->err)
+                       : stor_table_delete(a->op.table, WIN_META, sizeof WIN_META, a->op.rc->err);
+    buf_free(&b);
+    return rc;
+}
+
+static int wins_load(AggOp *a)
+{
+    const void *v;
+    size_t vl;
+    int f = stor_table_get(a->op.table, WIN_META, sizeof WIN_META, &v, &vl, a->op.rc->err);
+    if (f <= 0)
+        return f;
+    if (vl % 8)
+        return werr(a->op.rc->err, SQLSTATE_INTERNAL, 0, "corrupt window list of an aggregation");
+    a->n_wins = a->cap_wins = (int)(vl / 8);
+    a->win_ends = xmalloc(sizeof(int64_t) * (size_t)(a->n_wins + 1));
+    for (int i = 0; i < a->n_wins; i++)
+        a->win_ends[i] = (int64_t)get_be64((const unsigned char *)v + 8 * i);
+    return 0;
+}
+
+/* A group of the window ending at end was created. */
+static int wins_note(AggOp *a, int64_t end)
+{
+    int i = a->n_wins;
+    while (i > 0 && a->win_ends[i - 1] > end)
+        i--;
+    if (i > 0 && a->win_ends[i - 1] == end)
+        return 0;
+    if (a->n_wins == a->cap_wins) {
+        a->cap_wins = a->cap_wins ? a->cap_wins * 2 : 16;
+        a->win_ends = xrealloc(a->win_ends, sizeof(int64_t) * (size_t)a->cap_wins);
+    }
+    memmove(a->win_ends + i + 1, a->win_ends + i, sizeof(int64_t) * (size_t)(a->n_wins - i));
+    a->win_ends[i] = end;
+    a->n_wins++;
+    return wins_save(a);
+}
+
+/* Windows ending at or before end expired (their state is deleted). */
+static int wins_expire(AggOp *a, int64_t end)
+{
+    int k = 0;
+    while (k < a->n_wins && a->win_ends[k] <= end)
+        k++;
+    if (!k)
+        return 0;
+    memmove(a->win_ends, a->win_ends + k, sizeof(int64_t) * (size_t)(a->n_wins - k));
+    a->n_wins -= k;
+    return wins_save(a);
+}
 
 static int slots_of(const PlanAgg *g)
 {
@@ -551,6 +619,8 @@ static int advance(AggOp *a, int64_t wm)
     int64_t min_left = INT64_MAX;
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
         Value end;
+        if (kl && ((const unsigned char *)k)[0] == 0xff)
+            break; /* WIN_META: operator bookkeeping sorts after every window */
         if (key_decode(k, kl, &tt, 1, rc->chunk_arena, &end) || end.null)
             continue;
         bool closes = end.u.i <= wm;
@@ -591,6 +661,8 @@ static int advance(AggOp *a, int64_t wm)
     buf_free(&val);
     if (!rcode)
         a->min_end = min_left;
+    if (!rcode)
+        rcode = wins_expire(a, wm == TS_PLUS_INF ? INT64_MAX : wm - n->lateness_us);
     return rcode;
 }
 
@@ -1228,6 +1300,8 @@ static int agg_push(RtOp *op, Chunk *c)
             state_init(a, group, st);
             if (a->windowed && a->min_end != INT64_MIN && kv[0].u.i < a->min_end)
                 a->min_end = kv[0].u.i; /* a window ending before every stored one */
+            if (a->windowed && wins_note(a, kv[0].u.i))
+                return -1;
         }
         int sign = rowop_is_add(c->ops[r]) ? 1 : -1;
         if (state_apply(a, st, c, r, sign)) {
@@ -1281,6 +1355,7 @@ static void agg_close(RtOp *op)
     buf_free(&a->tmp);
     free(a->pane_ends);
     free(a->upd_before);
+    free(a->win_ends);
     free(a->upd_ws);
     free(a);
 }
@@ -1303,6 +1378,26 @@ static int agg_start(RtOp *op)
     if (emit_row(a, OP_INSERT, out))
         return -1;
     return emit_pending(a);
+}
+
+/* Windows whose state is held: not yet past end + lateness. */
+static int64_t agg_open_windows(RtOp *op)
+{
+    AggOp *a = (AggOp *)op;
+    const PlanNode *n = op->node;
+    if (!a->panes)
+        return a->n_wins;
+    if (!a->n_panes)
+        return 0;
+    int64_t count = 0;
+    for (int64_t ws = start_ceil(a, a->pane_ends[0] - n->win_size_us);
+         ws <= a->pane_ends[a->n_panes - 1] - n->pane_us; ws += n->win_slide_us) {
+        int64_t we = ws + n->win_size_us;
+        if (op->wm != TS_MINUS_INF && (op->wm == TS_PLUS_INF || we <= op->wm - n->lateness_us))
+            continue;
+        count++;
+    }
+    return count;
 }
 
 static const RtOpVt AGG_VT = {.push = agg_push, .watermark = agg_watermark, .finish = agg_finish, .close = agg_close, .start = agg_start};
@@ -1342,5 +1437,11 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
         agg_close(&a->op);
         return NULL;
     }
+    if (a->windowed && !a->panes && wins_load(a) < 0) {
+        agg_close(&a->op);
+        return NULL;
+    }
+    if (a->windowed || a->panes)
+        a->op.open_windows = agg_open_windows;
     return &a->op;
 }

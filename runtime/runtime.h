@@ -118,6 +118,7 @@ typedef struct RtOpCounters {
     uint64_t rows_out;          /* rows it emitted downstream */
     uint64_t late_rows;         /* rows it dropped as late */
     uint64_t bad_records;       /* source records it rejected (sources and watermark operators) */
+    int64_t open_windows;       /* windows it holds state for (not past end + lateness); -1 if not windowed */
 } RtOpCounters;
 /* The counters of the operator of plan node i (zeros if out of range). */
 void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out);

@@ -52,6 +52,8 @@ struct RtOp {
     /* Optional: the source partitions this operator tracks the watermark of
      * (the watermark operator); fills at most max, returns how many. */
     int (*partitions)(RtOp *op, RtPartitionWatermark *out, int max);
+    /* Optional: windows whose state the operator holds (windowed aggregations). */
+    int64_t (*open_windows)(RtOp *op);
 };
 
 /* What operators share within one dataflow or query. */

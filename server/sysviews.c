@@ -8,7 +8,8 @@
  *                     epochs waiting, changes delivered, last error
  *   weir_checkpoints  the last checkpoints: epoch, start, duration, size
  *   weir_state        state size per stateful operator
- *   weir_operators    per operator: rows in and out, late rows, bad records
+ *   weir_operators    per operator: rows in and out, late rows, bad records,
+ *                     windows held open
  *   weir_watermarks   per view, source and partition: the watermark, the
  *                     largest event time, lag behind the clock, idleness
  *   weir_source_errors the last source records each view could not use
@@ -173,15 +174,16 @@ static const char *op_name(Arena *a, const PlanNode *n)
 
 static const CatRelation *operators(Engine *e, Arena *a)
 {
-    static const char *names[] = {"view", "operator", "rows_in", "rows_out", "late_rows", "bad_records"};
-    static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8};
-    SysBuild b = {a, sys_new(a, "weir_operators", 6, names, types), 0};
+    static const char *names[] = {"view", "operator", "rows_in", "rows_out", "late_rows", "bad_records",
+                                  "open_windows"};
+    static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8};
+    SysBuild b = {a, sys_new(a, "weir_operators", 7, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->plan || o->late_of)
             continue;
         for (int k = 0; k < o->plan->n_nodes; k++) {
-            RtOpCounters c = {0};
+            RtOpCounters c = {.open_windows = -1};
             if (o->df)
                 rt_dataflow_op_counters(o->df, k, &c);
             Value *row = sys_row(&b);
@@ -191,6 +193,7 @@ static const CatRelation *operators(Engine *e, Arena *a)
             row[3] = value_int(TYPE_INT8, (int64_t)c.rows_out);
             row[4] = value_int(TYPE_INT8, (int64_t)c.late_rows);
             row[5] = value_int(TYPE_INT8, (int64_t)c.bad_records);
+            row[6] = c.open_windows >= 0 ? value_int(TYPE_INT8, c.open_windows) : value_null(TYPE_INT8);
         }
     }
     return b.r;
