@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# deps.sh: install the Debian 12 packages weir needs to build and test.
+# deps.sh: install the Debian 12 packages weir needs to build and run;
+# `deps.sh --test` adds what only the tests need (a browser for the dashboard test).
 #
 # Checks each package with dpkg first and only touches apt when something is
 # missing: one `apt-get update`, then one `apt-get install -y` of the missing
@@ -11,6 +12,10 @@ PACKAGES=(
     librdkafka-dev liblmdb-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libssl-dev
     postgresql postgresql-client kcat python3-confluent-kafka sqlite3 python3-psycopg2
 )
+TEST_PACKAGES=(chromium python3-websocket)
+if [ "${1:-}" = "--test" ]; then
+    PACKAGES+=("${TEST_PACKAGES[@]}")
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -10,7 +10,7 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
-./scripts/deps.sh || exit 1
+./scripts/deps.sh --test || exit 1
 
 SUMMARY=$(mktemp /tmp/weir-test.XXXXXX)   # one "RESULT<TAB>build<TAB>name" per test
 trap 'rm -f "$SUMMARY" "$SUMMARY".*.log' EXIT
