@@ -333,6 +333,7 @@ AstExpr *ast_param(ParseCtx *c, Token t)
     }
     e->param_no = (int)v;
     e->text = arena_strndup(c->a, t.z, (size_t)t.n);
+    c->params = ast_list_append(c->a, c->params, e);
     return e;
 }
 
@@ -1182,6 +1183,23 @@ static void feed(ParseCtx *c, void *p, Token t, int type, int *depth)
 
 int parse_sql(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, WError *err)
 {
+    return parse_sql_params(sql, a, stmts, n_stmts, NULL, NULL, err);
+}
+
+void parse_bind_param(Arena *a, AstExpr *e, const char *value)
+{
+    e->kind = AST_LITERAL;
+    e->lit_kind = value ? LIT_STRING : LIT_NULL;
+    e->text = value ? arena_strdup(a, value) : "null";
+}
+
+int parse_sql_params(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, AstExpr ***params, int *n_params,
+                     WError *err)
+{
+    if (params) {
+        *params = NULL;
+        *n_params = 0;
+    }
     *stmts = NULL;
     *n_stmts = 0;
     if (!sql)
@@ -1264,5 +1282,9 @@ int parse_sql(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, WError 
         return -1;
     *stmts = c.stmts ? (AstStmt **)c.stmts->items : NULL;
     *n_stmts = ast_list_len(c.stmts);
+    if (params) {
+        *params = c.params ? (AstExpr **)c.params->items : NULL;
+        *n_params = ast_list_len(c.params);
+    }
     return 0;
 }

@@ -359,6 +359,15 @@ typedef struct AstStmt {
 #define PARSE_MAX_SQL (16 * 1024 * 1024)
 #define PARSE_MAX_DEPTH 1000
 int parse_sql(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, WError *err);
+/* parse_sql, and also the $n placeholders of all statements (AST_PARAM
+ * nodes in a, in text order; a placeholder used twice appears twice). */
+int parse_sql_params(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, AstExpr ***params, int *n_params,
+                     WError *err);
+/* Binds placeholder e to a parameter value given as text (NULL = SQL
+ * NULL): e becomes an untyped string literal, which takes the type its
+ * context wants, as a quoted literal does (WHERE k = $1 compares k with
+ * the value read as k's type). The value is copied into a. */
+void parse_bind_param(Arena *a, AstExpr *e, const char *value);
 
 /* Names for messages and EXPLAIN. */
 const char *ast_op_name(AstOp op);               /* "+", "=", "AND"... */

@@ -88,6 +88,7 @@ typedef struct ParseCtx {
     int last_end;                /* byte offset just past the last token fed (not counting ';') */
     int n_fed;                   /* tokens given to the grammar so far */
     AstStmt *cur_stmt;           /* CREATE SOURCE/VIEW/SINK being built */
+    AstList *params;             /* AstExpr*: every $n placeholder, in text order */
 } ParseCtx;
 
 /* ---- builders called from grammar actions (ast.c) ------------------------ */

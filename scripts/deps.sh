@@ -12,7 +12,7 @@ PACKAGES=(
     librdkafka-dev liblmdb-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libssl-dev
     postgresql postgresql-client kcat python3-confluent-kafka sqlite3 python3-psycopg2
 )
-TEST_PACKAGES=(chromium python3-websocket)
+TEST_PACKAGES=(chromium python3-websocket nodejs npm)
 if [ "${1:-}" = "--test" ]; then
     PACKAGES+=("${TEST_PACKAGES[@]}")
 fi

@@ -1189,23 +1189,32 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     return rc;
 }
 
-static void run_all(Session *s, const char *sql, bool describe_only, int n_params, SrvResult *out)
+/* Parses sql and runs each statement. $n placeholders take params[n-1]
+ * (text, NULL = SQL NULL) as untyped literals (pgwire describes a
+ * statement before Bind with every parameter NULL). */
+static void run_all(Session *s, const char *sql, bool describe_only, int n_params, const char *const *params,
+                    SrvResult *out)
 {
     Engine *e = s->e;
     Arena *a = arena_new(0);
     AstStmt **stmts;
-    int n = 0;
+    AstExpr **ph;
+    int n = 0, n_ph = 0;
     WError err = {0};
-    if (parse_sql(sql, a, &stmts, &n, &err)) {
+    if (parse_sql_params(sql, a, &stmts, &n, &ph, &n_ph, &err)) {
         srv_result_error(out, &err);
         arena_free(a);
         return;
     }
-    if (n_params > 0) {
-        werr(&err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: query parameters");
-        srv_result_error(out, &err);
-        arena_free(a);
-        return;
+    for (int i = 0; i < n_ph; i++) {
+        int k = ph[i]->param_no;
+        if (params && (k < 1 || k > n_params)) {
+            werr(&err, "42P02", ph[i]->pos, "there is no parameter $%d", k);
+            srv_result_error(out, &err);
+            arena_free(a);
+            return;
+        }
+        parse_bind_param(a, ph[i], params ? params[k - 1] : NULL);
     }
     for (int i = 0; i < n; i++) {
         pthread_mutex_lock(&e->lock);
@@ -1228,10 +1237,15 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
     arena_free(a);
 }
 
-void session_query(void *ctx, void *sess, const char *sql, SrvResult *out) { run_all(sess, sql, false, 0, out); }
+void session_query(void *ctx, void *sess, const char *sql, SrvResult *out)
+{
+    static const char *const none[1] = {NULL};
+    run_all(sess, sql, false, 0, none, out); /* a $1 in a simple query: "there is no parameter $1" */
+}
 
 void session_execute(void *ctx, void *sess, const char *sql, int n_params, const char *const *params,
                      bool describe_only, long max_rows, SrvResult *out)
 {
-    run_all(sess, sql, describe_only, n_params, out);
+    static const char *const none[1] = {NULL};
+    run_all(sess, sql, describe_only, n_params, params ? params : none, out);
 }

@@ -602,6 +602,20 @@ static int exec_system(Runner *r, const char *cmd, Buf *why)
     return -1;
 }
 
+/* True if the last start's log (the file at path) contains s. */
+static bool log_mentions(const char *path, const char *s)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, s) != NULL;
+    fclose(f);
+    return found;
+}
+
 /* Restart the server (control restart / control kill), or restart it on a
  * savepoint's copy of the data (control restore DIR: stop, replace the data
  * directory's data.mdb by DIR's, start). */
@@ -631,9 +645,20 @@ static int exec_control(Runner *r, const char *what, const char *arg, Buf *why)
             return -1;
         }
     }
-    if (start_server(r) != 0) {
-        buf_puts(why, "server did not come back after restart");
-        return -1;
+    /* The port was free while our server held it; a test running in
+     * parallel may have taken it since (ports are picked by binding port 0).
+     * Then the server comes back on another port: files refer to the
+     * server through the runner's connection, not its port. */
+    int tries = 0;
+    while (start_server(r) != 0) {
+        char log[320];
+        snprintf(log, sizeof log, "%s/server.log", r->tmpdir);
+        if (++tries == 3 || !log_mentions(log, "could not listen")) {
+            buf_puts(why, "server did not come back after restart");
+            return -1;
+        }
+        do r->pport = free_port(); while (r->pport == r->kport || r->pport == r->fport);
+        snprintf(r->pgport, sizeof r->pgport, "%d", r->pport);
     }
     if (rc != 0)
         buf_puts(why, "server shutdown failed before restart");

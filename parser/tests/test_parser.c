@@ -861,9 +861,33 @@ static void test_view_clauses_after_from(void)
     ok(s && !strcmp(((AstTableRef *)AST_AT(s->u.select->from, 0))->alias, "emit"), "emit still an alias elsewhere");
 }
 
+/* $n placeholders are listed in text order and bind to untyped literals. */
+static void test_params(void)
+{
+    AstStmt **s;
+    AstExpr **ph;
+    int n, n_ph;
+    werr_clear(&E);
+    is_int(parse_sql_params("SELECT $2 FROM t WHERE a = $1 AND b = $2; SELECT $3", A, &s, &n, &ph, &n_ph, &E), 0,
+           "parse with parameters");
+    is_int(n_ph, 4, "every placeholder listed, repeats too");
+    ok(n_ph == 4 && ph[0]->param_no == 2 && ph[1]->param_no == 1 && ph[2]->param_no == 2 && ph[3]->param_no == 3,
+       "in text order, across statements");
+    if (n_ph == 4) {
+        parse_bind_param(A, ph[1], "42");
+        parse_bind_param(A, ph[3], NULL);
+        ok(ph[1]->kind == AST_LITERAL && ph[1]->lit_kind == LIT_STRING && strcmp(ph[1]->text, "42") == 0,
+           "a bound parameter is an untyped string literal");
+        ok(ph[3]->kind == AST_LITERAL && ph[3]->lit_kind == LIT_NULL, "a NULL parameter is NULL");
+    }
+    is_int(parse_sql_params("SELECT 1", A, &s, &n, &ph, &n_ph, &E), 0, "no parameters");
+    is_int(n_ph, 0, "none listed");
+}
+
 int main(void)
 {
     A = arena_new(0);
+    test_params();
     test_view_clauses_after_from();
     test_create_source();
     test_create_view();
