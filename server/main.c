@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "nexmark_cli.h"
 #include "engine.h"
 #include "http.h"
 #include "kafka.h"
@@ -40,6 +41,7 @@ static void usage(FILE *f)
             "Usage:\n"
             "  weir [serve] [options]   run the server\n"
             "  weir broker [options]    run the embedded Kafka broker (see weir broker --help)\n"
+            "  weir nexmark [options]   print Nexmark events as JSON or CSV (see weir nexmark --help)\n"
             "\n"
             "Server options:\n"
             "  --data-dir DIR              where state, checkpoints and the catalog live (default ./data)\n"
@@ -248,6 +250,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "broker"))
         return rt_broker_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "nexmark"))
+        return weir_nexmark_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "serve"))
         return serve(argc - 2, argv + 2);
     return serve(argc - 1, argv + 1);
