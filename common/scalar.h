@@ -61,6 +61,8 @@ typedef enum ScalarFn {
     FN_MAKE_INTERVAL,   /* (years, months, weeks, days, hours, mins int4, secs double): 0..7 args */
     FN_MAKE_DATE,       /* (year, month, day) */
     FN_MAKE_TIMESTAMP,  /* (year, month, day, hour, min int4, sec double) -> timestamp[tz] */
+    FN_TO_CHAR,         /* (timestamp[tz], Postgres template text) -> text (scalar_format.c) */
+    FN_DATE_FORMAT,     /* (timestamp[tz], Java/Flink pattern text) -> text (scalar_format.c) */
     /*
      * now(), current_timestamp, transaction_timestamp(), statement_timestamp():
      * NOT deterministic. The binder gives the call one hidden argument, the

@@ -16,6 +16,8 @@
 int scalar_text_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, Value *out, WError *err);
 int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, Value *out, WError *err);
 int scalar_json_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, Value *out, WError *err);
+/* to_char and date_format (scalar_format.c): args are (timestamp[tz], pattern). */
+int scalar_format_call(ScalarFn fn, const Value *args, Arena *a, Value *out, WError *err);
 
 /* Sets out to the string p[0..len), which the caller has allocated in the
  * call's arena or borrowed from an argument. */

@@ -304,6 +304,8 @@ int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena
     case FN_MAKE_INTERVAL: return make_interval(n, args, out, err);
     case FN_MAKE_DATE: return civil_days(args[0].u.i, args[1].u.i, args[2].u.i, &out->u.i, err);
     case FN_MAKE_TIMESTAMP: return make_timestamp(args, out, err);
+    case FN_TO_CHAR:
+    case FN_DATE_FORMAT: return scalar_format_call(fn, args, a, out, err);
     case FN_NOW:
         if (n == 1) {
             out->u.i = args[0].u.i;

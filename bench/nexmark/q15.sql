@@ -1,5 +1,5 @@
--- Nexmark q15 (extended suite): bidding statistics per day. Needs to_char (the published
--- DATE_FORMAT) and count(DISTINCT ...) with FILTER.
+-- Nexmark q15 (extended suite): bidding statistics per day. to_char stands for the published
+-- DATE_FORMAT (date_format works too); needs count(DISTINCT ...) with FILTER.
 CREATE MATERIALIZED VIEW q15 AS
 SELECT
     to_char(date_time, 'YYYY-MM-DD') AS day,

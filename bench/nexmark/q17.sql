@@ -1,4 +1,4 @@
--- Nexmark q17 (extended suite): auction statistics per day. Needs to_char (DATE_FORMAT).
+-- Nexmark q17 (extended suite): auction statistics per day. to_char stands for DATE_FORMAT.
 CREATE MATERIALIZED VIEW q17 AS
 SELECT
     auction,
