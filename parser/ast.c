@@ -148,6 +148,14 @@ static int hexval(char ch)
  * cannot carry it, and Postgres rejects it too. */
 const char *ast_string(ParseCtx *c, Token t)
 {
+    if (t.z[0] == '$') {
+        /* $tag$...$tag$: the text between the delimiters, as written. */
+        int d = 1;
+        while (t.z[d] != '$')
+            d++;
+        d++;
+        return arena_strndup(c->a, t.z + d, (size_t)(t.n - 2 * d));
+    }
     int esc = (t.z[0] == 'E' || t.z[0] == 'e');
     const char *z = t.z + esc + 1;
     int n = t.n - esc - 2;

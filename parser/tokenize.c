@@ -55,6 +55,28 @@ static int is_ident_char(unsigned char c)
 
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
+/* A dollar-quoted string, $$...$$ or $tag$...$tag$ (the tag an identifier
+ * without '$'), as in Postgres: nothing inside is an escape. Returns its
+ * length with *type TK_STRING, or TK_UNTERM_STRING to the end of input. */
+static int dollar_quoted(const unsigned char *z, int *type)
+{
+    int t = 1;
+    while (z[t] && z[t] != '$' && is_ident_char(z[t]) && !(t == 1 && is_digit(z[t])))
+        t++;
+    if (z[t] != '$') {
+        *type = TK_ILLEGAL;
+        return 1;
+    }
+    t++; /* the opening delimiter is z[0..t) */
+    for (int i = t; z[i]; i++)
+        if (z[i] == '$' && strncmp((const char *)z + i, (const char *)z, (size_t)t) == 0) {
+            *type = TK_STRING;
+            return i + t;
+        }
+    *type = TK_UNTERM_STRING;
+    return (int)strlen((const char *)z);
+}
+
 /* Keywords, sorted by name (ASCII upper case) for binary search. The plural
  * interval units (DAYS, MINUTES, ...) are the same tokens as the singular:
  * Flink SQL writes INTERVAL '10' MINUTES. */
@@ -256,8 +278,7 @@ int parse_get_token(const unsigned char *z, int *type)
             *type = TK_PARAM;
             return i;
         }
-        *type = TK_ILLEGAL;
-        return 1;
+        return dollar_quoted(z, type);
     case CC_LT:
         if (z[1] == '=') {
             *type = TK_LE;

@@ -635,6 +635,13 @@ static void test_expressions(void)
     ok(e && e->lit_kind == LIT_INTERVAL && strcmp(e->text, "5 seconds") == 0 && !e->interval_unit, "interval text");
     e = expr_of("SELECT INTERVAL '1 02:00:00' DAY TO SECOND");
     ok(e && e->lit_kind == LIT_INTERVAL && strcmp(e->interval_unit, "day to second") == 0, "day to second");
+    e = expr_of("SELECT $$it's \\n$$");
+    ok(e && e->lit_kind == LIT_STRING && strcmp(e->text, "it's \\n") == 0, "$$ string: nothing is an escape");
+    e = expr_of("SELECT $tag$a $$ b$tag$");
+    ok(e && e->lit_kind == LIT_STRING && strcmp(e->text, "a $$ b") == 0, "$tag$ string may hold $$");
+    e = expr_of("SELECT $$$$");
+    ok(e && e->lit_kind == LIT_STRING && strcmp(e->text, "") == 0, "empty $$ string");
+    is_str(parse_err("SELECT $$abc"), "42601", "unterminated $$ string");
     e = expr_of("SELECT INTERVAL '10' MINUTES");
     ok(e && e->lit_kind == LIT_INTERVAL && strcmp(e->interval_unit, "minute") == 0, "plural unit (Flink): MINUTES");
     e = expr_of("SELECT INTERVAL '2' Days TO SECONDS");
