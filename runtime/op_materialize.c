@@ -173,7 +173,13 @@ static int mat_push(RtOp *op, Chunk *c)
     return rt_emit(op, c); /* to the sinks on this view, if any */
 }
 
-static int mat_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, wm); }
+/* Kept (op->wm) so a view created later over this one starts from it. */
+static int mat_watermark(RtOp *op, int64_t wm)
+{
+    if (wm > op->wm)
+        op->wm = wm;
+    return rt_emit_watermark(op, wm);
+}
 
 static int mat_flush_state(RtOp *op, uint64_t epoch)
 {

@@ -65,16 +65,31 @@ static int vs_flush_state(RtOp *op, uint64_t epoch)
     return 0;
 }
 
-/* The upstream view's rows, as inserts, once. */
+/* The upstream view's rows, as inserts, once; then (at every start) the
+ * watermark the upstream has reached: an upstream that does not change any
+ * more must not hold this view's windows and temporal joins back forever. */
 static int vs_start(RtOp *op)
 {
     ViewSource *vs = (ViewSource *)(void *)op;
-    if (vs->started || !vs->up)
+    if (!vs->up)
         return 0;
-    vs->started = true;
-    const PlanNode *n = op->node;
-    return rt_emit_view_rows(op, rt_dataflow_view_table(vs->up), n->out.n, n->out.types, n->scan_rel->counted,
-                             n->scan_rel->name);
+    if (!vs->started) {
+        vs->started = true;
+        const PlanNode *n = op->node;
+        if (rt_emit_view_rows(op, rt_dataflow_view_table(vs->up), n->out.n, n->out.types, n->scan_rel->counted,
+                              n->scan_rel->name))
+            return -1;
+    }
+    /* The value operators forward is the sources' watermark (a window
+     * aggregation passes it on once its windows are final), so after a
+     * restart, before any watermark has flowed, the source's stands in. */
+    int64_t wm = rt_dataflow_root(vs->up)->wm;
+    if (wm == TS_MINUS_INF) {
+        RtStats st;
+        rt_dataflow_stats(vs->up, &st);
+        wm = st.watermark;
+    }
+    return wm != TS_MINUS_INF ? rt_emit_watermark(op, wm) : 0;
 }
 
 static void vs_close(RtOp *op)
