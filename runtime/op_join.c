@@ -51,7 +51,7 @@ struct JoinOp {
     int n_keys;
     int n_out;
     Chunk *out;
-    Buf kbuf, obuf, vbuf;
+    Buf kbuf, obuf, vbuf, tbuf;
     int64_t emitted_wm;
 };
 
@@ -165,6 +165,22 @@ typedef struct Partner {
     size_t rlen;
     Value *vals;
 } Partner;
+
+/* Interval joins index each side's rows by time in the same table: key
+ * TIME_IX, the time (8 bytes, order-preserving), then the row's state key;
+ * empty value. Row state keys start with a null flag (0 or 1), so the
+ * index sorts after them and partner scans (by join key) never see it. */
+#define TIME_IX 0xFE
+
+static void time_key(Buf *out, int64_t t, const void *key, size_t klen)
+{
+    unsigned char b[9];
+    b[0] = TIME_IX;
+    put_be64(b + 1, (uint64_t)t ^ UINT64_C(0x8000000000000000));
+    buf_reset(out);
+    buf_append(out, b, 9);
+    buf_append(out, key, klen);
+}
 
 /* Applies one row (sign +1 insert, -1 retraction) arriving on side s. */
 static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
@@ -281,6 +297,12 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
         if (emit_row(j, op, pair))
             return -1;
     }
+    if (n->interval && count == 0 && sign > 0) {
+        /* A new row: index it by time, so expire() reads only the rows due. */
+        time_key(&j->tbuf, vals[me->time_col].u.i, j->kbuf.data, j->kbuf.len);
+        if (stor_table_put(me->t, j->tbuf.data, j->tbuf.len, "", 0, rc->err))
+            return -1;
+    }
     count += sign;
     if (sign > 0 && me->time_col >= 0 && me->min_ts != INT64_MIN && vals[me->time_col].u.i < me->min_ts)
         me->min_ts = vals[me->time_col].u.i;
@@ -305,23 +327,35 @@ static int expire(JoinOp *j)
         int64_t horizon = s == 0 ? ot->wm - n->hi_us : ot->wm + n->lo_us;
         if (me->min_ts != INT64_MIN && me->min_ts >= horizon)
             continue; /* nothing old enough: no scan */
-        int64_t min_left = INT64_MAX;
+        /* The rows due: time index entries from the oldest row left (min_ts:
+         * everything before it is gone, and deleted keys would still be
+         * walked over) to the horizon. */
+        unsigned char pfx[1] = {TIME_IX}, lower[9] = {TIME_IX}, upper[9] = {TIME_IX};
+        put_be64(lower + 1, (uint64_t)me->min_ts ^ UINT64_C(0x8000000000000000)); /* INT64_MIN: all */
+        put_be64(upper + 1, (uint64_t)horizon ^ UINT64_C(0x8000000000000000));
         StorIter *it;
-        if (stor_iter_open(me->t, NULL, 0, &it, rc->err))
+        if (stor_iter_open_range(me->t, pfx, 1, lower, 9, upper, 9, &it, rc->err))
             return -1;
         const void *k, *v;
         size_t kl, vl;
         int got;
-        Buf dead = BUF_INIT; /* length-prefixed keys to delete after the scan */
+        Buf dead = BUF_INIT; /* length-prefixed keys (index and row) to delete after the scan */
         while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
-            if (vl < 16 || row_decode((const char *)v + 16, vl - 16, vals, me->n_cols) || vals[me->time_col].null)
+            if (kl <= 9)
                 continue;
-            if (vals[me->time_col].u.i >= horizon) {
-                if (vals[me->time_col].u.i < min_left)
-                    min_left = vals[me->time_col].u.i;
-                continue;
+            buf_put_u32be(&dead, (uint32_t)kl);
+            buf_append(&dead, k, kl);
+            const void *rv;
+            size_t rvl;
+            int f = stor_table_get(me->t, (const char *)k + 9, kl - 9, &rv, &rvl, rc->err);
+            if (f < 0) {
+                stor_iter_close(it);
+                buf_free(&dead);
+                return -1;
             }
-            int64_t count = (int64_t)get_be64(v), matches = (int64_t)get_be64((const unsigned char *)v + 8);
+            if (f == 0 || rvl < 16 || row_decode((const char *)rv + 16, rvl - 16, vals, me->n_cols))
+                continue;
+            int64_t count = (int64_t)get_be64(rv), matches = (int64_t)get_be64((const unsigned char *)rv + 8);
             if (me->outer && matches == 0) {
                 /* No partner can come any more: now the padded row is final. */
                 s == 0 ? combine(j, vals, NULL, pair) : combine(j, NULL, vals, pair);
@@ -332,14 +366,15 @@ static int expire(JoinOp *j)
                         return -1;
                     }
             }
-            buf_put_u32be(&dead, (uint32_t)kl);
-            buf_append(&dead, k, kl);
+            buf_put_u32be(&dead, (uint32_t)(kl - 9));
+            buf_append(&dead, (const char *)k + 9, kl - 9);
         }
         stor_iter_close(it);
         if (got < 0) {
             buf_free(&dead);
             return -1;
         }
+        int64_t min_left = horizon; /* every row left is at or after the horizon */
         me->min_ts = min_left;
         for (size_t off = 0; off + 4 <= dead.len;) {
             const unsigned char *p = (const unsigned char *)dead.data + off;
@@ -428,6 +463,7 @@ static void join_close(RtOp *op)
     buf_free(&j->kbuf);
     buf_free(&j->obuf);
     buf_free(&j->vbuf);
+    buf_free(&j->tbuf);
     free(j);
 }
 

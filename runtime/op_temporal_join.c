@@ -321,7 +321,11 @@ static int fire(TjOp *j, int64_t wm)
 {
     RtCtx *rc = j->op.rc;
     StorIter *it;
-    if (stor_iter_open(j->op.table, NULL, 0, &it, rc->err))
+    /* Only the waiting rows at or before wm: keys below (wm + 1, seq 0). */
+    unsigned char upper[8];
+    put_be64(upper, (uint64_t)(wm == INT64_MAX ? wm : wm + 1) ^ SIGN);
+    if (wm == INT64_MAX ? stor_iter_open(j->op.table, NULL, 0, &it, rc->err)
+                        : stor_iter_open_below(j->op.table, NULL, 0, upper, 8, &it, rc->err))
         return -1;
     const void *k, *v;
     size_t kl, vl;

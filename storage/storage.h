@@ -178,6 +178,16 @@ int stor_table_delete(StorTable *t, const void *key, size_t klen, WError *err);
  * @return 0 or <0. */
 typedef struct StorIter StorIter;
 int stor_iter_open(StorTable *t, const void *prefix, size_t plen, StorIter **out, WError *err);
+/* stor_iter_open, and only keys below upper (ulen bytes; memcmp order,
+ * shorter first on a tie). The snapshot at open copies only the dirty
+ * entries in range, so a scan of the head of a big table (the rows a
+ * watermark has passed) costs what it returns, not the table's size. */
+int stor_iter_open_below(StorTable *t, const void *prefix, size_t plen, const void *upper, size_t ulen,
+                         StorIter **out, WError *err);
+/* stor_iter_open_below, starting at the first key >= lower (llen bytes,
+ * lower NULL = from the prefix's first key). */
+int stor_iter_open_range(StorTable *t, const void *prefix, size_t plen, const void *lower, size_t llen,
+                         const void *upper, size_t ulen, StorIter **out, WError *err);
 
 /* Next row in key order. Pointers are valid until the next call on it.
  * @return 1 row, 0 end, <0 error (58030). */

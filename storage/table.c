@@ -56,9 +56,18 @@ typedef struct Bloom {
 } Bloom;
 
 typedef struct DKey {
+    uint64_t p0;        /* the key's first 8 bytes, big-endian, zero-padded: most comparisons stop here */
     char *key;          /* owned copy */
     uint32_t klen;
 } DKey;
+
+static DKey dkey_of(const void *key, size_t klen)
+{
+    uint8_t b[8] = {0};
+    if (klen)
+        memcpy(b, key, klen < 8 ? klen : 8);
+    return (DKey){get_u64be(b), (char *)key, (uint32_t)klen};
+}
 
 struct StorTable {
     StorEnv *env;
@@ -85,8 +94,10 @@ struct StorTable {
      * Rebuilt lazily after each checkpoint (ix_valid false). */
     DKey *ix;
     size_t ix_n, ix_cap;
-    DKey *pend;
+    DKey *pend;                 /* sorted */
     size_t pend_n, pend_cap;
+    DKey *fresh;                /* the newest keys, unsorted (at most FRESH_MAX) */
+    size_t fresh_n;
     bool ix_valid;
     /* Filters of the keys this table may hold in LMDB (see "Committed-key
      * filter" below); valid only while known_keys is true. */
@@ -242,25 +253,87 @@ static void ix_invalidate(StorTable *t)
 {
     dkeys_free(t->ix, t->ix_n);
     dkeys_free(t->pend, t->pend_n);
-    t->ix = t->pend = NULL;
-    t->ix_n = t->ix_cap = t->pend_n = t->pend_cap = 0;
+    dkeys_free(t->fresh, t->fresh_n);
+    t->ix = t->pend = t->fresh = NULL;
+    t->ix_n = t->ix_cap = t->pend_n = t->pend_cap = t->fresh_n = 0;
     t->ix_valid = false;
 }
 
-/* An entry became dirty: its key joins the index (while the index is valid). */
+static int dkey_cmp(const void *a, const void *b);
+
+/* First index of v[0..n) whose key is >= k (n if none). */
+static size_t dkeys_lower(const DKey *v, size_t n, const DKey *k)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (dkey_cmp(&v[mid], k) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Merges sorted a[0..na) and b[0..nb) into a new array (a key in both is
+ * kept once, b's copy freed); frees both arrays. */
+static DKey *dkeys_merge(DKey *a, size_t na, DKey *b, size_t nb, size_t *n_out)
+{
+    DKey *m = xmalloc((na + nb + 1) * sizeof *m);
+    size_t i = 0, j = 0, n = 0;
+    while (i < na || j < nb) {
+        int c = i == na ? 1 : j == nb ? -1 : dkey_cmp(&a[i], &b[j]);
+        if (c < 0) {
+            m[n++] = a[i++];
+        } else if (c > 0) {
+            m[n++] = b[j++];
+        } else {
+            m[n++] = a[i++];
+            free(b[j++].key);
+        }
+    }
+    free(a);
+    free(b);
+    *n_out = n;
+    return m;
+}
+
+/* An entry became dirty: its key joins the index (while the index is valid).
+ * Three sorted-ish levels keep both writes and scans cheap: the newest keys
+ * are appended to a short unsorted list (a scan checks each), which is
+ * sorted into the pending list when full, which is merged into the index
+ * when it reaches an eighth of it (geometric: each key is merged O(log)
+ * times). A scan finds its range in the index and the pending list by
+ * binary search. */
+#define FRESH_MAX 256
 static void note_dirty(StorTable *t, const void *key, size_t klen)
 {
     if (!t->ix_valid)
         return;
-    if (t->pend_n == t->pend_cap) {
-        t->pend_cap = t->pend_cap ? t->pend_cap * 2 : 64;
-        t->pend = xrealloc(t->pend, t->pend_cap * sizeof *t->pend);
-    }
-    DKey *d = &t->pend[t->pend_n++];
+    if (!t->fresh)
+        t->fresh = xmalloc(FRESH_MAX * sizeof *t->fresh);
+    DKey *d = &t->fresh[t->fresh_n++];
     d->key = xmalloc(klen ? klen : 1);
     if (klen)
         memcpy(d->key, key, klen);
     d->klen = (uint32_t)klen;
+    d->p0 = dkey_of(key, klen).p0;
+    if (t->fresh_n < FRESH_MAX)
+        return;
+    qsort(t->fresh, t->fresh_n, sizeof *t->fresh, dkey_cmp);
+    size_t u = 0; /* a key made dirty twice meanwhile: once */
+    for (size_t i = 0; i < t->fresh_n; i++) {
+        if (u && dkey_cmp(&t->fresh[u - 1], &t->fresh[i]) == 0)
+            free(t->fresh[i].key);
+        else
+            t->fresh[u++] = t->fresh[i];
+    }
+    t->fresh_n = u;
+    size_t n;
+    t->pend = dkeys_merge(t->pend, t->pend_n, t->fresh, t->fresh_n, &n);
+    t->pend_n = t->pend_cap = n;
+    t->fresh = NULL;
+    t->fresh_n = 0;
 }
 
 /* Insert a new entry at empty slot i (from find_slot). Takes ownership of
@@ -678,8 +751,11 @@ static int item_cmp(const void *a, const void *b)
 static int dkey_cmp(const void *a, const void *b)
 {
     const DKey *x = a, *y = b;
+    if (x->p0 != y->p0)
+        return x->p0 < y->p0 ? -1 : 1;
+    /* Equal first 8 bytes (zero-padded): the rest decides, then the length. */
     size_t n = x->klen < y->klen ? x->klen : y->klen;
-    int c = n ? memcmp(x->key, y->key, n) : 0;
+    int c = n > 8 ? memcmp(x->key + 8, y->key + 8, n - 8) : 0;
     return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
 }
 
@@ -699,6 +775,7 @@ static void ix_refresh(StorTable *t)
             d->key = xmalloc(e->klen ? e->klen : 1);
             memcpy(d->key, e->data, e->klen);
             d->klen = e->klen;
+            d->p0 = dkey_of(e->data, e->klen).p0;
         }
         qsort(t->ix, t->ix_n, sizeof *t->ix, dkey_cmp);
         t->ix_valid = true;
@@ -706,23 +783,8 @@ static void ix_refresh(StorTable *t)
     }
     if (t->pend_n < 64 || t->pend_n * 8 < t->ix_n)
         return;
-    qsort(t->pend, t->pend_n, sizeof *t->pend, dkey_cmp);
-    DKey *m = xmalloc((t->ix_n + t->pend_n + 1) * sizeof *m);
-    size_t a = 0, b = 0, n = 0;
-    while (a < t->ix_n || b < t->pend_n) {
-        int c = a == t->ix_n ? 1 : b == t->pend_n ? -1 : dkey_cmp(&t->ix[a], &t->pend[b]);
-        if (c < 0) {
-            m[n++] = t->ix[a++];
-        } else if (c > 0) {
-            m[n++] = t->pend[b++];
-        } else {
-            m[n++] = t->ix[a++];
-            free(t->pend[b++].key); /* the same key twice */
-        }
-    }
-    free(t->ix);
-    free(t->pend);
-    t->ix = m;
+    size_t n;
+    t->ix = dkeys_merge(t->ix, t->ix_n, t->pend, t->pend_n, &n);
     t->ix_n = t->ix_cap = n;
     t->pend = NULL;
     t->pend_n = t->pend_cap = 0;
@@ -741,29 +803,56 @@ static void add_item(SortItem *v, size_t *n, Ent *e)
 /* Dirty entries (optionally with a key prefix), sorted. Caller frees. A
  * prefix scan uses the index: a binary search, the matching keys, and the
  * pending ones, instead of every dirty entry. */
-static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, size_t *n_out)
+static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, const void *lower, size_t llen,
+                              const void *upper, size_t ulen, size_t *n_out)
 {
     ix_refresh(t);
-    size_t lo = 0, hi = t->ix_n;
-    DKey pk = {(char *)prefix, (uint32_t)plen};
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (dkey_cmp(&t->ix[mid], &pk) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+    size_t lo[2], end[2];
+    const DKey *lists[2] = {t->ix, t->pend};
+    size_t lens[2] = {t->ix_n, t->pend_n};
+    DKey pk = dkey_of(prefix, plen), uk = dkey_of(upper, upper ? ulen : 0);
+    for (int l = 0; l < 2; l++) {
+        /* Both lists are sorted: the prefix's range, cut at upper. */
+        const DKey *v = lists[l];
+        lo[l] = dkeys_lower(v, lens[l], &pk);
+        size_t start = lo[l];
+        size_t e = lens[l];
+        if (plen) {
+            /* The keys with the prefix are contiguous: the first one past them. */
+            size_t a = lo[l], z = lens[l];
+            while (a < z) {
+                size_t mid = (a + z) / 2;
+                size_t m = v[mid].klen < plen ? v[mid].klen : plen;
+                int c = memcmp(v[mid].key, prefix, m);
+                if (c < 0 || (c == 0 && v[mid].klen >= plen))
+                    a = mid + 1; /* below the prefix (cannot be: a >= lo) or inside it */
+                else
+                    z = mid;
+            }
+            e = a;
+        }
+        if (lower) {
+            DKey lk = dkey_of(lower, llen);
+            lo[l] = start + dkeys_lower(v + start, e - start, &lk);
+        }
+        if (upper && e > lo[l])
+            e = lo[l] + dkeys_lower(v + lo[l], e - lo[l], &uk);
+        end[l] = e < lo[l] ? lo[l] : e;
     }
-    size_t end = plen ? lo : t->ix_n;
-    while (end < t->ix_n && t->ix[end].klen >= plen && memcmp(t->ix[end].key, prefix, plen) == 0)
-        end++;
-    size_t cap = (end - lo) + t->pend_n + 1, n = 0, n_ix = 0;
+    size_t cap = (end[0] - lo[0]) + (end[1] - lo[1]) + t->fresh_n + 1, n = 0, n_ix = 0;
     SortItem *v = xmalloc(2 * cap * sizeof *v);
-    for (int pass = 0; pass < 2; pass++) {
-        const DKey *keys = pass ? t->pend : t->ix + lo;
-        size_t cnt = pass ? t->pend_n : end - lo;
+    for (int pass = 0; pass < 3; pass++) {
+        const DKey *keys = pass == 2 ? t->fresh : lists[pass] + lo[pass];
+        size_t cnt = pass == 2 ? t->fresh_n : end[pass] - lo[pass];
         for (size_t i = 0; i < cnt; i++) {
-            if (plen && (keys[i].klen < plen || memcmp(keys[i].key, prefix, plen) != 0))
-                continue;
+            if (pass == 2) { /* unsorted: check each against the range */
+                const DKey *k = &keys[i];
+                if (plen && (k->klen < plen || memcmp(k->key, prefix, plen) != 0))
+                    continue;
+                DKey lk = dkey_of(lower, llen);
+                if ((lower && dkey_cmp(k, &lk) < 0) || (upper && dkey_cmp(k, &uk) >= 0))
+                    continue;
+            }
             size_t s = find_slot(t, hash_key(keys[i].key, keys[i].klen), keys[i].key, keys[i].klen);
             Ent *e = &t->slots[s];
             if (e->state != EMPTY && is_dirty(e))
@@ -894,6 +983,10 @@ struct StorIter {
     bool lmdb_done;
     bool lmdb_started;
     Buf last;           /* last committed key read (full key), to resume */
+    char *upper;        /* keys at or above this are left out (NULL: none) */
+    size_t ulen;
+    uint8_t *lower;     /* table prefix ++ the first key to return, or NULL */
+    size_t llen;
 };
 
 static void run_add(Run *r, const void *key, size_t klen, const void *val, size_t vlen, bool del)
@@ -922,6 +1015,12 @@ static bool run_head(const Run *r, TabRec *h, const char **key, const char **val
     return true;
 }
 
+static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c ? c : (alen > blen) - (alen < blen);
+}
+
 static int fill_batch(StorIter *it, WError *err)
 {
     StorTable *t = it->t;
@@ -941,6 +1040,9 @@ static int fill_batch(StorIter *it, WError *err)
     if (it->lmdb_started) {
         k.mv_size = it->last.len;
         k.mv_data = it->last.data;
+    } else if (it->lower) {
+        k.mv_size = it->llen;
+        k.mv_data = it->lower; /* table prefix ++ lower bound */
     } else {
         k.mv_size = it->plen;
         k.mv_data = it->prefix;
@@ -952,6 +1054,10 @@ static int fill_batch(StorIter *it, WError *err)
     it->lmdb_started = true;
     for (; rc == 0; rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
         if (k.mv_size < it->plen || memcmp(k.mv_data, it->prefix, it->plen) != 0) {
+            rc = MDB_NOTFOUND;
+            break;
+        }
+        if (it->upper && key_cmp((const char *)k.mv_data + 8, k.mv_size - 8, it->upper, it->ulen) >= 0) {
             rc = MDB_NOTFOUND;
             break;
         }
@@ -972,15 +1078,37 @@ static int fill_batch(StorIter *it, WError *err)
 
 int stor_iter_open(StorTable *t, const void *prefix, size_t plen, StorIter **out, WError *err)
 {
-    if (check_key(plen, err) < 0)
+    return stor_iter_open_range(t, prefix, plen, NULL, 0, NULL, 0, out, err);
+}
+
+int stor_iter_open_below(StorTable *t, const void *prefix, size_t plen, const void *upper, size_t ulen,
+                         StorIter **out, WError *err)
+{
+    return stor_iter_open_range(t, prefix, plen, NULL, 0, upper, ulen, out, err);
+}
+
+int stor_iter_open_range(StorTable *t, const void *prefix, size_t plen, const void *lower, size_t llen,
+                         const void *upper, size_t ulen, StorIter **out, WError *err)
+{
+    if (check_key(plen, err) < 0 || (upper && check_key(ulen, err) < 0) || (lower && check_key(llen, err) < 0))
         return -1;
     StorIter *it = xcalloc(1, sizeof *it);
     it->t = t;
     it->plen = 8 + plen;
     it->prefix = xmalloc(it->plen);
     make_key(it->prefix, t->prefix, prefix, plen);
+    if (upper) {
+        it->upper = xmalloc(ulen ? ulen : 1);
+        memcpy(it->upper, upper, ulen);
+        it->ulen = ulen;
+    }
+    if (lower) {
+        it->llen = 8 + llen;
+        it->lower = xmalloc(it->llen);
+        make_key(it->lower, t->prefix, lower, llen);
+    }
     size_t n;
-    SortItem *v = sorted_dirty(t, prefix, plen, &n);
+    SortItem *v = sorted_dirty(t, prefix, plen, lower, llen, upper, ulen, &n);
     for (size_t i = 0; i < n; i++)
         run_add(&it->dirty, v[i].e->data, v[i].e->klen, v[i].e->data + v[i].e->klen, v[i].e->vlen,
                 v[i].e->state == DIRTY_DEL);
@@ -988,12 +1116,6 @@ int stor_iter_open(StorTable *t, const void *prefix, size_t plen, StorIter **out
     it->lmdb_done = !t->has_committed;
     *out = it;
     return 0;
-}
-
-static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-    return c ? c : (alen > blen) - (alen < blen);
 }
 
 int stor_iter_next(StorIter *it, const void **key, size_t *klen, const void **val, size_t *vlen,
@@ -1040,5 +1162,7 @@ void stor_iter_close(StorIter *it)
     free(it->lmdb.offs);
     buf_free(&it->last);
     free(it->prefix);
+    free(it->upper);
+    free(it->lower);
     free(it);
 }

@@ -58,8 +58,10 @@ static void commit_tables(StorEnv *env, uint64_t epoch, StorTable **ts, int n)
         rc = stor_checkpoint_add_table(ck, ts[i], &err);
     if (rc == 0)
         rc = stor_checkpoint_commit(ck, &err);
-    if (rc < 0)
+    if (rc < 0) {
+        ok(0, "checkpoint committed"); /* a test that meant to commit must not go on silently */
         diag("checkpoint %llu: %s %s", (unsigned long long)epoch, err.sqlstate, err.msg);
+    }
 }
 
 static int tget(StorTable *t, const char *k, char *out, size_t cap)
@@ -214,6 +216,22 @@ static void test_table_basic(void)
 }
 
 /* Collect "k=v," for a scan. */
+/* Scans keys with prefix (and below upper, when not NULL) into "k=v," text. */
+static void scan_below_str(StorTable *t, const char *prefix, const char *upper, char *out, size_t cap)
+{
+    StorIter *it;
+    const void *k, *v;
+    size_t kl, vl, n = 0;
+    out[0] = 0;
+    if ((upper ? stor_iter_open_below(t, prefix, strlen(prefix), upper, strlen(upper), &it, NULL)
+               : stor_iter_open(t, prefix, strlen(prefix), &it, NULL)) < 0)
+        return;
+    while (stor_iter_next(it, &k, &kl, &v, &vl, NULL) == 1)
+        n += (size_t)snprintf(out + n, cap - n, "%.*s=%.*s,", (int)kl, (const char *)k, (int)vl,
+                              (const char *)v);
+    stor_iter_close(it);
+}
+
 static void scan_str(StorTable *t, const char *prefix, char *out, size_t cap)
 {
     StorIter *it;
@@ -261,9 +279,46 @@ static void test_scan(void)
     is_str(s, "", "prefix with no rows");
     scan_str(u, "", s, sizeof s);
     is_str(s, "a0=other table,", "other table isolated");
+    /* Below an upper bound: committed, dirty and pending keys, tombstones. */
+    scan_below_str(t, "", "a3", s, sizeof s);
+    is_str(s, "a=x,a1=x,a25=dirty,", "scan below a3 (dirty and committed)");
+    scan_below_str(t, "a", "a4", s, sizeof s);
+    is_str(s, "a=x,a1=x,a25=dirty,a3=new,", "prefix scan below a4");
+    scan_below_str(t, "", "a", s, sizeof s);
+    is_str(s, "", "nothing below the first key");
+    scan_below_str(t, "", "zzz", s, sizeof s);
+    is_str(s, "a=x,a1=x,a25=dirty,a3=new,a4=dirty,a5=x,b1=x,c=dirty,", "upper past every key");
     commit_tables(env, 2, &t, 1);
     scan_str(t, "a", s, sizeof s);
     is_str(s, "a=x,a1=x,a25=dirty,a3=new,a4=dirty,a5=x,", "same after commit");
+    scan_below_str(t, "", "b", s, sizeof s);
+    is_str(s, "a=x,a1=x,a25=dirty,a3=new,a4=dirty,a5=x,", "below b after commit (LMDB side bounded)");
+    for (int i = 0; i < 100; i++) { /* enough new keys to go through the pending list */
+        char pk[16];
+        snprintf(pk, sizeof pk, "a0%03d", i);
+        tput(t, pk, "p");
+    }
+    scan_below_str(t, "", "a0002", s, sizeof s);
+    is_str(s, "a=x,a0000=p,a0001=p,", "pending keys below the bound, in order");
+    {
+        StorIter *it;
+        const void *rk, *rv;
+        size_t rkl, rvl, n = 0;
+        char out[256] = "";
+        stor_iter_open_range(t, "a", 1, "a0098", 5, "a3", 2, &it, NULL);
+        while (stor_iter_next(it, &rk, &rkl, &rv, &rvl, NULL) == 1)
+            n += (size_t)snprintf(out + n, sizeof out - n, "%.*s,", (int)rkl, (const char *)rk);
+        stor_iter_close(it);
+        is_str(out, "a0098,a0099,a1,a25,", "range [a0098, a3): pending, committed and dirty keys");
+        commit_tables(env, 3, &t, 1);
+        n = 0;
+        out[0] = 0;
+        stor_iter_open_range(t, "a", 1, "a0098", 5, "a3", 2, &it, NULL);
+        while (stor_iter_next(it, &rk, &rkl, &rv, &rvl, NULL) == 1)
+            n += (size_t)snprintf(out + n, sizeof out - n, "%.*s,", (int)rkl, (const char *)rk);
+        stor_iter_close(it);
+        is_str(out, "a0098,a0099,a1,a25,", "the same range from LMDB after a commit");
+    }
 
     /* Many committed rows (several batches) with every 7th deleted and
      * every 5th overwritten in the dirty map; written while iterating. */
@@ -274,7 +329,7 @@ static void test_scan(void)
         snprintf(k, sizeof k, "k%06d", i);
         tput(b, k, "c");
     }
-    commit_tables(env, 3, &b, 1);
+    commit_tables(env, 4, &b, 1);
     for (int i = 0; i < 3000; i++) {
         snprintf(k, sizeof k, "k%06d", i);
         if (i % 7 == 0)
@@ -299,7 +354,7 @@ static void test_scan(void)
             order_ok = 0;
         snprintf(prev, sizeof prev, "%.*s", (int)kl, (const char *)pk);
         if (n == 1000) /* checkpoint in the middle of the scan */
-            commit_tables(env, 4, &b, 1);
+            commit_tables(env, 5, &b, 1);
         n++;
         i++;
     }
