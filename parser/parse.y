@@ -57,7 +57,7 @@
   RESTRICT ROLLBACK ROWS SAVEPOINT SECOND SESSION SET SHOW SINK SOURCE START STREAM SYSTEM
   SYSTEM_TIME TIME TRANSACTION UNKNOWN UPDATE VALUES VARYING VIEW WATERMARK WINDOW
   WITHOUT WORK YEAR ZONE OF BOTH LEADING TRAILING
-  SUBSCRIBE COPY STDOUT.
+  SUBSCRIBE COPY STDOUT ANALYZE VERIFY.
 
 /* Precedence, lowest first, as in Postgres's gram.y. */
 %left UNION EXCEPT.
@@ -120,6 +120,25 @@ copy_opts(A) ::= .                             { A = NULL; }
 copy_opts(A) ::= WITH LP explain_optlist(L) RP. { A = L; }
 copy_opts(A) ::= LP explain_optlist(L) RP.     { A = L; }
 cmd(A) ::= CHECKPOINT(T).                      { A = ast_stmt(ctx, STMT_CHECKPOINT, T); }
+
+/* ANALYZE LATENESS ON source [FOR TUMBLE(..)|HOP(..)|CUMULATE(..)|SESSION(..)]
+ * [BOUNDS (..)] [LATENESS (..)] [TARGET n] [WITH (..)]; VERIFY MATERIALIZED VIEW v.
+ * Clause names other than FOR are words checked by the builders (ast_analyze.c). */
+%type analyze_clauses {AstAnalyze*}
+cmd(A) ::= ANALYZE(T) LATENESS ON dotted(N) analyze_clauses(C) with_opt(W). { A = ast_analyze(ctx, T, N, C, W); }
+analyze_clauses(A) ::= .                       { A = ast_analyze_new(ctx); }
+analyze_clauses(A) ::= analyze_clauses(L) FOR nm(K) LP exprlist(E) RP. { A = ast_analyze_window(ctx, L, K, E); }
+analyze_clauses(A) ::= analyze_clauses(L) nm(K) LP analyze_items(E) RP. { A = ast_analyze_list(ctx, L, K, E); }
+%type analyze_items {AstList*}
+%type analyze_item {AstExpr*}
+analyze_items(A) ::= analyze_item(E).          { A = ast_list_append(ctx->a, NULL, E); }
+analyze_items(A) ::= analyze_items(L) COMMA analyze_item(E). { A = ast_list_append(ctx->a, L, E); }
+analyze_item(A) ::= expr(E).                   { A = E; }
+analyze_item(A) ::= INTEGER(N) nm(U).          { A = ast_analyze_duration(ctx, N, U); }
+analyze_item(A) ::= FLOAT(N) nm(U).            { A = ast_analyze_duration(ctx, N, U); }
+analyze_clauses(A) ::= analyze_clauses(L) nm(K) INTEGER(V). { A = ast_analyze_number(ctx, L, K, V); }
+analyze_clauses(A) ::= analyze_clauses(L) nm(K) FLOAT(V). { A = ast_analyze_number(ctx, L, K, V); }
+cmd(A) ::= VERIFY(T) MATERIALIZED VIEW dotted(N) with_opt(W). { A = ast_verify(ctx, T, N, W); }
 cmd(A) ::= ALTER(T) SYSTEM CHECKPOINT.         { A = ast_stmt(ctx, STMT_CHECKPOINT, T); }
 cmd(A) ::= ALTER(T) SYSTEM SAVEPOINT TO STRING(D). { A = ast_savepoint(ctx, T, D); }
 

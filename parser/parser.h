@@ -202,6 +202,8 @@ typedef enum AstStmtKind {
     STMT_UPDATE,
     STMT_DELETE,
     STMT_SUBSCRIBE,          /* SUBSCRIBE view, COPY (SUBSCRIBE view) TO STDOUT */
+    STMT_ANALYZE_LATENESS,   /* ANALYZE LATENESS ON source ... */
+    STMT_VERIFY,             /* VERIFY MATERIALIZED VIEW v */
     STMT_EMPTY,              /* only comments or whitespace */
 } AstStmtKind;
 
@@ -323,6 +325,26 @@ typedef struct AstSubscribe {    /* SUBSCRIBE [TO] view [WITH (...)] */
     AstList *copy_options;       /* AstOption*: COPY's own options (FORMAT), or NULL */
 } AstSubscribe;
 
+typedef struct AstAnalyze {      /* ANALYZE LATENESS ON source [FOR w(args)] [BOUNDS (..)] [LATENESS (..)] [TARGET n] [WITH (..)] */
+    const char *source;
+    bool has_window;             /* FOR given */
+    AstWindowKind win_kind;      /* FOR TUMBLE | HOP | CUMULATE | SESSION */
+    AstList *win_args;           /* AstExpr*: the sizes, as written (counts checked here) */
+    int win_pos;
+    AstList *bounds;             /* AstExpr*, or NULL when omitted */
+    int bounds_pos;
+    AstList *lateness;           /* AstExpr*, or NULL when omitted */
+    int lateness_pos;
+    const char *target;          /* TARGET number as written, or NULL */
+    int target_pos;
+    AstList *options;            /* AstOption*: WITH (max_rows = .., report = ..), or NULL */
+} AstAnalyze;
+
+typedef struct AstVerify {       /* VERIFY MATERIALIZED VIEW v [WITH (...)] */
+    const char *view;
+    AstList *options;            /* AstOption*, or NULL */
+} AstVerify;
+
 typedef enum AstTxnKind { TXN_BEGIN, TXN_COMMIT, TXN_ROLLBACK } AstTxnKind;
 
 typedef struct AstStmt {
@@ -342,6 +364,8 @@ typedef struct AstStmt {
         AstShow *show;
         AstSet *set;
         AstSubscribe *subscribe;
+        AstAnalyze *analyze;
+        AstVerify *verify;
         AstTxnKind txn;
         const char *savepoint_dir;   /* STMT_CHECKPOINT: ALTER SYSTEM SAVEPOINT TO 'dir', else NULL */
     } u;

@@ -188,6 +188,14 @@ AstStmt *ast_show(ParseCtx *c, Token t, const char *what, AstObjectKind obj, con
 AstStmt *ast_set(ParseCtx *c, Token t, AstStmtKind k, const char *name, const char *value);
 AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k);
 AstStmt *ast_subscribe(ParseCtx *c, Token t, const char *view, AstList *options);
+/* ANALYZE LATENESS and VERIFY (ast_analyze.c). */
+AstAnalyze *ast_analyze_new(ParseCtx *c);
+AstAnalyze *ast_analyze_window(ParseCtx *c, AstAnalyze *a, Token kind, AstList *args);
+AstAnalyze *ast_analyze_list(ParseCtx *c, AstAnalyze *a, Token name, AstList *items);
+AstExpr *ast_analyze_duration(ParseCtx *c, Token number, Token unit); /* 2s, 500ms: a LIT_STRING "2 s" */
+AstAnalyze *ast_analyze_number(ParseCtx *c, AstAnalyze *a, Token name, Token value);
+AstStmt *ast_analyze(ParseCtx *c, Token t, const char *source, AstAnalyze *a, AstList *options);
+AstStmt *ast_verify(ParseCtx *c, Token t, const char *view, AstList *options);
 AstStmt *ast_copy_subscribe(ParseCtx *c, Token copy, AstStmt *sub, AstList *copy_options);
 
 #endif

@@ -700,7 +700,7 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
     RtCtx *rc = a->op.rc;
     int64_t ts = group[n->session_start_idx].u.i; /* the window operator set [ts, ts + gap) */
     int64_t start = ts, end = ts + n->session_gap_us;
-    if (a->op.wm != TS_MINUS_INF && end <= a->op.wm - n->lateness_us) {
+    if (rt_window_late(end, a->op.wm, n->lateness_us)) {
         rc->stats.late_rows++;
         a->op.counters.late_rows++;
         return 0;
@@ -765,7 +765,7 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
         st[n->session_start_idx].u.i = start;
         st[n->session_end_idx].u.i = end;
         /* On window close the merged session shows once closed (it may be already, with lateness). */
-        bool closed = a->op.wm != TS_MINUS_INF && end <= a->op.wm;
+        bool closed = rt_window_closed(end, a->op.wm);
         st[a->n_group + 1].u.i = eowc ? closed : 0;
         if (!eowc || closed) {
             state_output(a, st, out);
@@ -1211,7 +1211,7 @@ static int pane_push(AggOp *a, Chunk *c)
             for (int64_t ws = start_ceil(a, pe - n->win_size_us); ws <= pe - n->pane_us && n_upd < per_pane;
                  ws += n->win_slide_us) {
                 int64_t we = ws + n->win_size_us;
-                if (we > a->fired_upto || (op->wm != TS_MINUS_INF && we <= op->wm - n->lateness_us))
+                if (we > a->fired_upto || (rt_window_late(we, op->wm, n->lateness_us)))
                     continue;
                 if (window_state(a, ws, group, &a->upd_before[(size_t)n_upd * (size_t)a->n_state]) < 0)
                     return -1;
@@ -1273,7 +1273,7 @@ static int agg_push(RtOp *op, Chunk *c)
                 if (flush_changes(a) || advance(a, row_wm))
                     return -1;
             }
-            if (op->wm != TS_MINUS_INF && end <= op->wm - n->lateness_us) {
+            if (rt_window_late(end, op->wm, n->lateness_us)) {
                 rc->stats.late_rows++;
                 op->counters.late_rows++;
                 continue;

@@ -94,7 +94,7 @@ static void source_close(RtOp *op)
 static const RtOpVt SOURCE_VT = {.push = source_push, .watermark = source_watermark, .flush_state = source_flush_state, .close = source_close};
 
 /* Collects "properties.*" WITH options as librdkafka properties. */
-static int kafka_props(const CatRelation *r, RtKafkaProp *props, int max)
+int rt_source_kafka_props(const CatRelation *r, RtKafkaProp *props, int max)
 {
     int n = 0;
     for (int i = 0; i < r->n_options && n < max; i++) {
@@ -145,7 +145,7 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
     const char *topic = cat_option(r, "topic");
     const char *parts = cat_option(r, "topic.partitions");
     RtKafkaProp props[32];
-    int np = kafka_props(r, props, 32);
+    int np = rt_source_kafka_props(r, props, 32);
     if (rt_kafka_source_open(rt_source_bootstrap(r, rc->env), topic, parts ? atoi(parts) : 1, props, np, 10000,
                              &s->ks, rc->err))
         goto fail;

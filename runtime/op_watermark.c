@@ -233,6 +233,25 @@ static int wm_partitions(RtOp *op, RtPartitionWatermark *out, int max)
     return n;
 }
 
+int rt_source_future_policy(const CatRelation *src, int64_t *max_future_us, bool *clamp, WError *err)
+{
+    const char *fut = src ? cat_option(src, "max_future") : NULL;
+    const char *mode = src ? cat_option(src, "far_future") : NULL;
+    Interval iv;
+    int64_t us;
+    *max_future_us = 3600 * USECS_PER_SEC;
+    if (fut && !strcasecmp(fut, "off"))
+        *max_future_us = 0;
+    else if (fut && (parse_interval(fut, strlen(fut), &iv) || interval_to_usecs(&iv, &us) || us <= 0))
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "max_future must be a positive interval or 'off'");
+    else if (fut)
+        *max_future_us = us;
+    if (mode && strcasecmp(mode, "reject") != 0 && strcasecmp(mode, "clamp") != 0)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "far_future must be 'reject' or 'clamp'");
+    *clamp = mode && !strcasecmp(mode, "clamp");
+    return 0;
+}
+
 static const RtOpVt WM_VT = {.push = wm_push, .watermark = wm_watermark, .flush_state = wm_flush_state, .finish = wm_finish, .close = wm_close};
 
 RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
@@ -246,11 +265,8 @@ RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
     w->current = TS_MINUS_INF;
     w->emitted = TS_MINUS_INF;
     w->time_col = n->wm_col;
-    w->max_future_us = 3600 * USECS_PER_SEC;
     const CatRelation *src = n->inputs[0]->kind == PN_SOURCE ? n->inputs[0]->source : NULL;
     const char *idle = src ? cat_option(src, "idle_timeout") : NULL;
-    const char *fut = src ? cat_option(src, "max_future") : NULL;
-    const char *mode = src ? cat_option(src, "far_future") : NULL;
     Interval iv;
     int64_t us;
     if (idle && (parse_interval(idle, strlen(idle), &iv) || interval_to_usecs(&iv, &us) || us < 0)) {
@@ -260,21 +276,10 @@ RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
     }
     if (idle)
         w->idle_ms = us / 1000;
-    if (fut && !strcasecmp(fut, "off")) {
-        w->max_future_us = 0;
-    } else if (fut && (parse_interval(fut, strlen(fut), &iv) || interval_to_usecs(&iv, &us) || us <= 0)) {
-        werr(rc->err, SQLSTATE_INVALID_PARAMETER, 0, "max_future must be a positive interval or 'off'");
-        wm_close(&w->op);
-        return NULL;
-    } else if (fut) {
-        w->max_future_us = us;
-    }
-    if (mode && strcasecmp(mode, "reject") != 0 && strcasecmp(mode, "clamp") != 0) {
-        werr(rc->err, SQLSTATE_INVALID_PARAMETER, 0, "far_future must be 'reject' or 'clamp'");
+    if (rt_source_future_policy(src, &w->max_future_us, &w->clamp, rc->err)) {
         wm_close(&w->op);
         return NULL;
     }
-    w->clamp = mode && !strcasecmp(mode, "clamp");
     /* A writable table's rows were acknowledged to the user: never drop one,
      * a far-future time only stops moving the watermark at the limit. */
     if (n->inputs[0]->kind == PN_TABLE_WRITE)

@@ -100,31 +100,21 @@ static int window_push(RtOp *op, Chunk *c)
     if (c->wm)
         chunk_enable_wm(out);
     const Column *tc = &c->cols[n->win_time_col];
+    RtWindowDef wd = {n->win_kind, n->win_size_us, n->win_slide_us, n->win_offset_us};
+    int64_t *starts = arena_alloc(c->arena, sizeof(int64_t) * (size_t)(per_row > 0 ? per_row : 1));
+    int64_t *ends = arena_alloc(c->arena, sizeof(int64_t) * (size_t)(per_row > 0 ? per_row : 1));
     for (int r = 0; r < c->n_rows; r++) {
         if (tc->nulls[r])
             continue;
         int64_t ts = tc->v.i[r];
-        /* TUMBLE/HOP: the last window start at or before ts, then earlier ones
-         * while they still cover ts. CUMULATE: one start (aligned to the max
-         * size), ends every step from it, those after ts. */
-        bool cum = n->win_kind == WIN_CUMULATE, sess = n->win_kind == WIN_SESSION;
-        int64_t unit = cum ? n->win_size_us : n->win_slide_us;
-        int64_t last = floor_div(ts - n->win_offset_us, unit) * unit + n->win_offset_us;
+        int nw = rt_window_assign(&wd, ts, starts, ends, per_row);
         int on_time = 0;
-        for (int k = 0; k < per_row; k++) {
-            int64_t start = cum ? last : last - (int64_t)(per_row - 1 - k) * n->win_slide_us;
-            int64_t end = cum ? last + (int64_t)(k + 1) * n->win_slide_us : start + n->win_size_us;
-            if (sess) {
-                /* The row's own session [ts, ts + gap); the aggregation merges overlapping ones. */
-                start = ts;
-                end = ts + n->win_size_us;
-            }
-            if (end <= ts)
-                continue;
+        for (int k = 0; k < nw; k++) {
+            int64_t start = starts[k], end = ends[k];
             if (n->late_check) {
                 /* Late for this window: the watermark in effect for the row passed end + lateness. */
                 int64_t wm = c->wm ? c->wm[r] : op->wm;
-                if (wm != TS_MINUS_INF && end <= wm - n->lateness_us) {
+                if (rt_window_late(end, wm, n->lateness_us)) {
                     op->rc->stats.late_rows++;
                     op->counters.late_rows++;
                     if (n->late_table_id && record_late(wo, c, r, start, end, wm))

@@ -195,4 +195,100 @@ long rt_query_run_values(const RtEnv *env, const PlanQuery *q, RtValuesFn fn, vo
  * reads (used by INSERT INTO a source). */
 void rt_json_encode_row(int n, const char *const *names, const Value *vals, Buf *out);
 
+/* ---- Window rules (window_rules.c) --------------------------------------
+ * The one implementation of window assignment and of the closing and
+ * lateness tests: the window operator, the window aggregation and ANALYZE
+ * LATENESS all call these, so an analysis reports what a view would do. */
+
+/* A window function's shape (from a plan node or an ANALYZE statement). */
+typedef struct RtWindowDef {
+    AstWindowKind kind;
+    int64_t size_us;            /* TUMBLE/HOP size, CUMULATE max size, SESSION gap */
+    int64_t slide_us;           /* HOP slide, CUMULATE step; == size_us for TUMBLE and SESSION */
+    int64_t offset_us;          /* alignment offset (0: the Unix epoch) */
+} RtWindowDef;
+
+/* Writes the windows [starts[i], ends[i]) that contain event time ts, at
+ * most max, oldest start first, and returns how many (size / slide for
+ * HOP, one for TUMBLE, up to size / step for CUMULATE; SESSION gives the
+ * row's own session [ts, ts + gap)). */
+int rt_window_assign(const RtWindowDef *w, int64_t ts, int64_t *starts, int64_t *ends, int max);
+/* True when a window ending at end has fired at watermark wm (wm >= end). */
+bool rt_window_closed(int64_t end, int64_t wm);
+/* True when a row judged at watermark wm is late for the window ending at
+ * end: end + lateness <= wm (never before the first watermark; always at
+ * the +infinity that ends a bounded input). */
+bool rt_window_late(int64_t end, int64_t wm, int64_t lateness_us);
+
+/* ---- ANALYZE LATENESS (lateness_analyze.c) ------------------------------
+ * Reads a source's retained Kafka log once and replays it, for candidate
+ * (watermark bound, allowed lateness) pairs, through the same watermark
+ * and window rules a view applies (per-partition max of ts - bound, min
+ * over partitions, advancing row by row; rt_window_assign/_closed/_late),
+ * without touching any running view. */
+
+/* The event times of a source's log in the order a view is assumed to read
+ * them (see rt_lateness_read_log). */
+typedef struct RtLatenessLog {
+    int n_parts;
+    int64_t n_rows;             /* rows kept, in read order */
+    int64_t *ts;                /* event time per row (TS_MINUS_INF for a NULL time), owned */
+    int32_t *part;              /* partition per row, owned */
+    int64_t *part_rows;         /* rows per partition (n_parts), owned */
+    int64_t records;            /* records read (kept + bad + rejected) */
+    int64_t bad_records;        /* undecodable or NOT NULL-violating records, skipped as a view skips them */
+    int64_t rejected;           /* rows rejected as more than max_future ahead of the clock */
+    int64_t clamp_limit_us;     /* far_future = 'clamp': the watermark value limit; TS_PLUS_INF when off */
+    bool truncated;             /* stopped at max_rows before the end offsets */
+    bool idle_timeout;          /* the source has an idle_timeout: partitions with no rows do not hold the watermark */
+} RtLatenessLog;
+
+/* Reads every partition of src's topic from its earliest retained offset to
+ * the end offset it had when called (at most max_records records in all),
+ * decodes the WATERMARK column as the source operator does (bad records and
+ * far-future rows are skipped and counted as a view would) and merges the
+ * partitions into one order: by Kafka record timestamp, then partition,
+ * never reordering a partition. src must be a Kafka source in FORMAT PLAIN
+ * with a WATERMARK. On success *out owns arrays freed by
+ * rt_lateness_log_fini. Errors: 0A000 other connectors or formats, 42P20
+ * no WATERMARK, 08006/42704 broker or topic, 57014 cancelled (cancel() true). */
+int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t max_records, bool (*cancel)(void *),
+                         void *cancel_arg, RtLatenessLog *out, WError *err);
+void rt_lateness_log_fini(RtLatenessLog *log);
+
+/* Arrival delay of rows: the largest event time seen before the row in its
+ * partition minus the row's own (0 for a row in order). Percentiles are
+ * nearest-rank: the p-th is the smallest delay d with at least p% of the
+ * rows at or below d. */
+typedef struct RtDelayStats {
+    int32_t partition;          /* -1 for all partitions together */
+    int64_t rows;               /* rows with an event time */
+    int64_t out_of_order;       /* rows with a delay > 0 */
+    int64_t p50_us, p90_us, p99_us, p999_us, max_us;
+} RtDelayStats;
+
+/* What one (bound, lateness) pair does to the log. Counts are of (row,
+ * window) pairs: a HOP row is judged for each of its windows. */
+typedef struct RtLatenessResult {
+    int64_t bound_us, lateness_us;
+    int64_t pairs;              /* (row, window) pairs */
+    int64_t on_time;            /* in their window's first result (arrived before it fired) */
+    int64_t late_updates;       /* arrived after the window fired, within the lateness: an update */
+    int64_t dropped;            /* late: end + lateness <= watermark */
+    int64_t windows;            /* windows with at least one row */
+    int64_t exact_windows;      /* windows that lost no row (final result exact) */
+    int64_t fired;              /* windows fired by the watermark before the end of the log */
+    int64_t fired_at_end;       /* windows still open at the end (they fire only when a bounded input ends) */
+    int64_t wait_sum_us;        /* over `fired`: max event time read when it fired - window end */
+    int64_t max_open;           /* most windows holding state at once (until end + lateness <= watermark) */
+} RtLatenessResult;
+
+/* Computes the delay distribution (delays[0] all partitions, then one per
+ * partition; n_parts + 1 entries, caller-allocated) and one result per
+ * (bounds[i], lateness[j]) pair, bound-major (n_bounds * n_lateness,
+ * caller-allocated). w must not be a SESSION window. */
+void rt_lateness_simulate(const RtLatenessLog *log, const RtWindowDef *w, int n_bounds, const int64_t *bounds_us,
+                          int n_lateness, const int64_t *lateness_us, RtDelayStats *delays,
+                          RtLatenessResult *results);
+
 #endif

@@ -159,6 +159,18 @@ Chunk *rt_chunk_with_columns(const Chunk *in, int n_cols, Column *cols);
 /* Keeps only rows r with keep[r] != 0 (in place, order preserved). */
 void rt_chunk_select(Chunk *c, const uint8_t *keep);
 
+/* The far-future rule of a source's watermark (options max_future,
+ * far_future): *max_future_us (0 = off) and whether such rows are clamped
+ * rather than rejected. Shared by the watermark operator and ANALYZE
+ * LATENESS. Errors: 22023 bad option. */
+int rt_source_future_policy(const CatRelation *src, int64_t *max_future_us, bool *clamp, WError *err);
+struct RtKafkaProp;
+/* The "properties.*" WITH options of a Kafka source as librdkafka
+ * properties (at most max; the bootstrap is left out). Returns how many. */
+int rt_source_kafka_props(const CatRelation *r, struct RtKafkaProp *props, int max);
+/* The bootstrap servers of a Kafka source (its option, else the server's). */
+const char *rt_source_bootstrap(const CatRelation *r, const RtEnv *env);
+
 /* ---- JSON (json.c) ---- */
 
 /* Decodes one JSON object into row `row` of c (columns by name; missing

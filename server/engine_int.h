@@ -119,6 +119,11 @@ int engine_start_view(Engine *e, CatObj *view, WError *err);
 /* Detaches a view's sinks and stops its dataflow. */
 void engine_stop_view(Engine *e, CatObj *view);
 
+/* analyze.c: ANALYZE LATENESS (engine lock held; released while the log is read). */
+int srv_analyze_lateness(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+/* verify.c: VERIFY MATERIALIZED VIEW (engine lock held). */
+int srv_verify_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+
 /* subscribe.c: changefeeds over a view (SUBSCRIBE, HTTP Server-Sent Events). */
 #define SUB_MAX_COLS 1600
 #define SUB_MAX_QUEUE 100000      /* events a consumer may fall behind before it is cut off */

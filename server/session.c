@@ -1182,6 +1182,12 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     case STMT_SUBSCRIBE:
         rc = session_subscribe(e, st, out, err);
         break;
+    case STMT_ANALYZE_LATENESS:
+        rc = srv_analyze_lateness(e, st, out, err);
+        break;
+    case STMT_VERIFY:
+        rc = srv_verify_view(e, st, out, err);
+        break;
     case STMT_EMPTY:
         break;
     }
