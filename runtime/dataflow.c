@@ -19,6 +19,7 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct RtDataflow {
     RtCtx rc;
@@ -128,11 +129,13 @@ void rt_close_ops(int n, RtOp **ops)
             ops[i]->vt->close(ops[i]);
 }
 
-int rt_dataflow_open(const RtEnv *env, const PlanView *plan, RtDataflow **out, WError *err)
+static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of, RtDataflow **out, WError *err)
 {
     RtDataflow *df = xcalloc(1, sizeof *df);
     df->plan = plan;
     df->rc.env = env;
+    df->rc.batch = replay_of != NULL;
+    df->rc.replay_of = replay_of;
     df->rc.err = &df->err;
     df->rc.chunk_arena = arena_new(1 << 20);
     df->rc.stats.watermark = TS_MINUS_INF;
@@ -174,6 +177,43 @@ int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err
         return -1;
     }
     return 0;
+}
+
+int rt_dataflow_open(const RtEnv *env, const PlanView *plan, RtDataflow **out, WError *err)
+{
+    return open_df(env, plan, NULL, out, err);
+}
+
+int rt_dataflow_replay_open(const RtEnv *env, const PlanView *plan, RtDataflow *live, RtDataflow **out, WError *err)
+{
+    for (int i = 0; i < plan->n_nodes; i++) {
+        const PlanNode *n = plan->nodes[i];
+        const char *conn = n->kind == PN_SOURCE ? cat_option(n->source, "connector") : NULL;
+        if (n->kind == PN_VIEW_SOURCE || n->kind == PN_TABLE_WRITE || (n->kind == PN_SOURCE && (!conn || strcasecmp(conn, "kafka"))))
+            return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                        "feature not supported: VERIFY of a view that reads %s (only views over Kafka sources)",
+                        n->kind == PN_SOURCE ? "a non-Kafka source" : "a table or another view");
+    }
+    return open_df(env, plan, live, out, err);
+}
+
+RtOp *rt_dataflow_op_of(RtDataflow *df, const PlanNode *n)
+{
+    for (int i = 0; i < df->n_ops; i++)
+        if (df->plan->nodes[i] == n)
+            return df->ops[i];
+    return NULL;
+}
+
+void rt_dataflow_positions(RtDataflow *df, Buf *out)
+{
+    for (int i = 0; i < df->n_sources; i++) {
+        const PlanNode *n = df->sources[i]->node;
+        if (n->kind != PN_SOURCE)
+            continue;
+        buf_printf(out, "%s%s ", out->len ? "; " : "", n->source ? n->source->name : "");
+        rt_source_positions(df->sources[i], out);
+    }
 }
 
 RtOp *rt_dataflow_root(RtDataflow *df) { return df->root; }

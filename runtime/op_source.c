@@ -43,6 +43,8 @@ typedef struct SourceOp {
     int64_t *target;          /* flush target per partition, or NULL */
     int64_t *bound;           /* scan.bounded.mode = 'latest': end offset per partition, or NULL */
     bool ended;               /* a bounded source read everything: +infinity was sent */
+    bool replay;              /* VERIFY replay: bound = the live twin's positions */
+    bool replay_inf;          /* ...and send +infinity at the end only if the twin had */
     int64_t last_tick_ms;     /* last idle tick sent downstream */
     const char **names;       /* column names for JSON decoding */
     const bool *not_null;     /* NOT NULL columns, or NULL */
@@ -182,7 +184,23 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
             s->next[p] = (int64_t)get_be64(v); /* resume where the last checkpoint left off */
     }
     const char *bmode = cat_option(r, "scan.bounded.mode");
-    if (bmode && !strcasecmp(bmode, "latest")) {
+    if (rc->replay_of) {
+        /* VERIFY: read from the first offsets to where the live view's twin is now. */
+        RtOp *twin = rt_dataflow_op_of(rc->replay_of, n);
+        if (latest || !twin) {
+            free(ids);
+            werr(rc->err, SQLSTATE_NOT_SUPPORTED, 0,
+                 "feature not supported: VERIFY of a view over a source with scan.startup.mode = 'latest' "
+                 "(its first offsets are not kept)");
+            goto fail;
+        }
+        const SourceOp *t = (const SourceOp *)(const void *)twin;
+        s->bound = xcalloc((size_t)s->n_parts, sizeof(int64_t));
+        for (int p = 0; p < s->n_parts && p < t->n_parts; p++)
+            s->bound[p] = t->next[p] > 0 ? t->next[p] : 0;
+        s->replay = true;
+        s->replay_inf = t->ended;
+    } else if (bmode && !strcasecmp(bmode, "latest")) {
         /* The end offsets seen when the view first started, kept across restarts. */
         s->bound = xcalloc((size_t)s->n_parts, sizeof(int64_t));
         bool have = true;
@@ -478,10 +496,11 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
         for (int p = 0; p < s->n_parts && done; p++)
             done = s->bound[p] <= 0 || (s->next[p] >= 0 && s->next[p] >= s->bound[p]);
         if (done) {
-            /* The end of a bounded input is a watermark of +infinity: every window fires. */
+            /* The end of a bounded input is a watermark of +infinity: every window fires
+             * (a replay stops where its live twin is, which saw +infinity only if it ended). */
             s->ended = true;
             *did_work = true;
-            return rt_emit_watermark(op, TS_PLUS_INF);
+            return s->replay && !s->replay_inf ? 0 : rt_emit_watermark(op, TS_PLUS_INF);
         }
     }
     return 0;
@@ -515,6 +534,15 @@ static bool source_flushed(RtOp *op)
             return false;
     }
     return !s->bound || s->ended;
+}
+
+void rt_source_positions(RtOp *op, Buf *out)
+{
+    const SourceOp *s = (const SourceOp *)(const void *)op;
+    if (op->node->kind != PN_SOURCE || op->vt != &SOURCE_VT)
+        return;
+    for (int p = 0; p < s->n_parts; p++)
+        buf_printf(out, "%s%d:%lld", p ? " " : "", p, (long long)(s->next[p] > 0 ? s->next[p] : 0));
 }
 
 /* The source operator for a plan node, by its connector. */

@@ -134,6 +134,18 @@ uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i);
 int rt_dataflow_write(RtDataflow *df, int n_rows, const RowOp *ops, const Value *const *rows, WError *err);
 /* Stops the connectors and frees the operators; state stays in storage. */
 void rt_dataflow_close(RtDataflow *df);
+/* VERIFY: a second instance of live's plan with empty temporary state whose
+ * Kafka sources read from their first offsets up to the positions live's
+ * sources have reached now (the input live's state reflects), ending with
+ * +infinity only where live's bounded source ended. Step it with
+ * rt_dataflow_step until rt_dataflow_flushed, then read
+ * rt_dataflow_view_table; close it with rt_dataflow_close (its tables are
+ * never checkpointed). Only plans whose inputs are all Kafka sources
+ * (0A000 otherwise, and for scan.startup.mode = 'latest', whose first
+ * offsets are not kept). */
+int rt_dataflow_replay_open(const RtEnv *env, const PlanView *plan, RtDataflow *live, RtDataflow **out, WError *err);
+/* The live dataflow's source positions as text, per source: "name 0:12 1:40; ..." */
+void rt_dataflow_positions(RtDataflow *df, Buf *out);
 /* Deletes the durable state of every stateful node of plan. */
 int rt_dataflow_drop_state(StorEnv *stor, const PlanView *plan, WError *err);
 

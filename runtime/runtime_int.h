@@ -65,6 +65,7 @@ struct RtCtx {
     uint64_t n_src_errs;      /* source errors recorded since start */
     WError *err;              /* where a fatal error is recorded */
     bool batch;               /* an ad hoc query: bounded input, temporary state */
+    RtDataflow *replay_of;    /* VERIFY: replay up to this live dataflow's source positions (with batch) */
 };
 
 /* Hands c to the downstream operator. The receiver owns the chunk from then
@@ -117,6 +118,12 @@ typedef struct RtSource {
     RtOp op;
     const RtSourceVt *src;
 } RtSource;
+
+/* The operator of plan node n in df, or NULL (a replay finds its live twin). */
+RtOp *rt_dataflow_op_of(RtDataflow *df, const PlanNode *n);
+/* A Kafka source operator's positions as text ("0:12 1:40", partition:next
+ * offset) appended to out. */
+void rt_source_positions(RtOp *src, Buf *out);
 
 /* A writable table's input (op_table_write.c), and the dataflow's one, or NULL. */
 RtOp *rt_op_table_write_new(RtCtx *rc, const PlanNode *n);
