@@ -123,6 +123,8 @@ void engine_stop_view(Engine *e, CatObj *view);
 int srv_analyze_lateness(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 /* verify.c: VERIFY MATERIALIZED VIEW (engine lock held). */
 int srv_verify_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+/* The weir_verifications system view: the last VERIFY result per existing view. */
+const CatRelation *verify_sysview(Engine *e, Arena *a);
 
 /* subscribe.c: changefeeds over a view (SUBSCRIBE, HTTP Server-Sent Events). */
 #define SUB_MAX_COLS 1600

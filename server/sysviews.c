@@ -13,6 +13,7 @@
  *   weir_watermarks   per view, source and partition: the watermark, the
  *                     largest event time, lag behind the clock, idleness
  *   weir_source_errors the last source records each view could not use
+ *   weir_verifications the last VERIFY result per view (verify.c)
  *
  * They are ordinary relations to the planner (CAT_SYSTEM with their rows),
  * built in the statement's arena under the engine lock, so one query sees
@@ -287,5 +288,7 @@ const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a)
         return watermarks(e, a);
     if (strcmp(name, "weir_source_errors") == 0)
         return source_errors(e, a);
+    if (strcmp(name, "weir_verifications") == 0)
+        return verify_sysview(e, a);
     return NULL;
 }

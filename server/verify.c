@@ -16,6 +16,9 @@
  * values is "different"; otherwise rows are a multiset and only "missing"
  * (recomputed, not in the view) and "extra" (in the view only) exist.
  *
+ * The last result per view is kept in memory (lost at restart) for the
+ * weir_verifications system view.
+ *
  * Testing: WITH (testing_corrupt = 'update' | 'delete') damages one row of
  * the running view's state first (the first row in key order: a BIGINT or
  * INT value incremented, or the row removed), so tests can plant a
@@ -282,6 +285,71 @@ static int corrupt(const PlanView *p, StorTable *t, bool del, WError *err)
 
 static bool cancelled(void *out) { return srv_result_cancelled(out); }
 
+/* The last result per view (weir_verifications); guarded by the engine lock. */
+typedef struct Verification {
+    uint64_t view_id;
+    char *view;
+    int64_t at_us;              /* wall clock */
+    char *positions;
+    int64_t view_rows, recomputed_rows, missing, extra, different, late_recomputed, late_recorded;
+    bool ok;
+} Verification;
+
+static Verification *g_ver;
+static int g_n_ver;
+
+static void remember(const Verification *v)
+{
+    int i = 0;
+    while (i < g_n_ver && strcmp(g_ver[i].view, v->view) != 0)
+        i++;
+    if (i == g_n_ver) {
+        g_ver = xrealloc(g_ver, sizeof *g_ver * (size_t)(g_n_ver + 1));
+        g_n_ver++;
+    } else {
+        free(g_ver[i].view);
+        free(g_ver[i].positions);
+    }
+    g_ver[i] = *v;
+    g_ver[i].view = strdup(v->view);
+    g_ver[i].positions = strdup(v->positions);
+}
+
+const CatRelation *verify_sysview(Engine *e, Arena *a)
+{
+    static const char *names[] = {"view", "verified_at", "input_positions", "rows_in_view", "rows_recomputed",
+                                  "missing", "extra", "different", "late_rows_recomputed", "late_rows_recorded", "ok"};
+    static const TypeId types[] = {TYPE_TEXT, TYPE_TIMESTAMP, TYPE_TEXT, TYPE_INT8, TYPE_INT8, TYPE_INT8,
+                                   TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_BOOL};
+    CatRelation *r = arena_zalloc(a, sizeof *r);
+    r->kind = CAT_SYSTEM;
+    r->name = "weir_verifications";
+    r->n_cols = 11;
+    r->col_names = names;
+    r->col_types = types;
+    r->wm_col = -1;
+    r->wm_delay_us = -1;
+    r->append_only = true;
+    r->rows = arena_alloc(a, sizeof(Value *) * (size_t)(g_n_ver ? g_n_ver : 1));
+    for (int i = 0; i < g_n_ver; i++) {
+        const Verification *v = &g_ver[i];
+        CatObj *o = engine_find(e, v->view);
+        if (!o || o->id != v->view_id)
+            continue; /* dropped since */
+        Value *row = arena_zalloc(a, sizeof(Value) * 11);
+        row[0] = value_str(TYPE_TEXT, arena_strdup(a, v->view), strlen(v->view));
+        row[1] = value_int(TYPE_TIMESTAMP, v->at_us);
+        row[2] = value_str(TYPE_TEXT, arena_strdup(a, v->positions), strlen(v->positions));
+        int64_t n[7] = {v->view_rows, v->recomputed_rows, v->missing, v->extra, v->different, v->late_recomputed,
+                        v->late_recorded};
+        for (int k = 0; k < 7; k++)
+            row[3 + k] = k == 6 && n[k] < 0 ? value_null(TYPE_INT8) : value_int(TYPE_INT8, n[k]);
+        row[10] = value_bool(v->ok);
+        r->rows[r->n_rows++] = row;
+    }
+    return r;
+}
+
 int srv_verify_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 {
     const AstVerify *a = st->u.verify;
@@ -361,6 +429,11 @@ int srv_verify_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         p->late_table_id ? count_late(rt_dataflow_find_table(re, p->late_table_id), err) : -1;
     bool ok = !d.missing && !d.extra && !d.different && late_recorded == late_replayed_recorded;
     rt_dataflow_positions(o->df, &pos);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    Verification rec = {o->id, o->name, (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000, pos.data ? pos.data : "",
+                        view_rows, re_rows, d.missing, d.extra, d.different, (int64_t)rst.late_rows, late_recorded, ok};
+    remember(&rec);
     Arena *ar = arena_new(0);
     if (report & 1) {
         static const char *const names[] = {"view", "input_positions", "rows_in_view", "rows_recomputed", "missing",
