@@ -212,12 +212,17 @@ static const char *pct_text(Arena *ar, int64_t num, int64_t den)
 
 static const char *i64_text(Arena *ar, int64_t v) { return arena_printf(ar, "%lld", (long long)v); }
 
-static int emit_delays(SrvResult *out, Arena *ar, const RtDelayStats *d, int n)
+static void columns_delays(SrvResult *out)
 {
     static const char *const names[] = {"partition", "rows", "out_of_order", "p50", "p90", "p99", "p99_9", "max"};
     static const uint32_t oids[] = {OID_TEXT, OID_INT8, OID_INT8, OID_INTERVAL, OID_INTERVAL, OID_INTERVAL,
                                     OID_INTERVAL, OID_INTERVAL};
     srv_result_columns(out, 8, names, oids);
+}
+
+static int emit_delays(SrvResult *out, Arena *ar, const RtDelayStats *d, int n)
+{
+    columns_delays(out);
     for (int i = 0; i < n; i++) {
         const char *v[8] = {d[i].partition < 0 ? "all" : i64_text(ar, d[i].partition), i64_text(ar, d[i].rows),
                             i64_text(ar, d[i].out_of_order), iv_text(ar, d[i].p50_us), iv_text(ar, d[i].p90_us),
@@ -244,7 +249,7 @@ static const char *wait_text(Arena *ar, const RtLatenessResult *r)
     return r->fired ? iv_text(ar, r->wait_sum_us / r->fired) : NULL;
 }
 
-static int emit_candidates(SrvResult *out, Arena *ar, const RtLatenessResult *res, int n, double target)
+static void columns_candidates(SrvResult *out)
 {
     static const char *const names[] = {"bound", "lateness", "rows", "first_result_pct", "late_updates", "dropped",
                                         "windows", "exact_windows", "exact_windows_pct", "mean_wait",
@@ -252,6 +257,11 @@ static int emit_candidates(SrvResult *out, Arena *ar, const RtLatenessResult *re
     static const uint32_t oids[] = {OID_INTERVAL, OID_INTERVAL, OID_INT8, OID_NUMERIC, OID_INT8, OID_INT8, OID_INT8,
                                     OID_INT8, OID_NUMERIC, OID_INTERVAL, OID_INT8, OID_INT8, OID_BOOL};
     srv_result_columns(out, 13, names, oids);
+}
+
+static int emit_candidates(SrvResult *out, Arena *ar, const RtLatenessResult *res, int n, double target)
+{
+    columns_candidates(out);
     for (int i = 0; i < n; i++) {
         const RtLatenessResult *r = &res[i];
         const char *v[13] = {iv_text(ar, r->bound_us), iv_text(ar, r->lateness_us), i64_text(ar, r->pairs),
@@ -294,8 +304,7 @@ static int pick(const RtLatenessResult *res, int n, double target, bool final, b
     return best;
 }
 
-static int emit_recommendation(SrvResult *out, Arena *ar, const RtLatenessResult *res, int n, double target,
-                               const RtLatenessLog *log)
+static void columns_recommendation(SrvResult *out)
 {
     static const char *const names[] = {"strategy", "bound", "lateness", "first_result_pct", "final_pct",
                                         "late_updates", "dropped", "mean_wait", "max_open_windows", "meets_target",
@@ -303,6 +312,12 @@ static int emit_recommendation(SrvResult *out, Arena *ar, const RtLatenessResult
     static const uint32_t oids[] = {OID_TEXT, OID_INTERVAL, OID_INTERVAL, OID_NUMERIC, OID_NUMERIC, OID_INT8,
                                     OID_INT8, OID_INTERVAL, OID_INT8, OID_BOOL, OID_INT8, OID_INT8, OID_BOOL};
     srv_result_columns(out, 13, names, oids);
+}
+
+static int emit_recommendation(SrvResult *out, Arena *ar, const RtLatenessResult *res, int n, double target,
+                               const RtLatenessLog *log)
+{
+    columns_recommendation(out);
     int rows = 0;
     for (int s = 0; s < 2; s++) {
         bool met;
@@ -326,7 +341,7 @@ static int emit_recommendation(SrvResult *out, Arena *ar, const RtLatenessResult
 
 static bool cancelled(void *out) { return srv_result_cancelled(out); }
 
-int srv_analyze_lateness(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
 {
     const AstAnalyze *a = st->u.analyze;
     CatObj *o = engine_find(e, a->source);
@@ -365,6 +380,16 @@ int srv_analyze_lateness(Engine *e, const AstStmt *st, SrvResult *out, WError *e
             return werr(err, SQLSTATE_INVALID_PARAMETER, a->target_pos, "TARGET must be a percentage in (0, 100]");
     }
 
+    if (describe_only) {
+        /* The extended protocol describes one result set: the first one asked for. */
+        if (opts.report[0])
+            columns_delays(out);
+        else if (opts.report[1])
+            columns_candidates(out);
+        else
+            columns_recommendation(out);
+        return 0;
+    }
     Arena *ar = arena_new(0);
     CatRelation *src = copy_source(ar, &o->rel);
     RtEnv env = e->rt;

@@ -119,10 +119,11 @@ int engine_start_view(Engine *e, CatObj *view, WError *err);
 /* Detaches a view's sinks and stops its dataflow. */
 void engine_stop_view(Engine *e, CatObj *view);
 
-/* analyze.c: ANALYZE LATENESS (engine lock held; released while the log is read). */
-int srv_analyze_lateness(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
-/* verify.c: VERIFY MATERIALIZED VIEW (engine lock held). */
-int srv_verify_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+/* analyze.c: ANALYZE LATENESS (engine lock held; released while the log is read).
+ * describe_only: check the statement and describe its first result set only. */
+int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err);
+/* verify.c: VERIFY MATERIALIZED VIEW (engine lock held); describe_only as above. */
+int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err);
 /* The weir_verifications system view: the last VERIFY result per existing view. */
 const CatRelation *verify_sysview(Engine *e, Arena *a);
 

@@ -1066,7 +1066,7 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
 {
     char *text = strndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
     int rc = 0;
-    if (describe_only && st->kind != STMT_SELECT) {
+    if (describe_only && st->kind != STMT_SELECT && st->kind != STMT_ANALYZE_LATENESS && st->kind != STMT_VERIFY) {
         free(text);
         return 0;
     }
@@ -1183,10 +1183,10 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         rc = session_subscribe(e, st, out, err);
         break;
     case STMT_ANALYZE_LATENESS:
-        rc = srv_analyze_lateness(e, st, out, err);
+        rc = srv_analyze_lateness(e, st, describe_only, out, err);
         break;
     case STMT_VERIFY:
-        rc = srv_verify_view(e, st, out, err);
+        rc = srv_verify_view(e, st, describe_only, out, err);
         break;
     case STMT_EMPTY:
         break;

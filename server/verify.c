@@ -350,7 +350,23 @@ const CatRelation *verify_sysview(Engine *e, Arena *a)
     return r;
 }
 
-int srv_verify_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+static void columns_summary(SrvResult *out)
+{
+    static const char *const names[] = {"view", "input_positions", "rows_in_view", "rows_recomputed", "missing",
+                                        "extra", "different", "late_rows_recomputed", "late_rows_recorded", "ok"};
+    static const uint32_t oids[] = {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8, OID_INT8, OID_INT8, OID_INT8,
+                                    OID_INT8, OID_INT8, OID_BOOL};
+    srv_result_columns(out, 10, names, oids);
+}
+
+static void columns_examples(SrvResult *out)
+{
+    static const char *const names[] = {"kind", "key", "in_view", "recomputed"};
+    static const uint32_t oids[] = {OID_TEXT, OID_TEXT, OID_TEXT, OID_TEXT};
+    srv_result_columns(out, 4, names, oids);
+}
+
+int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
 {
     const AstVerify *a = st->u.verify;
     CatObj *o = engine_find(e, a->view);
@@ -384,6 +400,14 @@ int srv_verify_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
             return werr(err, SQLSTATE_INVALID_PARAMETER, op->pos,
                         "unrecognized VERIFY option \"%s\" (examples, report)", op->key);
         }
+    }
+    if (describe_only) {
+        /* The extended protocol describes one result set: the first one asked for. */
+        if (report & 1)
+            columns_summary(out);
+        else
+            columns_examples(out);
+        return 0;
     }
     const PlanView *p = o->plan;
     StorTable *live_t = rt_dataflow_view_table(o->df);
@@ -436,11 +460,7 @@ int srv_verify_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     remember(&rec);
     Arena *ar = arena_new(0);
     if (report & 1) {
-        static const char *const names[] = {"view", "input_positions", "rows_in_view", "rows_recomputed", "missing",
-                                            "extra", "different", "late_rows_recomputed", "late_rows_recorded", "ok"};
-        static const uint32_t oids[] = {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8, OID_INT8, OID_INT8, OID_INT8,
-                                        OID_INT8, OID_INT8, OID_BOOL};
-        srv_result_columns(out, 10, names, oids);
+        columns_summary(out);
         const char *v[10] = {o->name, pos.data ? pos.data : "", arena_printf(ar, "%lld", (long long)view_rows),
                              arena_printf(ar, "%lld", (long long)re_rows), arena_printf(ar, "%lld", (long long)d.missing),
                              arena_printf(ar, "%lld", (long long)d.extra), arena_printf(ar, "%lld", (long long)d.different),
@@ -451,9 +471,7 @@ int srv_verify_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         srv_result_complete(out, "VERIFY 1");
     }
     if (report & 2) {
-        static const char *const names[] = {"kind", "key", "in_view", "recomputed"};
-        static const uint32_t oids[] = {OID_TEXT, OID_TEXT, OID_TEXT, OID_TEXT};
-        srv_result_columns(out, 4, names, oids);
+        columns_examples(out);
         for (int i = 0; i < d.n_ex; i++) {
             const char *v[4] = {d.ex[i].kind, d.ex[i].key, d.ex[i].in_view, d.ex[i].recomputed};
             srv_result_row(out, v, NULL);
