@@ -421,9 +421,10 @@ static int64_t min_over(const int64_t *part_max, const bool *holds, int n_parts)
     return any ? m : TS_MINUS_INF;
 }
 
-static void simulate_one(const RtLatenessLog *log, const RtWindowDef *wd, int64_t bound, int64_t lateness,
-                         RtLatenessResult *r)
+static int simulate_one(const RtLatenessLog *log, const RtWindowDef *wd, int64_t bound, int64_t lateness,
+                        RtLatenessResult *r, bool (*cancel)(void *), void *cancel_arg)
 {
+    int rc = 0;
     memset(r, 0, sizeof *r);
     r->bound_us = bound;
     r->lateness_us = lateness;
@@ -440,6 +441,10 @@ static void simulate_one(const RtLatenessLog *log, const RtWindowDef *wd, int64_
     Heap to_fire = {0}, to_expire = {0};
     int64_t wm = TS_MINUS_INF, max_seen = TS_MINUS_INF, open = 0;
     for (int64_t i = 0; i < log->n_rows; i++) {
+        if ((i & 0xFFFFF) == 0xFFFFF && cancel && cancel(cancel_arg)) {
+            rc = -1;
+            break;
+        }
         int64_t ts = log->ts[i];
         if (ts == TS_MINUS_INF)
             continue; /* a NULL time: no window, no watermark */
@@ -506,14 +511,17 @@ static void simulate_one(const RtLatenessLog *log, const RtWindowDef *wd, int64_
     free(ends);
     free(part_max);
     free(holds);
+    return rc;
 }
 
-void rt_lateness_simulate(const RtLatenessLog *log, const RtWindowDef *w, int n_bounds, const int64_t *bounds_us,
-                          int n_lateness, const int64_t *lateness_us, RtDelayStats *delays_out,
-                          RtLatenessResult *results)
+int rt_lateness_simulate(const RtLatenessLog *log, const RtWindowDef *w, int n_bounds, const int64_t *bounds_us,
+                         int n_lateness, const int64_t *lateness_us, RtDelayStats *delays_out,
+                         RtLatenessResult *results, bool (*cancel)(void *), void *cancel_arg)
 {
     delays(log, delays_out);
     for (int b = 0; b < n_bounds; b++)
         for (int l = 0; l < n_lateness; l++)
-            simulate_one(log, w, bounds_us[b], lateness_us[l], &results[b * n_lateness + l]);
+            if (simulate_one(log, w, bounds_us[b], lateness_us[l], &results[b * n_lateness + l], cancel, cancel_arg))
+                return -1;
+    return 0;
 }

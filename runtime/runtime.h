@@ -298,9 +298,10 @@ typedef struct RtLatenessResult {
 /* Computes the delay distribution (delays[0] all partitions, then one per
  * partition; n_parts + 1 entries, caller-allocated) and one result per
  * (bounds[i], lateness[j]) pair, bound-major (n_bounds * n_lateness,
- * caller-allocated). w must not be a SESSION window. */
-void rt_lateness_simulate(const RtLatenessLog *log, const RtWindowDef *w, int n_bounds, const int64_t *bounds_us,
-                          int n_lateness, const int64_t *lateness_us, RtDelayStats *delays,
-                          RtLatenessResult *results);
+ * caller-allocated). w must not be a SESSION window. cancel (may be NULL)
+ * is asked every million rows; returns 0, or -1 when it said stop. */
+int rt_lateness_simulate(const RtLatenessLog *log, const RtWindowDef *w, int n_bounds, const int64_t *bounds_us,
+                         int n_lateness, const int64_t *lateness_us, RtDelayStats *delays,
+                         RtLatenessResult *results, bool (*cancel)(void *), void *cancel_arg);
 
 #endif

@@ -21,6 +21,7 @@
 
 #define ANALYZE_MAX_ROWS_DEFAULT 10000000LL
 #define ANALYZE_MAX_CANDIDATES 32
+#define ANALYZE_MAX_WORK 2e10   /* (row, window) pairs judged over all candidates: minutes at most */
 #define OID_BOOL 16
 #define OID_INT8 20
 #define OID_TEXT 25
@@ -399,14 +400,23 @@ int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvRe
     int rc = rt_lateness_read_log(&env, src, opts.max_rows, cancelled, out, &log, err);
     RtDelayStats *delays = NULL;
     RtLatenessResult *res = NULL;
+    /* The replays cost rows x windows per row x candidates: refuse what would run for hours. */
+    double work = rc ? 0 : (double)log.n_rows * (double)(w.size_us / w.slide_us) * nb * nl;
+    if (!rc && work > ANALYZE_MAX_WORK)
+        rc = werr(err, SQLSTATE_PROGRAM_LIMIT, st->pos,
+                  "ANALYZE LATENESS would judge %.0f (row, window) pairs: lower max_rows, the number of candidates "
+                  "or size / slide (at most %.0f)", work, (double)ANALYZE_MAX_WORK);
     if (!rc) {
         delays = xcalloc((size_t)log.n_parts + 1, sizeof *delays);
         res = xcalloc((size_t)(nb * nl), sizeof *res);
-        rt_lateness_simulate(&log, &w, nb, bounds, nl, lateness, delays, res);
+        if (rt_lateness_simulate(&log, &w, nb, bounds, nl, lateness, delays, res, cancelled, out))
+            rc = werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
     }
     pthread_mutex_lock(&e->lock);
-    if (rc)
+    if (rc) {
+        rt_lateness_log_fini(&log);
         goto done;
+    }
     if (log.truncated) {
         char msg[300];
         snprintf(msg, sizeof msg,

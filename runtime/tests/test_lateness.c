@@ -46,7 +46,7 @@ static void test_simulate(void)
     int64_t bounds[] = {0, 5 * S}, lat[] = {0, 10 * S};
     RtDelayStats d[2];
     RtLatenessResult r[4];
-    rt_lateness_simulate(&log, &w, 2, bounds, 2, lat, d, r);
+    rt_lateness_simulate(&log, &w, 2, bounds, 2, lat, d, r, NULL, NULL);
     is_int(d[0].out_of_order, 2, "two rows out of order");
     is_int(d[0].p50_us, 0, "p50 is 0 (nearest rank)");
     is_int(d[0].max_us, 16 * S, "the largest delay: :25 then :09");
@@ -66,12 +66,12 @@ static void test_simulate(void)
     log.n_parts = 2;
     log.part_rows = prows2;
     RtDelayStats d2[3];
-    rt_lateness_simulate(&log, &w, 1, bounds, 1, lat, d2, r);
+    rt_lateness_simulate(&log, &w, 1, bounds, 1, lat, d2, r, NULL, NULL);
     is_int(r[0].dropped, 0, "an empty partition holds the watermark back");
     is_int(r[0].fired_at_end, 3, "...so every window fires at the end");
     /* ...unless the source has an idle_timeout. */
     log.idle_timeout = true;
-    rt_lateness_simulate(&log, &w, 1, bounds, 1, lat, d2, r);
+    rt_lateness_simulate(&log, &w, 1, bounds, 1, lat, d2, r, NULL, NULL);
     is_int(r[0].dropped, 2, "with idle_timeout an empty partition does not hold it");
 
     /* far_future = 'clamp': the watermark stops at the limit. */
@@ -79,7 +79,7 @@ static void test_simulate(void)
     log.part_rows = prows;
     log.idle_timeout = false;
     log.clamp_limit_us = 11 * S;
-    rt_lateness_simulate(&log, &w, 1, bounds, 1, lat, d, r);
+    rt_lateness_simulate(&log, &w, 1, bounds, 1, lat, d, r, NULL, NULL);
     is_int(r[0].dropped, 2, "clamped at :11: :05 and :09 still late for [:00, :10)");
     is_int(r[0].fired, 1, "clamped at :11: only [:00, :10) fires before the end");
 }
