@@ -216,6 +216,18 @@ void rt_dataflow_positions(RtDataflow *df, Buf *out)
     }
 }
 
+bool rt_dataflow_replay_order_matters(RtDataflow *df)
+{
+    bool late = false, multi = false;
+    for (int i = 0; i < df->n_ops; i++) {
+        const PlanNode *n = df->plan->nodes[i];
+        late |= (n->kind == PN_WINDOW && n->late_check) || n->kind == PN_JOIN || n->kind == PN_TEMPORAL_JOIN ||
+                (n->kind == PN_AGG && n->win_kind == WIN_SESSION && n->win_group_idx >= 0);
+        multi |= rt_source_partitions(df->ops[i]) > 1;
+    }
+    return late && multi;
+}
+
 RtOp *rt_dataflow_root(RtDataflow *df) { return df->root; }
 
 RtOp *rt_dataflow_table_input(RtDataflow *df)

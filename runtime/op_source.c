@@ -545,6 +545,11 @@ void rt_source_positions(RtOp *op, Buf *out)
         buf_printf(out, "%s%d:%lld", p ? " " : "", p, (long long)(s->next[p] > 0 ? s->next[p] : 0));
 }
 
+int rt_source_partitions(RtOp *op)
+{
+    return op->node->kind == PN_SOURCE && op->vt == &SOURCE_VT ? ((const SourceOp *)(const void *)op)->n_parts : 0;
+}
+
 /* The source operator for a plan node, by its connector. */
 RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n)
 {

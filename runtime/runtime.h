@@ -146,6 +146,10 @@ void rt_dataflow_close(RtDataflow *df);
 int rt_dataflow_replay_open(const RtEnv *env, const PlanView *plan, RtDataflow *live, RtDataflow **out, WError *err);
 /* The live dataflow's source positions as text, per source: "name 0:12 1:40; ..." */
 void rt_dataflow_positions(RtDataflow *df, Buf *out);
+/* True when a replay of df may judge lateness differently from df itself: a
+ * window operator that drops late rows reads a source with several partitions
+ * (their interleaving is not replayed). */
+bool rt_dataflow_replay_order_matters(RtDataflow *df);
 /* Deletes the durable state of every stateful node of plan. */
 int rt_dataflow_drop_state(StorEnv *stor, const PlanView *plan, WError *err);
 

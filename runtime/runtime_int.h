@@ -124,6 +124,8 @@ RtOp *rt_dataflow_op_of(RtDataflow *df, const PlanNode *n);
 /* A Kafka source operator's positions as text ("0:12 1:40", partition:next
  * offset) appended to out. */
 void rt_source_positions(RtOp *src, Buf *out);
+/* A Kafka source operator's partition count (0 for other operators). */
+int rt_source_partitions(RtOp *src);
 
 /* A writable table's input (op_table_write.c), and the dataflow's one, or NULL. */
 RtOp *rt_op_table_write_new(RtCtx *rc, const PlanNode *n);

@@ -416,6 +416,10 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
     RtDataflow *re = NULL;
     if (rt_dataflow_replay_open(&e->rt, p, o->df, &re, err))
         return -1;
+    if (rt_dataflow_replay_order_matters(o->df))
+        srv_result_notice(out, "the view judges lateness over a source with several partitions: the recomputation "
+                               "reads them in its own interleaving, so windows near the watermark may differ for "
+                               "that reason alone");
     int rc = -1;
     VSet vs = {0}, rs = {0};
     Diff d = {.max_per_kind = max_ex};
