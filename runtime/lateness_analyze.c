@@ -93,7 +93,7 @@ static void merge_parts(PartBuf *pb, int n_parts, RtLatenessLog *out)
     free(cur);
 }
 
-int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t max_records, bool (*cancel)(void *),
+int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t tail, int64_t max_records, bool (*cancel)(void *),
                          void *cancel_arg, RtLatenessLog *out, WError *err)
 {
     memset(out, 0, sizeof *out);
@@ -135,7 +135,8 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t max_r
         goto done;
     for (int p = 0; p < n_parts; p++) {
         ids[p] = p;
-        starts[p] = RT_KAFKA_EARLIEST;
+        /* An offset no longer retained falls back to the earliest (auto.offset.reset). */
+        starts[p] = tail > 0 && end[p] - tail > 0 ? end[p] - tail : RT_KAFKA_EARLIEST;
         done[p] = end[p] <= 0;
     }
     if (rt_kafka_source_assign(ks, n_parts, ids, starts, err))

@@ -259,8 +259,10 @@ typedef struct RtLatenessLog {
     bool idle_timeout;          /* the source has an idle_timeout: partitions with no rows do not hold the watermark */
 } RtLatenessLog;
 
-/* Reads every partition of src's topic from its earliest retained offset to
- * the end offset it had when called (at most max_records records in all),
+/* Reads every partition of src's topic from its earliest retained offset
+ * (with tail > 0: from tail records before the end, or the earliest if that
+ * is later) to the end offset it had when called (at most max_records
+ * records in all),
  * decodes the WATERMARK column as the source operator does (bad records and
  * far-future rows are skipped and counted as a view would) and merges the
  * partitions into one order: by Kafka record timestamp, then partition,
@@ -268,7 +270,7 @@ typedef struct RtLatenessLog {
  * with a WATERMARK. On success *out owns arrays freed by
  * rt_lateness_log_fini. Errors: 0A000 other connectors or formats, 42P20
  * no WATERMARK, 08006/42704 broker or topic, 57014 cancelled (cancel() true). */
-int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t max_records, bool (*cancel)(void *),
+int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t tail, int64_t max_records, bool (*cancel)(void *),
                          void *cancel_arg, RtLatenessLog *out, WError *err);
 void rt_lateness_log_fini(RtLatenessLog *log);
 

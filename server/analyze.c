@@ -126,12 +126,14 @@ static int window_of(const AstAnalyze *a, RtWindowDef *w, WError *err)
 /* Statement settings from WITH (...). */
 typedef struct AnalyzeOpts {
     int64_t max_rows;
+    int64_t tail;               /* > 0: only the last `tail` records of each partition */
     bool report[3];             /* delays, candidates, recommendation */
 } AnalyzeOpts;
 
 static int options_of(const AstAnalyze *a, AnalyzeOpts *o, WError *err)
 {
     o->max_rows = ANALYZE_MAX_ROWS_DEFAULT;
+    o->tail = 0;
     o->report[0] = o->report[1] = o->report[2] = true;
     for (int i = 0; i < ast_list_len(a->options); i++) {
         const AstOption *op = AST_AT(a->options, i);
@@ -141,6 +143,12 @@ static int options_of(const AstAnalyze *a, AnalyzeOpts *o, WError *err)
             if (*end || v <= 0)
                 return werr(err, SQLSTATE_INVALID_PARAMETER, op->pos, "max_rows must be a positive integer");
             o->max_rows = v;
+        } else if (!strcasecmp(op->key, "tail")) {
+            char *end;
+            long long v = strtoll(op->value, &end, 10);
+            if (*end || v <= 0)
+                return werr(err, SQLSTATE_INVALID_PARAMETER, op->pos, "tail must be a positive integer");
+            o->tail = v;
         } else if (!strcasecmp(op->key, "report")) {
             static const char *const names[3] = {"delays", "candidates", "recommendation"};
             int k = -1;
@@ -154,7 +162,7 @@ static int options_of(const AstAnalyze *a, AnalyzeOpts *o, WError *err)
                 o->report[j] = j == k;
         } else {
             return werr(err, SQLSTATE_INVALID_PARAMETER, op->pos,
-                        "unrecognized ANALYZE LATENESS option \"%s\" (max_rows, report)", op->key);
+                        "unrecognized ANALYZE LATENESS option \"%s\" (max_rows, tail, report)", op->key);
         }
     }
     return 0;
@@ -397,7 +405,7 @@ int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvRe
     RtLatenessLog log;
     /* The log is read without the engine lock: views keep running meanwhile. */
     pthread_mutex_unlock(&e->lock);
-    int rc = rt_lateness_read_log(&env, src, opts.max_rows, cancelled, out, &log, err);
+    int rc = rt_lateness_read_log(&env, src, opts.tail, opts.max_rows, cancelled, out, &log, err);
     RtDelayStats *delays = NULL;
     RtLatenessResult *res = NULL;
     /* The replays cost rows x windows per row x candidates: refuse what would run for hours. */
