@@ -55,6 +55,9 @@ typedef struct Bloom {
     size_t n, cap;              /* keys added, keys it is sized for */
 } Bloom;
 
+#define IX_LEVELS 10
+#define FRESH_MAX 256
+
 typedef struct DKey {
     uint64_t p0;        /* the key's first 8 bytes, big-endian, zero-padded: most comparisons stop here */
     char *key;          /* owned copy */
@@ -88,14 +91,13 @@ struct StorTable {
     bool committed_bytes_ok;
     Buf scratch;                /* get's value when it could not be cached */
     /* An ordered index of the keys that became dirty since it was built, so
-     * a (prefix) scan finds its dirty entries without sorting all of them:
-     * ix is sorted, pend holds keys made dirty since the last merge. Keys
-     * may be stale (the entry is clean or gone again): scans check the map.
-     * Rebuilt lazily after each checkpoint (ix_valid false). */
-    DKey *ix;
-    size_t ix_n, ix_cap;
-    DKey *pend;                 /* sorted */
-    size_t pend_n, pend_cap;
+     * a (range) scan finds its dirty entries without sorting all of them:
+     * sorted runs of growing size (run i holds at most FRESH_MAX * 8^(i+1)
+     * keys) and the newest keys unsorted (fresh). Keys may be stale (the
+     * entry is clean or gone again): scans check the map. Rebuilt lazily
+     * after each checkpoint (ix_valid false). See note_dirty. */
+    DKey *run[IX_LEVELS];
+    size_t run_n[IX_LEVELS];
     DKey *fresh;                /* the newest keys, unsorted (at most FRESH_MAX) */
     size_t fresh_n;
     bool ix_valid;
@@ -251,12 +253,24 @@ static void dkeys_free(DKey *v, size_t n)
 /* Drops the index; the next scan rebuilds it from the map. */
 static void ix_invalidate(StorTable *t)
 {
-    dkeys_free(t->ix, t->ix_n);
-    dkeys_free(t->pend, t->pend_n);
+    for (int i = 0; i < IX_LEVELS; i++) {
+        dkeys_free(t->run[i], t->run_n[i]);
+        t->run[i] = NULL;
+        t->run_n[i] = 0;
+    }
     dkeys_free(t->fresh, t->fresh_n);
-    t->ix = t->pend = t->fresh = NULL;
-    t->ix_n = t->ix_cap = t->pend_n = t->pend_cap = t->fresh_n = 0;
+    t->fresh = NULL;
+    t->fresh_n = 0;
     t->ix_valid = false;
+}
+
+/* The most keys run i may hold. */
+static size_t run_cap(int i)
+{
+    size_t c = FRESH_MAX * 8;
+    for (int k = 0; k < i; k++)
+        c *= 8;
+    return c;
 }
 
 static int dkey_cmp(const void *a, const void *b);
@@ -298,14 +312,29 @@ static DKey *dkeys_merge(DKey *a, size_t na, DKey *b, size_t nb, size_t *n_out)
     return m;
 }
 
+/* Places sorted keys v[0..n) (taking the array) into the runs: merged into
+ * run 0, the result moving up while it outgrows its level (a binary
+ * counter with base 8: each key is merged O(8 * levels) times). */
+static void runs_add(StorTable *t, DKey *v, size_t n)
+{
+    for (int i = 0; i < IX_LEVELS; i++) {
+        if (t->run[i]) {
+            v = dkeys_merge(t->run[i], t->run_n[i], v, n, &n);
+            t->run[i] = NULL;
+            t->run_n[i] = 0;
+        }
+        if (n <= run_cap(i) || i == IX_LEVELS - 1) {
+            t->run[i] = v;
+            t->run_n[i] = n;
+            return;
+        }
+    }
+}
+
 /* An entry became dirty: its key joins the index (while the index is valid).
- * Three sorted-ish levels keep both writes and scans cheap: the newest keys
- * are appended to a short unsorted list (a scan checks each), which is
- * sorted into the pending list when full, which is merged into the index
- * when it reaches an eighth of it (geometric: each key is merged O(log)
- * times). A scan finds its range in the index and the pending list by
- * binary search. */
-#define FRESH_MAX 256
+ * It is appended to the short unsorted fresh list (a scan checks each);
+ * a full list is sorted and added to the runs. Writes cost O(log) amortised
+ * moves; a scan costs a binary search per run plus the fresh list. */
 static void note_dirty(StorTable *t, const void *key, size_t klen)
 {
     if (!t->ix_valid)
@@ -328,12 +357,10 @@ static void note_dirty(StorTable *t, const void *key, size_t klen)
         else
             t->fresh[u++] = t->fresh[i];
     }
-    t->fresh_n = u;
-    size_t n;
-    t->pend = dkeys_merge(t->pend, t->pend_n, t->fresh, t->fresh_n, &n);
-    t->pend_n = t->pend_cap = n;
+    DKey *v = t->fresh;
     t->fresh = NULL;
     t->fresh_n = 0;
+    runs_add(t, v, u);
 }
 
 /* Insert a new entry at empty slot i (from find_slot). Takes ownership of
@@ -763,31 +790,24 @@ static int dkey_cmp(const void *a, const void *b)
  * there are enough of them (amortised: each key is sorted O(log) times). */
 static void ix_refresh(StorTable *t)
 {
-    if (!t->ix_valid) {
-        ix_invalidate(t);
-        t->ix_cap = t->n_dirty + 16;
-        t->ix = xmalloc(t->ix_cap * sizeof *t->ix);
-        for (size_t i = 0; i < t->cap; i++) {
-            Ent *e = &t->slots[i];
-            if (!is_dirty(e))
-                continue;
-            DKey *d = &t->ix[t->ix_n++];
-            d->key = xmalloc(e->klen ? e->klen : 1);
-            memcpy(d->key, e->data, e->klen);
-            d->klen = e->klen;
-            d->p0 = dkey_of(e->data, e->klen).p0;
-        }
-        qsort(t->ix, t->ix_n, sizeof *t->ix, dkey_cmp);
-        t->ix_valid = true;
+    if (t->ix_valid)
         return;
+    ix_invalidate(t);
+    DKey *v = xmalloc((t->n_dirty + 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < t->cap; i++) {
+        Ent *e = &t->slots[i];
+        if (!is_dirty(e))
+            continue;
+        DKey *d = &v[n++];
+        d->key = xmalloc(e->klen ? e->klen : 1);
+        memcpy(d->key, e->data, e->klen);
+        d->klen = e->klen;
+        d->p0 = dkey_of(e->data, e->klen).p0;
     }
-    if (t->pend_n < 64 || t->pend_n * 8 < t->ix_n)
-        return;
-    size_t n;
-    t->ix = dkeys_merge(t->ix, t->ix_n, t->pend, t->pend_n, &n);
-    t->ix_n = t->ix_cap = n;
-    t->pend = NULL;
-    t->pend_n = t->pend_cap = 0;
+    qsort(v, n, sizeof *v, dkey_cmp);
+    t->ix_valid = true;
+    runs_add(t, v, n);
 }
 
 static void add_item(SortItem *v, size_t *n, Ent *e)
@@ -807,49 +827,50 @@ static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, con
                               const void *upper, size_t ulen, size_t *n_out)
 {
     ix_refresh(t);
-    size_t lo[2], end[2];
-    const DKey *lists[2] = {t->ix, t->pend};
-    size_t lens[2] = {t->ix_n, t->pend_n};
-    DKey pk = dkey_of(prefix, plen), uk = dkey_of(upper, upper ? ulen : 0);
-    for (int l = 0; l < 2; l++) {
-        /* Both lists are sorted: the prefix's range, cut at upper. */
-        const DKey *v = lists[l];
-        lo[l] = dkeys_lower(v, lens[l], &pk);
+    size_t lo[IX_LEVELS], end[IX_LEVELS], total = t->fresh_n + 1;
+    DKey pk = dkey_of(prefix, plen), uk = dkey_of(upper, upper ? ulen : 0), lk = dkey_of(lower, lower ? llen : 0);
+    for (int l = 0; l < IX_LEVELS; l++) {
+        /* Each run is sorted: the prefix's range, from lower, cut at upper. */
+        const DKey *v = t->run[l];
+        size_t len = t->run_n[l];
+        lo[l] = end[l] = 0;
+        if (!len)
+            continue;
+        lo[l] = dkeys_lower(v, len, &pk);
         size_t start = lo[l];
-        size_t e = lens[l];
+        size_t e = len;
         if (plen) {
             /* The keys with the prefix are contiguous: the first one past them. */
-            size_t a = lo[l], z = lens[l];
+            size_t a = lo[l], z = len;
             while (a < z) {
                 size_t mid = (a + z) / 2;
                 size_t m = v[mid].klen < plen ? v[mid].klen : plen;
                 int c = memcmp(v[mid].key, prefix, m);
                 if (c < 0 || (c == 0 && v[mid].klen >= plen))
-                    a = mid + 1; /* below the prefix (cannot be: a >= lo) or inside it */
+                    a = mid + 1;
                 else
                     z = mid;
             }
             e = a;
         }
-        if (lower) {
-            DKey lk = dkey_of(lower, llen);
+        if (lower)
             lo[l] = start + dkeys_lower(v + start, e - start, &lk);
-        }
         if (upper && e > lo[l])
             e = lo[l] + dkeys_lower(v + lo[l], e - lo[l], &uk);
         end[l] = e < lo[l] ? lo[l] : e;
+        total += end[l] - lo[l];
     }
-    size_t cap = (end[0] - lo[0]) + (end[1] - lo[1]) + t->fresh_n + 1, n = 0, n_ix = 0;
-    SortItem *v = xmalloc(2 * cap * sizeof *v);
-    for (int pass = 0; pass < 3; pass++) {
-        const DKey *keys = pass == 2 ? t->fresh : lists[pass] + lo[pass];
-        size_t cnt = pass == 2 ? t->fresh_n : end[pass] - lo[pass];
+    SortItem *v = xmalloc(2 * total * sizeof *v);
+    size_t n = 0;
+    for (int pass = 0; pass <= IX_LEVELS; pass++) {
+        bool fresh = pass == IX_LEVELS;
+        const DKey *keys = fresh ? t->fresh : t->run[pass] + lo[pass];
+        size_t cnt = fresh ? t->fresh_n : end[pass] - lo[pass];
         for (size_t i = 0; i < cnt; i++) {
-            if (pass == 2) { /* unsorted: check each against the range */
+            if (fresh) { /* unsorted: check each against the range */
                 const DKey *k = &keys[i];
                 if (plen && (k->klen < plen || memcmp(k->key, prefix, plen) != 0))
                     continue;
-                DKey lk = dkey_of(lower, llen);
                 if ((lower && dkey_cmp(k, &lk) < 0) || (upper && dkey_cmp(k, &uk) >= 0))
                     continue;
             }
@@ -858,27 +879,15 @@ static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, con
             if (e->state != EMPTY && is_dirty(e))
                 add_item(v, &n, e);
         }
-        if (!pass)
-            n_ix = n;
     }
-    /* The index part is in order already: sort only the pending part, then merge. */
-    if (n - n_ix > 1)
-        qsort(v + n_ix, n - n_ix, sizeof *v, item_cmp);
-    SortItem *m = v + cap;
-    size_t a = 0, b = n_ix, w = 0;
-    while (a < n_ix || b < n) {
-        SortItem *next;
-        if (a == n_ix)
-            next = &v[b++];
-        else if (b == n)
-            next = &v[a++];
-        else
-            next = item_cmp(&v[a], &v[b]) <= 0 ? &v[a++] : &v[b++];
-        /* A key can be in both the index and the pending list: keep it once. */
-        if (w == 0 || m[w - 1].e != next->e)
-            m[w++] = *next;
-    }
-    memmove(v, m, w * sizeof *v);
+    /* From several runs: sort what was found (what the scan returns), then
+     * drop a key found in two runs. */
+    if (n > 1)
+        qsort(v, n, sizeof *v, item_cmp);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        if (w == 0 || v[w - 1].e != v[i].e)
+            v[w++] = v[i];
     *n_out = w;
     return v;
 }
