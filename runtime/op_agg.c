@@ -607,8 +607,14 @@ static int advance(AggOp *a, int64_t wm)
     /* Nothing to close or forget yet: no scan (this runs at every watermark step). */
     if (a->min_end != INT64_MIN && a->min_end > wm && (wm == TS_PLUS_INF || a->min_end > wm - n->lateness_us))
         return 0;
+    if (a->n_wins > 0 && a->win_ends[0] > wm)
+        return 0; /* the earliest window held neither closes nor expires */
+    /* Only the windows ending at or before wm: keys [1][end] below [1][wm + 1]. */
     StorIter *it;
-    if (stor_iter_open(a->op.table, NULL, 0, &it, rc->err))
+    unsigned char upper[9] = {1};
+    put_be64(upper + 1, (uint64_t)(wm == TS_PLUS_INF ? wm : wm + 1) ^ UINT64_C(0x8000000000000000));
+    if (wm == TS_PLUS_INF ? stor_iter_open(a->op.table, NULL, 0, &it, rc->err)
+                          : stor_iter_open_below(a->op.table, NULL, 0, upper, 9, &it, rc->err))
         return -1;
     Value st[MAX_VALS], out[MAX_VALS];
     Buf key = BUF_INIT, val = BUF_INIT;
@@ -659,8 +665,9 @@ static int advance(AggOp *a, int64_t wm)
     stor_iter_close(it);
     buf_free(&key);
     buf_free(&val);
+    /* Windows past wm were not read: they end after it. */
     if (!rcode)
-        a->min_end = min_left;
+        a->min_end = wm != TS_PLUS_INF && min_left > wm ? wm + 1 : min_left;
     if (!rcode)
         rcode = wins_expire(a, wm == TS_PLUS_INF ? INT64_MAX : wm - n->lateness_us);
     return rcode;

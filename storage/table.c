@@ -861,8 +861,10 @@ static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, con
         total += end[l] - lo[l];
     }
     SortItem *v = xmalloc(2 * total * sizeof *v);
-    size_t n = 0;
+    size_t n = 0, seg[IX_LEVELS + 2];
+    int n_seg = 0;
     for (int pass = 0; pass <= IX_LEVELS; pass++) {
+        seg[n_seg++] = n; /* each pass is one sorted segment (fresh once sorted) */
         bool fresh = pass == IX_LEVELS;
         const DKey *keys = fresh ? t->fresh : t->run[pass] + lo[pass];
         size_t cnt = fresh ? t->fresh_n : end[pass] - lo[pass];
@@ -880,10 +882,29 @@ static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, con
                 add_item(v, &n, e);
         }
     }
-    /* From several runs: sort what was found (what the scan returns), then
-     * drop a key found in two runs. */
-    if (n > 1)
-        qsort(v, n, sizeof *v, item_cmp);
+    seg[n_seg] = n;
+    /* The fresh segment is unsorted; then merge the sorted segments pairwise
+     * (a merge sort's upper levels), between v and its second half. */
+    if (n - seg[IX_LEVELS] > 1)
+        qsort(v + seg[IX_LEVELS], n - seg[IX_LEVELS], sizeof *v, item_cmp);
+    SortItem *src = v, *dst = v + total;
+    while (n_seg > 1) {
+        int out = 0;
+        for (int i = 0; i < n_seg; i += 2) {
+            size_t a = seg[i], am = seg[i + 1], b = am, bm = i + 1 < n_seg ? seg[i + 2] : am, o = a;
+            while (a < am || b < bm)
+                dst[o++] = (b == bm || (a < am && item_cmp(&src[a], &src[b]) <= 0)) ? src[a++] : src[b++];
+            seg[out++] = seg[i];
+        }
+        seg[out] = n;
+        n_seg = out;
+        SortItem *tmp = src;
+        src = dst;
+        dst = tmp;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
+    /* A key found in two runs: once. */
     size_t w = 0;
     for (size_t i = 0; i < n; i++)
         if (w == 0 || v[w - 1].e != v[i].e)
