@@ -703,6 +703,44 @@ int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
     return werr(b->err, SQLSTATE_INTERNAL, t->pos, "unknown FROM item");
 }
 
+/* The AND-ed parts of e (NULL: none), at most cap. */
+static void split_and(const AstExpr *e, const AstExpr **out, int *n, int cap)
+{
+    if (!e)
+        return;
+    if (e->kind == AST_BINARY && e->op == OP_AND && ast_list_len(e->args) == 2) {
+        split_and(AST_AT(e->args, 0), out, n, cap);
+        split_and(AST_AT(e->args, 1), out, n, cap);
+    } else if (*n < cap) {
+        out[(*n)++] = e;
+    }
+}
+
+/* Does e bind against scope s (every column it names is there)? Errors are
+ * not reported: the caller binds e for real later. */
+static bool binds(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    WError tmp = {0}, *saved = b->err;
+    b->err = &tmp;
+    PlanExpr *x = bind_expr(b, s, e);
+    b->err = saved;
+    return x != NULL && !tmp.set;
+}
+
+static AstExpr *and_of(Arena *a, AstExpr *l, const AstExpr *r)
+{
+    AstExpr *e = arena_zalloc(a, sizeof *e);
+    e->kind = AST_BINARY;
+    e->op = OP_AND;
+    e->pos = l->pos;
+    e->args = arena_zalloc(a, sizeof *e->args);
+    e->args->items = arena_alloc(a, 2 * sizeof(void *));
+    e->args->items[0] = l;
+    e->args->items[1] = (void *)r;
+    e->args->n = e->args->cap = 2;
+    return e;
+}
+
 static int plan_from(PlanCtx *p, const AstSelect *sel, Rel *out)
 {
     BindCtx *b = &p->b;
@@ -720,13 +758,37 @@ static int plan_from(PlanCtx *p, const AstSelect *sel, Rel *out)
         out->node = v;
         return 0;
     }
-    /* A comma list is a chain of cross joins, left to right. */
+    /* A comma list is a chain of cross joins, left to right. The WHERE
+     * conjuncts that first become bindable when a relation is added are that
+     * join's ON as well, so `FROM a, b WHERE a.k = b.k` is an equi-join (or
+     * an interval join) instead of a cross product filtered afterwards. WHERE
+     * is still applied in full after the joins: for inner joins ON and WHERE
+     * mean the same, so the copy changes nothing but the plan. */
+    const AstExpr *conj[256];
+    bool used[256] = {false};
+    int nc = 0;
+    split_and(sel->where, conj, &nc, 256);
     if (plan_tref(p, AST_AT(sel->from, 0), out))
         return -1;
     for (int i = 1; i < n; i++) {
         Rel r;
         const AstTableRef *t = AST_AT(sel->from, i);
-        if (plan_tref(p, t, &r) || make_join(p, JOIN_CROSS, NULL, NULL, out, &r, t->pos, out))
+        if (plan_tref(p, t, &r))
+            return -1;
+        AstExpr *on = NULL;
+        if (nc) {
+            Scope both;
+            alloc_scope(b->a, &both, out->scope.n + r.scope.n);
+            memcpy(both.cols, out->scope.cols, sizeof(ScopeCol) * (size_t)out->scope.n);
+            memcpy(both.cols + out->scope.n, r.scope.cols, sizeof(ScopeCol) * (size_t)r.scope.n);
+            for (int k = 0; k < nc; k++) {
+                if (used[k] || !binds(b, &both, conj[k]) || binds(b, &out->scope, conj[k]) || binds(b, &r.scope, conj[k]))
+                    continue;
+                used[k] = true;
+                on = on ? and_of(b->a, on, conj[k]) : (AstExpr *)conj[k];
+            }
+        }
+        if (make_join(p, JOIN_CROSS, on, NULL, out, &r, t->pos, out))
             return -1;
     }
     return 0;
