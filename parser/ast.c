@@ -816,6 +816,16 @@ AstStmt *ast_savepoint(ParseCtx *c, Token first, Token dir)
     return s;
 }
 
+/* ALTER MATERIALIZED VIEW name RESUME: the only action so far. */
+AstStmt *ast_alter_view(ParseCtx *c, Token first, const char *name, Token action)
+{
+    AstStmt *s = new_stmt(c, STMT_RESUME, first.pos, first.off);
+    s->u.resume_view = name;
+    if (action.n != 6 || strncasecmp(action.z, "resume", 6) != 0)
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, action.pos, "syntax error at or near \"%.*s\"", (int)action.n, action.z);
+    return s;
+}
+
 AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q)
 {
     AstStmt *s = new_stmt(c, STMT_SELECT, q->pos, ((SelectBox *)q)->off);

@@ -52,6 +52,7 @@ void cat_obj_free(CatObj *o)
     free(o->name);
     free(o->sql);
     free(o->table_ids);
+    free(o->skips);
     arena_free(o->arena);
     free(o);
 }
@@ -237,8 +238,15 @@ static int64_t wall_us(void)
 
 int engine_start_view(Engine *e, CatObj *v, WError *err)
 {
-    if (rt_dataflow_open(&e->rt, v->plan, &v->df, err))
+    if (rt_dataflow_open(&e->rt, v->plan, &v->df, err)) {
+        snprintf(v->stop_error, sizeof v->stop_error, "%s", err->msg);
         return -1;
+    }
+    rt_dataflow_set_name(v->df, v->name);
+    for (int i = 0; i < v->n_skips; i++)
+        rt_dataflow_skip_record(v->df, v->skips[i].source, v->skips[i].partition, v->skips[i].offset);
+    v->stop_error[0] = 0;
+    v->failed = false;
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *s = e->objs[i];
         if (s->kind != CAT_SINK || s->from != v || s->sink)
@@ -247,6 +255,22 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
         if (rt_dataflow_attach_sink(v->df, &s->spec, s->view_cols, s->table_ids[0], &s->sink, &serr))
             fprintf(stderr, "weir: sink %s cannot start: %s\n", s->name, serr.msg);
     }
+    return 0;
+}
+
+int engine_resume_view(Engine *e, CatObj *v, WError *err)
+{
+    if (v->df)
+        return 0;
+    if (v->failed) {
+        v->skips = xrealloc(v->skips, sizeof(RtFailedRecord) * (size_t)(v->n_skips + 1));
+        v->skips[v->n_skips++] = v->fail;
+        fprintf(stderr, "weir: view %s resumed: skipping source %s partition %d offset %lld\n", v->name,
+                v->fail.source, (int)v->fail.partition, (long long)v->fail.offset);
+    }
+    if (engine_start_view(e, v, err))
+        return -1;
+    fprintf(stderr, "weir: view %s is running again\n", v->name);
     return 0;
 }
 
@@ -410,7 +434,15 @@ static void *engine_main(void *arg)
             bool did = false;
             WError err = {0};
             if (rt_dataflow_step(o->df, 0, &did, &err)) {
-                fprintf(stderr, "weir: view %s stopped: %s\n", o->name, err.msg);
+                /* A bad record under on_error = 'fail' keeps the view
+                 * stopped until RESUME; anything else is retried. */
+                o->failed = rt_dataflow_failed_record(o->df, &o->fail);
+                snprintf(o->stop_error, sizeof o->stop_error, "%s", err.msg);
+                if (o->failed)
+                    fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)\n",
+                            o->name, err.msg, o->name);
+                else
+                    fprintf(stderr, "weir: view %s stopped: %s\n", o->name, err.msg);
                 engine_stop_view(e, o);
                 continue;
             }
@@ -435,7 +467,7 @@ static void *engine_main(void *arg)
             last_retry = now;
             for (int i = 0; i < e->n_objs; i++) {
                 CatObj *o = e->objs[i];
-                if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->plan && !o->df) {
+                if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->plan && !o->df && !o->failed) {
                     WError err = {0};
                     if (engine_start_view(e, o, &err) == 0)
                         fprintf(stderr, "weir: view %s is running again\n", o->name);

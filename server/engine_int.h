@@ -36,6 +36,15 @@ typedef struct CatObj {
     /* CAT_VIEW: RtStats.rows_out when the last checkpoint committed; equal to
      * the current count means nothing changed since (an SSE resume needs no snapshot). */
     uint64_t changes_at_commit;
+    /* CAT_VIEW, CAT_TABLE: why the dataflow is not running ("" when it
+     * runs, or has not failed yet). failed: it stopped at a bad record of a
+     * source with on_error = 'fail' and waits for ALTER MATERIALIZED VIEW
+     * ... RESUME (not retried); otherwise a stopped view is retried every 2 s. */
+    char stop_error[512];
+    bool failed;
+    RtFailedRecord fail;
+    int n_skips;              /* records RESUME said to skip, handed to every reopened dataflow */
+    RtFailedRecord *skips;
 } CatObj;
 
 /* One taken checkpoint, for the weir_checkpoints system view. */
@@ -118,6 +127,10 @@ PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_
 int engine_start_view(Engine *e, CatObj *view, WError *err);
 /* Detaches a view's sinks and stops its dataflow. */
 void engine_stop_view(Engine *e, CatObj *view);
+/* ALTER MATERIALIZED VIEW v RESUME: a view stopped by a bad record skips
+ * that record and runs again; a view stopped otherwise is retried now; a
+ * running view is left alone. Lock held. */
+int engine_resume_view(Engine *e, CatObj *view, WError *err);
 
 /* analyze.c: ANALYZE LATENESS (engine lock held; released while the log is read).
  * describe_only: check the statement and describe its first result set only. */

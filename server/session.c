@@ -252,7 +252,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         goto fail;
     }
     static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions", "scan.bounded.mode",
-                                  "idle_timeout", "max_future", "far_future"};
+                                  "idle_timeout", "max_future", "far_future", "on_error", "error.topic"};
     for (int i = 0; i < n_opts; i++) {
         bool ok = strncasecmp(opts[i].key, "properties.", 11) == 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0] && !ok; k++)
@@ -261,7 +261,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
             werr(err, SQLSTATE_INVALID_PARAMETER, ((AstOption *)AST_AT(cs->options, i))->pos,
                  "unknown option \"%s\" for a Kafka source", opts[i].key);
             werr_hint(err, "Options: connector, topic, scan.startup.mode, scan.bounded.mode, topic.partitions, idle_timeout, "
-                           "max_future, far_future, properties.<librdkafka setting>.");
+                           "max_future, far_future, on_error, error.topic, properties.<librdkafka setting>.");
             goto fail;
         }
     }
@@ -288,6 +288,16 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     const char *ff = cat_option(r, "far_future");
     if (ff && strcasecmp(ff, "reject") != 0 && strcasecmp(ff, "clamp") != 0) {
         werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "far_future must be 'reject' or 'clamp'");
+        goto fail;
+    }
+    const char *oe = cat_option(r, "on_error"), *et = cat_option(r, "error.topic");
+    if (oe && strcasecmp(oe, "skip") != 0 && strcasecmp(oe, "fail") != 0 && strcasecmp(oe, "dead_letter") != 0) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "on_error must be 'skip', 'fail' or 'dead_letter', not '%s'", oe);
+        goto fail;
+    }
+    if (et && (!*et || (oe && strcasecmp(oe, "dead_letter") != 0))) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, *et ? "error.topic needs on_error = 'dead_letter' (or no on_error)"
+                                                            : "error.topic must name a topic");
         goto fail;
     }
     static const char *ivs[] = {"idle_timeout", "max_future"};
@@ -429,7 +439,10 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
             goto fail;
         /* At start a broker may still be coming up: keep the view, the engine retries. */
         fprintf(stderr, "weir: view %s cannot start yet: %s\n", o->name, err->msg);
+        snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
         werr_clear(err);
+    } else {
+        rt_dataflow_set_name(o->df, o->name);
     }
     if (engine_add_object(e, o, !replay, err)) {
         cat_obj_free(late);
@@ -1188,6 +1201,20 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     case STMT_VERIFY:
         rc = srv_verify_view(e, st, describe_only, out, err);
         break;
+    case STMT_RESUME: {
+        CatObj *v = engine_find(e, st->u.resume_view);
+        if (!v) {
+            rc = werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "materialized view \"%s\" does not exist", st->u.resume_view);
+            break;
+        }
+        if (v->kind != CAT_VIEW || v->late_of) {
+            rc = werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a materialized view", v->name);
+            break;
+        }
+        if (!(rc = engine_resume_view(e, v, err)))
+            srv_result_complete(out, "ALTER MATERIALIZED VIEW");
+        break;
+    }
     case STMT_EMPTY:
         break;
     }

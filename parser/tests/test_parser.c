@@ -411,6 +411,9 @@ static void test_misc_statements(void)
     ok(s && s->kind == STMT_CHECKPOINT, "alter system checkpoint");
     s = one("CHECKPOINT");
     ok(s && s->kind == STMT_CHECKPOINT, "checkpoint");
+    s = one("alter materialized view My_View resume");
+    ok(s && s->kind == STMT_RESUME && !strcmp(s->u.resume_view, "my_view"), "alter materialized view resume");
+    is_str(parse_err("ALTER MATERIALIZED VIEW v RESTART"), "42601", "alter materialized view: unknown action");
 }
 
 static void test_subscribe(void)
