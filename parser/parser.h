@@ -379,8 +379,9 @@ typedef struct AstStmt {
  * statements between ';' are dropped; a string with only comments yields
  * zero statements). On error returns -1 with err set: SQLSTATE 42601 and the
  * position of the offending token ("syntax error at or near \"x\"", or
- * "syntax error at end of input"), 54000 when the input is too long or
- * nested too deeply. Nothing is printed.
+ * "syntax error at end of input"), 54000 when the input is too long, 54001
+ * when it is nested too deeply (PARSE_MAX_DEPTH) or overflows the parser's
+ * stack: never a C stack overflow. Nothing is printed.
  */
 #define PARSE_MAX_SQL (16 * 1024 * 1024)
 #define PARSE_MAX_DEPTH 1000
