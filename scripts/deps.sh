@@ -11,6 +11,7 @@ PACKAGES=(
     build-essential pkg-config meson ninja-build lemon
     librdkafka-dev liblmdb-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libssl-dev
     postgresql postgresql-client kcat python3-confluent-kafka sqlite3 python3-psycopg2
+    clang libclang-rt-14-dev
 )
 TEST_PACKAGES=(chromium python3-websocket nodejs npm)
 if [ "${1:-}" = "--test" ]; then

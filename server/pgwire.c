@@ -109,6 +109,10 @@ struct SrvConn {
     Stmt *stmts;
     Portal *portals;
     int n_objects;             /* statements + portals, bounded by MAX_OBJECTS */
+    /* srv_serve_bytes: input comes from here instead of the socket (fd -1),
+     * and output is discarded. */
+    const unsigned char *feed;
+    size_t feed_len, feed_pos;
 };
 
 static void cancel_backend(SrvConn *c, int32_t pid, int32_t key);
@@ -158,6 +162,10 @@ struct SrvResult {
 static int conn_flush(SrvConn *c)
 {
     size_t off = 0;
+    if (c->feed) {
+        buf_reset(&c->out);
+        return c->dead ? -1 : 0;
+    }
     while (!c->dead && off < c->out.len) {
         ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
         if (n > 0)
@@ -296,6 +304,19 @@ static int read_exact(SrvConn *c, void *dst, size_t n)
 {
     char *d = dst;
     while (n > 0) {
+        if (c->rpos == c->rlen && c->feed) {
+            size_t k = c->feed_len - c->feed_pos;
+            if (k == 0) {
+                c->eof = true;
+                return -1;
+            }
+            if (k > sizeof c->rbuf)
+                k = sizeof c->rbuf;
+            memcpy(c->rbuf, c->feed + c->feed_pos, k);
+            c->feed_pos += k;
+            c->rpos = 0;
+            c->rlen = k;
+        }
         if (c->rpos == c->rlen) {
             ssize_t got = recv(c->fd, c->rbuf, sizeof c->rbuf, 0);
             if (got < 0 && errno == EINTR)
@@ -1563,6 +1584,50 @@ static int listen_on(SrvServer *s, const char *host, int port, WError *err)
                 strerror(saved));
 }
 
+/* out = cfg with the defaults filled in and the strings copied. */
+static void config_defaults(SrvConfig *out, const SrvConfig *cfg)
+{
+    *out = *cfg;
+    out->host = xstrdup(cfg->host ? cfg->host : "127.0.0.1");
+    out->server_version = xstrdup(cfg->server_version ? cfg->server_version : "15.0");
+    if (out->max_connections <= 0)
+        out->max_connections = 100;
+    if (out->max_message == 0)
+        out->max_message = 64u << 20;
+    if (out->max_message > 0x7ffffff0u)
+        out->max_message = 0x7ffffff0u;   /* lengths are int32 on the wire */
+    if (out->send_timeout_ms == 0)
+        out->send_timeout_ms = 60000;
+    if (out->startup_timeout_ms <= 0)
+        out->startup_timeout_ms = 10000;
+}
+
+void srv_serve_bytes(const SrvConfig *cfg, const SrvEngine *engine, const void *data, size_t n)
+{
+    SrvServer s;
+    memset(&s, 0, sizeof s);
+    config_defaults(&s.cfg, cfg);
+    s.eng = *engine;
+    s.lfd = s.wake[0] = s.wake[1] = -1;
+    s.next_pid = 1000;
+    atomic_init(&s.stopping, false);
+    pthread_mutex_init(&s.mu, NULL);
+    SrvConn *c = xcalloc(1, sizeof *c);
+    c->srv = &s;
+    c->fd = -1;
+    c->key = 42;
+    atomic_init(&c->cancel, false);
+    c->feed = data;
+    c->feed_len = n;
+    s.conns = c;
+    s.n_threads = 1;
+    conn_serve(c);
+    conn_free(c);
+    pthread_mutex_destroy(&s.mu);
+    free((char *)s.cfg.host);
+    free((char *)s.cfg.server_version);
+}
+
 int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **out,
                      WError *err)
 {
@@ -1570,19 +1635,7 @@ int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **
     if (!engine || !engine->query || !engine->execute)
         return werr(err, SQLSTATE_INTERNAL, 0, "engine must provide query and execute");
     SrvServer *s = xcalloc(1, sizeof *s);
-    s->cfg = *cfg;
-    s->cfg.host = xstrdup(cfg->host ? cfg->host : "127.0.0.1");
-    s->cfg.server_version = xstrdup(cfg->server_version ? cfg->server_version : "15.0");
-    if (s->cfg.max_connections <= 0)
-        s->cfg.max_connections = 100;
-    if (s->cfg.max_message == 0)
-        s->cfg.max_message = 64u << 20;
-    if (s->cfg.max_message > 0x7ffffff0u)
-        s->cfg.max_message = 0x7ffffff0u;   /* lengths are int32 on the wire */
-    if (s->cfg.send_timeout_ms == 0)
-        s->cfg.send_timeout_ms = 60000;
-    if (s->cfg.startup_timeout_ms <= 0)
-        s->cfg.startup_timeout_ms = 10000;
+    config_defaults(&s->cfg, cfg);
     s->eng = *engine;
     s->lfd = s->wake[0] = s->wake[1] = -1;
     s->next_pid = 1000 + (random_key() & 0xffff);
