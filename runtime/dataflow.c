@@ -323,6 +323,19 @@ void rt_dataflow_stats(RtDataflow *df, RtStats *out) { *out = df->rc.stats; }
 
 void rt_dataflow_set_name(RtDataflow *df, const char *name) { df->rc.name = name; }
 
+uint64_t rt_dataflow_dirty_bytes(RtDataflow *df)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < n_all(df); i++) {
+        RtOp *op = op_at(df, i);
+        if (op->table)
+            sum += stor_table_dirty_bytes(op->table);
+        if (op->table2)
+            sum += stor_table_dirty_bytes(op->table2);
+    }
+    return sum;
+}
+
 bool rt_dataflow_failed_record(RtDataflow *df, RtFailedRecord *out) { return rt_dataflow_failed_record_rc(&df->rc, out); }
 
 void rt_dataflow_skip_record(RtDataflow *df, const char *source, int32_t partition, int64_t offset)

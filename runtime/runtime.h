@@ -113,6 +113,9 @@ bool rt_dataflow_failed_record(RtDataflow *df, RtFailedRecord *out);
  * weir_source_errors, not applied) when this dataflow reads it: ALTER
  * MATERIALIZED VIEW ... RESUME. Call after open, before the first step. */
 void rt_dataflow_skip_record(RtDataflow *df, const char *source, int32_t partition, int64_t offset);
+/* Bytes of state the dataflow's operators and sinks hold that are not
+ * checkpointed yet (stor_table_dirty_bytes over their tables). */
+uint64_t rt_dataflow_dirty_bytes(RtDataflow *df);
 /* The view's name, for dead-letter record headers (borrowed: must outlive df). */
 void rt_dataflow_set_name(RtDataflow *df, const char *name);
 

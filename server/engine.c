@@ -356,6 +356,7 @@ static int checkpoint_start(Engine *e, WError *err)
  * the next try includes it. Shown in /api/status and the log. */
 static void checkpoint_failed(Engine *e, const char *msg)
 {
+    e->ck_failing = true;
     snprintf(e->last_checkpoint_error, sizeof e->last_checkpoint_error, "%.500s", msg);
     fprintf(stderr, "weir: checkpoint failed: %s\n", msg);
 }
@@ -381,6 +382,7 @@ static int checkpoint_finish(Engine *e, WError *err)
         return -1;
     }
     uint64_t epoch = e->ck_epoch;
+    e->ck_failing = false;
     crashpoint("checkpoint_committed");
     for (int i = 0; i < e->n_objs; i++)
         if (e->objs[i]->df) {
@@ -419,6 +421,34 @@ int engine_checkpoint(Engine *e, WError *err)
 
 /* ---- the engine thread ------------------------------------------------------- */
 
+static uint64_t state_dirty_bytes(Engine *e)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < e->n_objs; i++)
+        if (e->objs[i]->df)
+            sum += rt_dataflow_dirty_bytes(e->objs[i]->df);
+    return sum;
+}
+
+/* --state-memory-limit: pause or resume stepping the views (lock held). */
+static void update_pause(Engine *e)
+{
+    if (!e->state_limit)
+        return;
+    e->state_dirty = state_dirty_bytes(e);
+    bool over = e->state_dirty > e->state_limit;
+    if (over == e->paused)
+        return;
+    e->paused = over;
+    if (over)
+        fprintf(stderr, "weir: views paused: %llu bytes of operator state are not checkpointed, over "
+                "--state-memory-limit %llu; reading resumes after a checkpoint succeeds%s%s\n",
+                (unsigned long long)e->state_dirty, (unsigned long long)e->state_limit,
+                e->ck_failing ? " (last checkpoint failed: " : "", e->ck_failing ? "see above)" : "");
+    else
+        fprintf(stderr, "weir: views resumed\n");
+}
+
 static void *engine_main(void *arg)
 {
     Engine *e = arg;
@@ -427,7 +457,7 @@ static void *engine_main(void *arg)
     pthread_mutex_lock(&e->lock);
     while (!e->stop) {
         bool any = false;
-        for (int i = 0; i < e->n_objs; i++) {
+        for (int i = 0; i < e->n_objs && !e->paused; i++) {
             CatObj *o = e->objs[i];
             if (!o->df)
                 continue;
@@ -454,14 +484,21 @@ static void *engine_main(void *arg)
         /* Checkpoints are asynchronous: the snapshot is taken here, the
          * LMDB write runs on its own thread while the views keep stepping,
          * and the next loop after it is done finishes it. */
+        /* Over --state-memory-limit a checkpoint starts at once (unless
+         * the last one failed: then at the interval, as usual). */
+        bool over = e->state_limit && state_dirty_bytes(e) > e->state_limit;
+        bool early = over && !e->ck_failing;
         if (e->ck_busy && atomic_load(&e->ck_written)) {
             checkpoint_finish(e, NULL);
-        } else if (!e->ck_busy && e->dirty && now - e->last_checkpoint_ms >= e->checkpoint_interval_ms) {
+        } else if (!e->ck_busy && e->dirty && (early || now - e->last_checkpoint_ms >= e->checkpoint_interval_ms)) {
             WError cerr = {0};
+            if (early && now - e->last_checkpoint_ms < e->checkpoint_interval_ms)
+                e->early_checkpoints++;
             e->last_checkpoint_ms = now;
             if (checkpoint_start(e, &cerr))
                 checkpoint_failed(e, cerr.msg);
         }
+        update_pause(e);
         /* Views whose dataflow could not start (broker down at start) are retried. */
         if (now - last_retry > 2000) {
             last_retry = now;
@@ -581,8 +618,10 @@ int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
     e->data_dir = xstrdup(cfg->data_dir);
     e->kafka_bootstrap = xstrdup(cfg->kafka_bootstrap);
     e->checkpoint_interval_ms = cfg->checkpoint_interval_ms > 0 ? cfg->checkpoint_interval_ms : 1000;
+    e->state_limit = cfg->state_memory_limit;
     StorOptions so = {0};
-    so.initial_map_size = 0;
+    /* A cap below the default initial map is the initial map too. */
+    so.initial_map_size = cfg->max_map_size && cfg->max_map_size < ((size_t)256 << 20) ? cfg->max_map_size : 0;
     so.max_map_size = cfg->max_map_size;
     if (stor_open(cfg->data_dir, cfg->max_map_size ? &so : NULL, &e->stor, err)) {
         engine_close(e);

@@ -95,6 +95,15 @@ struct Engine {
     struct Subscription *subs;     /* changefeeds (subscribe.c), a list */
     int n_subs;
     atomic_int n_sessions;         /* open pgwire sessions */
+    /* --state-memory-limit: dirty operator state (bytes) is memory only a
+     * checkpoint releases. Over the limit the engine checkpoints at once,
+     * and while it stays over (a checkpoint in flight, or failing: disk
+     * full) views are not stepped: their input waits in Kafka. */
+    uint64_t state_limit;          /* 0 = none */
+    uint64_t state_dirty;          /* last measured, bytes */
+    bool paused;                   /* views not stepped: over the limit */
+    bool ck_failing;               /* the last checkpoint attempt failed */
+    uint64_t early_checkpoints;    /* started because of the limit */
 };
 
 /* A client session: settings, and nothing shared. */

@@ -95,9 +95,10 @@ static const CatRelation *views(Engine *e, Arena *a)
         row[8] = !o->df && o->stop_error[0] ? text(a, o->stop_error)
                : st.last_error[0]            ? text(a, st.last_error)
                                              : value_null(TYPE_TEXT);
-        /* running; failed: stopped at a bad record (on_error = 'fail'), waits
+        /* running; paused: over --state-memory-limit until a checkpoint
+         * succeeds; failed: stopped at a bad record (on_error = 'fail'), waits
          * for RESUME; stopped: its dataflow failed or cannot start, retried every 2 s. */
-        row[9] = text(a, o->df ? "running" : o->failed ? "failed" : "stopped");
+        row[9] = text(a, o->df ? (e->paused ? "paused" : "running") : o->failed ? "failed" : "stopped");
     }
     return b.r;
 }
