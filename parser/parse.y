@@ -141,8 +141,10 @@ analyze_clauses(A) ::= analyze_clauses(L) nm(K) FLOAT(V). { A = ast_analyze_numb
 cmd(A) ::= VERIFY(T) MATERIALIZED VIEW dotted(N) with_opt(W). { A = ast_verify(ctx, T, N, W); }
 cmd(A) ::= ALTER(T) SYSTEM CHECKPOINT.         { A = ast_stmt(ctx, STMT_CHECKPOINT, T); }
 cmd(A) ::= ALTER(T) SYSTEM SAVEPOINT TO STRING(D). { A = ast_savepoint(ctx, T, D); }
-/* ALTER MATERIALIZED VIEW v RESUME (the action word is checked by the builder). */
+/* ALTER MATERIALIZED VIEW v RESUME, ALTER TABLE t RESUME (the action word is
+ * checked by the builder). */
 cmd(A) ::= ALTER(T) MATERIALIZED VIEW dotted(N) nm(W). { A = ast_alter_view(ctx, T, N, W); }
+cmd(A) ::= ALTER(T) TABLE dotted(N) nm(W).     { A = ast_alter_view(ctx, T, N, W); }
 
 /* transactions */
 cmd(A) ::= BEGIN(T) txn_opt.                   { A = ast_txn(ctx, T, TXN_BEGIN); }

@@ -204,7 +204,7 @@ typedef enum AstStmtKind {
     STMT_SUBSCRIBE,          /* SUBSCRIBE view, COPY (SUBSCRIBE view) TO STDOUT */
     STMT_ANALYZE_LATENESS,   /* ANALYZE LATENESS ON source ... */
     STMT_VERIFY,             /* VERIFY MATERIALIZED VIEW v */
-    STMT_RESUME,             /* ALTER MATERIALIZED VIEW name RESUME */
+    STMT_RESUME,             /* ALTER MATERIALIZED VIEW name RESUME, ALTER TABLE name RESUME */
     STMT_EMPTY,              /* only comments or whitespace */
 } AstStmtKind;
 
@@ -369,7 +369,7 @@ typedef struct AstStmt {
         AstVerify *verify;
         AstTxnKind txn;
         const char *savepoint_dir;   /* STMT_CHECKPOINT: ALTER SYSTEM SAVEPOINT TO 'dir', else NULL */
-        const char *resume_view;     /* STMT_RESUME: the view's name */
+        const char *resume_view;     /* STMT_RESUME: the view's (or table's) name */
     } u;
 } AstStmt;
 

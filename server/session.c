@@ -1207,12 +1207,12 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
             rc = werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "materialized view \"%s\" does not exist", st->u.resume_view);
             break;
         }
-        if (v->kind != CAT_VIEW || v->late_of) {
-            rc = werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a materialized view", v->name);
+        if ((v->kind != CAT_VIEW && v->kind != CAT_TABLE) || v->late_of || !v->plan) {
+            rc = werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a materialized view or a table", v->name);
             break;
         }
         if (!(rc = engine_resume_view(e, v, err)))
-            srv_result_complete(out, "ALTER MATERIALIZED VIEW");
+            srv_result_complete(out, v->kind == CAT_TABLE ? "ALTER TABLE" : "ALTER MATERIALIZED VIEW");
         break;
     }
     case STMT_EMPTY:

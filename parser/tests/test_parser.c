@@ -414,6 +414,8 @@ static void test_misc_statements(void)
     s = one("alter materialized view My_View resume");
     ok(s && s->kind == STMT_RESUME && !strcmp(s->u.resume_view, "my_view"), "alter materialized view resume");
     is_str(parse_err("ALTER MATERIALIZED VIEW v RESTART"), "42601", "alter materialized view: unknown action");
+    s = one("ALTER TABLE t RESUME");
+    ok(s && s->kind == STMT_RESUME && !strcmp(s->u.resume_view, "t"), "alter table resume");
     /* Found by fuzz_pgwire: f(FROM x) for a function other than trim/substring. */
     is_str(parse_err("SELECT  o1of(FROM 2)"), "42601", "f(FROM x) is a syntax error");
 }
