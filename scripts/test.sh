@@ -7,8 +7,8 @@
 #   N passed, N failed[, N skipped]
 # summed over all builds. A third build, ./build-fuzz (clang), builds only the
 # libFuzzer targets and runs each for WEIR_FUZZ_SECONDS (default 60) under
-# ASan/UBSan, as two more tests (skip locally with WEIR_SKIP_FUZZ=1). Exits non-zero if any test failed, a build failed,
-# or no test ran at all.
+# ASan/UBSan, as two more tests (skip locally with WEIR_SKIP_FUZZ=1).
+# Exits non-zero if any test failed, a build failed, or no test ran at all.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
