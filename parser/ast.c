@@ -827,6 +827,16 @@ AstStmt *ast_alter_view(ParseCtx *c, Token first, const char *name, Token action
     return s;
 }
 
+AstStmt *ast_alter_source(ParseCtx *c, Token first, const char *name, AstList *options)
+{
+    AstStmt *s = new_stmt(c, STMT_ALTER_SOURCE, first.pos, first.off);
+    AstAlterSource *as = arena_zalloc(c->a, sizeof *as);
+    as->name = name;
+    as->options = options;
+    s->u.alter_source = as;
+    return s;
+}
+
 AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q)
 {
     AstStmt *s = new_stmt(c, STMT_SELECT, q->pos, ((SelectBox *)q)->off);

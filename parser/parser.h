@@ -205,6 +205,7 @@ typedef enum AstStmtKind {
     STMT_ANALYZE_LATENESS,   /* ANALYZE LATENESS ON source ... */
     STMT_VERIFY,             /* VERIFY MATERIALIZED VIEW v */
     STMT_RESUME,             /* ALTER MATERIALIZED VIEW name RESUME, ALTER TABLE name RESUME */
+    STMT_ALTER_SOURCE,       /* ALTER SOURCE name SET (...), ALTER TABLE name SET (...) */
     STMT_EMPTY,              /* only comments or whitespace */
 } AstStmtKind;
 
@@ -345,6 +346,10 @@ typedef struct AstVerify {       /* VERIFY MATERIALIZED VIEW v [WITH (...)] */
     const char *view;
     AstList *options;            /* AstOption*, or NULL */
 } AstVerify;
+typedef struct AstAlterSource {  /* ALTER SOURCE|TABLE name SET (key = value, ...) */
+    const char *name;
+    AstList *options;            /* AstOption* */
+} AstAlterSource;
 
 typedef enum AstTxnKind { TXN_BEGIN, TXN_COMMIT, TXN_ROLLBACK } AstTxnKind;
 
@@ -367,6 +372,7 @@ typedef struct AstStmt {
         AstSubscribe *subscribe;
         AstAnalyze *analyze;
         AstVerify *verify;
+        AstAlterSource *alter_source;
         AstTxnKind txn;
         const char *savepoint_dir;   /* STMT_CHECKPOINT: ALTER SYSTEM SAVEPOINT TO 'dir', else NULL */
         const char *resume_view;     /* STMT_RESUME: the view's (or table's) name */

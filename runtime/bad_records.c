@@ -107,21 +107,30 @@ static Dlq *dlq_for(RtCtx *rc, const CatRelation *src, WError *err)
     return d;
 }
 
-int rt_bad_records_prepare(RtCtx *rc, const CatRelation *src, WError *err)
+int rt_dead_letter_prepare(const CatRelation *src, const RtEnv *env, WError *err)
 {
-    if (rc->batch || rt_on_error(src) != RT_ON_ERROR_DEAD_LETTER)
+    if (rt_on_error(src) != RT_ON_ERROR_DEAD_LETTER)
         return 0;
     char topic[256];
     rt_dead_letter_topic(src, topic, sizeof topic);
     RtKafkaSource *ks;
     /* Opening a consumer on it creates it if missing (one partition). */
-    if (rt_kafka_source_open(rt_source_bootstrap(src, rc->env), topic, 1, NULL, 0, 10000, &ks, err)) {
+    if (rt_kafka_source_open(rt_source_bootstrap(src, env), topic, 1, NULL, 0, 10000, &ks, err)) {
         WError cause = *err;
         werr_clear(err);
         werr(err, cause.sqlstate, 0, "dead-letter topic \"%.200s\": %.300s", topic, cause.msg);
         return -1;
     }
     rt_kafka_source_close(ks);
+    return 0;
+}
+
+int rt_bad_records_prepare(RtCtx *rc, const CatRelation *src, WError *err)
+{
+    if (rc->batch || rt_on_error(src) != RT_ON_ERROR_DEAD_LETTER)
+        return 0;
+    if (rt_dead_letter_prepare(src, rc->env, err))
+        return -1;
     return dlq_for(rc, src, err) ? 0 : -1;
 }
 

@@ -116,6 +116,9 @@ void rt_dataflow_skip_record(RtDataflow *df, const char *source, int32_t partiti
 /* Bytes of state the dataflow's operators and sinks hold that are not
  * checkpointed yet (stor_table_dirty_bytes over their tables). */
 uint64_t rt_dataflow_dirty_bytes(RtDataflow *df);
+/* With on_error = 'dead_letter' (or error.topic), makes sure src's error
+ * topic exists (created with one partition). 0 otherwise. */
+int rt_dead_letter_prepare(const CatRelation *src, const RtEnv *env, WError *err);
 /* The view's name, for dead-letter record headers (borrowed: must outlive df). */
 void rt_dataflow_set_name(RtDataflow *df, const char *name);
 

@@ -53,6 +53,7 @@ void cat_obj_free(CatObj *o)
     free(o->sql);
     free(o->table_ids);
     free(o->skips);
+    free(o->alter_sql);
     arena_free(o->arena);
     free(o);
 }
@@ -327,6 +328,15 @@ static int checkpoint_start(Engine *e, WError *err)
         return -1;
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
+        if (o->altered) {
+            char key[64];
+            snprintf(key, sizeof key, "alter/%llu", (unsigned long long)o->id);
+            const char *v = o->alter_sql ? o->alter_sql : "";
+            if (stor_checkpoint_put_meta(ck, key, v, strlen(v), err)) {
+                stor_checkpoint_abort(ck);
+                return -1;
+            }
+        }
         if (o->df && rt_dataflow_checkpoint(o->df, ck, epoch, err)) {
             stor_checkpoint_abort(ck);
             return -1;
@@ -551,6 +561,32 @@ static int load_entry(void *arg, const StorCatalogEntry *ce)
     return 0;
 }
 
+/* Applies the ALTER SOURCE stored for o, if any (its views come later). */
+static void replay_alter(Engine *e, CatObj *o)
+{
+    char key[64];
+    snprintf(key, sizeof key, "alter/%llu", (unsigned long long)o->id);
+    Buf b = BUF_INIT;
+    WError err = {0};
+    int found = stor_meta_get(e->stor, key, &b, &err);
+    if (found == 1 && b.len > 0) {
+        buf_reserve(&b, 1);
+        b.data[b.len] = 0;
+        Arena *a = arena_new(0);
+        AstStmt **stmts;
+        int n = 0;
+        if (parse_sql(b.data, a, &stmts, &n, &err) || n != 1 || stmts[0]->kind != STMT_ALTER_SOURCE ||
+            session_alter_source(e, stmts[0], true, &err))
+            fprintf(stderr, "weir: cannot restore %s for %s: %s\n", b.data, o->name, err.msg);
+        else
+            o->altered = true;
+        arena_free(a);
+    } else if (found < 0) {
+        fprintf(stderr, "weir: cannot read the ALTER SOURCE of %s: %s\n", o->name, err.msg);
+    }
+    buf_free(&b);
+}
+
 static int replay_catalog(Engine *e, WError *err)
 {
     LoadList l = {0};
@@ -601,6 +637,8 @@ static int replay_catalog(Engine *e, WError *err)
         if (r) {
             fprintf(stderr, "weir: cannot restore %s: %s\n", o->name, cerr.msg);
             cat_obj_free(o);
+        } else if (o->kind == CAT_SOURCE || o->kind == CAT_TABLE) {
+            replay_alter(e, o);
         }
         arena_free(a);
     }

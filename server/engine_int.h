@@ -45,6 +45,11 @@ typedef struct CatObj {
     RtFailedRecord fail;
     int n_skips;              /* records RESUME said to skip, handed to every reopened dataflow */
     RtFailedRecord *skips;
+    /* CAT_SOURCE, CAT_TABLE changed by ALTER SOURCE: the statement that gives
+     * its on_error/error.topic now (NULL: none set), stored in checkpoint
+     * metadata "alter/<id>" and applied after the CREATE at start. */
+    char *alter_sql;
+    bool altered;
 } CatObj;
 
 /* One taken checkpoint, for the weir_checkpoints system view. */
@@ -215,6 +220,11 @@ int64_t now_ms(void);
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
 int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
 int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
+/* ALTER SOURCE|TABLE name SET (on_error = ..., error.topic = ...). replay:
+ * applying the stored statement at start (no checkpoint, no view restarts).
+ * Otherwise views stopped at a bad record of the source restart under the
+ * new policy, and a checkpoint stores the change. Lock held. */
+int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err);
 /* table.c: CREATE TABLE (o prepared by session_create_source: name, sql,
  * options; on failure the caller frees o) and the DML statements on
  * writable tables. Lock held. */

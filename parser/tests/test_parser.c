@@ -414,6 +414,9 @@ static void test_misc_statements(void)
     s = one("alter materialized view My_View resume");
     ok(s && s->kind == STMT_RESUME && !strcmp(s->u.resume_view, "my_view"), "alter materialized view resume");
     is_str(parse_err("ALTER MATERIALIZED VIEW v RESTART"), "42601", "alter materialized view: unknown action");
+    s = one("ALTER SOURCE s SET (on_error = 'skip', error.topic = 'x')");
+    ok(s && s->kind == STMT_ALTER_SOURCE && !strcmp(s->u.alter_source->name, "s") &&
+           ast_list_len(s->u.alter_source->options) == 2, "alter source set");
     s = one("ALTER TABLE t RESUME");
     ok(s && s->kind == STMT_RESUME && !strcmp(s->u.resume_view, "t"), "alter table resume");
     /* Found by fuzz_pgwire: f(FROM x) for a function other than trim/substring. */
