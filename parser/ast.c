@@ -12,7 +12,8 @@
  * expression trees carry a depth in a private box around AstExpr, join and
  * set-operation chains are counted when built, and Lemon's fixed-size stack
  * bounds everything else (prefix operators, CASE nests). Each limit reports
- * SQLSTATE 54000.
+ * SQLSTATE 54001 (statement_too_complex, as Postgres's stack depth limit);
+ * an over-long input is 54000.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,12 +229,12 @@ void parse_syntax_error(ParseCtx *c, Token t)
 
 void parse_stack_overflow(ParseCtx *c)
 {
-    werr(c->err, SQLSTATE_PROGRAM_LIMIT, 0, "statement is too complex (parser stack overflow)");
+    werr(c->err, SQLSTATE_TOO_COMPLEX, 0, "statement is too complex (parser stack overflow)");
 }
 
 static void too_deep(ParseCtx *c, int pos)
 {
-    werr(c->err, SQLSTATE_PROGRAM_LIMIT, pos, "statement is nested too deeply (limit %d)", PARSE_MAX_DEPTH);
+    werr(c->err, SQLSTATE_TOO_COMPLEX, pos, "statement is nested too deeply (limit %d)", PARSE_MAX_DEPTH);
 }
 
 /* ---- expressions --------------------------------------------------------- */
@@ -523,7 +524,7 @@ AstExpr *ast_func_from(ParseCtx *c, Token name, Token kw, AstExpr *x, AstExpr *f
     if (name_is(name, "trim") && from && !count)
         return special_call(c, name.pos, "btrim", from, x, NULL);
     parse_syntax_error(c, kw);
-    return x;
+    return x ? x : from; /* f(FROM e) has no x; a builder never returns NULL */
 }
 
 AstExpr *ast_func_trim(ParseCtx *c, Token name, Token where, AstExpr *chars, AstExpr *x)
@@ -813,6 +814,26 @@ AstStmt *ast_savepoint(ParseCtx *c, Token first, Token dir)
 {
     AstStmt *s = new_stmt(c, STMT_CHECKPOINT, first.pos, first.off);
     s->u.savepoint_dir = ast_string(c, dir);
+    return s;
+}
+
+/* ALTER MATERIALIZED VIEW name RESUME: the only action so far. */
+AstStmt *ast_alter_view(ParseCtx *c, Token first, const char *name, Token action)
+{
+    AstStmt *s = new_stmt(c, STMT_RESUME, first.pos, first.off);
+    s->u.resume_view = name;
+    if (action.n != 6 || strncasecmp(action.z, "resume", 6) != 0)
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, action.pos, "syntax error at or near \"%.*s\"", (int)action.n, action.z);
+    return s;
+}
+
+AstStmt *ast_alter_source(ParseCtx *c, Token first, const char *name, AstList *options)
+{
+    AstStmt *s = new_stmt(c, STMT_ALTER_SOURCE, first.pos, first.off);
+    AstAlterSource *as = arena_zalloc(c->a, sizeof *as);
+    as->name = name;
+    as->options = options;
+    s->u.alter_source = as;
     return s;
 }
 

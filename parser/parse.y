@@ -141,6 +141,13 @@ analyze_clauses(A) ::= analyze_clauses(L) nm(K) FLOAT(V). { A = ast_analyze_numb
 cmd(A) ::= VERIFY(T) MATERIALIZED VIEW dotted(N) with_opt(W). { A = ast_verify(ctx, T, N, W); }
 cmd(A) ::= ALTER(T) SYSTEM CHECKPOINT.         { A = ast_stmt(ctx, STMT_CHECKPOINT, T); }
 cmd(A) ::= ALTER(T) SYSTEM SAVEPOINT TO STRING(D). { A = ast_savepoint(ctx, T, D); }
+/* ALTER MATERIALIZED VIEW v RESUME, ALTER TABLE t RESUME (the action word is
+ * checked by the builder). */
+cmd(A) ::= ALTER(T) MATERIALIZED VIEW dotted(N) nm(W). { A = ast_alter_view(ctx, T, N, W); }
+cmd(A) ::= ALTER(T) TABLE dotted(N) nm(W).     { A = ast_alter_view(ctx, T, N, W); }
+/* ALTER SOURCE s SET (key = value, ...): which keys may change is the server's business. */
+cmd(A) ::= ALTER(T) SOURCE dotted(N) SET LP optlist(L) RP. { A = ast_alter_source(ctx, T, N, L); }
+cmd(A) ::= ALTER(T) TABLE dotted(N) SET LP optlist(L) RP.  { A = ast_alter_source(ctx, T, N, L); }
 
 /* transactions */
 cmd(A) ::= BEGIN(T) txn_opt.                   { A = ast_txn(ctx, T, TXN_BEGIN); }

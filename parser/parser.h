@@ -204,6 +204,8 @@ typedef enum AstStmtKind {
     STMT_SUBSCRIBE,          /* SUBSCRIBE view, COPY (SUBSCRIBE view) TO STDOUT */
     STMT_ANALYZE_LATENESS,   /* ANALYZE LATENESS ON source ... */
     STMT_VERIFY,             /* VERIFY MATERIALIZED VIEW v */
+    STMT_RESUME,             /* ALTER MATERIALIZED VIEW name RESUME, ALTER TABLE name RESUME */
+    STMT_ALTER_SOURCE,       /* ALTER SOURCE name SET (...), ALTER TABLE name SET (...) */
     STMT_EMPTY,              /* only comments or whitespace */
 } AstStmtKind;
 
@@ -344,6 +346,10 @@ typedef struct AstVerify {       /* VERIFY MATERIALIZED VIEW v [WITH (...)] */
     const char *view;
     AstList *options;            /* AstOption*, or NULL */
 } AstVerify;
+typedef struct AstAlterSource {  /* ALTER SOURCE|TABLE name SET (key = value, ...) */
+    const char *name;
+    AstList *options;            /* AstOption* */
+} AstAlterSource;
 
 typedef enum AstTxnKind { TXN_BEGIN, TXN_COMMIT, TXN_ROLLBACK } AstTxnKind;
 
@@ -366,8 +372,10 @@ typedef struct AstStmt {
         AstSubscribe *subscribe;
         AstAnalyze *analyze;
         AstVerify *verify;
+        AstAlterSource *alter_source;
         AstTxnKind txn;
         const char *savepoint_dir;   /* STMT_CHECKPOINT: ALTER SYSTEM SAVEPOINT TO 'dir', else NULL */
+        const char *resume_view;     /* STMT_RESUME: the view's (or table's) name */
     } u;
 } AstStmt;
 
@@ -377,8 +385,9 @@ typedef struct AstStmt {
  * statements between ';' are dropped; a string with only comments yields
  * zero statements). On error returns -1 with err set: SQLSTATE 42601 and the
  * position of the offending token ("syntax error at or near \"x\"", or
- * "syntax error at end of input"), 54000 when the input is too long or
- * nested too deeply. Nothing is printed.
+ * "syntax error at end of input"), 54000 when the input is too long, 54001
+ * when it is nested too deeply (PARSE_MAX_DEPTH) or overflows the parser's
+ * stack: never a C stack overflow. Nothing is printed.
  */
 #define PARSE_MAX_SQL (16 * 1024 * 1024)
 #define PARSE_MAX_DEPTH 1000

@@ -162,6 +162,8 @@ AstTableRef *ast_tref_window(ParseCtx *c, Token fname, TvfInput in, AstList *arg
 /* statements */
 AstStmt *ast_stmt(ParseCtx *c, AstStmtKind k, Token first);
 AstStmt *ast_savepoint(ParseCtx *c, Token first, Token dir);
+AstStmt *ast_alter_view(ParseCtx *c, Token first, const char *name, Token action);
+AstStmt *ast_alter_source(ParseCtx *c, Token first, const char *name, AstList *options);
 AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q);
 void ast_src_begin(ParseCtx *c, Token create, AstObjectKind obj, bool if_not_exists, Token name);
 void ast_src_column(ParseCtx *c, Token name, const char *type, int cons, AstExpr *generated);

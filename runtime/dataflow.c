@@ -167,6 +167,8 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
 int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err)
 {
     *did_work = false;
+    if (rt_bad_records_check(&df->rc, err))
+        return -1;
     int rcode = 0;
     for (int i = 0; i < df->n_sources && !rcode; i++)
         rcode = ((RtSource *)df->sources[i])->src->poll(df->sources[i], i == 0 ? timeout_ms : 0, did_work);
@@ -273,6 +275,8 @@ void rt_dataflow_committed(RtDataflow *df, uint64_t epoch)
 
 int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, uint64_t epoch, WError *err)
 {
+    if (rt_bad_records_flush(&df->rc, err))
+        return -1;
     for (int i = 0; i < n_all(df); i++) {
         RtOp *op = op_at(df, i);
         if (op->vt->flush_state && op->vt->flush_state(op, epoch)) {
@@ -317,6 +321,28 @@ StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id)
 
 void rt_dataflow_stats(RtDataflow *df, RtStats *out) { *out = df->rc.stats; }
 
+void rt_dataflow_set_name(RtDataflow *df, const char *name) { df->rc.name = name; }
+
+uint64_t rt_dataflow_dirty_bytes(RtDataflow *df)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < n_all(df); i++) {
+        RtOp *op = op_at(df, i);
+        if (op->table)
+            sum += stor_table_dirty_bytes(op->table);
+        if (op->table2)
+            sum += stor_table_dirty_bytes(op->table2);
+    }
+    return sum;
+}
+
+bool rt_dataflow_failed_record(RtDataflow *df, RtFailedRecord *out) { return rt_dataflow_failed_record_rc(&df->rc, out); }
+
+void rt_dataflow_skip_record(RtDataflow *df, const char *source, int32_t partition, int64_t offset)
+{
+    rt_dataflow_skip_record_rc(&df->rc, source, partition, offset);
+}
+
 /* Copies up to cap-1 bytes of src into dst as text safe to show anywhere:
  * well-formed UTF-8 sequences stay, control and invalid bytes become '?'. */
 static void excerpt(char *dst, size_t cap, const char *src, size_t len)
@@ -344,9 +370,10 @@ static void excerpt(char *dst, size_t cap, const char *src, size_t len)
     dst[w] = 0;
 }
 
-void rt_source_error(RtOp *op, const char *source, int32_t partition, int64_t offset, const char *record,
-                     size_t record_len, const char *fmt, ...)
+int rt_source_error(RtOp *op, const CatRelation *src, int32_t partition, int64_t offset, const char *record,
+                    size_t record_len, const char *fmt, ...)
 {
+    const char *source = src ? src->name : "";
     RtCtx *rc = op->rc;
     rc->stats.bad_records++;
     op->counters.bad_records++;
@@ -365,6 +392,7 @@ void rt_source_error(RtOp *op, const char *source, int32_t partition, int64_t of
     va_end(ap);
     excerpt(e->record, sizeof e->record, record ? record : "", record ? record_len : 0);
     snprintf(rc->stats.last_error, sizeof rc->stats.last_error, "%s", e->message);
+    return rt_bad_record_route(op, src, partition, offset, e->message);
 }
 
 int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max)
@@ -415,6 +443,7 @@ void rt_dataflow_close(RtDataflow *df)
     if (df->root)
         free(df->root->fan);
     rt_close_ops(df->n_ops, df->ops);
+    rt_bad_records_free(&df->rc);
     free(df->rc.src_errs);
     free(df->ops);
     free(df->sources);

@@ -497,14 +497,39 @@ int rt_kafka_producer_open(const char *bootstrap, const RtKafkaProp *props, int 
 int rt_kafka_produce(RtKafkaProducer *p, const char *topic, int32_t partition, const void *key,
                      size_t klen, const void *val, size_t vlen, WError *err)
 {
+    return rt_kafka_produce_headers(p, topic, partition, key, klen, val, vlen, NULL, 0, err);
+}
+
+int rt_kafka_produce_headers(RtKafkaProducer *p, const char *topic, int32_t partition, const void *key,
+                             size_t klen, const void *val, size_t vlen, const RtKafkaProp *headers,
+                             int n_headers, WError *err)
+{
     rd_kafka_resp_err_t e;
     for (;;) {
-        e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
-                              RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA
-                                                                 : partition),
-                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                              RD_KAFKA_V_KEY(key, key ? klen : 0),
-                              RD_KAFKA_V_VALUE((void *)val, val ? vlen : 0), RD_KAFKA_V_END);
+        /* librdkafka takes the headers on success only. */
+        rd_kafka_headers_t *hdrs = NULL;
+        if (n_headers > 0) {
+            hdrs = rd_kafka_headers_new((size_t)n_headers);
+            for (int i = 0; i < n_headers; i++)
+                rd_kafka_header_add(hdrs, headers[i].key, -1, headers[i].value, -1);
+        }
+        if (hdrs)
+            e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
+                                  RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA
+                                                                     : partition),
+                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_KEY(key, key ? klen : 0),
+                                  RD_KAFKA_V_VALUE((void *)val, val ? vlen : 0),
+                                  RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
+        else
+            e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
+                                  RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA
+                                                                     : partition),
+                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_KEY(key, key ? klen : 0),
+                                  RD_KAFKA_V_VALUE((void *)val, val ? vlen : 0), RD_KAFKA_V_END);
+        if (e && hdrs)
+            rd_kafka_headers_destroy(hdrs);
         if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
             break;
         /* Backpressure: wait for deliveries to make room. */

@@ -119,6 +119,11 @@ int rt_kafka_producer_open(const char *bootstrap, const RtKafkaProp *props, int 
 int rt_kafka_produce(RtKafkaProducer *p, const char *topic, int32_t partition,
                      const void *key, size_t klen, const void *val, size_t vlen,
                      WError *err);
+/* rt_kafka_produce with record headers (names and values copied; a value
+ * is a NUL-terminated string). val NULL produces a null value (tombstone). */
+int rt_kafka_produce_headers(RtKafkaProducer *p, const char *topic, int32_t partition,
+                             const void *key, size_t klen, const void *val, size_t vlen,
+                             const RtKafkaProp *headers, int n_headers, WError *err);
 
 /* Waits until every queued record is acknowledged or timeout_ms passes.
  * Errors: 08006 (RT_KAFKA_ERR_RETRIABLE) records still outstanding at the

@@ -238,6 +238,10 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
         werr(rc->err, SQLSTATE_INVALID_PARAMETER, 0, "scan.bounded.mode must be 'latest' or 'none'");
         goto fail;
     }
+    if (rt_bad_records_prepare(rc, r, rc->err)) {
+        free(ids);
+        goto fail;
+    }
     int rcode = rt_kafka_source_assign(s->ks, s->n_parts, ids, s->next, rc->err);
     free(ids);
     if (rcode)
@@ -431,6 +435,10 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
     }
     if (n > 0)
         *did_work = true;
+    /* Operators below may dead-letter a row of this batch (a far-future
+     * event time): they find its raw record here. */
+    rc->poll_recs = s->recs;
+    rc->n_poll_recs = n > 0 ? n : 0;
     const PlanNode *node = op->node;
     int i = 0;
     while (i < n) {
@@ -452,23 +460,26 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
                 s->next[part] = rec->offset + 1;
             char errbuf[200];
             int row = c->n_rows;
-            const char *srcname = node->source ? node->source->name : "";
+            const CatRelation *src = node->source;
             if (s->format != FMT_PLAIN) {
-                if ((s->format == FMT_UPSERT ? decode_upsert : decode_debezium)(s, rec, c, errbuf, sizeof errbuf))
-                    rt_source_error(op, srcname, part, rec->offset, rec->value, rec->value ? rec->value_len : 0,
-                                    "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf);
+                if ((s->format == FMT_UPSERT ? decode_upsert : decode_debezium)(s, rec, c, errbuf, sizeof errbuf) &&
+                    rt_source_error(op, src, part, rec->offset, rec->value, rec->value ? rec->value_len : 0,
+                                    "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf))
+                    return -1; /* on_error = 'fail' */
                 for (int k2 = row; k2 < c->n_rows; k2++)
                     c->src_offsets[k2] = rec->offset;
                 continue;
             }
             if (!rec->value) {
-                rt_source_error(op, srcname, part, rec->offset, NULL, 0, "partition %d offset %lld: empty record",
-                                part, (long long)rec->offset);
+                if (rt_source_error(op, src, part, rec->offset, NULL, 0, "partition %d offset %lld: empty record",
+                                    part, (long long)rec->offset))
+                    return -1;
                 continue;
             }
             if (rt_json_decode_row(rec->value, rec->value_len, s->n_cols, s->names, c, row, errbuf, sizeof errbuf)) {
-                rt_source_error(op, srcname, part, rec->offset, rec->value, rec->value_len,
-                                "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf);
+                if (rt_source_error(op, src, part, rec->offset, rec->value, rec->value_len,
+                                    "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf))
+                    return -1;
                 continue;
             }
             if (s->not_null) {
@@ -477,9 +488,10 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
                     if (s->not_null[k] && c->cols[k].nulls[row])
                         bad = k;
                 if (bad >= 0) {
-                    rt_source_error(op, srcname, part, rec->offset, rec->value, rec->value_len,
-                                    "partition %d offset %lld: NOT NULL column \"%s\" is missing or null", part,
-                                    (long long)rec->offset, s->names[bad]);
+                    if (rt_source_error(op, src, part, rec->offset, rec->value, rec->value_len,
+                                        "partition %d offset %lld: NOT NULL column \"%s\" is missing or null", part,
+                                        (long long)rec->offset, s->names[bad]))
+                        return -1;
                     continue;
                 }
             }
@@ -491,6 +503,8 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
             return -1;
         i = j;
     }
+    rc->poll_recs = NULL;
+    rc->n_poll_recs = 0;
     if (s->bound && !s->ended) {
         bool done = true;
         for (int p = 0; p < s->n_parts && done; p++)

@@ -120,10 +120,12 @@ static int wm_push(RtOp *op, Chunk *c)
             Buf b = BUF_INIT;
             value_to_text(&tv, &b);
             const CatRelation *src = n->inputs[0]->kind == PN_SOURCE ? n->inputs[0]->source : NULL;
-            rt_source_error(op, src ? src->name : "", part, c->src_offsets ? c->src_offsets[r] : -1, NULL, 0,
-                            "partition %d: event time %s is more than max_future ahead of the clock", part,
-                            b.data ? b.data : "");
+            int fail = rt_source_error(op, src, part, c->src_offsets ? c->src_offsets[r] : -1, NULL, 0,
+                                       "partition %d: event time %s is more than max_future ahead of the clock", part,
+                                       b.data ? b.data : "");
             buf_free(&b);
+            if (fail)
+                return -1; /* on_error = 'fail' */
             continue;
         }
         if (!tc->nulls[r] && tc->v.i[r] > w->max_event[part])

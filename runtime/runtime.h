@@ -98,6 +98,30 @@ typedef struct RtSourceError {
  * most max); returns how many. */
 int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max);
 
+/* The record that stopped a dataflow whose source has on_error = 'fail'. */
+typedef struct RtFailedRecord {
+    char source[64];
+    int32_t partition;          /* -1 when unknown */
+    int64_t offset;             /* -1 when unknown */
+    char message[300];          /* what was wrong with it */
+} RtFailedRecord;
+/* After rt_dataflow_step failed: true, with *out filled, when the step
+ * stopped at a bad record of a source with on_error = 'fail' (nothing past
+ * it was applied to a checkpoint; reopening the dataflow reads it again). */
+bool rt_dataflow_failed_record(RtDataflow *df, RtFailedRecord *out);
+/* Treat that one record as on_error = 'skip' would (counted, listed in
+ * weir_source_errors, not applied) when this dataflow reads it: ALTER
+ * MATERIALIZED VIEW ... RESUME. Call after open, before the first step. */
+void rt_dataflow_skip_record(RtDataflow *df, const char *source, int32_t partition, int64_t offset);
+/* Bytes of state the dataflow's operators and sinks hold that are not
+ * checkpointed yet (stor_table_dirty_bytes over their tables). */
+uint64_t rt_dataflow_dirty_bytes(RtDataflow *df);
+/* With on_error = 'dead_letter' (or error.topic), makes sure src's error
+ * topic exists (created with one partition). 0 otherwise. */
+int rt_dead_letter_prepare(const CatRelation *src, const RtEnv *env, WError *err);
+/* The view's name, for dead-letter record headers (borrowed: must outlive df). */
+void rt_dataflow_set_name(RtDataflow *df, const char *name);
+
 /* The watermark of one source partition of a dataflow (weir_watermarks). */
 typedef struct RtPartitionWatermark {
     char source[64];

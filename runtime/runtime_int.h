@@ -12,6 +12,7 @@
 #define WEIR_RUNTIME_INT_H
 
 #include "chunk.h"
+#include "kafka.h"
 #include "row.h"
 #include "runtime.h"
 
@@ -66,6 +67,13 @@ struct RtCtx {
     WError *err;              /* where a fatal error is recorded */
     bool batch;               /* an ad hoc query: bounded input, temporary state */
     RtDataflow *replay_of;    /* VERIFY: replay up to this live dataflow's source positions (with batch) */
+    const char *name;         /* the view's name (dead-letter headers), or NULL; borrowed */
+    /* The raw records of the Kafka poll being pushed through (valid during
+     * that source's poll only), so a bad row found downstream of the source
+     * can still be dead-lettered as it was read. */
+    const RtKafkaRecord *poll_recs;
+    int n_poll_recs;
+    struct RtBadRecords *bad; /* on_error bookkeeping (bad_records.c), NULL until needed */
 };
 
 /* Hands c to the downstream operator. The receiver owns the chunk from then
@@ -78,9 +86,38 @@ void rt_row_error(RtCtx *rc, const char *fmt, ...) __attribute__((format(printf,
  * not use: counts it in bad_records (the view's and op's), keeps the message as
  * last_error and in the source-error ring with where it came from
  * (partition/offset -1 when unknown) and the record's first bytes (record
- * may be NULL). Never fatal. */
-void rt_source_error(RtOp *op, const char *source, int32_t partition, int64_t offset, const char *record,
-                     size_t record_len, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+ * may be NULL), then applies src's on_error policy (bad_records.c): 'skip'
+ * returns 0; 'dead_letter' produces the raw record to the error topic and
+ * returns 0 (-1 with rc->err if it cannot even be queued); 'fail' returns -1
+ * with rc->err set, and the caller must return -1 so the step fails before
+ * anything past the record is checkpointed. src may be NULL (skip). */
+int rt_source_error(RtOp *op, const CatRelation *src, int32_t partition, int64_t offset, const char *record,
+                    size_t record_len, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+/* The Kafka bootstrap of source r: its properties.bootstrap.server(s), else the server's. */
+const char *rt_source_bootstrap(const CatRelation *r, const RtEnv *env);
+
+/* bad_records.c: the on_error policy of sources. */
+typedef enum RtOnError { RT_ON_ERROR_SKIP, RT_ON_ERROR_FAIL, RT_ON_ERROR_DEAD_LETTER } RtOnError;
+/* src's policy from its on_error / error.topic options (checked at CREATE SOURCE). */
+RtOnError rt_on_error(const CatRelation *src);
+/* The dead-letter topic of src: error.topic, or "<topic>.dlq". */
+void rt_dead_letter_topic(const CatRelation *src, char *out, size_t cap);
+/* Applies src's policy to a record already counted and listed. See rt_source_error. */
+int rt_bad_record_route(RtOp *op, const CatRelation *src, int32_t partition, int64_t offset, const char *message);
+/* At source open: with on_error = 'dead_letter', makes sure the error topic
+ * exists (created with one partition) and opens the producer. */
+int rt_bad_records_prepare(RtCtx *rc, const CatRelation *src, WError *err);
+/* Before a checkpoint: waits until every dead-lettered record is acknowledged
+ * (at-least-once: the offsets past a record commit only after its copy is in
+ * the error topic). On failure the dataflow is marked broken: its next step
+ * fails, so it restarts from the last checkpoint and produces them again. */
+int rt_bad_records_flush(RtCtx *rc, WError *err);
+/* -1 with err when a dead-letter delivery failed (see rt_bad_records_flush). */
+int rt_bad_records_check(RtCtx *rc, WError *err);
+void rt_bad_records_free(RtCtx *rc);
+bool rt_dataflow_failed_record_rc(RtCtx *rc, RtFailedRecord *out);
+void rt_dataflow_skip_record_rc(RtCtx *rc, const char *source, int32_t partition, int64_t offset);
 
 /* Operator constructors (op_*.c). Each returns NULL with rc->err set on failure. */
 RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n);

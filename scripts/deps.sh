@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deps.sh: install the Debian 12 packages weir needs to build and run;
-# `deps.sh --test` adds what only the tests need (a browser for the dashboard test).
+# `deps.sh --test` adds what only the tests need (a browser for the dashboard test,
+# clang for the fuzzers).
 #
 # Checks each package with dpkg first and only touches apt when something is
 # missing: one `apt-get update`, then one `apt-get install -y` of the missing
@@ -12,7 +13,8 @@ PACKAGES=(
     librdkafka-dev liblmdb-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libssl-dev
     postgresql postgresql-client kcat python3-confluent-kafka sqlite3 python3-psycopg2
 )
-TEST_PACKAGES=(chromium python3-websocket nodejs npm)
+# clang + libclang-rt-14-dev: the libFuzzer targets (fuzz/), run by test.sh.
+TEST_PACKAGES=(chromium python3-websocket nodejs npm clang libclang-rt-14-dev)
 if [ "${1:-}" = "--test" ]; then
     PACKAGES+=("${TEST_PACKAGES[@]}")
 fi

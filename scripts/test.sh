@@ -5,8 +5,10 @@
 # locally with WEIR_SKIP_ASAN=1; CI always runs it). Results are read from
 # each build's meson-logs/testlog.json, and the last line printed is exactly
 #   N passed, N failed[, N skipped]
-# summed over both builds. Exits non-zero if any test failed, a build failed,
-# or no test ran at all.
+# summed over all builds. A third build, ./build-fuzz (clang), builds only the
+# libFuzzer targets and runs each for WEIR_FUZZ_SECONDS (default 60) under
+# ASan/UBSan, as two more tests (skip locally with WEIR_SKIP_FUZZ=1).
+# Exits non-zero if any test failed, a build failed, or no test ran at all.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -39,6 +41,12 @@ run_suite() {
     local extra=()
     case "$dir" in *asan*) extra=(--timeout-multiplier 3) ;; esac
     meson test -C "$dir" --print-errorlogs "${extra[@]}"
+    collect "$dir"
+}
+
+# collect DIR: append DIR's meson test results to $SUMMARY.
+collect() {
+    local dir=$1
     if [ ! -f "$dir/meson-logs/testlog.json" ]; then
         printf 'FAIL\t%s\tmeson test (no testlog.json)\n' "$dir" >>"$SUMMARY"
         return
@@ -56,12 +64,41 @@ with open(path) as f:
 PY
 }
 
+# run_fuzz: the libFuzzer targets (fuzz/meson.build) need clang, so they get
+# their own build directory, where only they are built; each is one test.
+run_fuzz() {
+    local dir=build-fuzz
+    local log="$SUMMARY.$dir.log"
+    echo "== $dir: configure (clang) and build the fuzz targets"
+    if [ ! -f "$dir/build.ninja" ]; then
+        if ! CC=clang meson setup "$dir" >"$log" 2>&1; then
+            tail -n 40 "$log"
+            printf 'FAIL\t%s\tmeson setup\n' "$dir" >>"$SUMMARY"
+            return
+        fi
+    fi
+    if ! ninja -C "$dir" fuzz/fuzz_parser fuzz/fuzz_pgwire >"$log" 2>&1; then
+        grep -E 'error|FAILED' "$log" | head -n 60
+        printf 'FAIL\t%s\tbuild\n' "$dir" >>"$SUMMARY"
+        return
+    fi
+    echo "== $dir: fuzzing, ${WEIR_FUZZ_SECONDS:-60} s per target"
+    rm -f "$dir/meson-logs/testlog.json"
+    meson test -C "$dir" --no-rebuild --suite fuzz --print-errorlogs
+    collect "$dir"
+}
+
 run_suite build
 if [ "${WEIR_SKIP_ASAN:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
     echo "== build-asan: skipped (WEIR_SKIP_ASAN=1)"
 else
     run_suite build-asan -Db_sanitize=address,undefined \
         -Dc_args=-fno-sanitize-recover=all -Db_lundef=false
+fi
+if [ "${WEIR_SKIP_FUZZ:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
+    echo "== build-fuzz: skipped (WEIR_SKIP_FUZZ=1)"
+else
+    run_fuzz
 fi
 
 passed=0; failed=0; skipped=0; failures=()

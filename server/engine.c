@@ -52,6 +52,8 @@ void cat_obj_free(CatObj *o)
     free(o->name);
     free(o->sql);
     free(o->table_ids);
+    free(o->skips);
+    free(o->alter_sql);
     arena_free(o->arena);
     free(o);
 }
@@ -237,8 +239,15 @@ static int64_t wall_us(void)
 
 int engine_start_view(Engine *e, CatObj *v, WError *err)
 {
-    if (rt_dataflow_open(&e->rt, v->plan, &v->df, err))
+    if (rt_dataflow_open(&e->rt, v->plan, &v->df, err)) {
+        snprintf(v->stop_error, sizeof v->stop_error, "%s", err->msg);
         return -1;
+    }
+    rt_dataflow_set_name(v->df, v->name);
+    for (int i = 0; i < v->n_skips; i++)
+        rt_dataflow_skip_record(v->df, v->skips[i].source, v->skips[i].partition, v->skips[i].offset);
+    v->stop_error[0] = 0;
+    v->failed = false;
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *s = e->objs[i];
         if (s->kind != CAT_SINK || s->from != v || s->sink)
@@ -247,6 +256,22 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
         if (rt_dataflow_attach_sink(v->df, &s->spec, s->view_cols, s->table_ids[0], &s->sink, &serr))
             fprintf(stderr, "weir: sink %s cannot start: %s\n", s->name, serr.msg);
     }
+    return 0;
+}
+
+int engine_resume_view(Engine *e, CatObj *v, WError *err)
+{
+    if (v->df)
+        return 0;
+    if (v->failed) {
+        v->skips = xrealloc(v->skips, sizeof(RtFailedRecord) * (size_t)(v->n_skips + 1));
+        v->skips[v->n_skips++] = v->fail;
+        fprintf(stderr, "weir: view %s resumed: skipping source %s partition %d offset %lld\n", v->name,
+                v->fail.source, (int)v->fail.partition, (long long)v->fail.offset);
+    }
+    if (engine_start_view(e, v, err))
+        return -1;
+    fprintf(stderr, "weir: view %s is running again\n", v->name);
     return 0;
 }
 
@@ -303,6 +328,15 @@ static int checkpoint_start(Engine *e, WError *err)
         return -1;
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
+        if (o->altered) {
+            char key[64];
+            snprintf(key, sizeof key, "alter/%llu", (unsigned long long)o->id);
+            const char *v = o->alter_sql ? o->alter_sql : "";
+            if (stor_checkpoint_put_meta(ck, key, v, strlen(v), err)) {
+                stor_checkpoint_abort(ck);
+                return -1;
+            }
+        }
         if (o->df && rt_dataflow_checkpoint(o->df, ck, epoch, err)) {
             stor_checkpoint_abort(ck);
             return -1;
@@ -332,6 +366,7 @@ static int checkpoint_start(Engine *e, WError *err)
  * the next try includes it. Shown in /api/status and the log. */
 static void checkpoint_failed(Engine *e, const char *msg)
 {
+    e->ck_failing = true;
     snprintf(e->last_checkpoint_error, sizeof e->last_checkpoint_error, "%.500s", msg);
     fprintf(stderr, "weir: checkpoint failed: %s\n", msg);
 }
@@ -357,6 +392,7 @@ static int checkpoint_finish(Engine *e, WError *err)
         return -1;
     }
     uint64_t epoch = e->ck_epoch;
+    e->ck_failing = false;
     crashpoint("checkpoint_committed");
     for (int i = 0; i < e->n_objs; i++)
         if (e->objs[i]->df) {
@@ -395,6 +431,34 @@ int engine_checkpoint(Engine *e, WError *err)
 
 /* ---- the engine thread ------------------------------------------------------- */
 
+static uint64_t state_dirty_bytes(Engine *e)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < e->n_objs; i++)
+        if (e->objs[i]->df)
+            sum += rt_dataflow_dirty_bytes(e->objs[i]->df);
+    return sum;
+}
+
+/* --state-memory-limit: pause or resume stepping the views (lock held). */
+static void update_pause(Engine *e)
+{
+    if (!e->state_limit)
+        return;
+    e->state_dirty = state_dirty_bytes(e);
+    bool over = e->state_dirty > e->state_limit;
+    if (over == e->paused)
+        return;
+    e->paused = over;
+    if (over)
+        fprintf(stderr, "weir: views paused: %llu bytes of operator state are not checkpointed, over "
+                "--state-memory-limit %llu; reading resumes after a checkpoint succeeds%s%s\n",
+                (unsigned long long)e->state_dirty, (unsigned long long)e->state_limit,
+                e->ck_failing ? " (last checkpoint failed: " : "", e->ck_failing ? "see above)" : "");
+    else
+        fprintf(stderr, "weir: views resumed\n");
+}
+
 static void *engine_main(void *arg)
 {
     Engine *e = arg;
@@ -403,14 +467,22 @@ static void *engine_main(void *arg)
     pthread_mutex_lock(&e->lock);
     while (!e->stop) {
         bool any = false;
-        for (int i = 0; i < e->n_objs; i++) {
+        for (int i = 0; i < e->n_objs && !e->paused; i++) {
             CatObj *o = e->objs[i];
             if (!o->df)
                 continue;
             bool did = false;
             WError err = {0};
             if (rt_dataflow_step(o->df, 0, &did, &err)) {
-                fprintf(stderr, "weir: view %s stopped: %s\n", o->name, err.msg);
+                /* A bad record under on_error = 'fail' keeps the view
+                 * stopped until RESUME; anything else is retried. */
+                o->failed = rt_dataflow_failed_record(o->df, &o->fail);
+                snprintf(o->stop_error, sizeof o->stop_error, "%s", err.msg);
+                if (o->failed)
+                    fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)\n",
+                            o->name, err.msg, o->name);
+                else
+                    fprintf(stderr, "weir: view %s stopped: %s\n", o->name, err.msg);
                 engine_stop_view(e, o);
                 continue;
             }
@@ -422,20 +494,27 @@ static void *engine_main(void *arg)
         /* Checkpoints are asynchronous: the snapshot is taken here, the
          * LMDB write runs on its own thread while the views keep stepping,
          * and the next loop after it is done finishes it. */
+        /* Over --state-memory-limit a checkpoint starts at once (unless
+         * the last one failed: then at the interval, as usual). */
+        bool over = e->state_limit && state_dirty_bytes(e) > e->state_limit;
+        bool early = over && !e->ck_failing;
         if (e->ck_busy && atomic_load(&e->ck_written)) {
             checkpoint_finish(e, NULL);
-        } else if (!e->ck_busy && e->dirty && now - e->last_checkpoint_ms >= e->checkpoint_interval_ms) {
+        } else if (!e->ck_busy && e->dirty && (early || now - e->last_checkpoint_ms >= e->checkpoint_interval_ms)) {
             WError cerr = {0};
+            if (early && now - e->last_checkpoint_ms < e->checkpoint_interval_ms)
+                e->early_checkpoints++;
             e->last_checkpoint_ms = now;
             if (checkpoint_start(e, &cerr))
                 checkpoint_failed(e, cerr.msg);
         }
+        update_pause(e);
         /* Views whose dataflow could not start (broker down at start) are retried. */
         if (now - last_retry > 2000) {
             last_retry = now;
             for (int i = 0; i < e->n_objs; i++) {
                 CatObj *o = e->objs[i];
-                if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->plan && !o->df) {
+                if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->plan && !o->df && !o->failed) {
                     WError err = {0};
                     if (engine_start_view(e, o, &err) == 0)
                         fprintf(stderr, "weir: view %s is running again\n", o->name);
@@ -480,6 +559,32 @@ static int load_entry(void *arg, const StorCatalogEntry *ce)
     it->body = xmalloc(ce->body_len + 1);
     memcpy(it->body, ce->body, ce->body_len);
     return 0;
+}
+
+/* Applies the ALTER SOURCE stored for o, if any (its views come later). */
+static void replay_alter(Engine *e, CatObj *o)
+{
+    char key[64];
+    snprintf(key, sizeof key, "alter/%llu", (unsigned long long)o->id);
+    Buf b = BUF_INIT;
+    WError err = {0};
+    int found = stor_meta_get(e->stor, key, &b, &err);
+    if (found == 1 && b.len > 0) {
+        buf_reserve(&b, 1);
+        b.data[b.len] = 0;
+        Arena *a = arena_new(0);
+        AstStmt **stmts;
+        int n = 0;
+        if (parse_sql(b.data, a, &stmts, &n, &err) || n != 1 || stmts[0]->kind != STMT_ALTER_SOURCE ||
+            session_alter_source(e, stmts[0], true, &err))
+            fprintf(stderr, "weir: cannot restore %s for %s: %s\n", b.data, o->name, err.msg);
+        else
+            o->altered = true;
+        arena_free(a);
+    } else if (found < 0) {
+        fprintf(stderr, "weir: cannot read the ALTER SOURCE of %s: %s\n", o->name, err.msg);
+    }
+    buf_free(&b);
 }
 
 static int replay_catalog(Engine *e, WError *err)
@@ -532,6 +637,8 @@ static int replay_catalog(Engine *e, WError *err)
         if (r) {
             fprintf(stderr, "weir: cannot restore %s: %s\n", o->name, cerr.msg);
             cat_obj_free(o);
+        } else if (o->kind == CAT_SOURCE || o->kind == CAT_TABLE) {
+            replay_alter(e, o);
         }
         arena_free(a);
     }
@@ -549,8 +656,10 @@ int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
     e->data_dir = xstrdup(cfg->data_dir);
     e->kafka_bootstrap = xstrdup(cfg->kafka_bootstrap);
     e->checkpoint_interval_ms = cfg->checkpoint_interval_ms > 0 ? cfg->checkpoint_interval_ms : 1000;
+    e->state_limit = cfg->state_memory_limit;
     StorOptions so = {0};
-    so.initial_map_size = 0;
+    /* A cap below the default initial map is the initial map too. */
+    so.initial_map_size = cfg->max_map_size && cfg->max_map_size < ((size_t)256 << 20) ? cfg->max_map_size : 0;
     so.max_map_size = cfg->max_map_size;
     if (stor_open(cfg->data_dir, cfg->max_map_size ? &so : NULL, &e->stor, err)) {
         engine_close(e);

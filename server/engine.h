@@ -23,7 +23,8 @@ typedef struct EngineConfig {
     const char *data_dir;
     const char *kafka_bootstrap;       /* default bootstrap for sources that name none */
     int checkpoint_interval_ms;        /* default 1000 */
-    size_t max_map_size;               /* LMDB map limit, 0 = default */
+    size_t max_map_size;               /* LMDB map limit, 0 = default (64 GiB) */
+    uint64_t state_memory_limit;       /* dirty (not checkpointed) operator state, bytes; 0 = no limit */
 } EngineConfig;
 
 /* Opens the data directory, replays the catalog (restarting every view from

@@ -36,6 +36,20 @@ typedef struct CatObj {
     /* CAT_VIEW: RtStats.rows_out when the last checkpoint committed; equal to
      * the current count means nothing changed since (an SSE resume needs no snapshot). */
     uint64_t changes_at_commit;
+    /* CAT_VIEW, CAT_TABLE: why the dataflow is not running ("" when it
+     * runs, or has not failed yet). failed: it stopped at a bad record of a
+     * source with on_error = 'fail' and waits for ALTER MATERIALIZED VIEW
+     * ... RESUME (not retried); otherwise a stopped view is retried every 2 s. */
+    char stop_error[512];
+    bool failed;
+    RtFailedRecord fail;
+    int n_skips;              /* records RESUME said to skip, handed to every reopened dataflow */
+    RtFailedRecord *skips;
+    /* CAT_SOURCE, CAT_TABLE changed by ALTER SOURCE: the statement that gives
+     * its on_error/error.topic now (NULL: none set), stored in checkpoint
+     * metadata "alter/<id>" and applied after the CREATE at start. */
+    char *alter_sql;
+    bool altered;
 } CatObj;
 
 /* One taken checkpoint, for the weir_checkpoints system view. */
@@ -86,6 +100,15 @@ struct Engine {
     struct Subscription *subs;     /* changefeeds (subscribe.c), a list */
     int n_subs;
     atomic_int n_sessions;         /* open pgwire sessions */
+    /* --state-memory-limit: dirty operator state (bytes) is memory only a
+     * checkpoint releases. Over the limit the engine checkpoints at once,
+     * and while it stays over (a checkpoint in flight, or failing: disk
+     * full) views are not stepped: their input waits in Kafka. */
+    uint64_t state_limit;          /* 0 = none */
+    uint64_t state_dirty;          /* last measured, bytes */
+    bool paused;                   /* views not stepped: over the limit */
+    bool ck_failing;               /* the last checkpoint attempt failed */
+    uint64_t early_checkpoints;    /* started because of the limit */
 };
 
 /* A client session: settings, and nothing shared. */
@@ -118,6 +141,10 @@ PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_
 int engine_start_view(Engine *e, CatObj *view, WError *err);
 /* Detaches a view's sinks and stops its dataflow. */
 void engine_stop_view(Engine *e, CatObj *view);
+/* ALTER MATERIALIZED VIEW v RESUME: a view stopped by a bad record skips
+ * that record and runs again; a view stopped otherwise is retried now; a
+ * running view is left alone. Lock held. */
+int engine_resume_view(Engine *e, CatObj *view, WError *err);
 
 /* analyze.c: ANALYZE LATENESS (engine lock held; released while the log is read).
  * describe_only: check the statement and describe its first result set only. */
@@ -193,6 +220,11 @@ int64_t now_ms(void);
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
 int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
 int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
+/* ALTER SOURCE|TABLE name SET (on_error = ..., error.topic = ...). replay:
+ * applying the stored statement at start (no checkpoint, no view restarts).
+ * Otherwise views stopped at a bad record of the source restart under the
+ * new policy, and a checkpoint stores the change. Lock held. */
+int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err);
 /* table.c: CREATE TABLE (o prepared by session_create_source: name, sql,
  * options; on failure the caller frees o) and the DML statements on
  * writable tables. Lock held. */

@@ -402,7 +402,11 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
             json_str(&b, e->last_checkpoint_error, -1);
         else
             buf_puts(&b, "null");
-        buf_printf(&b, "},\"pgwire_connections\":%d,\"subscriptions\":%d,\"sources\":[",
+        buf_printf(&b, ",\"failing\":%s,\"early\":%llu},\"state\":{\"dirty_bytes\":%llu,\"limit\":%llu,"
+                   "\"paused\":%s}", e->ck_failing ? "true" : "false", (unsigned long long)e->early_checkpoints,
+                   (unsigned long long)e->state_dirty, (unsigned long long)e->state_limit,
+                   e->paused ? "true" : "false");
+        buf_printf(&b, ",\"pgwire_connections\":%d,\"subscriptions\":%d,\"sources\":[",
                    atomic_load(&e->n_sessions), e->n_subs);
         int n = 0;
         for (int i = 0; i < e->n_objs; i++) {

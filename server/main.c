@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,10 @@ static void usage(FILE *f)
             "  --no-broker                 never start the embedded broker\n"
             "  --checkpoint-interval MS    time between checkpoints (default 1000)\n"
             "  --max-connections N         client connections at once (default 100)\n"
+            "  --state-memory-limit SIZE   operator state not yet checkpointed, at most (default 1GB;\n"
+            "                              0 = no limit); over it weir checkpoints early, and views\n"
+            "                              pause while a checkpoint cannot be taken\n"
+            "  --max-map-size SIZE         largest the LMDB data file may grow (default 64GB)\n"
             "  --http-host ADDR            address for HTTP: dashboard, /metrics, /api (default 127.0.0.1)\n"
             "  --http-port N               port for HTTP (default %d; 0 = no HTTP)\n"
             "  --http-sql                  enable POST /api/sql (runs any SQL: keep HTTP on loopback)\n"
@@ -69,6 +74,32 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     if (errno || *end || v < lo || v > hi)
         return -1;
     *out = (int)v;
+    return 0;
+}
+
+/* A size in bytes: digits with an optional kB, MB, GB (or k, M, G; powers
+ * of 1024) suffix. */
+static int parse_size(const char *s, uint64_t lo, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return -1;
+    uint64_t mult = 1;
+    if (*end == 'k' || *end == 'K')
+        mult = 1024;
+    else if (*end == 'M')
+        mult = 1024 * 1024;
+    else if (*end == 'G')
+        mult = 1024 * 1024 * 1024;
+    else if (*end)
+        return -1;
+    if (*end && end[1] && strcmp(end + 1, "B") != 0)
+        return -1;
+    if (v > UINT64_MAX / mult || (v != 0 && v * mult < lo))
+        return -1;
+    *out = v * mult;
     return 0;
 }
 
@@ -116,6 +147,7 @@ static int serve(int argc, char **argv)
     const char *http_host = "127.0.0.1";
     int port = DEFAULT_PORT, interval = 1000, max_conn = 100, http_port = DEFAULT_HTTP_PORT;
     bool no_broker = false, http_sql = false, http_port_set = false;
+    uint64_t state_limit = UINT64_C(1) << 30, max_map = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -148,6 +180,10 @@ static int serve(int argc, char **argv)
         else if (!strcmp(a, "--checkpoint-interval") && !parse_int(v, 10, 3600000, &interval))
             ;
         else if (!strcmp(a, "--max-connections") && !parse_int(v, 1, 100000, &max_conn))
+            ;
+        else if (!strcmp(a, "--state-memory-limit") && !parse_size(v, 64 * 1024, &state_limit))
+            ;
+        else if (!strcmp(a, "--max-map-size") && !parse_size(v, 1024 * 1024, &max_map) && max_map)
             ;
         else if (!strcmp(a, "--http-host"))
             http_host = v;
@@ -188,7 +224,8 @@ static int serve(int argc, char **argv)
 
     WError err = {0};
     Engine *e;
-    EngineConfig ec = {.data_dir = data_dir, .kafka_bootstrap = bootstrap, .checkpoint_interval_ms = interval};
+    EngineConfig ec = {.data_dir = data_dir, .kafka_bootstrap = bootstrap, .checkpoint_interval_ms = interval,
+                       .max_map_size = (size_t)max_map, .state_memory_limit = state_limit};
     if (engine_open(&ec, &e, &err)) {
         fprintf(stderr, "weir: %s\n", err.msg);
         return 1;

@@ -53,6 +53,8 @@ enum {
     CODE_SSL = 80877103,      /* 1234 << 16 | 5679 */
     CODE_GSSENC = 80877104,   /* 1234 << 16 | 5680 */
     MAX_STARTUP_LEN = 10000,  /* as Postgres: startup packets are small */
+    MAX_REFUSING = 64,        /* clients turned away by the accept thread at once */
+    REFUSE_MS = 2000,         /* time they get to send their startup packet */
     MAX_NEGOTIATIONS = 4,     /* SSL/GSS requests answered before giving up */
     FLUSH_AT = 64 * 1024,     /* output bytes that trigger a send */
     READ_STEP = 1 << 20,      /* body memory reserved per step of arrival */
@@ -66,6 +68,17 @@ enum {
 typedef struct Stmt Stmt;
 typedef struct Portal Portal;
 typedef struct SrvConn SrvConn;
+
+/* A client past the thread limit, turned away by the accept thread. */
+typedef struct Refusing {
+    int fd;
+    int64_t deadline_ms;       /* CLOCK_MONOTONIC; closed unanswered after it */
+    unsigned char head[8];     /* a packet's length and code */
+    size_t have;               /* bytes of head read */
+    size_t skip;               /* bytes of the packet's body still to read */
+    uint32_t code;
+    int negotiations;          /* SSL/GSS requests answered 'N' */
+} Refusing;
 
 /* SrvServer: the listener and the set of live connections. mu guards the
  * connection list, the counters, and every SrvConn's fd/done fields. */
@@ -82,6 +95,8 @@ struct SrvServer {
     int n_sessions;            /* connections past startup (the limited ones) */
     int32_t next_pid;          /* BackendKeyData process ids */
     atomic_bool stopping;
+    int n_refusing;            /* clients past the thread limit being turned away (accept thread only) */
+    Refusing refusing[MAX_REFUSING];
 };
 
 /* SrvConn: one client connection, owned by its thread until done, then by
@@ -109,6 +124,10 @@ struct SrvConn {
     Stmt *stmts;
     Portal *portals;
     int n_objects;             /* statements + portals, bounded by MAX_OBJECTS */
+    /* srv_serve_bytes: input comes from here instead of the socket (fd -1),
+     * and output is discarded. */
+    const unsigned char *feed;
+    size_t feed_len, feed_pos;
 };
 
 static void cancel_backend(SrvConn *c, int32_t pid, int32_t key);
@@ -158,6 +177,10 @@ struct SrvResult {
 static int conn_flush(SrvConn *c)
 {
     size_t off = 0;
+    if (c->feed) {
+        buf_reset(&c->out);
+        return c->dead ? -1 : 0;
+    }
     while (!c->dead && off < c->out.len) {
         ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
         if (n > 0)
@@ -296,6 +319,19 @@ static int read_exact(SrvConn *c, void *dst, size_t n)
 {
     char *d = dst;
     while (n > 0) {
+        if (c->rpos == c->rlen && c->feed) {
+            size_t k = c->feed_len - c->feed_pos;
+            if (k == 0) {
+                c->eof = true;
+                return -1;
+            }
+            if (k > sizeof c->rbuf)
+                k = sizeof c->rbuf;
+            memcpy(c->rbuf, c->feed + c->feed_pos, k);
+            c->feed_pos += k;
+            c->rpos = 0;
+            c->rlen = k;
+        }
         if (c->rpos == c->rlen) {
             ssize_t got = recv(c->fd, c->rbuf, sizeof c->rbuf, 0);
             if (got < 0 && errno == EINTR)
@@ -1464,6 +1500,102 @@ static int32_t random_key(void)
     return k;
 }
 
+/* Past the thread limit the accept thread itself turns clients away, with
+ * no thread per client and without blocking: each such socket is polled
+ * with the listener, answers 'N' to SSL/GSS requests, and after the
+ * startup packet gets FATAL 53300, then FIN (the packet was read, so the
+ * close is not a reset that could destroy the answer). A cancel request is
+ * closed unanswered. At most MAX_REFUSING at once, each for at most
+ * REFUSE_MS; beyond that the socket is closed at once. */
+static void refuse_close(SrvServer *s, int i)
+{
+    close(s->refusing[i].fd);
+    s->refusing[i] = s->refusing[--s->n_refusing];
+}
+
+static void refuse_start(SrvServer *s, int fd)
+{
+    if (s->n_refusing == MAX_REFUSING) {
+        close(fd);
+        return;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    Refusing *r = &s->refusing[s->n_refusing++];
+    memset(r, 0, sizeof *r);
+    r->fd = fd;
+    r->deadline_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + REFUSE_MS;
+}
+
+/* Reads what socket i has; returns after answering or when it would block. */
+static void refuse_step(SrvServer *s, int i)
+{
+    static const char fields[] = "SFATAL\0VFATAL\0C53300\0Msorry, too many clients already\0";
+    Refusing *r = &s->refusing[i];
+    for (;;) {
+        if (r->have < 8) {
+            ssize_t n = recv(r->fd, r->head + r->have, 8 - r->have, MSG_DONTWAIT);
+            if (n <= 0) {
+                if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                    refuse_close(s, i);
+                return;
+            }
+            r->have += (size_t)n;
+            if (r->have < 8)
+                continue;
+            uint32_t len = (uint32_t)r->head[0] << 24 | (uint32_t)r->head[1] << 16 | (uint32_t)r->head[2] << 8 | r->head[3];
+            uint32_t code = (uint32_t)r->head[4] << 24 | (uint32_t)r->head[5] << 16 | (uint32_t)r->head[6] << 8 | r->head[7];
+            if (len < 8 || len > MAX_STARTUP_LEN || code == CODE_CANCEL) {
+                refuse_close(s, i);
+                return;
+            }
+            r->skip = len - 8;
+            r->code = code;
+        }
+        char junk[1024];
+        while (r->skip > 0) {
+            ssize_t n = recv(r->fd, junk, r->skip < sizeof junk ? r->skip : sizeof junk, MSG_DONTWAIT);
+            if (n <= 0) {
+                if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                    refuse_close(s, i);
+                return;
+            }
+            r->skip -= (size_t)n;
+        }
+        if ((r->code == CODE_SSL || r->code == CODE_GSSENC) && r->negotiations++ < MAX_NEGOTIATIONS) {
+            if (send(r->fd, "N", 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
+                refuse_close(s, i);
+                return;
+            }
+            r->have = 0;
+            continue;
+        }
+        unsigned char msg[1 + 4 + sizeof fields];
+        uint32_t mlen = 4 + sizeof fields;   /* sizeof counts the final NUL */
+        msg[0] = 'E';
+        msg[1] = (unsigned char)(mlen >> 24);
+        msg[2] = (unsigned char)(mlen >> 16);
+        msg[3] = (unsigned char)(mlen >> 8);
+        msg[4] = (unsigned char)mlen;
+        memcpy(msg + 5, fields, sizeof fields);
+        if (send(r->fd, msg, sizeof msg, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+            shutdown(r->fd, SHUT_WR);
+        refuse_close(s, i);
+        return;
+    }
+}
+
+/* Closes refusals past their deadline (all of them when stopping). */
+static void refuse_expire(SrvServer *s, bool all)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    for (int i = s->n_refusing - 1; i >= 0; i--)
+        if (all || ms >= s->refusing[i].deadline_ms)
+            refuse_close(s, i);
+}
+
 static void start_conn(SrvServer *s, int fd)
 {
     int one = 1;
@@ -1478,7 +1610,7 @@ static void start_conn(SrvServer *s, int fd)
     pthread_mutex_lock(&s->mu);
     if (s->n_threads >= s->cfg.max_connections + EXTRA_THREADS) {
         pthread_mutex_unlock(&s->mu);
-        close(fd);
+        refuse_start(s, fd);
         free(c);
         return;
     }
@@ -1506,9 +1638,17 @@ static void *accept_main(void *arg)
     SrvServer *s = arg;
     pthread_setname_np(pthread_self(), "weir-accept");
     while (!atomic_load(&s->stopping)) {
-        struct pollfd p[2] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
-        int n = poll(p, 2, 500);
+        struct pollfd p[2 + MAX_REFUSING] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
+        int n_refusing = s->n_refusing;
+        for (int i = 0; i < n_refusing; i++)
+            p[2 + i] = (struct pollfd){s->refusing[i].fd, POLLIN, 0};
+        int n = poll(p, 2 + (nfds_t)n_refusing, n_refusing ? 100 : 500);
         reap(s, false);
+        /* Backwards: refuse_close moves the last entry into the closed slot. */
+        for (int i = n_refusing - 1; n > 0 && i >= 0; i--)
+            if (p[2 + i].revents)
+                refuse_step(s, i);
+        refuse_expire(s, false);
         if (n <= 0 || p[1].revents)
             continue;
         if (!(p[0].revents & POLLIN))
@@ -1563,6 +1703,50 @@ static int listen_on(SrvServer *s, const char *host, int port, WError *err)
                 strerror(saved));
 }
 
+/* out = cfg with the defaults filled in and the strings copied. */
+static void config_defaults(SrvConfig *out, const SrvConfig *cfg)
+{
+    *out = *cfg;
+    out->host = xstrdup(cfg->host ? cfg->host : "127.0.0.1");
+    out->server_version = xstrdup(cfg->server_version ? cfg->server_version : "15.0");
+    if (out->max_connections <= 0)
+        out->max_connections = 100;
+    if (out->max_message == 0)
+        out->max_message = 64u << 20;
+    if (out->max_message > 0x7ffffff0u)
+        out->max_message = 0x7ffffff0u;   /* lengths are int32 on the wire */
+    if (out->send_timeout_ms == 0)
+        out->send_timeout_ms = 60000;
+    if (out->startup_timeout_ms <= 0)
+        out->startup_timeout_ms = 10000;
+}
+
+void srv_serve_bytes(const SrvConfig *cfg, const SrvEngine *engine, const void *data, size_t n)
+{
+    SrvServer s;
+    memset(&s, 0, sizeof s);
+    config_defaults(&s.cfg, cfg);
+    s.eng = *engine;
+    s.lfd = s.wake[0] = s.wake[1] = -1;
+    s.next_pid = 1000;
+    atomic_init(&s.stopping, false);
+    pthread_mutex_init(&s.mu, NULL);
+    SrvConn *c = xcalloc(1, sizeof *c);
+    c->srv = &s;
+    c->fd = -1;
+    c->key = 42;
+    atomic_init(&c->cancel, false);
+    c->feed = data;
+    c->feed_len = n;
+    s.conns = c;
+    s.n_threads = 1;
+    conn_serve(c);
+    conn_free(c);
+    pthread_mutex_destroy(&s.mu);
+    free((char *)s.cfg.host);
+    free((char *)s.cfg.server_version);
+}
+
 int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **out,
                      WError *err)
 {
@@ -1570,19 +1754,7 @@ int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **
     if (!engine || !engine->query || !engine->execute)
         return werr(err, SQLSTATE_INTERNAL, 0, "engine must provide query and execute");
     SrvServer *s = xcalloc(1, sizeof *s);
-    s->cfg = *cfg;
-    s->cfg.host = xstrdup(cfg->host ? cfg->host : "127.0.0.1");
-    s->cfg.server_version = xstrdup(cfg->server_version ? cfg->server_version : "15.0");
-    if (s->cfg.max_connections <= 0)
-        s->cfg.max_connections = 100;
-    if (s->cfg.max_message == 0)
-        s->cfg.max_message = 64u << 20;
-    if (s->cfg.max_message > 0x7ffffff0u)
-        s->cfg.max_message = 0x7ffffff0u;   /* lengths are int32 on the wire */
-    if (s->cfg.send_timeout_ms == 0)
-        s->cfg.send_timeout_ms = 60000;
-    if (s->cfg.startup_timeout_ms <= 0)
-        s->cfg.startup_timeout_ms = 10000;
+    config_defaults(&s->cfg, cfg);
     s->eng = *engine;
     s->lfd = s->wake[0] = s->wake[1] = -1;
     s->next_pid = 1000 + (random_key() & 0xffff);
@@ -1625,6 +1797,7 @@ void srv_server_stop(SrvServer *s)
     (void)w;
     pthread_join(s->acceptor, NULL);
     close(s->lfd);
+    refuse_expire(s, true);
     /* Wake every connection thread: blocked reads and writes fail, running
      * statements see srv_result_cancelled(). The fd is still open (threads
      * close it under mu), so shutdown cannot hit a reused descriptor. */

@@ -163,6 +163,12 @@ typedef struct SrvServer SrvServer;
 int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **out,
                      WError *err);
 
+/* For fuzzing and tests: serves one connection, on this thread, whose
+ * whole input is data[0..n) followed by EOF, exactly as a socket would
+ * (startup, then the message loop), calling engine; everything sent is
+ * discarded. No socket, no thread; cancel requests find no other backend. */
+void srv_serve_bytes(const SrvConfig *cfg, const SrvEngine *engine, const void *data, size_t n);
+
 /* The TCP port actually bound (useful with cfg.port = 0). */
 int srv_server_port(const SrvServer *s);
 

@@ -161,6 +161,110 @@ static int source_props(const CatRelation *r, RtKafkaProp *props, int max)
     return n;
 }
 
+/* The on_error and error.topic options of r, as CREATE and ALTER SOURCE check them. */
+static int check_error_options(const CatRelation *r, int pos, WError *err)
+{
+    const char *oe = cat_option(r, "on_error"), *et = cat_option(r, "error.topic");
+    if (oe && strcasecmp(oe, "skip") != 0 && strcasecmp(oe, "fail") != 0 && strcasecmp(oe, "dead_letter") != 0)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, pos, "on_error must be 'skip', 'fail' or 'dead_letter', not '%s'",
+                    oe);
+    if (et && (!*et || (oe && strcasecmp(oe, "dead_letter") != 0)))
+        return werr(err, SQLSTATE_INVALID_PARAMETER, pos, *et ? "error.topic needs on_error = 'dead_letter' (or no on_error)"
+                                                             : "error.topic must name a topic");
+    return 0;
+}
+
+/* Does the dataflow of v (a view or table) read source r? */
+static bool reads_source(const CatObj *v, const CatRelation *r)
+{
+    if ((v->kind != CAT_VIEW && v->kind != CAT_TABLE) || !v->plan)
+        return false;
+    for (int i = 0; i < v->plan->n_nodes; i++)
+        if (v->plan->nodes[i]->kind == PN_SOURCE && v->plan->nodes[i]->source == r)
+            return true;
+    return false;
+}
+
+int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
+{
+    const AstAlterSource *as = st->u.alter_source;
+    CatObj *o = engine_find(e, as->name);
+    if (!o)
+        return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", as->name);
+    const char *conn = (o->kind == CAT_SOURCE || o->kind == CAT_TABLE) ? cat_option(&o->rel, "connector") : NULL;
+    if (!conn || strcasecmp(conn, "kafka") != 0)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a Kafka source or table", o->name);
+    int n_set = ast_list_len(as->options), n = o->rel.n_options;
+    CatOption *opts = arena_zalloc(o->arena, sizeof(CatOption) * (size_t)(n + n_set + 1));
+    memcpy(opts, o->rel.options, sizeof(CatOption) * (size_t)n);
+    for (int i = 0; i < n_set; i++) {
+        const AstOption *op = AST_AT(as->options, i);
+        if (strcasecmp(op->key, "on_error") != 0 && strcasecmp(op->key, "error.topic") != 0) {
+            werr(err, SQLSTATE_NOT_SUPPORTED, op->pos, "feature not supported: changing option \"%s\" of a source",
+                 op->key);
+            werr_hint(err, "ALTER SOURCE changes on_error and error.topic; other options need DROP and CREATE.");
+            return -1;
+        }
+        const char *v = arena_strdup(o->arena, op->value ? op->value : "");
+        int k = 0;
+        while (k < n && strcasecmp(opts[k].key, op->key) != 0)
+            k++;
+        if (k == n)
+            opts[n++] = (CatOption){arena_strdup(o->arena, op->key), v};
+        else
+            opts[k].value = v;
+        if (!strcasecmp(op->key, "error.topic") && !*v)
+            opts[k] = opts[--n]; /* error.topic = '': back to the default */
+    }
+    CatRelation next = o->rel;
+    next.options = opts;
+    next.n_options = n;
+    if (check_error_options(&next, st->pos, err))
+        return -1;
+    if (!replay && rt_dead_letter_prepare(&next, &e->rt, err))
+        return -1;
+    o->rel.options = opts; /* views read the policy through this relation at their next bad record */
+    o->rel.n_options = n;
+    /* Kept as the statement that gives today's values; written with every
+     * checkpoint and applied again after the CREATE at start. */
+    Buf b = BUF_INIT;
+    buf_printf(&b, "ALTER %s \"%s\" SET (", o->kind == CAT_TABLE ? "TABLE" : "SOURCE", o->name);
+    const char *keys[2] = {"on_error", "error.topic"};
+    int w = 0;
+    for (int k = 0; k < 2; k++) {
+        const char *v = cat_option(&o->rel, keys[k]);
+        if (!v)
+            continue;
+        buf_printf(&b, "%s%s = '", w++ ? ", " : "", keys[k]);
+        for (const char *p = v; *p; p++)
+            buf_append(&b, *p == '\'' ? "''" : p, *p == '\'' ? 2 : 1);
+        buf_puts(&b, "'");
+    }
+    buf_puts(&b, ")");
+    free(o->alter_sql);
+    o->alter_sql = w ? xstrdup(b.data) : NULL;
+    o->altered = true;
+    buf_free(&b);
+    if (replay)
+        return 0;
+    /* Views stopped at a bad record of this source go on under the new policy. */
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *v = e->objs[i];
+        if (v->failed && !v->df && reads_source(v, &o->rel)) {
+            WError serr = {0};
+            v->failed = false;
+            if (engine_start_view(e, v, &serr) == 0)
+                fprintf(stderr, "weir: view %s is running again (source %s changed)\n", v->name, o->name);
+        }
+    }
+    e->dirty = true;
+    if (engine_checkpoint(e, err)) {
+        werr_hint(err, "The change applies now; it is stored with the next checkpoint that succeeds.");
+        return -1;
+    }
+    return 0;
+}
+
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateSource *cs = st->u.create_source;
@@ -252,7 +356,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         goto fail;
     }
     static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions", "scan.bounded.mode",
-                                  "idle_timeout", "max_future", "far_future"};
+                                  "idle_timeout", "max_future", "far_future", "on_error", "error.topic"};
     for (int i = 0; i < n_opts; i++) {
         bool ok = strncasecmp(opts[i].key, "properties.", 11) == 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0] && !ok; k++)
@@ -261,7 +365,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
             werr(err, SQLSTATE_INVALID_PARAMETER, ((AstOption *)AST_AT(cs->options, i))->pos,
                  "unknown option \"%s\" for a Kafka source", opts[i].key);
             werr_hint(err, "Options: connector, topic, scan.startup.mode, scan.bounded.mode, topic.partitions, idle_timeout, "
-                           "max_future, far_future, properties.<librdkafka setting>.");
+                           "max_future, far_future, on_error, error.topic, properties.<librdkafka setting>.");
             goto fail;
         }
     }
@@ -290,6 +394,8 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "far_future must be 'reject' or 'clamp'");
         goto fail;
     }
+    if (check_error_options(r, st->pos, err))
+        goto fail;
     static const char *ivs[] = {"idle_timeout", "max_future"};
     for (int k = 0; k < 2; k++) {
         const char *v = cat_option(r, ivs[k]);
@@ -429,7 +535,10 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
             goto fail;
         /* At start a broker may still be coming up: keep the view, the engine retries. */
         fprintf(stderr, "weir: view %s cannot start yet: %s\n", o->name, err->msg);
+        snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
         werr_clear(err);
+    } else {
+        rt_dataflow_set_name(o->df, o->name);
     }
     if (engine_add_object(e, o, !replay, err)) {
         cat_obj_free(late);
@@ -1014,8 +1123,13 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
         const char *names[2] = {"Name", "Create Sql"};
         uint32_t oids[2] = {SRV_OID_TEXT, SRV_OID_TEXT};
         srv_result_columns(out, 2, names, oids);
-        const char *v[2] = {o->name, o->sql};
+        /* A source changed by ALTER SOURCE shows both statements. */
+        Buf both = BUF_INIT;
+        if (o->alter_sql)
+            buf_printf(&both, "%s;\n%s", o->sql, o->alter_sql);
+        const char *v[2] = {o->name, o->alter_sql ? both.data : o->sql};
         text_row(out, 2, v);
+        buf_free(&both);
         srv_result_complete(out, "SHOW");
         return 0;
     }
@@ -1188,6 +1302,25 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     case STMT_VERIFY:
         rc = srv_verify_view(e, st, describe_only, out, err);
         break;
+    case STMT_ALTER_SOURCE:
+        if (!(rc = session_alter_source(e, st, false, err)))
+            srv_result_complete(out, engine_find(e, st->u.alter_source->name)->kind == CAT_TABLE ? "ALTER TABLE"
+                                                                                               : "ALTER SOURCE");
+        break;
+    case STMT_RESUME: {
+        CatObj *v = engine_find(e, st->u.resume_view);
+        if (!v) {
+            rc = werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "materialized view \"%s\" does not exist", st->u.resume_view);
+            break;
+        }
+        if ((v->kind != CAT_VIEW && v->kind != CAT_TABLE) || v->late_of || !v->plan) {
+            rc = werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a materialized view or a table", v->name);
+            break;
+        }
+        if (!(rc = engine_resume_view(e, v, err)))
+            srv_result_complete(out, v->kind == CAT_TABLE ? "ALTER TABLE" : "ALTER MATERIALIZED VIEW");
+        break;
+    }
     case STMT_EMPTY:
         break;
     }

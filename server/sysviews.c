@@ -71,10 +71,10 @@ static Value text(Arena *a, const char *s)
 static const CatRelation *views(Engine *e, Arena *a)
 {
     static const char *names[] = {"name", "running", "records_in", "bad_records", "late_rows", "eval_errors",
-                                  "changes", "watermark", "last_error"};
+                                  "changes", "watermark", "last_error", "state"};
     static const TypeId types[] = {TYPE_TEXT, TYPE_BOOL, TYPE_INT8, TYPE_INT8, TYPE_INT8,
-                                   TYPE_INT8, TYPE_INT8, TYPE_TIMESTAMP, TYPE_TEXT};
-    SysBuild b = {a, sys_new(a, "weir_views", 9, names, types), 0};
+                                   TYPE_INT8, TYPE_INT8, TYPE_TIMESTAMP, TYPE_TEXT, TYPE_TEXT};
+    SysBuild b = {a, sys_new(a, "weir_views", 10, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || o->late_of)
@@ -92,7 +92,13 @@ static const CatRelation *views(Engine *e, Arena *a)
         row[5] = value_int(TYPE_INT8, (int64_t)st.eval_errors);
         row[6] = value_int(TYPE_INT8, (int64_t)st.rows_out);
         row[7] = st.watermark == TS_MINUS_INF ? value_null(TYPE_TIMESTAMP) : value_int(TYPE_TIMESTAMP, st.watermark);
-        row[8] = st.last_error[0] ? text(a, st.last_error) : value_null(TYPE_TEXT);
+        row[8] = !o->df && o->stop_error[0] ? text(a, o->stop_error)
+               : st.last_error[0]            ? text(a, st.last_error)
+                                             : value_null(TYPE_TEXT);
+        /* running; paused: over --state-memory-limit until a checkpoint
+         * succeeds; failed: stopped at a bad record (on_error = 'fail'), waits
+         * for RESUME; stopped: its dataflow failed or cannot start, retried every 2 s. */
+        row[9] = text(a, o->df ? (e->paused ? "paused" : "running") : o->failed ? "failed" : "stopped");
     }
     return b.r;
 }

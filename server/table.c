@@ -44,7 +44,10 @@ int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, W
             goto fail;
         /* At start a broker may still be coming up: keep the table, the engine retries. */
         fprintf(stderr, "weir: table %s cannot start yet: %s\n", o->name, err->msg);
+        snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
         werr_clear(err);
+    } else {
+        rt_dataflow_set_name(o->df, o->name);
     }
     if (engine_add_object(e, o, !replay, err))
         goto fail;

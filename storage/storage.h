@@ -201,6 +201,10 @@ uint64_t stor_table_point_reads(const StorTable *t);
 
 /* Number of dirty entries (puts and tombstones) not yet committed. */
 size_t stor_table_dirty_count(const StorTable *t);
+/* Bytes held by those dirty entries (keys, values, entry overhead): memory
+ * that only a successful checkpoint can release (the clean cache is bounded
+ * and evictable, dirty entries are not). */
+size_t stor_table_dirty_bytes(const StorTable *t);
 
 /* Approximate state size in bytes: committed keys and values plus dirty
  * in-memory bytes. After a checkpoint touching the table the committed

@@ -594,6 +594,8 @@ void stor_table_set_cache_budget(StorTable *t, size_t bytes)
 
 size_t stor_table_dirty_count(const StorTable *t) { return t->n_dirty; }
 
+size_t stor_table_dirty_bytes(const StorTable *t) { return t->dirty_bytes; }
+
 uint64_t stor_table_size_bytes(StorTable *t)
 {
     if (!t->committed_bytes_ok) {

@@ -411,6 +411,16 @@ static void test_misc_statements(void)
     ok(s && s->kind == STMT_CHECKPOINT, "alter system checkpoint");
     s = one("CHECKPOINT");
     ok(s && s->kind == STMT_CHECKPOINT, "checkpoint");
+    s = one("alter materialized view My_View resume");
+    ok(s && s->kind == STMT_RESUME && !strcmp(s->u.resume_view, "my_view"), "alter materialized view resume");
+    is_str(parse_err("ALTER MATERIALIZED VIEW v RESTART"), "42601", "alter materialized view: unknown action");
+    s = one("ALTER SOURCE s SET (on_error = 'skip', error.topic = 'x')");
+    ok(s && s->kind == STMT_ALTER_SOURCE && !strcmp(s->u.alter_source->name, "s") &&
+           ast_list_len(s->u.alter_source->options) == 2, "alter source set");
+    s = one("ALTER TABLE t RESUME");
+    ok(s && s->kind == STMT_RESUME && !strcmp(s->u.resume_view, "t"), "alter table resume");
+    /* Found by fuzz_pgwire: f(FROM x) for a function other than trim/substring. */
+    is_str(parse_err("SELECT  o1of(FROM 2)"), "42601", "f(FROM x) is a syntax error");
 }
 
 static void test_subscribe(void)
@@ -814,7 +824,7 @@ static void test_limits(void)
     for (int i = 0; i < levels; i++)
         *p++ = ')';
     *p = 0;
-    is_str(parse_err(deep), "54000", "5000 nested parens");
+    is_str(parse_err(deep), "54001", "5000 nested parens");
     free(deep);
 
     /* 500 levels are fine. */
@@ -837,18 +847,18 @@ static void test_limits(void)
     p += sprintf(p, "SELECT 1");
     for (int i = 0; i < 100000; i++)
         p += sprintf(p, "+1");
-    is_str(parse_err(chain), "54000", "100000-term chain");
+    is_str(parse_err(chain), "54001", "100000-term chain");
     p = chain;
     p += sprintf(p, "SELECT ");
     for (int i = 0; i < 100000; i++)
         p += sprintf(p, "NOT ");
     p += sprintf(p, "a");
-    is_str(parse_err(chain), "54000", "100000 prefix NOTs");
+    is_str(parse_err(chain), "54001", "100000 prefix NOTs");
     p = chain;
     p += sprintf(p, "SELECT 1");
     for (int i = 0; i < 5000; i++)
         p += sprintf(p, " UNION SELECT 1");
-    is_str(parse_err(chain), "54000", "5000-way union");
+    is_str(parse_err(chain), "54001", "5000-way union");
     free(chain);
 }
 

@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""seed_corpus.py MODE OUTDIR FILE.slt...: writes a libFuzzer seed corpus.
+
+MODE sql: one file per SQL statement found in the sqllogictest files (the
+text after each `statement ...` / `query ...` header up to `----` or a blank
+line), with the runner's ${VARIABLES} filled in, plus deeply nested inputs
+that must end in the parser's depth limit.
+
+MODE pgwire: the same statements as client byte streams: a StartupMessage,
+then either a simple Query or a Parse/Bind/Describe/Execute/Sync sequence
+(some with text and binary parameters), plus SSLRequest, CancelRequest,
+COPY noise and Terminate cases.
+"""
+import os
+import re
+import struct
+import sys
+
+VARS = {"KAFKA": "127.0.0.1:9092", "PGPORT": "4566", "FREEPORT": "4567", "DATADIR": "./data",
+        "TESTDIR": "sql-tests", "UNIQUE": "u1"}
+
+
+def statements(paths):
+    out = []
+    for p in paths:
+        with open(p, encoding="utf-8", errors="replace") as f:
+            lines = f.read().split("\n")
+        i = 0
+        while i < len(lines):
+            head = lines[i].strip()
+            if head.startswith("statement") or (head.startswith("query") and not head.startswith("query error x")):
+                i += 1
+                body = []
+                while i < len(lines) and lines[i].strip() and lines[i].strip() != "----":
+                    body.append(lines[i])
+                    i += 1
+                sql = "\n".join(body)
+                sql = re.sub(r"\$\{(\w+)\}", lambda m: VARS.get(m.group(1), m.group(1)), sql)
+                if sql.strip():
+                    out.append(sql)
+            i += 1
+    seen, uniq = set(), []
+    for s in out:
+        if s not in seen:
+            seen.add(s)
+            uniq.append(s)
+    return uniq
+
+
+def deep_inputs():
+    n = 5000
+    return ["SELECT " + "(" * n + "1" + ")" * n,
+            "SELECT 1" + "+1" * 20000,
+            "SELECT " + "NOT " * 20000 + "a",
+            "SELECT " + "-" * 20000 + "1",
+            "SELECT " + "CASE WHEN a THEN " * 3000 + "1" + " END" * 3000,
+            "SELECT 1" + " UNION SELECT 1" * 3000,
+            "SELECT * FROM " + "(" * 3000 + "SELECT 1" + ")" * 3000,
+            "SELECT f(" * 3000 + "1" + ")" * 3000,
+            "SELECT ARRAY[" * 3000 + "1" + "]" * 3000]
+
+
+def msg(t, body):
+    return t + struct.pack("!I", len(body) + 4) + body
+
+
+def cstr(s):
+    return s.encode("utf-8", "replace") + b"\0"
+
+
+def startup(extra=b""):
+    body = struct.pack("!I", 196608) + cstr("user") + cstr("weir") + cstr("database") + cstr("weir") + extra + b"\0"
+    return struct.pack("!I", len(body) + 4) + body
+
+
+def extended(sql, params=(), binary=False):
+    p = msg(b"P", cstr("") + cstr(sql) + struct.pack("!h", len(params)) +
+            b"".join(struct.pack("!I", oid) for oid, _ in params))
+    fmts = struct.pack("!h", 1) + struct.pack("!h", 1 if binary else 0)
+    vals = b""
+    for oid, v in params:
+        vals += struct.pack("!i", -1) if v is None else struct.pack("!i", len(v)) + v
+    b = msg(b"B", cstr("") + cstr("") + (fmts if params else struct.pack("!h", 0)) +
+            struct.pack("!h", len(params)) + vals + struct.pack("!h", 0))
+    return p + b + msg(b"D", b"P" + cstr("")) + msg(b"E", cstr("") + struct.pack("!i", 0)) + msg(b"S", b"")
+
+
+def pgwire_inputs(stmts):
+    out = []
+    for k, sql in enumerate(stmts):
+        if k % 2 == 0:
+            out.append(startup() + msg(b"Q", cstr(sql)) + msg(b"X", b""))
+        else:
+            out.append(startup() + extended(sql) + msg(b"X", b""))
+    out.append(struct.pack("!II", 8, 80877103) + startup() + msg(b"Q", cstr("SELECT 1")))
+    out.append(struct.pack("!III", 16, 80877102, 1000) + struct.pack("!i", 42))
+    out.append(startup(cstr("_pq_.foo") + cstr("x")) + msg(b"Q", cstr("")))
+    out.append(startup() + extended("SELECT $1::int, $2", [(23, struct.pack("!i", 7)), (25, b"x")], binary=True))
+    out.append(startup() + extended("SELECT $1", [(20, struct.pack("!q", -1))], binary=True))
+    out.append(startup() + extended("SELECT $1", [(701, struct.pack("!d", 1.5))], binary=True))
+    out.append(startup() + extended("SELECT $1", [(16, b"\x01")], binary=True) + msg(b"C", b"S" + cstr("")))
+    out.append(startup() + extended("SELECT $1", [(25, None)]))
+    out.append(startup() + msg(b"d", b"abc") + msg(b"c", b"") + msg(b"H", b"") + msg(b"F", b"\0\0"))
+    out.append(startup() + msg(b"Q", cstr("SET a = 1; SELECT 1")) + msg(b"S", b""))
+    for d in deep_inputs():
+        out.append(startup() + msg(b"Q", cstr(d)))
+    return out
+
+
+def main():
+    mode, outdir, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+    os.makedirs(outdir, exist_ok=True)
+    stmts = statements(paths)
+    if mode == "sql":
+        items = [s.encode() for s in stmts + deep_inputs()]
+    elif mode == "pgwire":
+        items = pgwire_inputs(stmts)
+    else:
+        sys.exit("mode must be sql or pgwire")
+    for i, data in enumerate(items):
+        with open(os.path.join(outdir, "seed-%05d" % i), "wb") as f:
+            f.write(data)
+    print("%d seeds in %s" % (len(items), outdir))
+
+
+if __name__ == "__main__":
+    main()
