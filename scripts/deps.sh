@@ -19,8 +19,23 @@ if [ "${1:-}" = "--test" ]; then
     PACKAGES+=("${TEST_PACKAGES[@]}")
 fi
 
+# A command some machines get from another package than Debian's (the
+# nodesource nodejs package ships npm and conflicts with Debian's npm): when
+# the command is there, the package is not needed.
+command_of() {
+    case "$1" in
+    npm) echo npm ;;
+    nodejs) echo node ;;
+    chromium) echo chromium ;;
+    esac
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
+    c=$(command_of "$p")
+    if [ -n "$c" ] && command -v "$c" >/dev/null 2>&1; then
+        continue
+    fi
     status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
     if [ "$status" != "install ok installed" ]; then
         missing+=("$p")
