@@ -188,6 +188,21 @@ int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *props, 
 int64_t now_ms(void);
 
 /* session.c */
+/* Session settings (SET/SHOW): the value in s (the default when unset), NULL
+ * for an unknown name; and the list of known names with their defaults. */
+const char *session_setting(Session *s, const char *name);
+int session_setting_count(void);
+const char *session_setting_name(int i);
+const char *session_setting_default(int i);
+
+/* pgcatalog.c: one statement over pg_catalog / information_schema (see
+ * pgcatalog.h), sql[0..len). Takes the engine lock while it copies the
+ * catalog; emits through out. Returns 0, or -1 with err (not yet sent). */
+int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, const char *const *params,
+                bool describe_only, long max_rows, SrvResult *out, WError *err);
+/* The Postgres type OID a column declared type of pgcatalog.sql stands for (25 if unknown). */
+uint32_t pgcat_decltype_oid(const char *decl);
+
 /* Creates a source or view from its statement. replay: at start, from the
  * catalog (no persistence, stored table ids). Lock held. */
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);

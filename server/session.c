@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "nexmark.h"
+#include "pgcatalog.h"
 #include "row.h"
 
 #define FLUSH_TIMEOUT_MS 60000
@@ -67,6 +68,11 @@ static const char *setting_get(Session *s, const char *name)
     int k = setting_index(name);
     return k >= 0 ? SETTINGS[k].dflt : NULL;
 }
+
+const char *session_setting(Session *s, const char *name) { return setting_get(s, name); }
+int session_setting_count(void) { return (int)(sizeof SETTINGS / sizeof SETTINGS[0]); }
+const char *session_setting_name(int i) { return SETTINGS[i].name; }
+const char *session_setting_default(int i) { return SETTINGS[i].dflt; }
 
 static void setting_set(Session *s, const char *name, const char *value)
 {
@@ -1195,30 +1201,34 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     return rc;
 }
 
-/* Parses sql and runs each statement. $n placeholders take params[n-1]
- * (text, NULL = SQL NULL) as untyped literals (pgwire describes a
- * statement before Bind with every parameter NULL). */
-static void run_all(Session *s, const char *sql, bool describe_only, int n_params, const char *const *params,
-                    SrvResult *out)
+/* Parses sql (a piece of the client's query string: error positions are
+ * moved by pos_offset) and runs each statement with weir's planner. $n
+ * placeholders take params[n-1] (text, NULL = SQL NULL) as untyped literals
+ * (pgwire describes a statement before Bind with every parameter NULL).
+ * Returns 0, or -1 once an error was sent. */
+static int run_weir(Session *s, const char *sql, bool describe_only, int n_params, const char *const *params,
+                    int pos_offset, SrvResult *out)
 {
     Engine *e = s->e;
     Arena *a = arena_new(0);
     AstStmt **stmts;
     AstExpr **ph;
-    int n = 0, n_ph = 0;
+    int n = 0, n_ph = 0, rc = 0;
     WError err = {0};
     if (parse_sql_params(sql, a, &stmts, &n, &ph, &n_ph, &err)) {
+        if (err.pos > 0)
+            err.pos += pos_offset;
         srv_result_error(out, &err);
         arena_free(a);
-        return;
+        return -1;
     }
     for (int i = 0; i < n_ph; i++) {
         int k = ph[i]->param_no;
         if (params && (k < 1 || k > n_params)) {
-            werr(&err, "42P02", ph[i]->pos, "there is no parameter $%d", k);
+            werr(&err, "42P02", ph[i]->pos + pos_offset, "there is no parameter $%d", k);
             srv_result_error(out, &err);
             arena_free(a);
-            return;
+            return -1;
         }
         parse_bind_param(a, ph[i], params ? params[k - 1] : NULL);
     }
@@ -1231,27 +1241,67 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
         if (k != STMT_SELECT && k != STMT_EXPLAIN && k != STMT_SHOW && k != STMT_SET && k != STMT_RESET &&
             k != STMT_TRANSACTION && k != STMT_EMPTY && k != STMT_INSERT)
             engine_checkpoint_wait(e, NULL);
-        int rc = exec_stmt(e, s, sql, stmts[i], describe_only, out, &err);
+        rc = exec_stmt(e, s, sql, stmts[i], describe_only, out, &err);
         pthread_mutex_unlock(&e->lock);
         if (rc) {
             if (!err.set)
                 werr(&err, SQLSTATE_INTERNAL, 0, "internal error");
+            if (err.pos > 0)
+                err.pos += pos_offset;
             srv_result_error(out, &err);
             break;
         }
     }
     arena_free(a);
+    return rc ? -1 : 0;
+}
+
+/* A query string: statements that name the system catalogs are answered
+ * from them (pgcatalog.c), the others by weir, in order. */
+static void run_all(Session *s, const char *sql, bool describe_only, int n_params, const char *const *params,
+                    long max_rows, SrvResult *out)
+{
+    int len = (int)strlen(sql);
+    if (!pgt_names_catalog(sql, 0, len)) {
+        run_weir(s, sql, describe_only, n_params, params, 0, out);
+        return;
+    }
+    int starts[PGT_MAX_STMTS], ends[PGT_MAX_STMTS];
+    int n = pgt_split(sql, starts, ends, PGT_MAX_STMTS);
+    WError err = {0};
+    if (n < 0) {
+        werr(&err, SQLSTATE_PROGRAM_LIMIT, 0, "more than %d statements in one query", PGT_MAX_STMTS);
+        srv_result_error(out, &err);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (pgt_names_catalog(sql, starts[i], ends[i])) {
+            if (pgcat_query(s->e, s, sql + starts[i], ends[i] - starts[i], n_params, params, describe_only, max_rows,
+                            out, &err)) {
+                if (err.pos > 0)
+                    err.pos += starts[i];
+                srv_result_error(out, &err);
+                return;
+            }
+        } else {
+            char *piece = strndup(sql + starts[i], (size_t)(ends[i] - starts[i]));
+            int rc = run_weir(s, piece, describe_only, n_params, params, starts[i], out);
+            free(piece);
+            if (rc)
+                return;
+        }
+    }
 }
 
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out)
 {
     static const char *const none[1] = {NULL};
-    run_all(sess, sql, false, 0, none, out); /* a $1 in a simple query: "there is no parameter $1" */
+    run_all(sess, sql, false, 0, none, 0, out); /* a $1 in a simple query: "there is no parameter $1" */
 }
 
 void session_execute(void *ctx, void *sess, const char *sql, int n_params, const char *const *params,
                      bool describe_only, long max_rows, SrvResult *out)
 {
     static const char *const none[1] = {NULL};
-    run_all(sess, sql, describe_only, n_params, params ? params : none, out);
+    run_all(sess, sql, describe_only, n_params, params ? params : none, max_rows, out);
 }

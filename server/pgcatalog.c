@@ -1,0 +1,1444 @@
+/*
+ * pgcatalog.c: pg_catalog and information_schema, for psql and drivers.
+ *
+ * A statement that names a system catalog (pgt_names_catalog) is answered
+ * here rather than by weir's planner: a fresh in-memory SQLite database is
+ * built for it, with attached schemas named pg_catalog and
+ * information_schema holding the tables of pgcatalog.sql, and rows that
+ * describe weir's objects as Postgres would describe them:
+ *
+ *   source              pg_class relkind 'r' (a table: the relation rows enter by)
+ *   materialized view   'm', its query in pg_matviews.definition (pg_get_viewdef)
+ *   LATE ROWS INTO rel. 'm'
+ *   sink                'f' (a foreign table: its rows live in another system),
+ *                       its server the connector, its options the WITH options
+ *                       (secrets shown as ********)
+ *   weir_* system view  'v' in pg_catalog (psql's \dvS lists them)
+ *   pg_catalog and information_schema tables themselves, from SQLite's schema
+ *
+ * OIDs: a weir object's is 16384 + its catalog id, stable across restarts;
+ * columns are numbered 1.. over the visible columns; types carry their
+ * Postgres OIDs. The statement is translated by pgtranslate.c and run by
+ * SQLite with the functions psql and drivers call (format_type,
+ * pg_get_userbyid, pg_table_is_visible, regclass casts, regular
+ * expressions...) registered in C below. Result columns are typed from the
+ * declared types of pgcatalog.sql (a direct column) or from the values
+ * (an expression), and sent in Postgres' text forms (t/f for booleans).
+ *
+ * Building per statement costs about a millisecond and means a statement
+ * always sees the catalog as it is, with no cache to invalidate. The engine
+ * lock is held only while weir's objects are copied in.
+ */
+#include "pgcatalog.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+extern const unsigned char weir_pgcatalog_sql[];
+
+#define OID_USER_BASE 16384
+#define NSP_CATALOG 11
+#define NSP_PUBLIC 2200
+#define NSP_INFO 13000
+#define MAX_SERIES 1000000
+#define PROGRESS_STEPS 10000
+
+/* What the SQL functions need of the session. */
+typedef struct PgCtx {
+    Engine *e;
+    Session *s;
+    SrvResult *out;
+} PgCtx;
+
+/* ---- Postgres arrays in text form ------------------------------------------------- */
+
+/* Splits a Postgres array literal '{a,"b c",NULL}' (or a vector 'a b c', as
+ * int2vector prints) into elements. Returns the count, elements in a. */
+static int array_parse(const char *s, Arena *a, char ***out, bool **nulls)
+{
+    int cap = 8, n = 0;
+    char **el = arena_alloc(a, sizeof(char *) * (size_t)cap);
+    bool *nu = arena_alloc(a, sizeof(bool) * (size_t)cap);
+    bool braces = *s == '{';
+    const char *p = braces ? s + 1 : s;
+    Buf b = BUF_INIT;
+    while (*p && !(braces && *p == '}')) {
+        while (*p == ' ')
+            p++;
+        if (!*p || (braces && *p == '}'))
+            break;
+        buf_reset(&b);
+        bool quoted = false;
+        if (*p == '"') {
+            quoted = true;
+            for (p++; *p && *p != '"'; p++) {
+                if (*p == '\\' && p[1])
+                    p++;
+                buf_putc(&b, *p);
+            }
+            if (*p == '"')
+                p++;
+        } else {
+            while (*p && *p != (braces ? ',' : ' ') && !(braces && *p == '}'))
+                buf_putc(&b, *p++);
+        }
+        if (n == cap) {
+            char **e2 = arena_alloc(a, sizeof(char *) * (size_t)cap * 2);
+            bool *n2 = arena_alloc(a, sizeof(bool) * (size_t)cap * 2);
+            memcpy(e2, el, sizeof(char *) * (size_t)cap);
+            memcpy(n2, nu, sizeof(bool) * (size_t)cap);
+            el = e2;
+            nu = n2;
+            cap *= 2;
+        }
+        el[n] = arena_strndup(a, b.data ? b.data : "", b.len);
+        nu[n] = !quoted && strcmp(el[n], "NULL") == 0;
+        n++;
+        if (braces && *p == ',')
+            p++;
+    }
+    buf_free(&b);
+    *out = el;
+    if (nulls)
+        *nulls = nu;
+    return n;
+}
+
+/* Appends one element to a Postgres array literal being built. */
+static void array_put(Buf *b, const char *v, bool first)
+{
+    if (!first)
+        buf_putc(b, ',');
+    if (!v) {
+        buf_puts(b, "NULL");
+        return;
+    }
+    bool quote = !*v || strcasecmp(v, "null") == 0;
+    for (const char *p = v; *p && !quote; p++)
+        quote = strchr("{},\"\\ \t\n", *p) != NULL;
+    if (!quote) {
+        buf_puts(b, v);
+        return;
+    }
+    buf_putc(b, '"');
+    for (const char *p = v; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            buf_putc(b, '\\');
+        buf_putc(b, *p);
+    }
+    buf_putc(b, '"');
+}
+
+static void json_str(Buf *b, const char *s)
+{
+    buf_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            buf_printf(b, "\\%c", *p);
+        else if (*p < 0x20)
+            buf_printf(b, "\\u%04x", *p);
+        else
+            buf_putc(b, (char)*p);
+    }
+    buf_putc(b, '"');
+}
+
+static bool is_int_text(const char *s)
+{
+    const char *p = s;
+    if (*p == '-')
+        p++;
+    if (!*p || strlen(p) > 18)
+        return false;
+    for (; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return false;
+    return true;
+}
+
+static void result_buf(sqlite3_context *cx, Buf *b)
+{
+    sqlite3_result_text(cx, b->data ? b->data : "", (int)b->len, SQLITE_TRANSIENT);
+    buf_free(b);
+}
+
+static const char *arg_text(sqlite3_value *v) { return (const char *)sqlite3_value_text(v); }
+
+/* pg_array(a, b, ...): ARRAY[a, b, ...] */
+static void fn_pg_array(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    Buf b = BUF_INIT;
+    buf_putc(&b, '{');
+    for (int i = 0; i < n; i++)
+        array_put(&b, sqlite3_value_type(v[i]) == SQLITE_NULL ? NULL : arg_text(v[i]), i == 0);
+    buf_putc(&b, '}');
+    result_buf(cx, &b);
+}
+
+typedef struct AggState {
+    Buf b;
+    int n;
+} AggState;
+
+static void agg_array_step(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    AggState *s = sqlite3_aggregate_context(cx, sizeof *s);
+    if (!s)
+        return;
+    if (s->n == 0)
+        buf_putc(&s->b, '{');
+    array_put(&s->b, sqlite3_value_type(v[0]) == SQLITE_NULL ? NULL : arg_text(v[0]), s->n == 0);
+    s->n++;
+}
+
+static void agg_array_final(sqlite3_context *cx)
+{
+    AggState *s = sqlite3_aggregate_context(cx, 0);
+    if (!s || s->n == 0) {
+        sqlite3_result_null(cx);
+        if (s)
+            buf_free(&s->b);
+        return;
+    }
+    buf_putc(&s->b, '}');
+    result_buf(cx, &s->b);
+}
+
+/* pg_array_json(arr): the elements as a JSON array, for json_each. */
+static void fn_array_json(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_text(cx, "[]", 2, SQLITE_STATIC);
+        return;
+    }
+    Arena *a = arena_new(0);
+    char **el;
+    bool *nu;
+    int k = array_parse(arg_text(v[0]), a, &el, &nu);
+    Buf b = BUF_INIT;
+    buf_putc(&b, '[');
+    for (int i = 0; i < k; i++) {
+        if (i)
+            buf_putc(&b, ',');
+        if (nu[i])
+            buf_puts(&b, "null");
+        else if (is_int_text(el[i]))
+            buf_puts(&b, el[i]);
+        else
+            json_str(&b, el[i]);
+    }
+    buf_putc(&b, ']');
+    arena_free(a);
+    result_buf(cx, &b);
+}
+
+/* pg_options_json('{k=v,...}'): {"k": "v", ...} for pg_options_to_table. */
+static void fn_options_json(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_text(cx, "{}", 2, SQLITE_STATIC);
+        return;
+    }
+    Arena *a = arena_new(0);
+    char **el;
+    int k = array_parse(arg_text(v[0]), a, &el, NULL);
+    Buf b = BUF_INIT;
+    buf_putc(&b, '{');
+    for (int i = 0; i < k; i++) {
+        char *eq = strchr(el[i], '=');
+        if (!eq)
+            continue;
+        *eq = 0;
+        if (b.len > 1)
+            buf_putc(&b, ',');
+        json_str(&b, el[i]);
+        buf_putc(&b, ':');
+        json_str(&b, eq + 1);
+    }
+    buf_putc(&b, '}');
+    arena_free(a);
+    result_buf(cx, &b);
+}
+
+/* pg_generate_series_json(a, b[, step]) */
+static void fn_series_json(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    for (int i = 0; i < n; i++)
+        if (sqlite3_value_type(v[i]) == SQLITE_NULL) {
+            sqlite3_result_text(cx, "[]", 2, SQLITE_STATIC);
+            return;
+        }
+    sqlite3_int64 lo = sqlite3_value_int64(v[0]), hi = sqlite3_value_int64(v[1]);
+    sqlite3_int64 step = n > 2 ? sqlite3_value_int64(v[2]) : 1;
+    if (step == 0) {
+        sqlite3_result_error(cx, "22023:step size cannot equal zero", -1);
+        return;
+    }
+    sqlite3_int64 count = (step > 0 ? (hi - lo) / step : (lo - hi) / -step) + 1;
+    if (count > MAX_SERIES) {
+        sqlite3_result_error(cx, "54000:generate_series over a system catalog is limited to 1000000 rows", -1);
+        return;
+    }
+    Buf b = BUF_INIT;
+    buf_putc(&b, '[');
+    for (sqlite3_int64 x = lo, i = 0; i < count && count > 0; x += step, i++)
+        buf_printf(&b, "%s%lld", i ? "," : "", (long long)x);
+    buf_putc(&b, ']');
+    result_buf(cx, &b);
+}
+
+/* pg_array_get(arr, i): arr[i]; vectors (int2vector, oidvector) count from 0. */
+static void fn_array_get(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL || sqlite3_value_type(v[1]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    const char *s = arg_text(v[0]);
+    Arena *a = arena_new(0);
+    char **el;
+    bool *nu;
+    int k = array_parse(s, a, &el, &nu);
+    sqlite3_int64 i = sqlite3_value_int64(v[1]) - (*s == '{' ? 1 : 0);
+    if (i < 0 || i >= k || nu[i])
+        sqlite3_result_null(cx);
+    else if (is_int_text(el[i]))
+        sqlite3_result_int64(cx, strtoll(el[i], NULL, 10));
+    else
+        sqlite3_result_text(cx, el[i], -1, SQLITE_TRANSIENT);
+    arena_free(a);
+}
+
+/* array_upper(arr, dim), array_length(arr, dim), cardinality(arr) */
+static void fn_array_len(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    Arena *a = arena_new(0);
+    char **el;
+    int k = array_parse(arg_text(v[0]), a, &el, NULL);
+    arena_free(a);
+    if (k == 0 && n > 1)
+        sqlite3_result_null(cx);
+    else
+        sqlite3_result_int(cx, k);
+}
+
+/* array_to_string(arr, sep[, null_text]) */
+static void fn_array_to_string(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL || sqlite3_value_type(v[1]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    const char *sep = arg_text(v[1]);
+    const char *null_text = n > 2 && sqlite3_value_type(v[2]) != SQLITE_NULL ? arg_text(v[2]) : NULL;
+    Arena *a = arena_new(0);
+    char **el;
+    bool *nu;
+    int k = array_parse(arg_text(v[0]), a, &el, &nu);
+    Buf b = BUF_INIT;
+    bool first = true;
+    for (int i = 0; i < k; i++) {
+        if (nu[i] && !null_text)
+            continue;
+        if (!first)
+            buf_puts(&b, sep);
+        buf_puts(&b, nu[i] ? null_text : el[i]);
+        first = false;
+    }
+    arena_free(a);
+    result_buf(cx, &b);
+}
+
+/* ---- pattern matching --------------------------------------------------------------- */
+
+static void regex_free(void *p)
+{
+    regfree(p);
+    free(p);
+}
+
+/* regexp(pattern, s) for ~, match(pattern, s) for ~* (POSIX extended). */
+static void regex_match(sqlite3_context *cx, sqlite3_value **v, bool icase)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL || sqlite3_value_type(v[1]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    regex_t *re = sqlite3_get_auxdata(cx, 0);
+    if (!re) {
+        re = xmalloc(sizeof *re);
+        int rc = regcomp(re, arg_text(v[0]), REG_EXTENDED | REG_NOSUB | (icase ? REG_ICASE : 0));
+        if (rc) {
+            char msg[300], full[400];
+            regerror(rc, re, msg, sizeof msg);
+            free(re);
+            snprintf(full, sizeof full, "2201B:invalid regular expression: %s", msg);
+            sqlite3_result_error(cx, full, -1);
+            return;
+        }
+        sqlite3_set_auxdata(cx, 0, re, regex_free);
+        re = sqlite3_get_auxdata(cx, 0);
+        if (!re) {
+            sqlite3_result_error_nomem(cx);
+            return;
+        }
+    }
+    sqlite3_result_int(cx, regexec(re, arg_text(v[1]), 0, NULL, 0) == 0);
+}
+
+static void fn_regexp(sqlite3_context *cx, int n, sqlite3_value **v) { regex_match(cx, v, false); }
+static void fn_regexp_i(sqlite3_context *cx, int n, sqlite3_value **v) { regex_match(cx, v, true); }
+
+/* SQL LIKE: % and _, with an escape character (default backslash). */
+static bool sql_like(const char *p, const char *s, char esc, bool icase)
+{
+    while (*p) {
+        if (*p == '%') {
+            while (*p == '%')
+                p++;
+            if (!*p)
+                return true;
+            for (; *s; s++)
+                if (sql_like(p, s, esc, icase))
+                    return true;
+            return false;
+        }
+        if (!*s)
+            return false;
+        if (*p == '_') {
+            p++;
+            s++;
+            continue;
+        }
+        if (*p == esc && p[1])
+            p++;
+        char a = *p, b = *s;
+        if (icase) {
+            a = (char)tolower((unsigned char)a);
+            b = (char)tolower((unsigned char)b);
+        }
+        if (a != b)
+            return false;
+        p++;
+        s++;
+    }
+    return !*s;
+}
+
+static void like_fn(sqlite3_context *cx, int n, sqlite3_value **v, bool icase)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL || sqlite3_value_type(v[1]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    char esc = '\\';
+    if (n > 2 && sqlite3_value_type(v[2]) != SQLITE_NULL)
+        esc = arg_text(v[2])[0];
+    sqlite3_result_int(cx, sql_like(arg_text(v[0]), arg_text(v[1]), esc, icase));
+}
+
+static void fn_like(sqlite3_context *cx, int n, sqlite3_value **v) { like_fn(cx, n, v, false); }
+static void fn_ilike(sqlite3_context *cx, int n, sqlite3_value **v) { like_fn(cx, n, v, true); }
+
+/* ---- lookups in the catalog being queried ------------------------------------------- */
+
+/* Runs a one-row, one-column query with one bound argument; NULL if none. */
+static void lookup(sqlite3_context *cx, const char *sql, sqlite3_value *arg)
+{
+    sqlite3 *db = sqlite3_context_db_handle(cx);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_result_error(cx, sqlite3_errmsg(db), -1);
+        return;
+    }
+    if (arg)
+        sqlite3_bind_value(st, 1, arg);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        sqlite3_result_value(cx, sqlite3_column_value(st, 0));
+    else
+        sqlite3_result_null(cx);
+    sqlite3_finalize(st);
+}
+
+static void fn_get_userbyid(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    lookup(cx, "SELECT coalesce((SELECT rolname FROM pg_catalog.pg_roles WHERE oid = ?1), "
+               "'unknown (OID=' || ?1 || ')')", v[0]);
+}
+
+static void fn_table_is_visible(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    lookup(cx, "SELECT relnamespace IN (11, 2200) FROM pg_catalog.pg_class WHERE oid = ?1", v[0]);
+}
+
+static void fn_true(sqlite3_context *cx, int n, sqlite3_value **v) { sqlite3_result_int(cx, 1); }
+static void fn_false(sqlite3_context *cx, int n, sqlite3_value **v) { sqlite3_result_int(cx, 0); }
+static void fn_null(sqlite3_context *cx, int n, sqlite3_value **v) { sqlite3_result_null(cx); }
+static void fn_zero(sqlite3_context *cx, int n, sqlite3_value **v) { sqlite3_result_int(cx, 0); }
+static void fn_identity(sqlite3_context *cx, int n, sqlite3_value **v) { sqlite3_result_value(cx, v[0]); }
+
+/* Postgres' names for types in format_type and information_schema. */
+static const struct {
+    int oid;
+    const char *name;
+} TYPE_FORMATS[] = {
+    {16, "boolean"}, {18, "\"char\""}, {20, "bigint"}, {21, "smallint"}, {23, "integer"},
+    {700, "real"}, {701, "double precision"}, {1043, "character varying"}, {1042, "character"},
+    {1114, "timestamp without time zone"}, {1184, "timestamp with time zone"},
+    {1083, "time without time zone"},
+};
+
+static void fn_format_type(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    int oid = sqlite3_value_int(v[0]);
+    for (size_t i = 0; i < sizeof TYPE_FORMATS / sizeof TYPE_FORMATS[0]; i++)
+        if (TYPE_FORMATS[i].oid == oid) {
+            sqlite3_result_text(cx, TYPE_FORMATS[i].name, -1, SQLITE_STATIC);
+            return;
+        }
+    lookup(cx, "SELECT coalesce((SELECT CASE WHEN t.typcategory = 'A' THEN "
+               "  format_type(t.typelem, -1) || '[]' ELSE t.typname END "
+               "FROM pg_catalog.pg_type t WHERE t.oid = ?1), '??\?')", v[0]);
+}
+
+static void fn_get_viewdef(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_TEXT && !is_int_text(arg_text(v[0])))
+        lookup(cx, "SELECT definition FROM pg_catalog.pg_matviews WHERE matviewname = ?1 UNION ALL "
+                   "SELECT definition FROM pg_catalog.pg_views WHERE viewname = ?1", v[0]);
+    else
+        lookup(cx, "SELECT coalesce(m.definition, w.definition) FROM pg_catalog.pg_class c "
+                   "LEFT JOIN pg_catalog.pg_matviews m ON m.matviewname = c.relname "
+                   "LEFT JOIN pg_catalog.pg_views w ON w.viewname = c.relname WHERE c.oid = ?1", v[0]);
+}
+
+static void fn_obj_description(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    lookup(cx, "SELECT description FROM pg_catalog.pg_description WHERE objoid = ?1 AND objsubid = 0", v[0]);
+}
+
+static void fn_col_description(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    sqlite3 *db = sqlite3_context_db_handle(cx);
+    sqlite3_stmt *st;
+    sqlite3_result_null(cx);
+    if (sqlite3_prepare_v2(db, "SELECT description FROM pg_catalog.pg_description WHERE objoid = ?1 AND objsubid = ?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_value(st, 1, v[0]);
+    sqlite3_bind_value(st, 2, v[1]);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        sqlite3_result_value(cx, sqlite3_column_value(st, 0));
+    sqlite3_finalize(st);
+}
+
+/* Strips one level of double quotes and a schema qualifier from a name. */
+static const char *unqualify(const char *s, Arena *a)
+{
+    const char *dot = NULL;
+    bool q = false;
+    for (const char *p = s; *p; p++) {
+        if (*p == '"')
+            q = !q;
+        else if (*p == '.' && !q)
+            dot = p;
+    }
+    const char *name = dot ? dot + 1 : s;
+    size_t len = strlen(name);
+    if (len >= 2 && name[0] == '"' && name[len - 1] == '"')
+        return arena_strndup(a, name + 1, len - 2);
+    char *low = arena_strdup(a, name);
+    for (char *p = low; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    return low;
+}
+
+/* regclass(x) and friends: text in, the oid out (an error if there is no
+ * such object); an oid in, the name out. regclass_oid(x): the oid either way. */
+static void reg_cast(sqlite3_context *cx, sqlite3_value *v, const char *by_name, const char *by_oid,
+                     const char *what, bool want_oid, bool missing_ok)
+{
+    if (sqlite3_value_type(v) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    bool numeric = sqlite3_value_type(v) == SQLITE_INTEGER || is_int_text(arg_text(v));
+    if (numeric) {
+        if (want_oid) {
+            sqlite3_result_int64(cx, sqlite3_value_int64(v));
+            return;
+        }
+        sqlite3 *db = sqlite3_context_db_handle(cx);
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, by_oid, -1, &st, NULL) != SQLITE_OK) {
+            sqlite3_result_error(cx, sqlite3_errmsg(db), -1);
+            return;
+        }
+        sqlite3_bind_int64(st, 1, sqlite3_value_int64(v));
+        if (sqlite3_step(st) == SQLITE_ROW)
+            sqlite3_result_value(cx, sqlite3_column_value(st, 0));
+        else
+            sqlite3_result_text(cx, arg_text(v), -1, SQLITE_TRANSIENT);
+        sqlite3_finalize(st);
+        return;
+    }
+    Arena *a = arena_new(0);
+    const char *name = unqualify(arg_text(v), a);
+    sqlite3 *db = sqlite3_context_db_handle(cx);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, by_name, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_result_error(cx, sqlite3_errmsg(db), -1);
+        arena_free(a);
+        return;
+    }
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        sqlite3_result_int64(cx, sqlite3_column_int64(st, 0));
+    } else if (missing_ok) {
+        sqlite3_result_null(cx);
+    } else {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s \"%s\" does not exist", what, arg_text(v));
+        sqlite3_result_error(cx, msg, -1);
+    }
+    sqlite3_finalize(st);
+    arena_free(a);
+}
+
+#define REL_BY_NAME "SELECT oid FROM pg_catalog.pg_class WHERE relname = ?1 ORDER BY relnamespace = 11 DESC LIMIT 1"
+#define REL_BY_OID "SELECT relname FROM pg_catalog.pg_class WHERE oid = ?1"
+#define TYPE_BY_NAME "SELECT oid FROM pg_catalog.pg_type WHERE typname = ?1 OR format_type(oid, -1) = ?1 LIMIT 1"
+#define TYPE_BY_OID "SELECT format_type(?1, -1)"
+#define NSP_BY_NAME "SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = ?1"
+#define NSP_BY_OID "SELECT nspname FROM pg_catalog.pg_namespace WHERE oid = ?1"
+#define ROLE_BY_NAME "SELECT oid FROM pg_catalog.pg_roles WHERE rolname = ?1"
+#define ROLE_BY_OID "SELECT rolname FROM pg_catalog.pg_roles WHERE oid = ?1"
+
+static void fn_regclass(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    reg_cast(cx, v[0], REL_BY_NAME, REL_BY_OID, "42P01:relation", false, false);
+}
+static void fn_regclass_oid(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    reg_cast(cx, v[0], REL_BY_NAME, REL_BY_OID, "42P01:relation", true, false);
+}
+static void fn_to_regclass(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    reg_cast(cx, v[0], REL_BY_NAME, REL_BY_OID, "42P01:relation", true, true);
+}
+static void fn_regtype(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    reg_cast(cx, v[0], TYPE_BY_NAME, TYPE_BY_OID, "42704:type", false, false);
+}
+static void fn_regtype_oid(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    reg_cast(cx, v[0], TYPE_BY_NAME, TYPE_BY_OID, "42704:type", true, false);
+}
+static void fn_to_regtype(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    reg_cast(cx, v[0], TYPE_BY_NAME, TYPE_BY_OID, "42704:type", true, true);
+}
+static void fn_regnamespace(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    reg_cast(cx, v[0], NSP_BY_NAME, NSP_BY_OID, "3F000:schema", false, false);
+}
+static void fn_regnamespace_oid(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    reg_cast(cx, v[0], NSP_BY_NAME, NSP_BY_OID, "3F000:schema", true, false);
+}
+static void fn_regrole(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    reg_cast(cx, v[0], ROLE_BY_NAME, ROLE_BY_OID, "42704:role", false, false);
+}
+static void fn_regrole_oid(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    reg_cast(cx, v[0], ROLE_BY_NAME, ROLE_BY_OID, "42704:role", true, false);
+}
+
+/* ---- session and server facts ------------------------------------------------------- */
+
+static void fn_current_user(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    PgCtx *c = sqlite3_user_data(cx);
+    sqlite3_result_text(cx, c->s->user, -1, SQLITE_TRANSIENT);
+}
+
+static void fn_current_database(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    sqlite3_result_text(cx, "weir", -1, SQLITE_STATIC);
+}
+
+static void fn_current_schema(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    sqlite3_result_text(cx, "public", -1, SQLITE_STATIC);
+}
+
+static void fn_current_schemas(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    bool implicit = n > 0 && sqlite3_value_int(v[0]);
+    sqlite3_result_text(cx, implicit ? "{pg_catalog,public}" : "{public}", -1, SQLITE_STATIC);
+}
+
+static void fn_current_setting(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    PgCtx *c = sqlite3_user_data(cx);
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    const char *val = session_setting(c->s, arg_text(v[0]));
+    if (val) {
+        sqlite3_result_text(cx, val, -1, SQLITE_TRANSIENT);
+    } else if (n > 1 && sqlite3_value_int(v[1])) {
+        sqlite3_result_null(cx);
+    } else {
+        char msg[300];
+        snprintf(msg, sizeof msg, "42704:unrecognized configuration parameter \"%s\"", arg_text(v[0]));
+        sqlite3_result_error(cx, msg, -1);
+    }
+}
+
+static void fn_version(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    sqlite3_result_text(cx, "PostgreSQL 15.0 (weir 0.1.0), a streaming SQL engine", -1, SQLITE_STATIC);
+}
+
+static void fn_backend_pid(sqlite3_context *cx, int n, sqlite3_value **v) { sqlite3_result_int(cx, (int)getpid()); }
+
+static void fn_encoding(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    sqlite3_result_text(cx, sqlite3_value_int(v[0]) == 6 ? "UTF8" : "", -1, SQLITE_STATIC);
+}
+
+static void fn_pg_bool(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    int t = sqlite3_value_type(v[0]);
+    if (t == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+    } else if (t == SQLITE_INTEGER || t == SQLITE_FLOAT) {
+        sqlite3_result_int(cx, sqlite3_value_double(v[0]) != 0);
+    } else {
+        const char *s = arg_text(v[0]);
+        if (!strcasecmp(s, "t") || !strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on") ||
+            !strcmp(s, "1") || !strcasecmp(s, "y"))
+            sqlite3_result_int(cx, 1);
+        else if (!strcasecmp(s, "f") || !strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off") ||
+                 !strcmp(s, "0") || !strcasecmp(s, "n"))
+            sqlite3_result_int(cx, 0);
+        else {
+            char msg[300];
+            snprintf(msg, sizeof msg, "22P02:invalid input syntax for type boolean: \"%.200s\"", s);
+            sqlite3_result_error(cx, msg, -1);
+        }
+    }
+}
+
+static void fn_quote_ident(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    const char *s = arg_text(v[0]);
+    bool plain = *s && (islower((unsigned char)*s) || *s == '_');
+    for (const char *p = s; *p && plain; p++)
+        plain = islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_';
+    if (plain) {
+        sqlite3_result_text(cx, s, -1, SQLITE_TRANSIENT);
+        return;
+    }
+    Buf b = BUF_INIT;
+    buf_putc(&b, '"');
+    for (const char *p = s; *p; p++) {
+        if (*p == '"')
+            buf_putc(&b, '"');
+        buf_putc(&b, *p);
+    }
+    buf_putc(&b, '"');
+    result_buf(cx, &b);
+}
+
+static void fn_quote_literal(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    Buf b = BUF_INIT;
+    const char *s = arg_text(v[0]);
+    bool esc = strchr(s, '\\') != NULL;
+    if (esc)
+        buf_putc(&b, 'E');
+    buf_putc(&b, '\'');
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'' || *p == '\\')
+            buf_putc(&b, *p);
+        buf_putc(&b, *p);
+    }
+    buf_putc(&b, '\'');
+    result_buf(cx, &b);
+}
+
+/* pg_trim(direction, characters or NULL for blanks, s) */
+static void fn_pg_trim(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[2]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    const char *dir = arg_text(v[0]);
+    const char *chars = sqlite3_value_type(v[1]) == SQLITE_NULL ? " " : arg_text(v[1]);
+    const char *s = arg_text(v[2]);
+    size_t b = 0, e = strlen(s);
+    if (strcmp(dir, "trailing") != 0)
+        while (b < e && strchr(chars, s[b]))
+            b++;
+    if (strcmp(dir, "leading") != 0)
+        while (e > b && strchr(chars, s[e - 1]))
+            e--;
+    sqlite3_result_text(cx, s + b, (int)(e - b), SQLITE_TRANSIENT);
+}
+
+static void fn_left(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL || sqlite3_value_type(v[1]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    const char *s = arg_text(v[0]);
+    int len = (int)strlen(s), k = sqlite3_value_int(v[1]);
+    if (k < 0)
+        k = len + k > 0 ? len + k : 0;
+    sqlite3_result_text(cx, s, k < len ? k : len, SQLITE_TRANSIENT);
+}
+
+static void fn_size_pretty(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    double x = sqlite3_value_double(v[0]);
+    static const char *units[] = {"bytes", "kB", "MB", "GB", "TB", "PB"};
+    int u = 0;
+    while (fabs(x) >= 10 * 1024 && u < 5) {
+        x /= 1024;
+        u++;
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.0f %s", x, units[u]);
+    sqlite3_result_text(cx, buf, -1, SQLITE_TRANSIENT);
+}
+
+static void fn_now(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    lookup(cx, "SELECT strftime('%Y-%m-%d %H:%M:%f+00', 'now')", NULL);
+}
+
+/* Registers every function; ctx lives as long as the database. */
+static int register_functions(sqlite3 *db, PgCtx *c)
+{
+    static const struct {
+        const char *name;
+        int n_args;
+        void (*fn)(sqlite3_context *, int, sqlite3_value **);
+    } FNS[] = {
+        {"regexp", 2, fn_regexp}, {"match", 2, fn_regexp_i}, {"like", 2, fn_like}, {"like", 3, fn_like},
+        {"glob", 2, fn_ilike},
+        {"pg_array", -1, fn_pg_array}, {"pg_array_json", 1, fn_array_json}, {"pg_unnest_json", 1, fn_array_json},
+        {"pg_options_json", 1, fn_options_json}, {"pg_generate_series_json", 2, fn_series_json},
+        {"pg_generate_series_json", 3, fn_series_json}, {"pg_array_get", 2, fn_array_get},
+        {"array_upper", 2, fn_array_len}, {"array_length", 2, fn_array_len}, {"cardinality", 1, fn_array_len},
+        {"array_to_string", 2, fn_array_to_string}, {"array_to_string", 3, fn_array_to_string},
+        {"pg_get_userbyid", 1, fn_get_userbyid}, {"pg_table_is_visible", 1, fn_table_is_visible},
+        {"pg_type_is_visible", 1, fn_true}, {"pg_function_is_visible", 1, fn_true},
+        {"pg_collation_is_visible", 1, fn_true}, {"pg_has_role", -1, fn_true},
+        {"has_table_privilege", -1, fn_true}, {"has_schema_privilege", -1, fn_true},
+        {"has_database_privilege", -1, fn_true}, {"has_column_privilege", -1, fn_true},
+        {"has_any_column_privilege", -1, fn_true}, {"has_function_privilege", -1, fn_true},
+        {"has_sequence_privilege", -1, fn_true}, {"pg_is_in_recovery", 0, fn_false},
+        {"pg_relation_is_publishable", 1, fn_false},
+        {"format_type", 2, fn_format_type}, {"pg_get_expr", 2, fn_identity}, {"pg_get_expr", 3, fn_identity},
+        {"pg_get_viewdef", 1, fn_get_viewdef}, {"pg_get_viewdef", 2, fn_get_viewdef},
+        {"pg_get_constraintdef", -1, fn_null}, {"pg_get_indexdef", -1, fn_null}, {"pg_get_ruledef", -1, fn_null},
+        {"pg_get_triggerdef", -1, fn_null}, {"pg_get_statisticsobjdef_columns", -1, fn_null},
+        {"pg_get_partkeydef", -1, fn_null}, {"pg_get_function_arguments", -1, fn_null},
+        {"pg_get_function_result", -1, fn_null}, {"pg_get_serial_sequence", -1, fn_null},
+        {"pg_get_function_identity_arguments", -1, fn_null}, {"shobj_description", -1, fn_null},
+        {"obj_description", 1, fn_obj_description}, {"obj_description", 2, fn_obj_description},
+        {"col_description", 2, fn_col_description},
+        {"pg_relation_size", -1, fn_zero}, {"pg_table_size", -1, fn_zero}, {"pg_total_relation_size", -1, fn_zero},
+        {"pg_indexes_size", -1, fn_zero}, {"pg_database_size", -1, fn_zero}, {"pg_size_pretty", 1, fn_size_pretty},
+        {"pg_encoding_to_char", 1, fn_encoding},
+        {"regclass", 1, fn_regclass}, {"regclass_oid", 1, fn_regclass_oid}, {"to_regclass", 1, fn_to_regclass},
+        {"regtype", 1, fn_regtype}, {"regtype_oid", 1, fn_regtype_oid}, {"to_regtype", 1, fn_to_regtype},
+        {"regnamespace", 1, fn_regnamespace}, {"regnamespace_oid", 1, fn_regnamespace_oid},
+        {"regrole", 1, fn_regrole}, {"regrole_oid", 1, fn_regrole_oid},
+        {"regproc", 1, fn_identity}, {"regproc_oid", 1, fn_identity}, {"regprocedure", 1, fn_identity},
+        {"regprocedure_oid", 1, fn_identity}, {"regoper", 1, fn_identity}, {"regoper_oid", 1, fn_identity},
+        {"regoperator", 1, fn_identity}, {"regoperator_oid", 1, fn_identity},
+        {"current_user", 0, fn_current_user}, {"session_user", 0, fn_current_user},
+        {"current_role", 0, fn_current_user}, {"current_database", 0, fn_current_database},
+        {"current_catalog", 0, fn_current_database}, {"current_schema", 0, fn_current_schema},
+        {"current_schemas", 1, fn_current_schemas}, {"current_setting", 1, fn_current_setting},
+        {"current_setting", 2, fn_current_setting}, {"version", 0, fn_version},
+        {"pg_backend_pid", 0, fn_backend_pid}, {"pg_bool", 1, fn_pg_bool},
+        {"quote_ident", 1, fn_quote_ident}, {"quote_literal", 1, fn_quote_literal}, {"pg_trim", 3, fn_pg_trim},
+        {"left", 2, fn_left}, {"now", 0, fn_now}, {"txid_current", 0, fn_zero},
+        {"inet_server_addr", 0, fn_null}, {"inet_server_port", 0, fn_null},
+    };
+    for (size_t i = 0; i < sizeof FNS / sizeof FNS[0]; i++)
+        if (sqlite3_create_function_v2(db, FNS[i].name, FNS[i].n_args, SQLITE_UTF8, c, FNS[i].fn, NULL, NULL, NULL) !=
+            SQLITE_OK)
+            return -1;
+    if (sqlite3_create_function_v2(db, "pg_array_agg", 1, SQLITE_UTF8, c, NULL, agg_array_step, agg_array_final,
+                                   NULL) != SQLITE_OK)
+        return -1;
+    return 0;
+}
+
+/* ---- building the catalog ------------------------------------------------------------ */
+
+static int exec(sqlite3 *db, const char *sql, WError *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        werr(err, SQLSTATE_INTERNAL, 0, "building the system catalogs: %s", msg ? msg : "?");
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* A prepared insert bound from a printf-like list: 'i' int64, 't' text (NULL ok). */
+static int insert(sqlite3 *db, const char *sql, const char *types, ...)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    va_list ap;
+    va_start(ap, types);
+    for (int i = 0; types[i]; i++) {
+        if (types[i] == 'i')
+            sqlite3_bind_int64(st, i + 1, va_arg(ap, long long));
+        else {
+            const char *s = va_arg(ap, const char *);
+            if (s)
+                sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT);
+        }
+    }
+    va_end(ap);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int add_relation(sqlite3 *db, long long oid, const char *name, long long nsp, const char *kind, int n_cols,
+                        const char *const *cols, const TypeId *types, const bool *hidden, const bool *not_null)
+{
+    int natts = 0;
+    for (int i = 0; i < n_cols; i++) {
+        if (hidden && hidden[i])
+            continue;
+        natts++;
+        TypeId t = types[i];
+        if (insert(db,
+                   "INSERT INTO pg_catalog.pg_attribute (attrelid, attname, atttypid, attlen, attnum, attbyval, "
+                   "attalign, attstorage, attnotnull, attcollation) VALUES (?1, ?2, ?3, ?4, ?5, ?4 > 0, "
+                   "CASE ?4 WHEN 8 THEN 'd' WHEN 2 THEN 's' WHEN 1 THEN 'c' ELSE 'i' END, "
+                   "CASE WHEN ?4 > 0 THEN 'p' ELSE 'x' END, ?6, CASE WHEN ?3 = 25 THEN 100 ELSE 0 END)",
+                   "itiiii", oid, cols[i], (long long)type_oid(t), (long long)type_wire_len(t), (long long)natts,
+                   (long long)(not_null && not_null[i])))
+            return -1;
+    }
+    return insert(db,
+                  "INSERT INTO pg_catalog.pg_class (oid, relname, relnamespace, relkind, relnatts, relam) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?4 IN ('r', 'm') THEN 2 ELSE 0 END)",
+                  "ititi", oid, name, nsp, kind, (long long)natts);
+}
+
+/* The query text of a CREATE [MATERIALIZED] VIEW. */
+static const char *view_query(const char *sql, Arena *a)
+{
+    AstStmt **stmts;
+    int n = 0;
+    WError err = {0};
+    if (!sql || !*sql || parse_sql(sql, a, &stmts, &n, &err) || n != 1 || stmts[0]->kind != STMT_CREATE_VIEW)
+        return NULL;
+    int pos = stmts[0]->u.create_view->query_pos;
+    if (pos < 1 || (size_t)pos > strlen(sql))
+        return NULL;
+    return sql + pos - 1;
+}
+
+static bool secret_option(const char *key)
+{
+    return !strcasecmp(key, "url") || strcasestr(key, "password") || strcasestr(key, "secret") ||
+           !strncasecmp(key, "properties.sasl", 15) || !strncasecmp(key, "properties.ssl", 14);
+}
+
+/* Rows for weir's objects, users and settings. Engine lock held. */
+static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
+{
+    int rc = 0;
+    for (int i = 0; i < e->n_objs && !rc; i++) {
+        CatObj *o = e->objs[i];
+        long long oid = OID_USER_BASE + (long long)o->id;
+        if (o->late_of)
+            oid = OID_USER_BASE + (long long)o->late_of->id + 1000000; /* no id of its own */
+        const CatRelation *r = &o->rel;
+        switch (o->kind) {
+        case CAT_SOURCE:
+        case CAT_TABLE:
+            rc = add_relation(db, oid, o->name, NSP_PUBLIC, "r", r->n_cols, r->col_names, r->col_types,
+                              r->col_hidden, r->col_not_null);
+            break;
+        case CAT_VIEW:
+            rc = add_relation(db, oid, o->name, NSP_PUBLIC, "m", r->n_cols, r->col_names, r->col_types,
+                              r->col_hidden, NULL);
+            if (!rc)
+                rc = insert(db, "INSERT INTO pg_catalog.pg_matviews VALUES ('public', ?1, ?2, NULL, 0, ?3, ?4)", "ttit",
+                            o->name, "weir", (long long)(o->df != NULL), view_query(o->sql, a));
+            break;
+        case CAT_SINK: {
+            const RtSinkSpec *sp = &o->spec;
+            rc = add_relation(db, oid, o->name, NSP_PUBLIC, "f", sp->n_cols, (const char *const *)sp->col_names,
+                              sp->col_types, NULL, NULL);
+            const char *conn = rt_sink_option(sp, "connector");
+            Buf opts = BUF_INIT;
+            buf_putc(&opts, '{');
+            for (int k = 0; k < sp->n_options; k++) {
+                char *kv = arena_printf(a, "%s=%s", sp->options[k].key,
+                                        secret_option(sp->options[k].key) ? "********" : sp->options[k].value);
+                array_put(&opts, kv, k == 0);
+            }
+            buf_putc(&opts, '}');
+            buf_putc(&opts, 0);
+            if (!rc)
+                rc = insert(db, "INSERT OR IGNORE INTO pg_catalog.pg_foreign_server (oid, srvname, srvfdw) "
+                                "SELECT 20000 + count(*), ?1, 19999 FROM pg_catalog.pg_foreign_server "
+                                "WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_foreign_server WHERE srvname = ?1)",
+                            "t", conn ? conn : "?");
+            if (!rc)
+                rc = insert(db, "INSERT INTO pg_catalog.pg_foreign_table SELECT ?1, oid, ?2 "
+                                "FROM pg_catalog.pg_foreign_server WHERE srvname = ?3",
+                            "itt", oid, opts.data, conn ? conn : "?");
+            buf_free(&opts);
+            break;
+        }
+        case CAT_SYSTEM:
+            break;
+        }
+    }
+    static const char *const SYSVIEWS[] = {"weir_views", "weir_sinks", "weir_checkpoints", "weir_state"};
+    for (int i = 0; i < 4 && !rc; i++) {
+        const CatRelation *r = sysview_lookup(e, SYSVIEWS[i], a);
+        if (r)
+            rc = add_relation(db, 12500 + i, SYSVIEWS[i], NSP_CATALOG, "v", r->n_cols, r->col_names, r->col_types,
+                              NULL, NULL);
+    }
+    if (!rc)
+        rc = insert(db, "INSERT INTO pg_catalog.pg_roles (rolname, rolsuper, rolcreaterole, rolcreatedb, "
+                        "rolreplication, rolbypassrls, oid) VALUES ('weir', 1, 1, 1, 1, 1, 10)", "");
+    for (int i = 0; i < session_setting_count() && !rc; i++) {
+        const char *name = session_setting_name(i);
+        rc = insert(db, "INSERT INTO pg_catalog.pg_settings (name, setting, context, vartype, source, boot_val, "
+                        "reset_val) VALUES (?1, ?2, 'user', 'string', 'session', ?3, ?3)", "ttt",
+                    name, session_setting(s, name), session_setting_default(i));
+    }
+    if (!rc)
+        rc = insert(db, "INSERT INTO pg_catalog.pg_foreign_data_wrapper (oid, fdwname) VALUES (19999, 'weir_sink')",
+                    "");
+    return rc;
+}
+
+/* pg_class / pg_attribute rows for the emulated catalog's own tables. */
+static int add_catalog_tables(sqlite3 *db)
+{
+    static const struct {
+        const char *name;
+        int oid;
+    } KNOWN[] = {{"pg_type", 1247}, {"pg_attribute", 1249}, {"pg_proc", 1255}, {"pg_class", 1259},
+                 {"pg_database", 1262}, {"pg_namespace", 2615}, {"pg_description", 2609}, {"pg_am", 2601}};
+    static const char *const VIEWS[] = {"pg_roles", "pg_user", "pg_settings", "pg_matviews", "pg_views",
+                                        "pg_tables", "pg_stat_activity", NULL};
+    const char *schemas[2] = {"pg_catalog", "information_schema"};
+    int next = 12000, rc = 0;
+    for (int s = 0; s < 2 && !rc; s++) {
+        char sql[200];
+        snprintf(sql, sizeof sql, "SELECT name FROM %s.sqlite_master WHERE type = 'table' ORDER BY name", schemas[s]);
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+            return -1;
+        while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(st, 0);
+            int oid = next++;
+            for (size_t k = 0; k < sizeof KNOWN / sizeof KNOWN[0]; k++)
+                if (s == 0 && !strcmp(KNOWN[k].name, name))
+                    oid = KNOWN[k].oid;
+            bool view = s == 1;
+            for (int k = 0; VIEWS[k] && !view; k++)
+                view = !strcmp(VIEWS[k], name);
+            rc = insert(db, "INSERT INTO pg_catalog.pg_class (oid, relname, relnamespace, relkind, relam) "
+                            "VALUES (?1, ?2, ?3, ?4, CASE ?4 WHEN 'r' THEN 2 ELSE 0 END)",
+                        "itit", (long long)oid, name, (long long)(s == 0 ? NSP_CATALOG : NSP_INFO), view ? "v" : "r");
+            /* Columns: the declared type names the Postgres type (DECLTYPES). */
+            snprintf(sql, sizeof sql, "SELECT name, type FROM pragma_table_info(?1, ?2)");
+            sqlite3_stmt *cols;
+            if (!rc && sqlite3_prepare_v2(db, sql, -1, &cols, NULL) == SQLITE_OK) {
+                sqlite3_bind_text(cols, 1, name, -1, SQLITE_TRANSIENT);
+                sqlite3_bind_text(cols, 2, schemas[s], -1, SQLITE_STATIC);
+                int attnum = 0;
+                while (!rc && sqlite3_step(cols) == SQLITE_ROW) {
+                    uint32_t toid = pgcat_decltype_oid((const char *)sqlite3_column_text(cols, 1));
+                    rc = insert(db, "INSERT INTO pg_catalog.pg_attribute (attrelid, attname, atttypid, attnum, attlen) "
+                                    "SELECT ?1, ?2, ?3, ?4, coalesce((SELECT typlen FROM pg_catalog.pg_type "
+                                    "WHERE oid = ?3), -1)",
+                                "itii", (long long)oid, (const char *)sqlite3_column_text(cols, 0), (long long)toid,
+                                (long long)++attnum);
+                }
+                sqlite3_finalize(cols);
+                if (!rc)
+                    rc = insert(db, "UPDATE pg_catalog.pg_class SET relnatts = ?2 WHERE oid = ?1", "ii",
+                                (long long)oid, (long long)attnum);
+            }
+        }
+        sqlite3_finalize(st);
+    }
+    return rc;
+}
+
+/* Column declared types of pgcatalog.sql and the Postgres types they stand for. */
+static const struct {
+    const char *decl;
+    uint32_t oid;
+} DECLTYPES[] = {
+    {"bool", 16}, {"name_text", 19}, {"char_text", 18}, {"int2", 21}, {"int4", 23}, {"int8", 20},
+    {"oid_int", 26}, {"text", 25}, {"float4", 700}, {"float8", 701}, {"regproc_text", 24}, {"xid_int", 28},
+    {"i2vector_text", 22}, {"oidvector_text", 30}, {"text_array", 1009}, {"oid_array_text", 1028},
+    {"aclitem_array_text", 1034}, {"char_array_text", 1002}, {"i2array_text", 1005}, {"varchar", 1043},
+    {"pg_node_tree_text", 194}, {"timestamptz_text", 1184},
+};
+
+uint32_t pgcat_decltype_oid(const char *decl)
+{
+    if (!decl)
+        return 0;
+    for (size_t i = 0; i < sizeof DECLTYPES / sizeof DECLTYPES[0]; i++)
+        if (!strcasecmp(DECLTYPES[i].decl, decl))
+            return DECLTYPES[i].oid;
+    return SRV_OID_TEXT;
+}
+
+static int progress(void *arg)
+{
+    PgCtx *c = arg;
+    return c->out && srv_result_cancelled(c->out);
+}
+
+/* Opens the database with the catalog for this statement. */
+static int build(PgCtx *c, sqlite3 **out, WError *err)
+{
+    sqlite3 *db = NULL;
+    *out = NULL;
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        sqlite3_close(db);
+        return werr(err, SQLSTATE_OUT_OF_MEMORY, 0, "cannot open the system catalogs");
+    }
+    if (register_functions(db, c) ||
+        exec(db, "ATTACH ':memory:' AS pg_catalog; ATTACH ':memory:' AS information_schema; BEGIN", err))
+        goto fail;
+    const char *schema = (const char *)weir_pgcatalog_sql;
+    const char *mark = strstr(schema, "-- ---- derive:");
+    char *head = strndup(schema, mark ? (size_t)(mark - schema) : strlen(schema));
+    int rc = exec(db, head, err);
+    free(head);
+    if (rc)
+        goto fail;
+    Arena *a = arena_new(0);
+    pthread_mutex_lock(&c->e->lock);
+    rc = add_weir_objects(db, c->e, c->s, a);
+    pthread_mutex_unlock(&c->e->lock);
+    arena_free(a);
+    if (rc || add_catalog_tables(db)) {
+        werr(err, SQLSTATE_INTERNAL, 0, "building the system catalogs: %s", sqlite3_errmsg(db));
+        goto fail;
+    }
+    if ((mark && exec(db, mark, err)) || exec(db, "COMMIT", err))
+        goto fail;
+    sqlite3_progress_handler(db, PROGRESS_STEPS, progress, c);
+    *out = db;
+    return 0;
+fail:
+    if (!err->set)
+        werr(err, SQLSTATE_INTERNAL, 0, "building the system catalogs: %s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    return -1;
+}
+
+/* ---- running a statement --------------------------------------------------------------- */
+
+/* A SQLite error as a Postgres one: our functions prefix a SQLSTATE. */
+static int sqlite_error(sqlite3 *db, Engine *e, bool prepare, WError *err)
+{
+    const char *m = sqlite3_errmsg(db);
+    if (sqlite3_errcode(db) == SQLITE_INTERRUPT)
+        return werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+    if (strlen(m) > 6 && m[5] == ':' && isalnum((unsigned char)m[0])) {
+        char state[6];
+        memcpy(state, m, 5);
+        state[5] = 0;
+        return werr(err, state, 0, "%s", m + 6);
+    }
+    if (!strncmp(m, "no such table: ", 15)) {
+        const char *name = m + 15;
+        const char *dot = strchr(name, '.');
+        const char *bare = dot ? dot + 1 : name;
+        pthread_mutex_lock(&e->lock);
+        bool weir = engine_find(e, bare) != NULL;
+        pthread_mutex_unlock(&e->lock);
+        if (weir)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                        "feature not supported: a query that reads both the system catalogs and weir relation \"%s\"",
+                        bare);
+        return werr(err, SQLSTATE_UNDEFINED_TABLE, 0, "relation \"%s\" does not exist", name);
+    }
+    if (!strncmp(m, "no such column: ", 16))
+        return werr(err, SQLSTATE_UNDEFINED_COLUMN, 0, "column \"%s\" does not exist", m + 16);
+    if (!strncmp(m, "no such function: ", 18))
+        return werr(err, SQLSTATE_UNDEFINED_FUNCTION, 0, "function %s() does not exist", m + 18);
+    if (!strncmp(m, "wrong number of arguments to function ", 38))
+        return werr(err, SQLSTATE_UNDEFINED_FUNCTION, 0, "function %s does not exist", m + 38);
+    return werr(err, prepare ? SQLSTATE_SYNTAX_ERROR : SQLSTATE_INTERNAL, 0, "%s", m);
+}
+
+/* True when the translated statement gives name as an alias (AS name). */
+static bool is_alias(const char *lite, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = lite; (p = strcasestr(p, "as ")) != NULL; p += 3) {
+        if (p > lite && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))
+            continue;
+        const char *q = p + 3;
+        while (*q == ' ')
+            q++;
+        if (*q == '"') {
+            const char *r = q + 1;
+            size_t k = 0;
+            while (*r && k < n) {
+                if (*r == '"' && r[1] == '"')
+                    r++;
+                else if (*r == '"')
+                    break;
+                if (*r != name[k])
+                    break;
+                r++, k++;
+            }
+            if (k == n && *r == '"')
+                return true;
+        } else if (!strncmp(q, name, n) && !(isalnum((unsigned char)q[n]) || q[n] == '_')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The header Postgres would give an unnamed result column. */
+static const char *column_name(const char *s, Arena *a)
+{
+    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+    if (s[n] == 0)
+        return s;
+    if (s[n] == '(' && n > 0) {
+        char *f = arena_strndup(a, s, n);
+        static const char *const CASTS[] = {"cast", "regclass", "regtype", "regnamespace", "regrole", "regproc",
+                                            "pg_bool", "regclass_oid", "regtype_oid", NULL};
+        for (int i = 0; CASTS[i]; i++)
+            if (!strcasecmp(f, CASTS[i])) {
+                /* A cast: the name of what is cast, when that is a column. */
+                const char *in = s + n + 1;
+                size_t m = strcspn(in, " )");
+                char *inner = arena_strndup(a, in, m);
+                char *dot = strrchr(inner, '.');
+                const char *col = dot ? dot + 1 : inner;
+                if (*col && strspn(col, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(col) &&
+                    !isdigit((unsigned char)*col))
+                    return col;
+                return "?column?";
+            }
+        if (!strcmp(f, "group_concat"))
+            return "string_agg";
+        if (!strcmp(f, "pg_array_agg"))
+            return "array_agg";
+        if (!strcmp(f, "pg_array"))
+            return "array";
+        return f;
+    }
+    if (s[n] == '.' && n > 0)
+        return column_name(s + n + 1, a);
+    return "?column?";
+}
+
+static uint32_t value_oid(int type)
+{
+    switch (type) {
+    case SQLITE_INTEGER: return SRV_OID_INT8;
+    case SQLITE_FLOAT: return SRV_OID_FLOAT8;
+    case SQLITE_BLOB: return SRV_OID_BYTEA;
+    default: return SRV_OID_TEXT;
+    }
+}
+
+static const char *cell_text(sqlite3_stmt *st, int i, uint32_t oid, char *tmp, size_t n, Buf *blob, int *len)
+{
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_NULL:
+        return NULL;
+    case SQLITE_INTEGER:
+        if (oid == SRV_OID_BOOL)
+            snprintf(tmp, n, "%s", sqlite3_column_int64(st, i) ? "t" : "f");
+        else
+            snprintf(tmp, n, "%lld", (long long)sqlite3_column_int64(st, i));
+        *len = (int)strlen(tmp);
+        return tmp;
+    case SQLITE_FLOAT: {
+        double d = sqlite3_column_double(st, i);
+        for (int p = 1; p <= 17; p++) {
+            snprintf(tmp, n, "%.*g", p, d);
+            if (strtod(tmp, NULL) == d)
+                break;
+        }
+        *len = (int)strlen(tmp);
+        return tmp;
+    }
+    case SQLITE_BLOB: {
+        const unsigned char *p = sqlite3_column_blob(st, i);
+        int k = sqlite3_column_bytes(st, i);
+        buf_reset(blob);
+        buf_puts(blob, "\\x");
+        for (int j = 0; j < k; j++)
+            buf_printf(blob, "%02x", p[j]);
+        *len = (int)blob->len;
+        return blob->data;
+    }
+    default: {
+        const char *s = (const char *)sqlite3_column_text(st, i);
+        *len = sqlite3_column_bytes(st, i);
+        if (oid == SRV_OID_BOOL && s && (!strcmp(s, "1") || !strcmp(s, "0"))) {
+            *len = 1;
+            return s[0] == '1' ? "t" : "f";
+        }
+        return s;
+    }
+    }
+}
+
+int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, const char *const *params,
+                bool describe_only, long max_rows, SrvResult *out, WError *err)
+{
+    PgCtx c = {e, s, out};
+    Arena *a = arena_new(0);
+    char *lite;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    Buf blob = BUF_INIT;
+    int rc = -1;
+    if (pgt_translate(sql, len, a, &lite, err) || build(&c, &db, err))
+        goto done;
+    const char *tail = NULL;
+    if (sqlite3_prepare_v2(db, lite, -1, &st, &tail) != SQLITE_OK) {
+        sqlite_error(db, e, true, err);
+        goto done;
+    }
+    if (!st) {
+        rc = 0;   /* nothing but comments */
+        goto done;
+    }
+    if (!sqlite3_stmt_readonly(st)) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: changing the system catalogs");
+        goto done;
+    }
+    for (int i = 0; i < n_params; i++) {
+        if (params && params[i])
+            sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_TRANSIENT);
+    }
+    int n = sqlite3_column_count(st);
+    if (n > 1600) {
+        werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "target lists can have at most 1600 entries");
+        goto done;
+    }
+    const char **names = arena_alloc(a, sizeof(char *) * (size_t)(n + 1));
+    uint32_t *oids = arena_alloc(a, sizeof(uint32_t) * (size_t)(n + 1));
+    bool *typed = arena_alloc(a, sizeof(bool) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        const char *decl = sqlite3_column_decltype(st, i);
+        typed[i] = decl != NULL;
+        oids[i] = decl ? pgcat_decltype_oid(decl) : SRV_OID_TEXT;
+        const char *cn = sqlite3_column_name(st, i);
+        names[i] = sqlite3_column_origin_name(st, i) || is_alias(lite, cn) ? cn : column_name(cn, a);
+    }
+    if (describe_only) {
+        srv_result_columns(out, n, names, oids);
+        rc = 0;
+        goto done;
+    }
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        for (int i = 0; i < n; i++)
+            if (!typed[i])
+                oids[i] = value_oid(sqlite3_column_type(st, i));
+    srv_result_columns(out, n, names, oids);
+    const char **vals = arena_alloc(a, sizeof(char *) * (size_t)(n + 1));
+    int *lens = arena_alloc(a, sizeof(int) * (size_t)(n + 1));
+    char (*tmp)[64] = arena_alloc(a, 64 * (size_t)(n + 1));
+    Buf *blobs = arena_zalloc(a, sizeof(Buf) * (size_t)(n + 1));
+    long rows = 0;
+    for (; step == SQLITE_ROW; step = sqlite3_step(st)) {
+        for (int i = 0; i < n; i++) {
+            lens[i] = -1;
+            vals[i] = cell_text(st, i, oids[i], tmp[i], sizeof tmp[i], &blobs[i], &lens[i]);
+        }
+        if (srv_result_row(out, vals, lens) < 0)
+            break;
+        if (++rows == max_rows && max_rows > 0)
+            break;
+    }
+    for (int i = 0; i < n; i++)
+        buf_free(&blobs[i]);
+    if (step != SQLITE_ROW && step != SQLITE_DONE) {
+        sqlite_error(db, e, false, err);
+        goto done;
+    }
+    char tag[48];
+    snprintf(tag, sizeof tag, "SELECT %ld", rows);
+    srv_result_complete(out, tag);
+    rc = 0;
+done:
+    buf_free(&blob);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    arena_free(a);
+    return rc;
+}
