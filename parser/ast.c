@@ -816,6 +816,17 @@ AstStmt *ast_savepoint(ParseCtx *c, Token first, Token dir)
     return s;
 }
 
+AstStmt *ast_user(ParseCtx *c, Token t, AstStmtKind kind, const char *name, const char *password, bool if_exists)
+{
+    AstStmt *s = new_stmt(c, kind, t.pos, t.off);
+    AstUser *u = arena_zalloc(c->a, sizeof *u);
+    u->name = name;
+    u->password = password;
+    u->if_exists = if_exists;
+    s->u.user = u;
+    return s;
+}
+
 AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q)
 {
     AstStmt *s = new_stmt(c, STMT_SELECT, q->pos, ((SelectBox *)q)->off);

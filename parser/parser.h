@@ -205,6 +205,9 @@ typedef enum AstStmtKind {
     STMT_ANALYZE_LATENESS,   /* ANALYZE LATENESS ON source ... */
     STMT_VERIFY,             /* VERIFY MATERIALIZED VIEW v */
     STMT_EMPTY,              /* only comments or whitespace */
+    STMT_CREATE_USER,        /* CREATE USER name [WITH] [PASSWORD 'p' | NULL] */
+    STMT_ALTER_USER,         /* ALTER USER name [WITH] PASSWORD 'p' | NULL */
+    STMT_DROP_USER,          /* DROP USER [IF EXISTS] name */
 } AstStmtKind;
 
 typedef enum AstObjectKind {
@@ -275,6 +278,14 @@ typedef struct AstCreateSink {
     const char *encode;
     AstList *encode_options;
 } AstCreateSink;
+
+/* CREATE/ALTER/DROP USER. password: NULL when not given, "" for PASSWORD
+ * NULL, else the text (a password, or a SCRAM-SHA-256$... verifier). */
+typedef struct AstUser {
+    const char *name;
+    const char *password;
+    bool if_exists;
+} AstUser;
 
 typedef struct AstDrop {
     AstObjectKind obj;
@@ -368,6 +379,7 @@ typedef struct AstStmt {
         AstVerify *verify;
         AstTxnKind txn;
         const char *savepoint_dir;   /* STMT_CHECKPOINT: ALTER SYSTEM SAVEPOINT TO 'dir', else NULL */
+        AstUser *user;               /* STMT_CREATE_USER, STMT_ALTER_USER, STMT_DROP_USER */
     } u;
 } AstStmt;
 

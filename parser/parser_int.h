@@ -162,6 +162,8 @@ AstTableRef *ast_tref_window(ParseCtx *c, Token fname, TvfInput in, AstList *arg
 /* statements */
 AstStmt *ast_stmt(ParseCtx *c, AstStmtKind k, Token first);
 AstStmt *ast_savepoint(ParseCtx *c, Token first, Token dir);
+/* CREATE/ALTER/DROP USER; password NULL = not given, "" = PASSWORD NULL. */
+AstStmt *ast_user(ParseCtx *c, Token t, AstStmtKind kind, const char *name, const char *password, bool if_exists);
 AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q);
 void ast_src_begin(ParseCtx *c, Token create, AstObjectKind obj, bool if_not_exists, Token name);
 void ast_src_column(ParseCtx *c, Token name, const char *type, int cons, AstExpr *generated);

@@ -49,6 +49,17 @@ typedef struct CkptRecord {
 
 #define CKPT_HISTORY 64
 
+/* A database user (users.c). The built-in superuser USER_BOOTSTRAP is
+ * listed only once it has a password. */
+#define USER_BOOTSTRAP "weir"
+#define CATALOG_KIND_USER 100      /* StorCatalogEntry.kind of a user */
+
+typedef struct EngineUser {
+    uint64_t id;              /* catalog id */
+    char *name;
+    char *verifier;           /* SCRAM-SHA-256$..., NULL = no password (cannot log in with SCRAM) */
+} EngineUser;
+
 struct Engine {
     pthread_mutex_t lock;     /* guards everything below; held by statements and engine steps */
     pthread_cond_t progress;  /* broadcast after every engine step */
@@ -86,6 +97,8 @@ struct Engine {
     struct Subscription *subs;     /* changefeeds (subscribe.c), a list */
     int n_subs;
     atomic_int n_sessions;         /* open pgwire sessions */
+    int n_users, cap_users;        /* users.c */
+    EngineUser *users;
 };
 
 /* A client session: settings, and nothing shared. */
@@ -186,6 +199,15 @@ const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a);
 int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *props, int n_props, RtKafkaProducer **out,
                     WError *err);
 int64_t now_ms(void);
+
+/* users.c */
+/* CREATE/ALTER/DROP USER (lock held). Errors: 42710, 42704, 55006, 0A000. */
+int users_exec(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+/* SrvEngine.user_verifier: takes the lock. */
+int users_verifier(void *ctx, const char *user, char *out, size_t n);
+/* At start: a user entry of the catalog (lock held). */
+void users_load(Engine *e, uint64_t id, const char *name, const char *verifier);
+void users_free(Engine *e);
 
 /* session.c */
 /* Session settings (SET/SHOW): the value in s (the default when unset), NULL

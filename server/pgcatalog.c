@@ -1061,6 +1061,10 @@ static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
     if (!rc)
         rc = insert(db, "INSERT INTO pg_catalog.pg_roles (rolname, rolsuper, rolcreaterole, rolcreatedb, "
                         "rolreplication, rolbypassrls, oid) VALUES ('weir', 1, 1, 1, 1, 1, 10)", "");
+    for (int i = 0; i < e->n_users && !rc; i++)
+        if (strcmp(e->users[i].name, USER_BOOTSTRAP) != 0)
+            rc = insert(db, "INSERT INTO pg_catalog.pg_roles (rolname, oid) VALUES (?1, ?2)", "ti", e->users[i].name,
+                        (long long)(OID_USER_BASE + (long long)e->users[i].id));
     for (int i = 0; i < session_setting_count() && !rc; i++) {
         const char *name = session_setting_name(i);
         rc = insert(db, "INSERT INTO pg_catalog.pg_settings (name, setting, context, vartype, source, boot_val, "

@@ -28,6 +28,7 @@
 
 #include "arena.h"
 #include "buf.h"
+#include "crypto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +55,7 @@ enum {
     CODE_GSSENC = 80877104,   /* 1234 << 16 | 5680 */
     MAX_STARTUP_LEN = 10000,  /* as Postgres: startup packets are small */
     MAX_NEGOTIATIONS = 4,     /* SSL/GSS requests answered before giving up */
+    MAX_AUTH_LEN = 10000,     /* SASL messages are small */
     FLUSH_AT = 64 * 1024,     /* output bytes that trigger a send */
     READ_STEP = 1 << 20,      /* body memory reserved per step of arrival */
     MAX_OBJECTS = 10000,      /* prepared statements + portals per connection */
@@ -82,6 +84,7 @@ struct SrvServer {
     int n_sessions;            /* connections past startup (the limited ones) */
     int32_t next_pid;          /* BackendKeyData process ids */
     atomic_bool stopping;
+    TlsCtx *tls;               /* NULL: SSLRequest is answered 'N' */
 };
 
 /* SrvConn: one client connection, owned by its thread until done, then by
@@ -98,6 +101,8 @@ struct SrvConn {
     bool dead;                 /* peer gone or stalled: output is discarded */
     bool eof;                  /* peer closed its side in an orderly way */
     bool skip_till_sync;       /* extended-protocol error: ignore until Sync */
+    bool loopback;             /* the peer is on this machine (127.0.0.0/8, ::1) */
+    TlsConn *tls;              /* after a TLS handshake: every byte goes through it */
     char rbuf[16384];          /* socket read buffer: rbuf[rpos..rlen) unread */
     size_t rpos, rlen;
     Buf in;                    /* body of the current message */
@@ -159,7 +164,8 @@ static int conn_flush(SrvConn *c)
 {
     size_t off = 0;
     while (!c->dead && off < c->out.len) {
-        ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
+        ssize_t n = c->tls ? crypto_tls_write(c->tls, c->out.data + off, c->out.len - off)
+                           : send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
         if (n > 0)
             off += (size_t)n;
         else if (n < 0 && errno == EINTR)
@@ -297,7 +303,8 @@ static int read_exact(SrvConn *c, void *dst, size_t n)
     char *d = dst;
     while (n > 0) {
         if (c->rpos == c->rlen) {
-            ssize_t got = recv(c->fd, c->rbuf, sizeof c->rbuf, 0);
+            ssize_t got = c->tls ? crypto_tls_read(c->tls, c->rbuf, sizeof c->rbuf)
+                                 : recv(c->fd, c->rbuf, sizeof c->rbuf, 0);
             if (got < 0 && errno == EINTR)
                 continue;
             if (got <= 0) {
@@ -739,17 +746,92 @@ bool srv_result_cancelled(SrvResult *r)
 
 /* ---- startup ---- */
 
-/* Authentication. Only trust exists today. SCRAM-SHA-256 slots in here:
- * send AuthenticationSASL ("SCRAM-SHA-256"), then read SASLInitialResponse
- * and SASLResponse ('p') messages with read_body()/Rd, computing the proofs
- * with OpenSSL (PKCS5_PBKDF2_HMAC, HMAC, SHA256), and end with
- * AuthenticationSASLFinal + AuthenticationOk or FATAL 28P01. */
-static int authenticate(SrvConn *c)
+/* Reads one authentication message of the given type into c->in. */
+static int read_auth_message(SrvConn *c, char want)
+{
+    unsigned char type;
+    uint32_t len;
+    if (read_exact(c, &type, 1) < 0)
+        return -1;
+    if (type != (unsigned char)want)
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "expected SASL response, got message type %d", type);
+    if (read_u32(c, &len) < 0)
+        return -1;
+    if (len < 4 || len - 4 > MAX_AUTH_LEN)
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid SASL response length %u", len);
+    return read_body(c, len - 4);
+}
+
+static void send_auth(SrvConn *c, int32_t code, const void *data, size_t n)
 {
     msg_begin(c, 'R');
-    put_i32(c, 0);                      /* AuthenticationOk */
+    put_i32(c, code);
+    buf_append(&c->out, data, n);
     msg_end(c);
-    return 0;
+}
+
+/* Authentication: trust for loopback clients unless SCRAM is required for
+ * everyone (SrvConfig.auth); otherwise SCRAM-SHA-256 (AuthenticationSASL,
+ * SASLInitialResponse, SASLContinue, SASLResponse, SASLFinal), the proofs
+ * checked by crypto.c against the verifier the engine keeps for the user.
+ * A wrong password, and an unknown user, is FATAL 28P01 after the whole
+ * exchange, so the two cannot be told apart. */
+static int authenticate(SrvConn *c)
+{
+    const SrvServer *s = c->srv;
+    if (s->cfg.auth == SRV_AUTH_LOCAL_TRUST && c->loopback) {
+        send_auth(c, 0, NULL, 0);       /* AuthenticationOk */
+        return 0;
+    }
+    char verifier[SCRAM_VERIFIER_MAX];
+    const SrvEngine *eng = &s->eng;
+    bool known = eng->user_verifier && eng->user_verifier(eng->ctx, c->user, verifier, sizeof verifier) == 0;
+    ScramServer *ss = crypto_scram_new(known ? verifier : NULL, c->user);
+    int rc = -1;
+    WError err;
+    werr_clear(&err);
+    Buf msg = BUF_INIT;
+    send_auth(c, 10, "SCRAM-SHA-256\0", 15);   /* AuthenticationSASL: the list ends with an empty name */
+    if (conn_flush(c) < 0 || read_auth_message(c, 'p') < 0)
+        goto out;
+    Rd rd = rd_of(&c->in, 0);
+    const char *mech = rd_str(&rd);
+    int32_t n = rd_i32(&rd);
+    const unsigned char *first = n >= 0 ? rd_bytes(&rd, (size_t)n) : NULL;
+    if (!rd_done(&rd) || !first) {
+        fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid SASLInitialResponse message");
+        goto out;
+    }
+    if (strcmp(mech, "SCRAM-SHA-256") != 0) {
+        fatal(c, "28000", "client selected an invalid SASL authentication mechanism");
+        goto out;
+    }
+    if (crypto_scram_first(ss, (const char *)first, (size_t)n, &msg, &err) < 0) {
+        send_error_fields(c, 'E', "FATAL", &err);
+        conn_flush(c);
+        goto out;
+    }
+    send_auth(c, 11, msg.data, msg.len);       /* AuthenticationSASLContinue */
+    buf_reset(&msg);
+    if (conn_flush(c) < 0 || read_auth_message(c, 'p') < 0)
+        goto out;
+    int ok = crypto_scram_final(ss, c->in.data, c->in.len, &msg, &err);
+    if (ok < 0) {
+        send_error_fields(c, 'E', "FATAL", &err);
+        conn_flush(c);
+        goto out;
+    }
+    if (ok == 0) {
+        fatal(c, "28P01", "password authentication failed for user \"%s\"", c->user);
+        goto out;
+    }
+    send_auth(c, 12, msg.data, msg.len);       /* AuthenticationSASLFinal */
+    send_auth(c, 0, NULL, 0);                  /* AuthenticationOk */
+    rc = 0;
+out:
+    buf_free(&msg);
+    crypto_scram_free(ss);
+    return rc;
 }
 
 /* Decode the StartupMessage parameters (c->in from offset 4) into c->user,
@@ -816,8 +898,22 @@ static int conn_startup(SrvConn *c)
         if (code == CODE_SSL || code == CODE_GSSENC) {
             /* Bytes sent behind the request before our answer could be
              * mistaken for post-handshake data (CVE-2021-23214): refuse. */
-            if (round >= MAX_NEGOTIATIONS || len != 8 || c->rpos != c->rlen)
+            if (round >= MAX_NEGOTIATIONS || len != 8 || c->rpos != c->rlen || c->tls)
                 return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid encryption request");
+            if (code == CODE_SSL && c->srv->tls) {
+                /* 'S', then the handshake on the raw socket: anything the
+                 * client sent that is not a TLS ClientHello fails it, and
+                 * the connection closes without another byte. */
+                buf_put_u8(&c->out, 'S');
+                if (conn_flush(c) < 0)
+                    return -1;
+                WError terr;
+                werr_clear(&terr);
+                c->tls = crypto_tls_accept(c->srv->tls, c->fd, &terr);
+                if (!c->tls)
+                    return -1;
+                continue;
+            }
             buf_put_u8(&c->out, 'N');
             if (conn_flush(c) < 0)
                 return -1;
@@ -1406,7 +1502,24 @@ static void *conn_main(void *arg)
     SrvServer *s = c->srv;
     pthread_setname_np(pthread_self(), "weir-conn");
     set_timeout(c->fd, SO_RCVTIMEO, s->cfg.startup_timeout_ms);
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    if (getpeername(c->fd, (struct sockaddr *)&peer, &plen) == 0) {
+        if (peer.ss_family == AF_INET) {
+            c->loopback = (ntohl(((struct sockaddr_in *)&peer)->sin_addr.s_addr) >> 24) == 127;
+        } else if (peer.ss_family == AF_INET6) {
+            const struct in6_addr *a6 = &((struct sockaddr_in6 *)&peer)->sin6_addr;
+            c->loopback = IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+        } else if (peer.ss_family == AF_UNIX) {
+            c->loopback = true;
+        }
+    }
     conn_serve(c);
+    if (c->tls) {
+        conn_flush(c);
+        crypto_tls_close(c->tls);
+        c->tls = NULL;
+    }
     lingering_close(c);
     pthread_mutex_lock(&s->mu);
     close(c->fd);
@@ -1588,6 +1701,13 @@ int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **
     s->next_pid = 1000 + (random_key() & 0xffff);
     atomic_init(&s->stopping, false);
     pthread_mutex_init(&s->mu, NULL);
+    s->cfg.tls_cert = s->cfg.tls_key = NULL;   /* not kept: loaded now */
+    if ((cfg->tls_cert != NULL) != (cfg->tls_key != NULL)) {
+        werr(err, SQLSTATE_IO_ERROR, 0, "TLS needs both a certificate and a key");
+        goto fail;
+    }
+    if (cfg->tls_cert && crypto_tls_ctx_new(cfg->tls_cert, cfg->tls_key, &s->tls, err) < 0)
+        goto fail;
     if (listen_on(s, s->cfg.host, cfg->port, err) < 0)
         goto fail;
     if (pipe2(s->wake, O_CLOEXEC) < 0) {
@@ -1608,6 +1728,7 @@ fail:
         close(s->wake[1]);
     }
     pthread_mutex_destroy(&s->mu);
+    crypto_tls_ctx_free(s->tls);
     free((char *)s->cfg.host);
     free((char *)s->cfg.server_version);
     free(s);
@@ -1639,6 +1760,7 @@ void srv_server_stop(SrvServer *s)
     close(s->wake[0]);
     close(s->wake[1]);
     pthread_mutex_destroy(&s->mu);
+    crypto_tls_ctx_free(s->tls);
     free((char *)s->cfg.host);
     free((char *)s->cfg.server_version);
     free(s);

@@ -137,7 +137,18 @@ typedef struct SrvEngine {
     void (*execute)(void *ctx, void *sess, const char *sql, int n_params,
                     const char *const *params, bool describe_only, long max_rows,
                     SrvResult *out);
+    /* SCRAM authentication: copy user's stored SCRAM-SHA-256 verifier into
+     * out[0..n) and return 0, or return -1 when the user is unknown or has no
+     * password. Called during startup on the connection's thread. May be NULL
+     * (then nobody can authenticate with a password). */
+    int (*user_verifier)(void *ctx, const char *user, char *out, size_t n);
 } SrvEngine;
+
+/* Who must prove a password (SrvConfig.auth). */
+typedef enum SrvAuth {
+    SRV_AUTH_LOCAL_TRUST = 0,   /* loopback clients are trusted; others use SCRAM-SHA-256 */
+    SRV_AUTH_SCRAM = 1,         /* every client uses SCRAM-SHA-256 */
+} SrvAuth;
 
 /* SrvConfig: zero-initialized fields take the defaults in brackets. */
 typedef struct SrvConfig {
@@ -153,13 +164,17 @@ typedef struct SrvConfig {
     int send_timeout_ms;        /* [60000]; a client that reads nothing for this
                                    long is treated as gone; <0 = wait forever */
     int startup_timeout_ms;     /* [10000]; time allowed to finish startup */
+    SrvAuth auth;               /* [SRV_AUTH_LOCAL_TRUST] */
+    const char *tls_cert;       /* PEM certificate chain and key: with both, */
+    const char *tls_key;        /* SSLRequest is answered 'S' and TLS runs */
 } SrvConfig;
 
 typedef struct SrvServer SrvServer;
 
 /* Bind and listen on cfg->host:cfg->port and start the accept thread.
  * engine is copied; cfg strings are copied. Returns 0 and *out, or -1 with
- * err filled (SQLSTATE 58030, e.g. address in use or unresolvable host). */
+ * err filled (SQLSTATE 58030, e.g. address in use or unresolvable host, an
+ * unreadable TLS certificate or key, or only one of the two given). */
 int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **out,
                      WError *err);
 

@@ -50,6 +50,7 @@ static const struct {
     {"integer_datetimes", "on"},
     {"transaction_isolation", "read committed"},
     {"streaming_allow_unbounded_state", "false"},
+    {"password_encryption", "scram-sha-256"},
 };
 
 static int setting_index(const char *name)
@@ -1193,6 +1194,11 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         break;
     case STMT_VERIFY:
         rc = srv_verify_view(e, st, describe_only, out, err);
+        break;
+    case STMT_CREATE_USER:
+    case STMT_ALTER_USER:
+    case STMT_DROP_USER:
+        rc = users_exec(e, st, out, err);
         break;
     case STMT_EMPTY:
         break;
