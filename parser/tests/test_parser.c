@@ -413,6 +413,23 @@ static void test_misc_statements(void)
     ok(s && s->kind == STMT_CHECKPOINT, "checkpoint");
 }
 
+static void test_users(void)
+{
+    AstStmt *s = one("CREATE USER Alice WITH PASSWORD 'p''w'");
+    ok(s && s->kind == STMT_CREATE_USER && !strcmp(s->u.user->name, "alice") && !strcmp(s->u.user->password, "p'w"),
+       "create user with password, name folded");
+    s = one("create user bob");
+    ok(s && s->kind == STMT_CREATE_USER && !s->u.user->password, "create user without password");
+    s = one("ALTER USER \"Bob\" PASSWORD NULL");
+    ok(s && s->kind == STMT_ALTER_USER && !strcmp(s->u.user->name, "Bob") && !strcmp(s->u.user->password, ""),
+       "alter user password null, quoted name");
+    s = one("DROP USER IF EXISTS carol");
+    ok(s && s->kind == STMT_DROP_USER && s->u.user->if_exists && !strcmp(s->u.user->name, "carol"), "drop user");
+    s = one("SELECT user, password FROM t");
+    ok(s && s->kind == STMT_SELECT, "user and password stay usable as column names");
+    ok(!strcmp(parse_err("CREATE USER alice PASSWORD"), "42601"), "password needs a value");
+}
+
 static void test_subscribe(void)
 {
     AstStmt *s = one("SUBSCRIBE v");
@@ -901,6 +918,7 @@ int main(void)
     test_sink_drop_insert();
     test_misc_statements();
     test_subscribe();
+    test_users();
     test_select();
     test_windows();
     test_expressions();
