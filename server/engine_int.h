@@ -214,6 +214,8 @@ void users_free(Engine *e);
  * for an unknown name; and the list of known names with their defaults. */
 const char *session_setting(Session *s, const char *name);
 int session_setting_count(void);
+/* SrvEngine.idle_timeout_ms: the session's idle_session_timeout. */
+long session_idle_timeout(void *ctx, void *sess);
 const char *session_setting_name(int i);
 const char *session_setting_default(int i);
 

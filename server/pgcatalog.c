@@ -1205,11 +1205,11 @@ fail:
 /* ---- running a statement --------------------------------------------------------------- */
 
 /* A SQLite error as a Postgres one: our functions prefix a SQLSTATE. */
-static int sqlite_error(sqlite3 *db, Engine *e, bool prepare, WError *err)
+static int sqlite_error(sqlite3 *db, Engine *e, SrvResult *out, bool prepare, WError *err)
 {
     const char *m = sqlite3_errmsg(db);
     if (sqlite3_errcode(db) == SQLITE_INTERRUPT)
-        return werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+        return werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
     if (strlen(m) > 6 && m[5] == ':' && isalnum((unsigned char)m[0])) {
         char state[6];
         memcpy(state, m, 5);
@@ -1373,7 +1373,7 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
         goto done;
     const char *tail = NULL;
     if (sqlite3_prepare_v2(db, lite, -1, &st, &tail) != SQLITE_OK) {
-        sqlite_error(db, e, true, err);
+        sqlite_error(db, e, out, true, err);
         goto done;
     }
     if (!st) {
@@ -1432,7 +1432,7 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
     for (int i = 0; i < n; i++)
         buf_free(&blobs[i]);
     if (step != SQLITE_ROW && step != SQLITE_DONE) {
-        sqlite_error(db, e, false, err);
+        sqlite_error(db, e, out, false, err);
         goto done;
     }
     char tag[48];

@@ -154,6 +154,8 @@ struct SrvResult {
     bool errored;         /* ErrorResponse sent: drop everything after */
     bool in_copy;
     struct timespec next_probe;
+    struct timespec deadline;  /* statement_timeout; tv_sec 0 = none */
+    bool timed_out;
 };
 
 /* ---- output: message framing and sending ---- */
@@ -719,11 +721,41 @@ void srv_result_copy_end(SrvResult *r, const char *tag)
 
 int srv_result_flush(SrvResult *r) { return conn_flush(r->c); }
 
+void srv_result_set_timeout(SrvResult *r, long ms)
+{
+    r->timed_out = false;
+    if (ms <= 0) {
+        r->deadline.tv_sec = 0;
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &r->deadline);
+    r->deadline.tv_sec += ms / 1000;
+    r->deadline.tv_nsec += (ms % 1000) * 1000000L;
+    if (r->deadline.tv_nsec >= 1000000000L) {
+        r->deadline.tv_sec++;
+        r->deadline.tv_nsec -= 1000000000L;
+    }
+}
+
+const char *srv_result_cancel_message(SrvResult *r)
+{
+    return r->timed_out ? "canceling statement due to statement timeout" : "canceling statement due to user request";
+}
+
 bool srv_result_cancelled(SrvResult *r)
 {
     SrvConn *c = r->c;
     if (atomic_load(&c->cancel) || c->dead)
         return true;
+    if (r->deadline.tv_sec) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > r->deadline.tv_sec ||
+            (now.tv_sec == r->deadline.tv_sec && now.tv_nsec >= r->deadline.tv_nsec)) {
+            r->timed_out = true;
+            return true;
+        }
+    }
     /* A client that hung up mid-statement would otherwise only be noticed at
      * the next write; a statement that writes nothing for minutes (a
      * SUBSCRIBE on a quiet view) must still stop. Probe, but rarely. */
@@ -1404,6 +1436,20 @@ static void conn_serve(SrvConn *c)
     while (!c->dead) {
         unsigned char type;
         uint32_t len;
+        /* idle_session_timeout: wait for the next message at most this long. */
+        const SrvEngine *eng = &c->srv->eng;
+        long idle = eng->idle_timeout_ms ? eng->idle_timeout_ms(eng->ctx, c->sess) : 0;
+        if (idle > 0 && c->rpos == c->rlen && !(c->tls && crypto_tls_pending(c->tls))) {
+            struct pollfd p = {c->fd, POLLIN, 0};
+            int n;
+            do
+                n = poll(&p, 1, idle > INT32_MAX ? INT32_MAX : (int)idle);
+            while (n < 0 && errno == EINTR);
+            if (n == 0) {
+                fatal(c, "57P05", "terminating connection due to idle-session timeout");
+                break;
+            }
+        }
         if (read_exact(c, &type, 1) < 0)
             break;
         /* Judge the type byte before trusting the length behind it: junk

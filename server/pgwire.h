@@ -109,6 +109,16 @@ int srv_result_flush(SrvResult *r);
  * long-running statements poll it and then report SQLSTATE 57014. */
 bool srv_result_cancelled(SrvResult *r);
 
+/* statement_timeout: the statement that r answers must end within ms from
+ * now (0 = no limit); after that srv_result_cancelled() is true. Call it
+ * when each statement starts (the limit applies to each statement of a
+ * query string separately, as in Postgres). */
+void srv_result_set_timeout(SrvResult *r, long ms);
+
+/* The message for SQLSTATE 57014 once srv_result_cancelled() is true:
+ * "canceling statement due to statement timeout" or "... user request". */
+const char *srv_result_cancel_message(SrvResult *r);
+
 /*
  * SrvEngine: the engine as the server sees it. ctx is passed back verbatim.
  * Every function is called on the connection's thread.
@@ -142,6 +152,10 @@ typedef struct SrvEngine {
      * password. Called during startup on the connection's thread. May be NULL
      * (then nobody can authenticate with a password). */
     int (*user_verifier)(void *ctx, const char *user, char *out, size_t n);
+    /* idle_session_timeout: how long (ms) the session may wait for its next
+     * message before the server ends it with FATAL 57P05; 0 = for ever.
+     * Asked before each read of a new message. May be NULL. */
+    long (*idle_timeout_ms)(void *ctx, void *sess);
 } SrvEngine;
 
 /* Who must prove a password (SrvConfig.auth). */

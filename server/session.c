@@ -42,6 +42,7 @@ static const struct {
     {"statement_timeout", "0"},
     {"lock_timeout", "0"},
     {"idle_in_transaction_session_timeout", "0"},
+    {"idle_session_timeout", "0"},
     {"client_min_messages", "notice"},
     {"standard_conforming_strings", "on"},
     {"bytea_output", "hex"},
@@ -71,6 +72,50 @@ static const char *setting_get(Session *s, const char *name)
 }
 
 const char *session_setting(Session *s, const char *name) { return setting_get(s, name); }
+
+/* A time setting as Postgres takes it: an integer in milliseconds, or with
+ * a unit (us, ms, s, min, h, d). Returns 0 and *ms, or -1 if malformed or
+ * out of range (0 .. 2147483647 ms). */
+static int parse_ms(const char *v, long *ms)
+{
+    static const struct {
+        const char *unit;
+        double ms;
+    } UNITS[] = {{"us", 0.001}, {"ms", 1}, {"s", 1000}, {"min", 60000}, {"h", 3600000}, {"d", 86400000}};
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || errno || x < 0)
+        return -1;
+    while (*end == ' ')
+        end++;
+    double scale = 1;
+    if (*end) {
+        size_t k = 0;
+        for (; k < sizeof UNITS / sizeof UNITS[0]; k++)
+            if (!strcasecmp(end, UNITS[k].unit))
+                break;
+        if (k == sizeof UNITS / sizeof UNITS[0])
+            return -1;
+        scale = UNITS[k].ms;
+    }
+    x *= scale;
+    if (x > 2147483647.0)
+        return -1;
+    *ms = (long)(x + 0.5);
+    if (*ms == 0 && x > 0)
+        *ms = 1;   /* a positive value is at least 1 ms, as Postgres rounds */
+    return 0;
+}
+
+static long setting_ms(Session *s, const char *name)
+{
+    long ms = 0;
+    const char *v = setting_get(s, name);
+    return v && parse_ms(v, &ms) == 0 ? ms : 0;
+}
+
+long session_idle_timeout(void *ctx, void *sess) { return sess ? setting_ms(sess, "idle_session_timeout") : 0; }
 int session_setting_count(void) { return (int)(sizeof SETTINGS / sizeof SETTINGS[0]); }
 const char *session_setting_name(int i) { return SETTINGS[i].name; }
 const char *session_setting_default(int i) { return SETTINGS[i].dflt; }
@@ -892,7 +937,7 @@ static int run_select(Engine *e, const AstStmt *st, bool describe_only, SrvResul
     if (n < 0)
         return -1;
     if (srv_result_cancelled(out))
-        return werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+        return werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
     char tag[64];
     snprintf(tag, sizeof tag, "SELECT %ld", n);
     srv_result_complete(out, tag);
@@ -972,7 +1017,7 @@ static int flush(Engine *e, SrvResult *out, WError *err)
         if (done)
             break;
         if (srv_result_cancelled(out))
-            return werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+            return werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
         if (now_ms() > deadline)
             return werr(err, SQLSTATE_QUERY_CANCELED, 0, "FLUSH timed out after %d s: a view is not keeping up",
                         FLUSH_TIMEOUT_MS / 1000);
@@ -1061,6 +1106,16 @@ static int set(Session *s, const AstStmt *st, bool reset, SrvResult *out, WError
     if (!strcasecmp(a->name, "timezone") && a->value && strcasecmp(a->value, "utc") != 0 &&
         strcasecmp(a->value, "gmt") != 0 && strcmp(a->value, "0") != 0)
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: time zones other than UTC");
+    static const char *const TIMES[] = {"statement_timeout", "idle_session_timeout", "lock_timeout",
+                                        "idle_in_transaction_session_timeout"};
+    for (size_t i = 0; i < sizeof TIMES / sizeof TIMES[0] && !reset && a->value; i++) {
+        long ms;
+        if (!strcasecmp(a->name, TIMES[i]) && parse_ms(a->value, &ms))
+            return werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "invalid value for parameter \"%s\": \"%s\"",
+                        TIMES[i], a->value),
+                   werr_hint(err, "Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\"."),
+                   -1;
+    }
     setting_set(s, a->name, reset ? NULL : a->value);
     srv_result_complete(out, reset ? "RESET" : "SET");
     return 0;
@@ -1247,6 +1302,7 @@ static int run_weir(Session *s, const char *sql, bool describe_only, int n_param
         if (k != STMT_SELECT && k != STMT_EXPLAIN && k != STMT_SHOW && k != STMT_SET && k != STMT_RESET &&
             k != STMT_TRANSACTION && k != STMT_EMPTY && k != STMT_INSERT)
             engine_checkpoint_wait(e, NULL);
+        srv_result_set_timeout(out, setting_ms(s, "statement_timeout"));
         rc = exec_stmt(e, s, sql, stmts[i], describe_only, out, &err);
         pthread_mutex_unlock(&e->lock);
         if (rc) {
@@ -1282,6 +1338,7 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
     }
     for (int i = 0; i < n; i++) {
         if (pgt_names_catalog(sql, starts[i], ends[i])) {
+            srv_result_set_timeout(out, setting_ms(s, "statement_timeout"));
             if (pgcat_query(s->e, s, sql + starts[i], ends[i] - starts[i], n_params, params, describe_only, max_rows,
                             out, &err)) {
                 if (err.pos > 0)

@@ -182,7 +182,8 @@ static void f_execute(void *ctx, void *sess, const char *sql, int n_params,
     run_one(sql, n_params, params, describe_only, max_rows, out);
 }
 
-static const SrvEngine fake = {NULL, f_open, f_close, f_query, f_execute, NULL};
+static const SrvEngine fake = {.ctx = NULL, .session_open = f_open, .session_close = f_close, .query = f_query,
+                               .execute = f_execute};
 
 static PGconn *connect_as(int port, const char *user)
 {

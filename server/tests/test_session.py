@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""test_session.py: statement_timeout and idle_session_timeout, with psycopg2.
+
+A statement that outlives statement_timeout ends with 57014 "canceling
+statement due to statement timeout" (a SUBSCRIBE, a FLUSH, a slow catalog
+query), the session goes on; a session idle past idle_session_timeout is
+closed with FATAL 57P05. TAP output.
+
+usage: test_session.py WEIR_EXE
+"""
+import io
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from weirproc import Tap, Weir  # noqa: E402
+
+import psycopg2  # noqa: E402
+
+
+def main():
+    t = Tap()
+    w = Weir(sys.argv[1])
+    try:
+        conn = psycopg2.connect(host="127.0.0.1", port=w.port, dbname="weir", user="weir", sslmode="disable")
+        conn.autocommit = True
+        cur = conn.cursor()
+        cur.execute("CREATE SOURCE bid (auction BIGINT, price BIGINT, date_time TIMESTAMP) WITH ("
+                    "connector = 'nexmark', nexmark.table.type = 'bid', nexmark.event.num = '100')")
+        cur.execute("CREATE MATERIALIZED VIEW top AS SELECT auction, max(price) AS top FROM bid GROUP BY auction")
+        for bad in ["'abc'", "'-1'", "'5 parsecs'"]:
+            try:
+                cur.execute("SET statement_timeout = " + bad)
+                t.ok(False, "SET statement_timeout = %s refused" % bad)
+            except psycopg2.Error as e:
+                t.ok(e.pgcode == "22023", "SET statement_timeout = %s refused (22023)" % bad, e)
+        cur.execute("SET statement_timeout = '300ms'")
+        cur.execute("SHOW statement_timeout")
+        t.ok(cur.fetchone() == ("300ms",), "SHOW statement_timeout")
+
+        start = time.time()
+        try:
+            cur.copy_expert("COPY (SUBSCRIBE top) TO STDOUT", io.StringIO())
+            t.ok(False, "SUBSCRIBE stopped by statement_timeout")
+        except psycopg2.Error as e:
+            took = time.time() - start
+            t.ok(e.pgcode == "57014" and "statement timeout" in str(e) and 0.25 < took < 5,
+                 "SUBSCRIBE stopped by statement_timeout (57014)", "%s %s %.2fs" % (e.pgcode, e, took))
+        try:
+            cur.execute("SELECT count(*) FROM pg_catalog.generate_series(1, 1000000) a, "
+                        "pg_catalog.generate_series(1, 1000000) b")
+            t.ok(False, "slow catalog query stopped")
+        except psycopg2.Error as e:
+            t.ok(e.pgcode == "57014" and "statement timeout" in str(e), "slow catalog query stopped (57014)", e)
+        cur.execute("SELECT count(*) FROM top")
+        t.ok(cur.fetchone()[0] > 0, "the session goes on after a timeout")
+        cur.execute("SET statement_timeout = 0")
+        cur.execute("SELECT count(*) FROM pg_catalog.pg_class")
+        t.ok(cur.fetchone()[0] > 0, "statement_timeout = 0 lifts the limit")
+
+        cur.execute("SET idle_session_timeout = 300")
+        time.sleep(1.0)
+        try:
+            cur.execute("SELECT 1")
+            t.ok(False, "idle session closed")
+        except psycopg2.Error as e:
+            t.ok("idle-session timeout" in str(e) or conn.closed, "idle session closed (57P05)", e)
+        conn2 = psycopg2.connect(host="127.0.0.1", port=w.port, dbname="weir", user="weir", sslmode="disable")
+        c2 = conn2.cursor()
+        c2.execute("SET idle_session_timeout = '2s'")
+        time.sleep(0.5)
+        c2.execute("SELECT 1")
+        t.ok(c2.fetchone() == (1,), "a session active within idle_session_timeout stays")
+        conn2.close()
+    finally:
+        rc = w.stop()
+        t.ok(rc == 0, "server exits cleanly", w.log())
+        w.cleanup()
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
