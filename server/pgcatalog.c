@@ -362,6 +362,32 @@ static void fn_array_to_string(sqlite3_context *cx, int n, sqlite3_value **v)
     result_buf(cx, &b);
 }
 
+/* array_remove(arr, x) */
+static void fn_array_remove(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    const char *x = sqlite3_value_type(v[1]) == SQLITE_NULL ? NULL : arg_text(v[1]);
+    Arena *a = arena_new(0);
+    char **el;
+    bool *nu;
+    int k = array_parse(arg_text(v[0]), a, &el, &nu);
+    Buf b = BUF_INIT;
+    buf_putc(&b, '{');
+    bool first = true;
+    for (int i = 0; i < k; i++) {
+        if (x ? (!nu[i] && !strcmp(el[i], x)) : nu[i])
+            continue;
+        array_put(&b, nu[i] ? NULL : el[i], first);
+        first = false;
+    }
+    buf_putc(&b, '}');
+    arena_free(a);
+    result_buf(cx, &b);
+}
+
 /* ---- pattern matching --------------------------------------------------------------- */
 
 static void regex_free(void *p)
@@ -731,6 +757,11 @@ static void fn_encoding(sqlite3_context *cx, int n, sqlite3_value **v)
     sqlite3_result_text(cx, sqlite3_value_int(v[0]) == 6 ? "UTF8" : "", -1, SQLITE_STATIC);
 }
 
+static void fn_utf8(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    sqlite3_result_text(cx, "UTF8", -1, SQLITE_STATIC);
+}
+
 static void fn_pg_bool(sqlite3_context *cx, int n, sqlite3_value **v)
 {
     int t = sqlite3_value_type(v[0]);
@@ -873,7 +904,13 @@ static int register_functions(sqlite3 *db, PgCtx *c)
         {"array_to_string", 2, fn_array_to_string}, {"array_to_string", 3, fn_array_to_string},
         {"pg_get_userbyid", 1, fn_get_userbyid}, {"pg_table_is_visible", 1, fn_table_is_visible},
         {"pg_type_is_visible", 1, fn_true}, {"pg_function_is_visible", 1, fn_true},
-        {"pg_collation_is_visible", 1, fn_true}, {"pg_has_role", -1, fn_true},
+        {"pg_collation_is_visible", 1, fn_true}, {"pg_conversion_is_visible", 1, fn_true},
+        {"pg_operator_is_visible", 1, fn_true}, {"pg_opclass_is_visible", 1, fn_true},
+        {"pg_opfamily_is_visible", 1, fn_true}, {"pg_statistics_obj_is_visible", 1, fn_true},
+        {"pg_ts_config_is_visible", 1, fn_true}, {"pg_ts_parser_is_visible", 1, fn_true},
+        {"pg_ts_dict_is_visible", 1, fn_true}, {"pg_ts_template_is_visible", 1, fn_true},
+        {"array_remove", 2, fn_array_remove}, {"pg_tablespace_location", 1, fn_null},
+        {"getdatabaseencoding", 0, fn_utf8}, {"pg_client_encoding", 0, fn_utf8}, {"pg_has_role", -1, fn_true},
         {"has_table_privilege", -1, fn_true}, {"has_schema_privilege", -1, fn_true},
         {"has_database_privilege", -1, fn_true}, {"has_column_privilege", -1, fn_true},
         {"has_any_column_privilege", -1, fn_true}, {"has_function_privilege", -1, fn_true},

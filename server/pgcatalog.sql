@@ -200,6 +200,31 @@ CREATE TABLE pg_catalog.pg_depend (
   classid oid_int, objid oid_int, objsubid int4, refclassid oid_int, refobjid oid_int,
   refobjsubid int4, deptype char_text);
 
+-- Catalogs weir has nothing for: empty, so that clients listing them get no rows.
+CREATE TABLE pg_catalog.pg_language (oid oid_int, lanname name_text, lanowner oid_int, lanispl bool,
+  lanpltrusted bool, lanplcallfoid oid_int, laninline oid_int, lanvalidator oid_int, lanacl aclitem_array_text);
+CREATE TABLE pg_catalog.pg_conversion (oid oid_int, conname name_text, connamespace oid_int, conowner oid_int,
+  conforencoding int4, contoencoding int4, conproc regproc_text, condefault bool);
+CREATE TABLE pg_catalog.pg_cast (oid oid_int, castsource oid_int, casttarget oid_int, castfunc oid_int,
+  castcontext char_text, castmethod char_text);
+CREATE TABLE pg_catalog.pg_operator (oid oid_int, oprname name_text, oprnamespace oid_int, oprowner oid_int,
+  oprkind char_text, oprcanmerge bool, oprcanhash bool, oprleft oid_int, oprright oid_int,
+  oprresult oid_int, oprcom oid_int, oprnegate oid_int, oprcode regproc_text);
+CREATE TABLE pg_catalog.pg_subscription (oid oid_int, subdbid oid_int, subname name_text, subowner oid_int,
+  subenabled bool, subconninfo text, subslotname name_text, subpublications text_array);
+CREATE TABLE pg_catalog.pg_ts_config (oid oid_int, cfgname name_text, cfgnamespace oid_int, cfgowner oid_int,
+  cfgparser oid_int);
+CREATE TABLE pg_catalog.pg_db_role_setting (setdatabase oid_int, setrole oid_int, setconfig text_array);
+CREATE TABLE pg_catalog.pg_largeobject_metadata (oid oid_int, lomowner oid_int, lomacl aclitem_array_text);
+CREATE TABLE pg_catalog.pg_default_acl (oid oid_int, defaclrole oid_int, defaclnamespace oid_int,
+  defaclobjtype char_text, defaclacl aclitem_array_text);
+CREATE TABLE pg_catalog.pg_event_trigger (oid oid_int, evtname name_text, evtevent name_text, evtowner oid_int,
+  evtfoid oid_int, evtenabled char_text, evttags text_array);
+CREATE TABLE pg_catalog.pg_opclass (oid oid_int, opcmethod oid_int, opcname name_text, opcnamespace oid_int,
+  opcowner oid_int, opcfamily oid_int, opcintype oid_int, opcdefault bool, opckeytype oid_int);
+CREATE TABLE pg_catalog.pg_opfamily (oid oid_int, opfmethod oid_int, opfname name_text, opfnamespace oid_int,
+  opfowner oid_int);
+
 -- pg_settings: the session's settings, filled per statement by pgcatalog.c.
 CREATE TABLE pg_catalog.pg_settings (
   name text, setting text, unit text, category text, short_desc text, extra_desc text,

@@ -23,7 +23,8 @@
  *     ILIKE becomes GLOB (bound to case-insensitive LIKE; LIKE itself is
  *     made case-sensitive as in Postgres); != is <>;
  *   - COLLATE name is dropped (every comparison is bytewise, as "C");
- *   - pg_catalog.f(...) is f(...) (SQLite functions have no schema);
+ *   - pg_catalog.f(...) is f(...) (SQLite functions have no schema), and
+ *     CAST(x AS pg_catalog.t) is CAST(x AS t);
  *     pg_catalog.t and information_schema.t stay: they are attached
  *     databases of those names;
  *   - x::type is CAST(x AS INTEGER|REAL|TEXT) for numbers and text types,
@@ -630,8 +631,9 @@ int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)
                 continue;
             }
             if ((!strcmp(w, "pg_catalog") || !strcmp(w, "information_schema")) && next && is_punct(next, '.') &&
-                nx + 2 < t.n_in && t.in[nx + 1].k == TK_IDENT && is_punct(&t.in[nx + 2], '(')) {
-                t.skip[nx] = true;   /* a function: drop the schema */
+                nx + 2 < t.n_in && t.in[nx + 1].k == TK_IDENT &&
+                (is_punct(&t.in[nx + 2], '(') || !strcasecmp(prev, "as"))) {
+                t.skip[nx] = true;   /* a function, or the type of CAST(x AS pg_catalog.t): drop the schema */
                 continue;
             }
             if (!strcmp(w, "collate") && next) {
