@@ -25,7 +25,9 @@
  * declared types of pgcatalog.sql (a direct column) or from the values
  * (an expression), and sent in Postgres' text forms (t/f for booleans).
  *
- * Building per statement costs about a millisecond and means a statement
+ * The fixed part (pgcatalog.sql's tables and rows, and the rows describing
+ * the catalog's own tables) is built once and kept as serialized images;
+ * each statement starts from copies and adds weir's objects, so a statement
  * always sees the catalog as it is, with no cache to invalidate. The engine
  * lock is held only while weir's objects are copied in.
  */
@@ -1198,35 +1200,91 @@ static int progress(void *arg)
     return c->out && srv_result_cancelled(c->out);
 }
 
-/* Opens the database with the catalog for this statement. */
-static int build(PgCtx *c, sqlite3 **out, WError *err)
+/* The part of the catalog that never changes (pgcatalog.sql up to the
+ * derive marker, and the rows describing the catalog's own tables) is built
+ * once per process and kept as serialized images of the two schemas; each
+ * statement starts from copies of them. */
+static struct {
+    pthread_once_t once;
+    int rc;
+    unsigned char *img[2];
+    sqlite3_int64 len[2];
+} tmpl = {PTHREAD_ONCE_INIT, -1, {NULL, NULL}, {0, 0}};
+
+static const char *const SCHEMAS[2] = {"pg_catalog", "information_schema"};
+
+static sqlite3 *open_db(PgCtx *c)
 {
     sqlite3 *db = NULL;
-    *out = NULL;
     if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
+            SQLITE_OK ||
+        register_functions(db, c) ||
+        sqlite3_exec(db, "ATTACH ':memory:' AS pg_catalog; ATTACH ':memory:' AS information_schema", NULL, NULL,
+                     NULL) != SQLITE_OK) {
         sqlite3_close(db);
-        return werr(err, SQLSTATE_OUT_OF_MEMORY, 0, "cannot open the system catalogs");
+        return NULL;
     }
-    if (register_functions(db, c) ||
-        exec(db, "ATTACH ':memory:' AS pg_catalog; ATTACH ':memory:' AS information_schema; BEGIN", err))
-        goto fail;
+    return db;
+}
+
+static void build_template(void)
+{
+    static PgCtx none;
+    sqlite3 *db = open_db(&none);
+    if (!db)
+        return;
     const char *schema = (const char *)weir_pgcatalog_sql;
     const char *mark = strstr(schema, "-- ---- derive:");
     char *head = strndup(schema, mark ? (size_t)(mark - schema) : strlen(schema));
-    int rc = exec(db, head, err);
+    WError err = {0};
+    if (exec(db, "BEGIN", &err) == 0 && exec(db, head, &err) == 0 && add_catalog_tables(db) == 0 &&
+        exec(db, "COMMIT", &err) == 0) {
+        tmpl.rc = 0;
+        for (int i = 0; i < 2; i++) {
+            tmpl.img[i] = sqlite3_serialize(db, SCHEMAS[i], &tmpl.len[i], 0);
+            if (!tmpl.img[i])
+                tmpl.rc = -1;
+        }
+    } else {
+        fprintf(stderr, "weir: cannot build the system catalogs: %s\n", err.set ? err.msg : sqlite3_errmsg(db));
+    }
     free(head);
-    if (rc)
+    sqlite3_close(db);
+}
+
+/* Opens the database with the catalog for this statement. */
+static int build(PgCtx *c, sqlite3 **out, WError *err)
+{
+    *out = NULL;
+    pthread_once(&tmpl.once, build_template);
+    if (tmpl.rc)
+        return werr(err, SQLSTATE_INTERNAL, 0, "the system catalogs are not available (see the server log)");
+    sqlite3 *db = open_db(c);
+    if (!db)
+        return werr(err, SQLSTATE_OUT_OF_MEMORY, 0, "cannot open the system catalogs");
+    for (int i = 0; i < 2; i++) {
+        unsigned char *copy = sqlite3_malloc64((sqlite3_uint64)tmpl.len[i]);
+        if (!copy) {
+            werr(err, SQLSTATE_OUT_OF_MEMORY, 0, "out of memory for the system catalogs");
+            goto fail;
+        }
+        memcpy(copy, tmpl.img[i], (size_t)tmpl.len[i]);
+        if (sqlite3_deserialize(db, SCHEMAS[i], copy, tmpl.len[i], tmpl.len[i],
+                                SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE) != SQLITE_OK)
+            goto fail;
+    }
+    if (exec(db, "BEGIN", err))
         goto fail;
     Arena *a = arena_new(0);
     pthread_mutex_lock(&c->e->lock);
-    rc = add_weir_objects(db, c->e, c->s, a);
+    int rc = add_weir_objects(db, c->e, c->s, a);
     pthread_mutex_unlock(&c->e->lock);
     arena_free(a);
-    if (rc || add_catalog_tables(db)) {
+    if (rc) {
         werr(err, SQLSTATE_INTERNAL, 0, "building the system catalogs: %s", sqlite3_errmsg(db));
         goto fail;
     }
+    const char *mark = strstr((const char *)weir_pgcatalog_sql, "-- ---- derive:");
     if ((mark && exec(db, mark, err)) || exec(db, "COMMIT", err))
         goto fail;
     sqlite3_progress_handler(db, PROGRESS_STEPS, progress, c);
