@@ -644,5 +644,5 @@ SrvEngine engine_srv(Engine *e)
 {
     return (SrvEngine){.ctx = e, .session_open = counted_session_open, .session_close = counted_session_close,
                        .query = session_query, .execute = session_execute, .user_verifier = users_verifier,
-                       .idle_timeout_ms = session_idle_timeout};
+                       .idle_timeout_ms = session_idle_timeout, .in_transaction = session_in_transaction};
 }

@@ -108,6 +108,7 @@ typedef struct Session {
     int n_settings;
     char **keys;
     char **values;
+    bool in_txn;              /* between BEGIN and COMMIT/ROLLBACK (statements still apply at once) */
 } Session;
 
 /* engine.c */
@@ -216,6 +217,8 @@ const char *session_setting(Session *s, const char *name);
 int session_setting_count(void);
 /* SrvEngine.idle_timeout_ms: the session's idle_session_timeout. */
 long session_idle_timeout(void *ctx, void *sess);
+/* SrvEngine.in_transaction. */
+bool session_in_transaction(void *ctx, void *sess);
 const char *session_setting_name(int i);
 const char *session_setting_default(int i);
 

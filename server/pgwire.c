@@ -224,10 +224,16 @@ static void send_param_status(SrvConn *c, const char *k, const char *v)
     msg_end(c);
 }
 
+static bool in_transaction(SrvConn *c)
+{
+    const SrvEngine *eng = &c->srv->eng;
+    return c->sess_open && eng->in_transaction && eng->in_transaction(eng->ctx, c->sess);
+}
+
 static void send_ready(SrvConn *c)
 {
     msg_begin(c, 'Z');
-    buf_put_u8(&c->out, 'I');   /* transactions are the engine's business */
+    buf_put_u8(&c->out, in_transaction(c) ? 'T' : 'I');   /* transactions are the engine's business */
     msg_end(c);
     conn_flush(c);
 }
@@ -1436,7 +1442,8 @@ static void conn_serve(SrvConn *c)
     while (!c->dead) {
         unsigned char type;
         uint32_t len;
-        /* idle_session_timeout: wait for the next message at most this long. */
+        /* idle_session_timeout (idle_in_transaction_session_timeout inside a
+         * transaction): wait for the next message at most this long. */
         const SrvEngine *eng = &c->srv->eng;
         long idle = eng->idle_timeout_ms ? eng->idle_timeout_ms(eng->ctx, c->sess) : 0;
         if (idle > 0 && c->rpos == c->rlen && !(c->tls && crypto_tls_pending(c->tls))) {
@@ -1446,7 +1453,10 @@ static void conn_serve(SrvConn *c)
                 n = poll(&p, 1, idle > INT32_MAX ? INT32_MAX : (int)idle);
             while (n < 0 && errno == EINTR);
             if (n == 0) {
-                fatal(c, "57P05", "terminating connection due to idle-session timeout");
+                if (in_transaction(c))
+                    fatal(c, "25P03", "terminating connection due to idle-in-transaction timeout");
+                else
+                    fatal(c, "57P05", "terminating connection due to idle-session timeout");
                 break;
             }
         }

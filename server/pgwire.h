@@ -152,10 +152,14 @@ typedef struct SrvEngine {
      * password. Called during startup on the connection's thread. May be NULL
      * (then nobody can authenticate with a password). */
     int (*user_verifier)(void *ctx, const char *user, char *out, size_t n);
-    /* idle_session_timeout: how long (ms) the session may wait for its next
-     * message before the server ends it with FATAL 57P05; 0 = for ever.
-     * Asked before each read of a new message. May be NULL. */
+    /* idle_session_timeout / idle_in_transaction_session_timeout: how long
+     * (ms) the session may wait for its next message before the server ends
+     * it with FATAL 57P05 (25P03 inside a transaction); 0 = for ever. Asked
+     * before each read of a new message. May be NULL. */
     long (*idle_timeout_ms)(void *ctx, void *sess);
+    /* True between BEGIN and COMMIT/ROLLBACK: ReadyForQuery then reports
+     * 'T' (else 'I'). May be NULL. */
+    bool (*in_transaction)(void *ctx, void *sess);
 } SrvEngine;
 
 /* Who must prove a password (SrvConfig.auth). */

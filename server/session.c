@@ -115,7 +115,15 @@ static long setting_ms(Session *s, const char *name)
     return v && parse_ms(v, &ms) == 0 ? ms : 0;
 }
 
-long session_idle_timeout(void *ctx, void *sess) { return sess ? setting_ms(sess, "idle_session_timeout") : 0; }
+long session_idle_timeout(void *ctx, void *sess)
+{
+    Session *s = sess;
+    if (!s)
+        return 0;
+    return setting_ms(s, s->in_txn ? "idle_in_transaction_session_timeout" : "idle_session_timeout");
+}
+
+bool session_in_transaction(void *ctx, void *sess) { return sess && ((Session *)sess)->in_txn; }
 int session_setting_count(void) { return (int)(sizeof SETTINGS / sizeof SETTINGS[0]); }
 const char *session_setting_name(int i) { return SETTINGS[i].name; }
 const char *session_setting_default(int i) { return SETTINGS[i].dflt; }
@@ -1201,7 +1209,10 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         rc = set(s, st, true, out, err);
         break;
     case STMT_TRANSACTION:
-        /* Accepted as drivers send them; every statement applies on its own. */
+        /* Accepted as drivers send them; every statement applies on its own.
+         * The session remembers being "in" one for ReadyForQuery ('T') and
+         * for idle_in_transaction_session_timeout. */
+        s->in_txn = st->u.txn == TXN_BEGIN;
         srv_result_complete(out, st->u.txn == TXN_BEGIN ? "BEGIN" : st->u.txn == TXN_COMMIT ? "COMMIT" : "ROLLBACK");
         break;
     case STMT_CHECKPOINT:
