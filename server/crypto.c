@@ -11,6 +11,7 @@
 #include "crypto.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,16 @@ struct ScramServer {
     char *nonce;                /* client nonce + server nonce */
 };
 
+/* The per-process secret behind the made-up salts of unknown users. */
+static unsigned char mock_secret[KEY_LEN];
+static pthread_once_t mock_once = PTHREAD_ONCE_INIT;
+
+static void mock_init(void)
+{
+    if (RAND_bytes(mock_secret, KEY_LEN) != 1)
+        memset(mock_secret, 0x5a, KEY_LEN);   /* still stable; only hides user existence */
+}
+
 ScramServer *crypto_scram_new(const char *verifier, const char *user)
 {
     ScramServer *s = xcalloc(1, sizeof *s);
@@ -156,14 +167,9 @@ ScramServer *crypto_scram_new(const char *verifier, const char *user)
     }
     /* Made-up salt and keys, stable per user name, so that an unknown user
      * looks like a known one with a wrong password. */
-    static unsigned char secret[KEY_LEN];
-    static bool have_secret;
-    if (!have_secret) {
-        if (RAND_bytes(secret, KEY_LEN) == 1)
-            have_secret = true;
-    }
+    pthread_once(&mock_once, mock_init);
     unsigned char mac[KEY_LEN];
-    hmac(secret, KEY_LEN, user ? user : "", user ? strlen(user) : 0, mac);
+    hmac(mock_secret, KEY_LEN, user ? user : "", user ? strlen(user) : 0, mac);
     memcpy(s->v.salt, mac, SALT_LEN);
     s->v.salt_len = SALT_LEN;
     s->v.iter = SCRAM_ITERATIONS;
