@@ -293,7 +293,7 @@ int pgt_split(const char *sql, int *starts, int *ends, int max)
 static bool in_list(const char *s, const char *const *list)
 {
     for (; *list; list++)
-        if (strcmp(s, *list) == 0)
+        if (strcasecmp(s, *list) == 0)
             return true;
     return false;
 }
@@ -680,8 +680,10 @@ int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)
                 const char *op = t.n_out ? t.out[t.n_out - 1] : "";
                 if (!all && !strcmp(op, "="))
                     t.out[t.n_out - 1] = "IN";
-                else if (all && (!strcmp(op, "<>") || !strcmp(op, "!=")))
-                    t.out[t.n_out - 1] = "NOT IN";
+                else if (all && (!strcmp(op, "<>") || !strcmp(op, "!="))) {
+                    t.out[t.n_out - 1] = "NOT";
+                    emit(&t, "IN");
+                }
                 else
                     return werr(err, SQLSTATE_NOT_SUPPORTED, k->pos + 1, "feature not supported: %s %s (...)", op,
                                 all ? "ALL" : "ANY");
