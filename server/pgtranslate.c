@@ -544,10 +544,10 @@ static const char *const NOT_ALIAS[] = {
     "having", "limit", "offset", "union", "except", "intersect", "window", "using", "with", NULL};
 
 /* A set-returning function in a FROM list, at input token i (its name). */
-static void table_function(Tr *t, int i)
+static void table_function(Tr *t, int i, int open)
 {
     const char *fn = t->in[i].text;
-    int close = t->match[i + 1];
+    int close = t->match[open];
     const char *alias = NULL;
     int k = close + 1;
     if (at(t, k, "as"))
@@ -563,7 +563,7 @@ static void table_function(Tr *t, int i)
     } else {
         emit_words(t, arena_printf(t->a, "( SELECT value AS %s FROM json_each ( pg_%s_json (", name, fn));
     }
-    t->skip[i + 1] = true;   /* the '(' is written above */
+    t->skip[open] = true;   /* the '(' is written above */
     push(t, '(', arena_printf(t->a, ") ) ) AS %s", name), NULL);
 }
 
@@ -636,9 +636,11 @@ int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)
                 t.skip[nx] = true;   /* a function, or the type of CAST(x AS pg_catalog.t): drop the schema */
                 continue;
             }
-            if (!strcmp(w, "collate") && next) {
+            if (!strcmp(w, "collate") && next && (next->k == TK_IDENT || next->k == TK_QIDENT)) {
+                /* COLLATE name[.name...]: names only, so no bracket is dropped. */
                 int m = nx + 1;
-                while (m + 1 < t.n_in && is_punct(&t.in[m], '.'))
+                while (m + 1 < t.n_in && is_punct(&t.in[m], '.') &&
+                       (t.in[m + 1].k == TK_IDENT || t.in[m + 1].k == TK_QIDENT))
                     m += 2;
                 for (int q = nx; q < m; q++)
                     t.skip[q] = true;
@@ -718,7 +720,7 @@ int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)
             if (call && !qualified &&
                 (!strcmp(w, "unnest") || !strcmp(w, "generate_series") || !strcmp(w, "pg_options_to_table")) &&
                 (!strcasecmp(prev, "from") || !strcmp(prev, ",") || !strcasecmp(prev, "join"))) {
-                table_function(&t, i);
+                table_function(&t, i, nx);
                 continue;
             }
             if (!call && !qualified && in_list(w, SESSION_WORDS)) {
@@ -781,6 +783,8 @@ int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)
             continue;
         }
         if (k->k == TK_PUNCT && (w[0] == ')' || w[0] == ']')) {
+            if (t.depth == 0)   /* a rule consumed its opening bracket: cannot happen, but never underflow */
+                return werr(err, SQLSTATE_SYNTAX_ERROR, k->pos + 1, "syntax error at or near \"%s\"", w);
             Frame f = t.stack[--t.depth];
             if (f.at_from && !strcmp(f.at_from, ") FROM"))
                 emit(&t, ")");   /* ARRAY(SELECT e) without FROM: close the aggregate first */

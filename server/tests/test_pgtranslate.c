@@ -73,6 +73,10 @@ int main(void)
        "select current_user(), session_user(), current_schema(), current_schema()");
     tr("SELECT u.current_user FROM u", "select u.current_user from u");
 
+    /* Found by fuzz/fuzz_pgtranslate.c: COLLATE dropped a bracket, then ')' popped nothing. */
+    tr("SELECT x COLLATE (y) FROM t", "select x collate(y) from t");
+    tr("SELECT x COLLATE pg_catalog.(y)", "select x.(y)");
+
     tr_err("SELECT (1", "42601");
     tr_err("SELECT 1)", "42601");
     tr_err("SELECT 'unterminated", "42601");
