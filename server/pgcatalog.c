@@ -481,6 +481,8 @@ static const char *column_name(const char *s, Arena *a)
             return "array_agg";
         if (!strcmp(f, "pg_array"))
             return "array";
+        if (!strcmp(f, "pg_left") || !strcmp(f, "pg_right"))
+            return f + 3;
         return f;
     }
     if (s[n] == '.' && n > 0)

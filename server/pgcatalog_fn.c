@@ -817,7 +817,8 @@ static void fn_pg_trim(sqlite3_context *cx, int n, sqlite3_value **v)
     sqlite3_result_text(cx, s + b, (int)(e - b), SQLITE_TRANSIENT);
 }
 
-static void fn_left(sqlite3_context *cx, int n, sqlite3_value **v)
+/* left(s, n) and right(s, n), in bytes (weir's catalog names are ASCII). */
+static void left_right(sqlite3_context *cx, sqlite3_value **v, bool left)
 {
     if (sqlite3_value_type(v[0]) == SQLITE_NULL || sqlite3_value_type(v[1]) == SQLITE_NULL) {
         sqlite3_result_null(cx);
@@ -827,8 +828,13 @@ static void fn_left(sqlite3_context *cx, int n, sqlite3_value **v)
     int len = (int)strlen(s), k = sqlite3_value_int(v[1]);
     if (k < 0)
         k = len + k > 0 ? len + k : 0;
-    sqlite3_result_text(cx, s, k < len ? k : len, SQLITE_TRANSIENT);
+    if (k > len)
+        k = len;
+    sqlite3_result_text(cx, left ? s : s + len - k, k, SQLITE_TRANSIENT);
 }
+
+static void fn_left(sqlite3_context *cx, int n, sqlite3_value **v) { left_right(cx, v, true); }
+static void fn_right(sqlite3_context *cx, int n, sqlite3_value **v) { left_right(cx, v, false); }
 
 static void fn_size_pretty(sqlite3_context *cx, int n, sqlite3_value **v)
 {
@@ -908,7 +914,7 @@ int pgcat_register_functions(sqlite3 *db, PgCtx *c)
         {"current_setting", 2, fn_current_setting}, {"version", 0, fn_version},
         {"pg_backend_pid", 0, fn_backend_pid}, {"pg_bool", 1, fn_pg_bool},
         {"quote_ident", 1, fn_quote_ident}, {"quote_literal", 1, fn_quote_literal}, {"pg_trim", 3, fn_pg_trim},
-        {"left", 2, fn_left}, {"now", 0, fn_now}, {"txid_current", 0, fn_zero},
+        {"pg_left", 2, fn_left}, {"pg_right", 2, fn_right}, {"now", 0, fn_now}, {"txid_current", 0, fn_zero},
         {"inet_server_addr", 0, fn_null}, {"inet_server_port", 0, fn_null},
     };
     for (size_t i = 0; i < sizeof FNS / sizeof FNS[0]; i++)

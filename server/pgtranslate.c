@@ -42,7 +42,8 @@
  *     Postgres gives them;
  *   - IS [NOT] DISTINCT FROM is IS [NOT] with the sense inverted;
  *     trim(LEADING|TRAILING|BOTH c FROM s) is pg_trim('...', c, s);
- *     string_agg is group_concat; array_agg is pg_array_agg;
+ *     string_agg is group_concat; array_agg is pg_array_agg; left( and
+ *     right( are pg_left( and pg_right( (LEFT is a keyword in SQLite);
  *   - current_user, session_user, current_role, current_catalog and a bare
  *     current_schema become calls of functions of those names.
  */
@@ -734,6 +735,10 @@ int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)
             }
             if (!strcmp(w, "array_agg") && call) {
                 emit(&t, "pg_array_agg");
+                continue;
+            }
+            if ((!strcmp(w, "left") || !strcmp(w, "right")) && call) {
+                emit(&t, w[0] == 'l' ? "pg_left" : "pg_right");   /* keywords in SQLite (LEFT JOIN) */
                 continue;
             }
             emit(&t, w);

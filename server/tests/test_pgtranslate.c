@@ -72,6 +72,7 @@ int main(void)
     tr("SELECT current_user, session_user, current_schema, current_schema()",
        "select current_user(), session_user(), current_schema(), current_schema()");
     tr("SELECT u.current_user FROM u", "select u.current_user from u");
+    tr("SELECT left(a, 2), right(a, 1) FROM t LEFT JOIN u ON true", "select pg_left(a, 2), pg_right(a, 1) from t left join u on true");
 
     /* Found by fuzz/fuzz_pgtranslate.c: COLLATE dropped a bracket, then ')' popped nothing. */
     tr("SELECT x COLLATE (y) FROM t", "select x collate(y) from t");
