@@ -1069,6 +1069,14 @@ AstStmt *ast_explain(ParseCtx *c, ExplainHead h, AstStmt *inner)
     return s;
 }
 
+AstStmt *ast_show_isolation(ParseCtx *c, Token t, Token isolation, Token level)
+{
+    if (strcmp(ast_ident(c, isolation), "isolation") != 0 || strcmp(ast_ident(c, level), "level") != 0)
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, isolation.pos, "syntax error at or near \"%s\"",
+             ast_ident(c, isolation));
+    return ast_show(c, t, "transaction_isolation", OBJ_SOURCE, NULL);
+}
+
 AstStmt *ast_show(ParseCtx *c, Token t, const char *what, AstObjectKind obj, const char *name)
 {
     AstStmt *s = new_stmt(c, STMT_SHOW, t.pos, t.off);

@@ -158,6 +158,7 @@ txn_opt ::= WORK.
 cmd(A) ::= SHOW(T) dotted(N).                  { A = ast_show(ctx, T, N, OBJ_SOURCE, NULL); }
 cmd(A) ::= SHOW(T) ALL.                        { A = ast_show(ctx, T, "all", OBJ_SOURCE, NULL); }
 cmd(A) ::= SHOW(T) TIME ZONE.                  { A = ast_show(ctx, T, "timezone", OBJ_SOURCE, NULL); }
+cmd(A) ::= SHOW(T) TRANSACTION nm(I) nm(L).    { A = ast_show_isolation(ctx, T, I, L); }
 cmd(A) ::= SHOW(T) MATERIALIZED nm(N).         { A = ast_show(ctx, T, ast_join_dotted(ctx, "materialized", ast_ident(ctx, N)), OBJ_MATERIALIZED_VIEW, NULL); }
 cmd(A) ::= SHOW(T) CREATE show_obj(O) dotted(N). { A = ast_show(ctx, T, "create", (AstObjectKind)O, N); }
 show_obj(A) ::= SOURCE.                        { A = OBJ_SOURCE; }

@@ -162,6 +162,8 @@ AstTableRef *ast_tref_window(ParseCtx *c, Token fname, TvfInput in, AstList *arg
 /* statements */
 AstStmt *ast_stmt(ParseCtx *c, AstStmtKind k, Token first);
 AstStmt *ast_savepoint(ParseCtx *c, Token first, Token dir);
+/* SHOW TRANSACTION ISOLATION LEVEL (what SQLAlchemy asks): transaction_isolation. */
+AstStmt *ast_show_isolation(ParseCtx *c, Token t, Token isolation, Token level);
 /* CREATE/ALTER/DROP USER; password NULL = not given, "" = PASSWORD NULL. */
 AstStmt *ast_user(ParseCtx *c, Token t, AstStmtKind kind, const char *name, const char *password, bool if_exists);
 AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q);

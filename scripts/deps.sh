@@ -10,7 +10,7 @@ set -euo pipefail
 PACKAGES=(
     build-essential pkg-config meson ninja-build lemon
     librdkafka-dev liblmdb-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libssl-dev
-    postgresql postgresql-client kcat python3-confluent-kafka sqlite3 python3-psycopg2 openssl
+    postgresql postgresql-client kcat python3-confluent-kafka sqlite3 python3-psycopg2 python3-sqlalchemy openssl
 )
 TEST_PACKAGES=(chromium python3-websocket nodejs npm)
 if [ "${1:-}" = "--test" ]; then

@@ -301,6 +301,20 @@ static void fn_array_len(sqlite3_context *cx, int n, sqlite3_value **v)
         sqlite3_result_int(cx, k);
 }
 
+/* unnest(arr) and generate_subscripts(arr, dim) in a select list: SQLite has
+ * no set-returning scalar functions. Clients use them over pg_index, which
+ * weir leaves empty, so the call never happens on a real array; when it
+ * does, it says so instead of returning one row for many. */
+static void fn_srf_in_select(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL || !strcmp(arg_text(v[0]), "{}") || !*arg_text(v[0])) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    sqlite3_result_error(cx, "0A000:feature not supported: a set-returning function in the select list of a "
+                             "catalog query (put it in FROM)", -1);
+}
+
 /* array_to_string(arr, sep[, null_text]) */
 static void fn_array_to_string(sqlite3_context *cx, int n, sqlite3_value **v)
 {
@@ -881,7 +895,8 @@ int pgcat_register_functions(sqlite3 *db, PgCtx *c)
         {"pg_opfamily_is_visible", 1, fn_true}, {"pg_statistics_obj_is_visible", 1, fn_true},
         {"pg_ts_config_is_visible", 1, fn_true}, {"pg_ts_parser_is_visible", 1, fn_true},
         {"pg_ts_dict_is_visible", 1, fn_true}, {"pg_ts_template_is_visible", 1, fn_true},
-        {"array_remove", 2, fn_array_remove}, {"pg_tablespace_location", 1, fn_null},
+        {"array_remove", 2, fn_array_remove}, {"unnest", 1, fn_srf_in_select},
+        {"generate_subscripts", 2, fn_srf_in_select}, {"pg_tablespace_location", 1, fn_null},
         {"getdatabaseencoding", 0, fn_utf8}, {"pg_client_encoding", 0, fn_utf8}, {"pg_has_role", -1, fn_true},
         {"has_table_privilege", -1, fn_true}, {"has_schema_privilege", -1, fn_true},
         {"has_database_privilege", -1, fn_true}, {"has_column_privilege", -1, fn_true},

@@ -42,6 +42,9 @@
  *     Postgres gives them;
  *   - IS [NOT] DISTINCT FROM is IS [NOT] with the sense inverted;
  *     trim(LEADING|TRAILING|BOTH c FROM s) is pg_trim('...', c, s);
+ *     a word after AS (outside CAST) is quoted: Postgres takes any word as
+ *     a column label (AS default), SQLite not;
+ *     json_build_object is json_object;
  *     string_agg is group_concat; array_agg is pg_array_agg; left( and
  *     right( are pg_left( and pg_right( (LEFT is a keyword in SQLite);
  *   - current_user, session_user, current_role, current_catalog and a bare
@@ -346,6 +349,7 @@ typedef struct Frame {
     const char *close;
     const char *at_from;   /* NULL once used, or when not wanted */
     char bracket;          /* '(' or '[' */
+    bool cast;             /* the parentheses of CAST(x AS type) */
 } Frame;
 
 typedef struct Tr {
@@ -411,7 +415,7 @@ static void push(Tr *t, char bracket, const char *close, const char *at_from)
         t->stack = f;
         t->cap_stack = cap;
     }
-    t->stack[t->depth++] = (Frame){close, at_from, bracket};
+    t->stack[t->depth++] = (Frame){close, at_from, bracket, false};
 }
 
 static bool is_punct(const Tok *k, char c) { return k->k == TK_PUNCT && k->text[0] == c; }
@@ -733,6 +737,16 @@ int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)
                 emit(&t, "group_concat");
                 continue;
             }
+            if (!strcmp(w, "json_build_object") && call) {
+                emit(&t, "json_object");
+                continue;
+            }
+            if (!strcasecmp(prev, "as") && !call && !(t.depth > 0 && t.stack[t.depth - 1].cast) &&
+                !(next && is_punct(next, '.'))) {
+                /* A column label: any word may be one in Postgres (AS default), not in SQLite. */
+                emit(&t, arena_printf(a, "\"%s\"", w));
+                continue;
+            }
             if (!strcmp(w, "array_agg") && call) {
                 emit(&t, "pg_array_agg");
                 continue;
@@ -773,8 +787,10 @@ int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)
             continue;
         }
         if (k->k == TK_PUNCT && w[0] == '(') {
+            bool is_cast = !strcasecmp(prev, "cast");
             emit(&t, "(");
             push(&t, '(', ")", NULL);
+            t.stack[t.depth - 1].cast = is_cast;
             continue;
         }
         if (k->k == TK_PUNCT && w[0] == '[') {

@@ -428,6 +428,9 @@ static void test_users(void)
     s = one("SELECT user, password FROM t");
     ok(s && s->kind == STMT_SELECT, "user and password stay usable as column names");
     ok(!strcmp(parse_err("CREATE USER alice PASSWORD"), "42601"), "password needs a value");
+    s = one("show transaction isolation level");
+    ok(s && s->kind == STMT_SHOW && !strcmp(s->u.show->what, "transaction_isolation"), "show transaction isolation level");
+    ok(!strcmp(parse_err("SHOW TRANSACTION foo bar"), "42601"), "show transaction foo bar");
 }
 
 static void test_subscribe(void)

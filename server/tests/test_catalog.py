@@ -4,7 +4,8 @@
 Starts weir on a free port with a nexmark source, a materialized view and a
 blackhole sink, runs psql 15 describe commands and compares their output with
 expected/catalog.out (run with --update to rewrite it after a deliberate
-change), then introspects and queries with psycopg2. TAP output.
+change), then introspects and queries with psycopg2, libpq's extended
+protocol and SQLAlchemy's reflection. TAP output.
 
 usage: test_catalog.py WEIR_EXE [--update]
 """
@@ -163,6 +164,25 @@ def main():
         got = exec_params(w.port, "SELECT relname, relnatts FROM pg_catalog.pg_class WHERE relname = $1", "top")
         t.ok(got == ("top", "3"), "extended protocol with a parameter", got)
         conn.close()
+
+        # SQLAlchemy's PostgreSQL dialect: connect (it asks SHOW TRANSACTION
+        # ISOLATION LEVEL, version(), current_schema()), reflect, query.
+        import sqlalchemy as sa
+        eng = sa.create_engine("postgresql+psycopg2://weir@127.0.0.1:%d/weir?sslmode=disable" % w.port)
+        insp = sa.inspect(eng)
+        t.ok(insp.get_table_names() == ["bid"] and insp.get_view_names() == ["top"],
+             "sqlalchemy: tables and views", (insp.get_table_names(), insp.get_view_names()))
+        cols = [(c["name"], str(c["type"]), c["nullable"]) for c in insp.get_columns("top")]
+        t.ok(cols == [("auction", "BIGINT", True), ("n", "BIGINT", True), ("top", "BIGINT", True)],
+             "sqlalchemy: columns", cols)
+        t.ok(insp.get_pk_constraint("top")["constrained_columns"] == [] and insp.get_indexes("top") == [],
+             "sqlalchemy: no keys, no indexes")
+        t.ok(insp.get_view_definition("top").startswith("SELECT auction"), "sqlalchemy: view definition")
+        with eng.connect() as c:
+            top = sa.Table("top", sa.MetaData(), autoload_with=c)
+            rows = c.execute(sa.select(top.c.auction, top.c.n).order_by(top.c.auction).limit(2)).fetchall()
+            t.ok(len(rows) == 2 and rows[0][0] < rows[1][0], "sqlalchemy: reflected table queried", rows)
+        eng.dispose()
     finally:
         rc = w.stop()
         t.ok(rc == 0, "server exits cleanly", w.log())

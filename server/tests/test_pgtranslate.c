@@ -51,6 +51,8 @@ int main(void)
        "select CAST(x AS INTEGER), CAST(f(y) AS TEXT), CAST((a + b) AS REAL), pg_bool('t'), z");
     tr("SELECT 1::double precision, now()::timestamp with time zone", "select CAST(1 AS REAL), now()");
     tr("SELECT CAST(x AS pg_catalog.text)", "select cast(x as text)");
+    tr("SELECT 1 AS default, 2 as Two, t.x AS \"Q\" FROM t AS t1", "select 1 as \"default\", 2 as \"two\", t.x as \"Q\" from t as \"t1\"");
+    tr("SELECT json_build_object('a', 1)", "select json_object('a', 1)");
     tr("WHERE c.relkind = ANY (ARRAY['r','m'])",
        "where c.relkind IN (SELECT value FROM json_each(pg_array_json(pg_array('r', 'm'))))");
     tr("WHERE k <> ALL (x.arr)", "where k NOT IN (SELECT value FROM json_each(pg_array_json(x.arr)))");
