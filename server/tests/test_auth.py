@@ -102,6 +102,24 @@ def scram_login(port, user, password):
     return "ok" if typ == b"R" and body == struct.pack("!i", 0) else "no AuthenticationOk"
 
 
+def libpq_verifier(port, user, password):
+    """PQencryptPasswordConn(..., "scram-sha-256"), as psql's \\password calls it."""
+    import ctypes
+    pq = ctypes.CDLL("libpq.so.5")
+    pq.PQconnectdb.restype = ctypes.c_void_p
+    pq.PQencryptPasswordConn.restype = ctypes.c_void_p
+    pq.PQencryptPasswordConn.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
+    pq.PQfreemem.argtypes = [ctypes.c_void_p]
+    pq.PQfinish.argtypes = [ctypes.c_void_p]
+    conn = pq.PQconnectdb(("host=127.0.0.1 port=%d dbname=weir user=weir sslmode=disable" % port).encode())
+    p = pq.PQencryptPasswordConn(conn, password.encode(), user.encode(), b"scram-sha-256")
+    out = ctypes.cast(p, ctypes.c_char_p).value.decode() if p else ""
+    if p:
+        pq.PQfreemem(p)
+    pq.PQfinish(conn)
+    return out
+
+
 def main():
     exe = sys.argv[1]
     t = Tap()
@@ -112,6 +130,7 @@ def main():
         cur = conn.cursor()
         cur.execute("CREATE USER alice WITH PASSWORD 'alice-s3cret'")
         cur.execute("CREATE USER bob")
+        cur.execute("CREATE USER dave")
         cur.execute("CREATE USER carol PASSWORD 'c'")
         cur.execute("DROP USER carol")
         cur.execute("ALTER USER weir WITH PASSWORD 'root-pw'")
@@ -124,10 +143,14 @@ def main():
                 t.ok(False, "%s: %s" % (state, sql), "no error")
             except psycopg2.Error as e:
                 t.ok(e.pgcode == state, "%s: %s" % (state, sql), "%s %s" % (e.pgcode, e))
+        # A verifier made by libpq (what psql's \password sends) is stored as given.
+        verifier = libpq_verifier(w.port, "bob", "bob-pw")
+        t.ok(verifier.startswith("SCRAM-SHA-256$"), "libpq made a verifier", verifier)
+        cur.execute("ALTER USER bob PASSWORD %s", (verifier,))
         cur.execute("DROP USER IF EXISTS carol")
         t.ok(any("does not exist, skipping" in n for n in conn.notices), "DROP USER IF EXISTS notices", conn.notices)
         cur.execute("SELECT rolname FROM pg_catalog.pg_roles ORDER BY 1")
-        t.ok(cur.fetchall() == [("alice",), ("bob",), ("weir",)], "pg_roles lists the users")
+        t.ok(cur.fetchall() == [("alice",), ("bob",), ("dave",), ("weir",)], "pg_roles lists the users")
         conn.close()
         rc = w.stop()
         t.ok(rc == 0, "server exits cleanly")
@@ -160,7 +183,8 @@ def main():
         t.ok(rc != 0 and "password" in out, "psql: no password", out)
 
         t.ok(scram_login(w.port, "alice", "alice-s3cret") == "ok", "SCRAM exchange, server signature checked")
-        for user, pw in [("alice", "nope"), ("bob", "x"), ("nobody", "x")]:
+        t.ok(scram_login(w.port, "bob", "bob-pw") == "ok", "login with the password behind libpq's verifier")
+        for user, pw in [("alice", "nope"), ("bob", "x"), ("dave", ""), ("nobody", "x")]:
             got = scram_login(w.port, user, pw)
             t.ok(got == "28P01", "28P01 for %s (wrong password / no password / unknown)" % user, got)
 
