@@ -29,8 +29,14 @@ int pgt_split(const char *sql, int *starts, int *ends, int max);
  * the catalog functions clients call (version(), current_database(),
  * format_type(), has_table_privilege(), ...), or current_user,
  * session_user, current_role, current_catalog, current_schema. Such a
- * statement is answered by pgcat_query instead of weir's planner. */
+ * statement, if it is a query (pgt_is_query), is answered by pgcat_query
+ * instead of weir's planner. */
 bool pgt_names_catalog(const char *sql, int start, int end);
+
+/* True when sql[start..end) is a query (begins with SELECT, WITH, VALUES,
+ * TABLE or a parenthesis): only queries are answered from the catalogs;
+ * SET search_path = pg_catalog and the like stay with weir. */
+bool pgt_is_query(const char *sql, int start, int end);
 
 /* Translates one Postgres statement sql[0..len) into SQLite's dialect
  * (see pgtranslate.c for the rules). *out is NUL-terminated and lives in a.

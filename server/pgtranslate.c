@@ -340,6 +340,19 @@ bool pgt_names_catalog(const char *sql, int start, int end)
     return hit;
 }
 
+bool pgt_is_query(const char *sql, int start, int end)
+{
+    Arena *a = arena_new(0);
+    Lexer lx = {sql, end, start};
+    Tok t;
+    bool q = lex(&lx, a, &t) == 0 &&
+             ((t.k == TK_IDENT && (!strcmp(t.text, "select") || !strcmp(t.text, "with") ||
+                                   !strcmp(t.text, "values") || !strcmp(t.text, "table"))) ||
+              (t.k == TK_PUNCT && t.text[0] == '('));
+    arena_free(a);
+    return q;
+}
+
 /* ---- translation ---- */
 
 /* A pending close: what to write for the ')' or ']' that ends an open

@@ -1348,7 +1348,7 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
         return;
     }
     for (int i = 0; i < n; i++) {
-        if (pgt_names_catalog(sql, starts[i], ends[i])) {
+        if (pgt_is_query(sql, starts[i], ends[i]) && pgt_names_catalog(sql, starts[i], ends[i])) {
             srv_result_set_timeout(out, setting_ms(s, "statement_timeout"));
             if (pgcat_query(s->e, s, sql + starts[i], ends[i] - starts[i], n_params, params, describe_only, max_rows,
                             out, &err)) {

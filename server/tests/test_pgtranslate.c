@@ -94,6 +94,11 @@ int main(void)
     ok(!pgt_names_catalog("SELECT version FROM t", 0, 21), "version without a call is not");
     ok(!pgt_names_catalog("SELECT t.pg_x FROM t", 0, 20), "a qualified column is not");
 
+    ok(pgt_is_query(" (SELECT 1)", 0, 11) && pgt_is_query("with x as (select 1) select 2", 0, 29) &&
+           pgt_is_query("VALUES (1)", 0, 10), "queries");
+    ok(!pgt_is_query("SET search_path = pg_catalog", 0, 28) && !pgt_is_query("EXPLAIN SELECT 1", 0, 16) &&
+           !pgt_is_query("", 0, 0), "not queries");
+
     int st[8], en[8];
     const char *q = "SET x = 1; SELECT ';' FROM pg_class; -- c;\n SELECT (1;2) ;;";
     int n = pgt_split(q, st, en, 8);
