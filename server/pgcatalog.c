@@ -125,6 +125,46 @@ static bool secret_option(const char *key)
            !strncasecmp(key, "properties.sasl", 15) || !strncasecmp(key, "properties.ssl", 14);
 }
 
+/* The description psql shows for an object (\dt+, \dm+, obj_description):
+ * what it reads from or writes to, its key, whether it runs. */
+static const char *describe(const CatObj *o, Arena *a)
+{
+    const CatRelation *r = &o->rel;
+    switch (o->kind) {
+    case CAT_SOURCE: {
+        const char *conn = cat_option(r, "connector");
+        if (conn && !strcasecmp(conn, "kafka"))
+            return arena_printf(a, "source: Kafka topic %s", cat_option(r, "topic") ? cat_option(r, "topic") : "?");
+        if (conn && !strcasecmp(conn, "nexmark"))
+            return arena_printf(a, "source: nexmark %s events",
+                                cat_option(r, "nexmark.table.type") ? cat_option(r, "nexmark.table.type") : "?");
+        return arena_printf(a, "source: %s", conn ? conn : "?");
+    }
+    case CAT_VIEW: {
+        if (o->late_of)
+            return arena_printf(a, "late rows of %s", o->late_of->name);
+        Buf b = BUF_INIT;
+        buf_puts(&b, r->append_only ? "append-only" : "updating");
+        if (r->n_pk > 0) {
+            buf_puts(&b, ", key (");
+            for (int i = 0; i < r->n_pk; i++)
+                buf_printf(&b, "%s%s", i ? ", " : "", r->col_names[r->pk[i]]);
+            buf_puts(&b, ")");
+        }
+        buf_puts(&b, o->df ? ", running" : ", not running");
+        buf_putc(&b, 0);
+        const char *d = arena_strdup(a, b.data);
+        buf_free(&b);
+        return d;
+    }
+    case CAT_SINK:
+        return arena_printf(a, "sink from %s to %s", o->from ? o->from->name : "?",
+                            rt_sink_option(&o->spec, "connector") ? rt_sink_option(&o->spec, "connector") : "?");
+    default:
+        return NULL;
+    }
+}
+
 /* Rows for weir's objects, users and settings. Engine lock held. */
 static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
 {
@@ -177,6 +217,17 @@ static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
         case CAT_SYSTEM:
             break;
         }
+        if (!rc && o->kind == CAT_VIEW && o->df && o->plan) {
+            /* Sizes (\dm+, pg_table_size): the state the view holds. */
+            long long bytes = 0;
+            for (int k = 0; k < o->plan->n_nodes; k++)
+                if (o->plan->nodes[k]->table_id)
+                    bytes += (long long)rt_dataflow_state_bytes(o->df, k);
+            rc = insert(db, "INSERT INTO main._weir_sizes VALUES (?1, ?2)", "ii", oid, bytes);
+        }
+        const char *desc = describe(o, a);
+        if (!rc && desc)
+            rc = insert(db, "INSERT INTO pg_catalog.pg_description VALUES (?1, 1259, 0, ?2)", "it", oid, desc);
     }
     static const char *const SYSVIEWS[] = {"weir_views", "weir_sinks", "weir_checkpoints", "weir_state"};
     for (int i = 0; i < 4 && !rc; i++) {
@@ -361,7 +412,7 @@ static int build(PgCtx *c, sqlite3 **out, WError *err)
                                 SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE) != SQLITE_OK)
             goto fail;
     }
-    if (exec(db, "BEGIN", err))
+    if (exec(db, "BEGIN; CREATE TABLE main._weir_sizes (oid INTEGER PRIMARY KEY, bytes INTEGER)", err))
         goto fail;
     Arena *a = arena_new(0);
     pthread_mutex_lock(&c->e->lock);

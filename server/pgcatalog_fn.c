@@ -494,6 +494,16 @@ static void fn_table_is_visible(sqlite3_context *cx, int n, sqlite3_value **v)
     lookup(cx, "SELECT relnamespace IN (11, 2200) FROM pg_catalog.pg_class WHERE oid = ?1", v[0]);
 }
 
+/* pg_table_size(oid) and friends: the state a view holds, 0 for the rest. */
+static void fn_size(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (n < 1 || sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    lookup(cx, "SELECT coalesce((SELECT bytes FROM main._weir_sizes WHERE oid = ?1), 0)", v[0]);
+}
+
 static void fn_true(sqlite3_context *cx, int n, sqlite3_value **v) { sqlite3_result_int(cx, 1); }
 static void fn_false(sqlite3_context *cx, int n, sqlite3_value **v) { sqlite3_result_int(cx, 0); }
 static void fn_null(sqlite3_context *cx, int n, sqlite3_value **v) { sqlite3_result_null(cx); }
@@ -912,7 +922,7 @@ int pgcat_register_functions(sqlite3 *db, PgCtx *c)
         {"pg_get_function_identity_arguments", -1, fn_null}, {"shobj_description", -1, fn_null},
         {"obj_description", 1, fn_obj_description}, {"obj_description", 2, fn_obj_description},
         {"col_description", 2, fn_col_description},
-        {"pg_relation_size", -1, fn_zero}, {"pg_table_size", -1, fn_zero}, {"pg_total_relation_size", -1, fn_zero},
+        {"pg_relation_size", -1, fn_size}, {"pg_table_size", -1, fn_size}, {"pg_total_relation_size", -1, fn_size},
         {"pg_indexes_size", -1, fn_zero}, {"pg_database_size", -1, fn_zero}, {"pg_size_pretty", 1, fn_size_pretty},
         {"pg_encoding_to_char", 1, fn_encoding},
         {"regclass", 1, fn_regclass}, {"regclass_oid", 1, fn_regclass_oid}, {"to_regclass", 1, fn_to_regclass},

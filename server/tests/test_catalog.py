@@ -144,6 +144,11 @@ def main():
                     "AND c.relname OPERATOR(pg_catalog.~*) '^(T|B)' COLLATE pg_catalog.default ORDER BY 1")
         rows = cur.fetchall()
         t.ok(rows == [("bid",), ("top",)], "ANY(ARRAY[...]), OPERATOR(~*), COLLATE", rows)
+        cur.execute("SELECT c.relname, pg_catalog.obj_description(c.oid, 'pg_class'), pg_table_size(c.oid) > 0 "
+                    "FROM pg_class c WHERE c.relnamespace = 2200 ORDER BY 1")
+        rows = cur.fetchall()
+        t.ok(rows == [("bid", "source: nexmark bid events", 0), ("top", "updating, key (auction), running", 1),
+                      ("top_out", "sink from top to blackhole", 0)], "descriptions and sizes", rows)
         cur.execute("SELECT current_database(), current_user, current_schema(), "
                     "current_setting('server_version_num'), pg_catalog.version() LIKE 'PostgreSQL 15%'")
         row = cur.fetchone()
