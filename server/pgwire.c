@@ -102,6 +102,7 @@ struct SrvConn {
     bool eof;                  /* peer closed its side in an orderly way */
     bool skip_till_sync;       /* extended-protocol error: ignore until Sync */
     bool loopback;             /* the peer is on this machine (127.0.0.0/8, ::1) */
+    char peer[64];             /* its address, for the log */
     TlsConn *tls;              /* after a TLS handshake: every byte goes through it */
     char rbuf[16384];          /* socket read buffer: rbuf[rpos..rlen) unread */
     size_t rpos, rlen;
@@ -860,6 +861,9 @@ static int authenticate(SrvConn *c)
         goto out;
     }
     if (ok == 0) {
+        /* Logged, as Postgres does, so that failed logins can be seen. */
+        fprintf(stderr, "weir: password authentication failed for user \"%s\" from %s%s\n", c->user, c->peer,
+                known ? "" : " (no such user, or no password)");
         fatal(c, "28P01", "password authentication failed for user \"%s\"", c->user);
         goto out;
     }
@@ -1561,6 +1565,8 @@ static void *conn_main(void *arg)
     struct sockaddr_storage peer;
     socklen_t plen = sizeof peer;
     if (getpeername(c->fd, (struct sockaddr *)&peer, &plen) == 0) {
+        if (getnameinfo((struct sockaddr *)&peer, plen, c->peer, sizeof c->peer, NULL, 0, NI_NUMERICHOST) != 0)
+            snprintf(c->peer, sizeof c->peer, "?");
         if (peer.ss_family == AF_INET) {
             c->loopback = (ntohl(((struct sockaddr_in *)&peer)->sin_addr.s_addr) >> 24) == 127;
         } else if (peer.ss_family == AF_INET6) {

@@ -219,6 +219,8 @@ def main():
         typ, body = read_msg(s)
         s.close()
         t.ok(typ == b"E" and error_fields(body).get("C") == "08P01", "bytes behind an SSLRequest: 08P01")
+        t.ok('password authentication failed for user "nobody" from 127.0.0.1 (no such user' in w.log(),
+             "failed logins are logged", w.log())
         rc, out = psql(w.port, "user=weir sslmode=require", "-c", "SELECT 2", password="root-pw")
         t.ok(rc == 0 and out.strip() == "2", "server still serves", out)
         rc = w.stop()
