@@ -415,6 +415,8 @@ ssize_t crypto_tls_read(TlsConn *c, void *buf, size_t n)
         return 0;
     if (e == SSL_ERROR_SYSCALL && errno == 0)
         return 0;   /* EOF without close_notify: treat as an end */
+    if (e != SSL_ERROR_SYSCALL && e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+        errno = EPROTO;   /* a TLS failure: never mistaken for EINTR by a caller's retry loop */
     return -1;
 }
 
@@ -425,7 +427,10 @@ ssize_t crypto_tls_write(TlsConn *c, const void *buf, size_t n)
     int rc = SSL_write_ex(c->ssl, buf, n, &put);
     if (rc == 1)
         return (ssize_t)put;
+    int e = SSL_get_error(c->ssl, rc);
     ERR_clear_error();
+    if (e != SSL_ERROR_SYSCALL && e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+        errno = EPROTO;
     return -1;
 }
 
