@@ -184,7 +184,9 @@ typedef struct SrvConfig {
     int startup_timeout_ms;     /* [10000]; time allowed to finish startup */
     SrvAuth auth;               /* [SRV_AUTH_LOCAL_TRUST] */
     const char *tls_cert;       /* PEM certificate chain and key: with both, */
-    const char *tls_key;        /* SSLRequest is answered 'S' and TLS runs */
+    const char *tls_key;        /* SSLRequest is answered 'S' and TLS runs
+                                   (OpenSSL writes with write(2): the process
+                                   must ignore SIGPIPE, as weir's main does) */
 } SrvConfig;
 
 typedef struct SrvServer SrvServer;
