@@ -85,7 +85,7 @@ static int parse_ms(const char *v, long *ms)
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (end == v || errno || x < 0)
+    if (end == v || errno || !(x >= 0))   /* NaN fails too */
         return -1;
     while (*end == ' ')
         end++;
@@ -100,7 +100,7 @@ static int parse_ms(const char *v, long *ms)
         scale = UNITS[k].ms;
     }
     x *= scale;
-    if (x > 2147483647.0)
+    if (!(x <= 2147483647.0))   /* and infinity */
         return -1;
     *ms = (long)(x + 0.5);
     if (*ms == 0 && x > 0)
