@@ -249,15 +249,17 @@ static void fn_series_json(sqlite3_context *cx, int n, sqlite3_value **v)
         sqlite3_result_error(cx, "22023:step size cannot equal zero", -1);
         return;
     }
-    sqlite3_int64 count = (step > 0 ? (hi - lo) / step : (lo - hi) / -step) + 1;
+    /* In 128 bits: hi - lo and the last lo + i * step must not overflow. */
+    __int128 span = step > 0 ? (__int128)hi - lo : (__int128)lo - hi;
+    __int128 count = span < 0 ? 0 : span / (step > 0 ? (__int128)step : -(__int128)step) + 1;
     if (count > MAX_SERIES) {
         sqlite3_result_error(cx, "54000:generate_series over a system catalog is limited to 1000000 rows", -1);
         return;
     }
     Buf b = BUF_INIT;
     buf_putc(&b, '[');
-    for (sqlite3_int64 x = lo, i = 0; i < count && count > 0; x += step, i++)
-        buf_printf(&b, "%s%lld", i ? "," : "", (long long)x);
+    for (long i = 0; i < (long)count; i++)
+        buf_printf(&b, "%s%lld", i ? "," : "", (long long)((__int128)lo + (__int128)i * step));
     buf_putc(&b, ']');
     result_buf(cx, &b);
 }
