@@ -410,22 +410,29 @@ static void regex_match(sqlite3_context *cx, sqlite3_value **v, bool icase)
 static void fn_regexp(sqlite3_context *cx, int n, sqlite3_value **v) { regex_match(cx, v, false); }
 static void fn_regexp_i(sqlite3_context *cx, int n, sqlite3_value **v) { regex_match(cx, v, true); }
 
-/* SQL LIKE: % and _, with an escape character (default backslash). */
-static bool sql_like(const char *p, const char *s, char esc, bool icase)
+/* SQL LIKE: % and _, with an escape character (default backslash).
+ * Returns LIKE_TRUE, LIKE_FALSE, or LIKE_ABORT when the text ran out: then
+ * no later start for the enclosing % can match either, which keeps the
+ * work O(pattern x text) instead of exponential (Postgres' like_match.c). */
+enum { LIKE_FALSE, LIKE_TRUE, LIKE_ABORT };
+
+static int sql_like(const char *p, const char *s, char esc, bool icase)
 {
     while (*p) {
         if (*p == '%') {
             while (*p == '%')
                 p++;
             if (!*p)
-                return true;
-            for (; *s; s++)
-                if (sql_like(p, s, esc, icase))
-                    return true;
-            return false;
+                return LIKE_TRUE;
+            for (; *s; s++) {
+                int r = sql_like(p, s, esc, icase);
+                if (r != LIKE_FALSE)
+                    return r;
+            }
+            return LIKE_ABORT;
         }
         if (!*s)
-            return false;
+            return LIKE_ABORT;
         if (*p == '_') {
             p++;
             s++;
@@ -439,11 +446,11 @@ static bool sql_like(const char *p, const char *s, char esc, bool icase)
             b = (char)tolower((unsigned char)b);
         }
         if (a != b)
-            return false;
+            return LIKE_FALSE;
         p++;
         s++;
     }
-    return !*s;
+    return *s ? LIKE_FALSE : LIKE_TRUE;
 }
 
 static void like_fn(sqlite3_context *cx, int n, sqlite3_value **v, bool icase)
@@ -455,7 +462,7 @@ static void like_fn(sqlite3_context *cx, int n, sqlite3_value **v, bool icase)
     char esc = '\\';
     if (n > 2 && sqlite3_value_type(v[2]) != SQLITE_NULL)
         esc = arg_text(v[2])[0];
-    sqlite3_result_int(cx, sql_like(arg_text(v[0]), arg_text(v[1]), esc, icase));
+    sqlite3_result_int(cx, sql_like(arg_text(v[0]), arg_text(v[1]), esc, icase) == LIKE_TRUE);
 }
 
 static void fn_like(sqlite3_context *cx, int n, sqlite3_value **v) { like_fn(cx, n, v, false); }
