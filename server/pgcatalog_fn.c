@@ -387,6 +387,23 @@ static void regex_match(sqlite3_context *cx, sqlite3_value **v, bool icase)
     }
     regex_t *re = sqlite3_get_auxdata(cx, 0);
     if (!re) {
+        /* glibc's matcher backtracks on back-references and cannot be
+         * interrupted: refuse them, and very long patterns, rather than let
+         * one query pin a thread past statement_timeout. */
+        const char *pat = arg_text(v[0]);
+        bool backref = false;
+        for (const char *q = pat; *q && !backref; q++)
+            if (*q == '\\' && q[1]) {
+                backref = q[1] >= '1' && q[1] <= '9';
+                q++;
+            }
+        if (backref || strlen(pat) > 4096) {
+            sqlite3_result_error(cx, backref ? "0A000:feature not supported: back-references in regular expressions "
+                                               "over the system catalogs"
+                                             : "54000:regular expression over the system catalogs longer than 4096 bytes",
+                                 -1);
+            return;
+        }
         re = xmalloc(sizeof *re);
         int rc = regcomp(re, arg_text(v[0]), REG_EXTENDED | REG_NOSUB | (icase ? REG_ICASE : 0));
         if (rc) {
