@@ -1,8 +1,8 @@
 /*
  * pgcatalog.c: pg_catalog and information_schema, for psql and drivers.
  *
- * A statement that names a system catalog (pgt_names_catalog) is answered
- * here rather than by weir's planner: a fresh in-memory SQLite database is
+ * A query that names a system catalog (pgt_is_query, pgt_names_catalog) is
+ * answered here rather than by weir's planner: a fresh in-memory SQLite database is
  * built for it, with attached schemas named pg_catalog and
  * information_schema holding the tables of pgcatalog.sql, and rows that
  * describe weir's objects as Postgres would describe them:
@@ -21,7 +21,7 @@
  * Postgres OIDs. The statement is translated by pgtranslate.c and run by
  * SQLite with the functions psql and drivers call (format_type,
  * pg_get_userbyid, pg_table_is_visible, regclass casts, regular
- * expressions...) registered in C below. Result columns are typed from the
+ * expressions...) registered by pgcatalog_fn.c. Result columns are typed from the
  * declared types of pgcatalog.sql (a direct column) or from the values
  * (an expression), and sent in Postgres' text forms (t/f for booleans).
  *
@@ -94,7 +94,7 @@ static int add_relation(sqlite3 *db, long long oid, const char *name, long long 
                    "INSERT INTO pg_catalog.pg_attribute (attrelid, attname, atttypid, attlen, attnum, attbyval, "
                    "attalign, attstorage, attnotnull, attcollation) VALUES (?1, ?2, ?3, ?4, ?5, ?4 > 0, "
                    "CASE ?4 WHEN 8 THEN 'd' WHEN 2 THEN 's' WHEN 1 THEN 'c' ELSE 'i' END, "
-                   "CASE WHEN ?4 > 0 THEN 'p' ELSE 'x' END, ?6, CASE WHEN ?3 = 25 THEN 100 ELSE 0 END)",
+                   "CASE WHEN ?4 > 0 THEN 'p' ELSE 'x' END, ?6, CASE WHEN ?3 IN (25, 1043) THEN 100 ELSE 0 END)",
                    "itiiii", oid, cols[i], (long long)type_oid(t), (long long)type_wire_len(t), (long long)natts,
                    (long long)(not_null && not_null[i])))
             return -1;
