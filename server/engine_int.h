@@ -197,6 +197,8 @@ int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 
 /* sysviews.c: weir_* system relations, NULL if name is not one. */
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a);
+/* The i-th system view's name (0, 1, ...), NULL past the last. */
+const char *sysview_name(int i);
 int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *props, int n_props, RtKafkaProducer **out,
                     WError *err);
 int64_t now_ms(void);

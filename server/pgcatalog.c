@@ -140,6 +140,23 @@ static const char *describe(const CatObj *o, Arena *a)
                                 cat_option(r, "nexmark.table.type") ? cat_option(r, "nexmark.table.type") : "?");
         return arena_printf(a, "source: %s", conn ? conn : "?");
     }
+    case CAT_TABLE: {
+        Buf b = BUF_INIT;
+        const char *conn = cat_option(r, "connector");
+        if (conn)
+            buf_printf(&b, "table over %s topic %s", !strcasecmp(conn, "kafka") ? "Kafka" : conn,
+                       cat_option(r, "topic") ? cat_option(r, "topic") : "?");
+        else
+            buf_puts(&b, r->append_only ? "append-only table" : "table");
+        buf_puts(&b, ", key (");
+        for (int i = 0; i < r->n_pk; i++)
+            buf_printf(&b, "%s%s", i ? ", " : "", r->col_names[r->pk[i]]);
+        buf_puts(&b, ")");
+        buf_putc(&b, 0);
+        const char *d = arena_strdup(a, b.data);
+        buf_free(&b);
+        return d;
+    }
     case CAT_VIEW: {
         if (o->late_of)
             return arena_printf(a, "late rows of %s", o->late_of->name);
@@ -225,16 +242,26 @@ static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
                     bytes += (long long)rt_dataflow_state_bytes(o->df, k);
             rc = insert(db, "INSERT INTO main._weir_sizes VALUES (?1, ?2)", "ii", oid, bytes);
         }
+        if (!rc && o->kind == CAT_TABLE && r->n_pk > 0) {
+            /* The primary key, for tools that read information_schema (there is
+             * no pg_index row: weir keys are not indexes one could use). */
+            char *cname = arena_printf(a, "%s_pkey", o->name);
+            rc = insert(db, "INSERT INTO information_schema.table_constraints VALUES ('weir', 'public', ?1, "
+                            "'weir', 'public', ?2, 'PRIMARY KEY', 'NO', 'NO', 'YES', NULL)", "tt", cname, o->name);
+            for (int k = 0; k < r->n_pk && !rc; k++)
+                rc = insert(db, "INSERT INTO information_schema.key_column_usage VALUES ('weir', 'public', ?1, "
+                                "'weir', 'public', ?2, ?3, ?4, NULL)", "ttti", cname, o->name,
+                            r->col_names[r->pk[k]], (long long)(k + 1));
+        }
         const char *desc = describe(o, a);
         if (!rc && desc)
             rc = insert(db, "INSERT INTO pg_catalog.pg_description VALUES (?1, 1259, 0, ?2)", "it", oid, desc);
     }
-    static const char *const SYSVIEWS[] = {"weir_views", "weir_sinks", "weir_checkpoints", "weir_state"};
-    for (int i = 0; i < 4 && !rc; i++) {
-        const CatRelation *r = sysview_lookup(e, SYSVIEWS[i], a);
+    for (int i = 0; sysview_name(i) && !rc; i++) {
+        const CatRelation *r = sysview_lookup(e, sysview_name(i), a);
         if (r)
-            rc = add_relation(db, 12500 + i, SYSVIEWS[i], NSP_CATALOG, "v", r->n_cols, r->col_names, r->col_types,
-                              NULL, NULL);
+            rc = add_relation(db, 12500 + i, sysview_name(i), NSP_CATALOG, "v", r->n_cols, r->col_names,
+                              r->col_types, NULL, NULL);
     }
     if (!rc)
         rc = insert(db, "INSERT INTO pg_catalog.pg_roles (rolname, rolsuper, rolcreaterole, rolcreatedb, "

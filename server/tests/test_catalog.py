@@ -24,11 +24,12 @@ SETUP = [
     "nexmark.table.type = 'bid', nexmark.event.num = '1000')",
     "CREATE MATERIALIZED VIEW top AS SELECT auction, count(*) AS n, max(price) AS top FROM bid GROUP BY auction",
     "CREATE SINK top_out FROM top WITH (connector = 'blackhole')",
+    "CREATE TABLE acct (id BIGINT PRIMARY KEY, owner TEXT NOT NULL, balance BIGINT)",
     "FLUSH",
 ]
 
-COMMANDS = ["\\d", "\\dt", "\\dv", "\\dm", "\\dE", "\\l", "\\dn", "\\du", "\\d bid", "\\d top", "\\d+ top",
-            "\\d top_out", "\\dvS weir_*", "\\d weir_checkpoints", "\\d nosuch"]
+COMMANDS = ["\\d", "\\dt", "\\dv", "\\dm", "\\dE", "\\l", "\\dn", "\\du", "\\d bid", "\\d acct", "\\dt+ acct", "\\d top", "\\d+ top",
+            "\\d top_out", "\\dvS weir_v*", "\\d weir_checkpoints", "\\d nosuch"]
 
 
 def psql(w, *args):
@@ -113,8 +114,13 @@ def main():
         cur.execute("SELECT table_name, table_type FROM information_schema.tables "
                     "WHERE table_schema = %s ORDER BY 1", ("public",))
         rows = cur.fetchall()
-        t.ok(rows == [("bid", "BASE TABLE"), ("top", "VIEW"), ("top_out", "FOREIGN")],
+        t.ok(rows == [("acct", "BASE TABLE"), ("bid", "BASE TABLE"), ("top", "VIEW"), ("top_out", "FOREIGN")],
              "information_schema.tables", rows)
+        cur.execute("SELECT tc.constraint_type, k.column_name FROM information_schema.table_constraints tc "
+                    "JOIN information_schema.key_column_usage k ON k.constraint_name = tc.constraint_name "
+                    "WHERE tc.table_name = 'acct'")
+        rows = cur.fetchall()
+        t.ok(rows == [("PRIMARY KEY", "id")], "a table's primary key in information_schema", rows)
         cur.execute("SELECT column_name, data_type, ordinal_position FROM information_schema.columns "
                     "WHERE table_name = %s ORDER BY ordinal_position", ("top",))
         rows = cur.fetchall()
@@ -147,8 +153,14 @@ def main():
         cur.execute("SELECT c.relname, pg_catalog.obj_description(c.oid, 'pg_class'), pg_table_size(c.oid) > 0 "
                     "FROM pg_class c WHERE c.relnamespace = 2200 ORDER BY 1")
         rows = cur.fetchall()
-        t.ok(rows == [("bid", "source: nexmark bid events", 0), ("top", "updating, key (auction), running", 1),
+        t.ok(rows == [("acct", "table, key (id)", 0), ("bid", "source: nexmark bid events", 0),
+                      ("top", "updating, key (auction), running", 1),
                       ("top_out", "sink from top to blackhole", 0)], "descriptions and sizes", rows)
+        cur.execute("SELECT relname FROM pg_catalog.pg_class WHERE relkind = 'v' AND relnamespace = 11 "
+                    "AND relname LIKE 'weir%'")
+        names = {r[0] for r in cur.fetchall()}
+        t.ok({"weir_views", "weir_sinks", "weir_checkpoints", "weir_state"} <= names,
+             "every system view is in pg_class", names)
         cur.execute("SELECT current_database(), current_user, current_schema(), "
                     "current_setting('server_version_num'), pg_catalog.version() LIKE 'PostgreSQL 15%'")
         row = cur.fetchone()
@@ -175,7 +187,7 @@ def main():
         import sqlalchemy as sa
         eng = sa.create_engine("postgresql+psycopg2://weir@127.0.0.1:%d/weir?sslmode=disable" % w.port)
         insp = sa.inspect(eng)
-        t.ok(insp.get_table_names() == ["bid"] and insp.get_view_names() == ["top"],
+        t.ok(sorted(insp.get_table_names()) == ["acct", "bid"] and insp.get_view_names() == ["top"],
              "sqlalchemy: tables and views", (insp.get_table_names(), insp.get_view_names()))
         cols = [(c["name"], str(c["type"]), c["nullable"]) for c in insp.get_columns("top")]
         t.ok(cols == [("auction", "BIGINT", True), ("n", "BIGINT", True), ("top", "BIGINT", True)],
