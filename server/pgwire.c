@@ -1556,26 +1556,39 @@ static void lingering_close(SrvConn *c)
     }
 }
 
+/* Fills c->peer (for the log) and c->loopback: the client is on this
+ * machine when it comes from a loopback address, or from the very address
+ * it connected to (Postgres' "samehost": weir's own HTTP endpoint reaches a
+ * server bound to a LAN address that way). */
+static void peer_info(SrvConn *c)
+{
+    struct sockaddr_storage peer, local;
+    socklen_t plen = sizeof peer, llen = sizeof local;
+    snprintf(c->peer, sizeof c->peer, "?");
+    if (getpeername(c->fd, (struct sockaddr *)&peer, &plen) != 0)
+        return;
+    getnameinfo((struct sockaddr *)&peer, plen, c->peer, sizeof c->peer, NULL, 0, NI_NUMERICHOST);
+    bool same = getsockname(c->fd, (struct sockaddr *)&local, &llen) == 0 && local.ss_family == peer.ss_family;
+    if (peer.ss_family == AF_INET) {
+        const struct sockaddr_in *p4 = (const struct sockaddr_in *)&peer;
+        c->loopback = (ntohl(p4->sin_addr.s_addr) >> 24) == 127 ||
+                      (same && p4->sin_addr.s_addr == ((const struct sockaddr_in *)&local)->sin_addr.s_addr);
+    } else if (peer.ss_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)&peer)->sin6_addr;
+        c->loopback = IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127) ||
+                      (same && !memcmp(a6, &((const struct sockaddr_in6 *)&local)->sin6_addr, sizeof *a6));
+    } else if (peer.ss_family == AF_UNIX) {
+        c->loopback = true;
+    }
+}
+
 static void *conn_main(void *arg)
 {
     SrvConn *c = arg;
     SrvServer *s = c->srv;
     pthread_setname_np(pthread_self(), "weir-conn");
     set_timeout(c->fd, SO_RCVTIMEO, s->cfg.startup_timeout_ms);
-    struct sockaddr_storage peer;
-    socklen_t plen = sizeof peer;
-    if (getpeername(c->fd, (struct sockaddr *)&peer, &plen) == 0) {
-        if (getnameinfo((struct sockaddr *)&peer, plen, c->peer, sizeof c->peer, NULL, 0, NI_NUMERICHOST) != 0)
-            snprintf(c->peer, sizeof c->peer, "?");
-        if (peer.ss_family == AF_INET) {
-            c->loopback = (ntohl(((struct sockaddr_in *)&peer)->sin_addr.s_addr) >> 24) == 127;
-        } else if (peer.ss_family == AF_INET6) {
-            const struct in6_addr *a6 = &((struct sockaddr_in6 *)&peer)->sin6_addr;
-            c->loopback = IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
-        } else if (peer.ss_family == AF_UNIX) {
-            c->loopback = true;
-        }
-    }
+    peer_info(c);
     conn_serve(c);
     if (c->tls) {
         conn_flush(c);

@@ -102,6 +102,28 @@ def scram_login(port, user, password):
     return "ok" if typ == b"R" and body == struct.pack("!i", 0) else "no AuthenticationOk"
 
 
+def local_address():
+    """A non-loopback IPv4 address of this machine, or None."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("10.255.255.1", 9))   # UDP: no packet is sent, this only picks a route
+        addr = s.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        s.close()
+    return None if addr.startswith("127.") else addr
+
+
+def psql_at(host, port, conninfo_extra, *args):
+    env = dict(os.environ, PGCONNECT_TIMEOUT="10")
+    for k in ("PGPASSWORD", "PGSSLMODE", "PGUSER", "PGDATABASE", "PGHOST", "PGPORT", "PGOPTIONS"):
+        env.pop(k, None)
+    r = subprocess.run(["psql", "-X", "-At", "host=%s port=%d dbname=weir %s" % (host, port, conninfo_extra)]
+                       + list(args), capture_output=True, text=True, env=env, timeout=60)
+    return r.returncode, r.stdout + r.stderr
+
+
 def libpq_verifier(port, user, password):
     """PQencryptPasswordConn(..., "scram-sha-256"), as psql's \\password calls it."""
     import ctypes
@@ -225,6 +247,20 @@ def main():
         t.ok(rc == 0 and out.strip() == "2", "server still serves", out)
         rc = w.stop()
         t.ok(rc == 0, "server exits cleanly", w.log())
+
+        # A server bound to a LAN address trusts connections from that very
+        # address (the same machine: weir's own HTTP endpoint), as loopback.
+        lan = local_address()
+        if lan:
+            w.extra = ["--host", lan]
+            w.start_host = lan
+            w.start()
+            rc, out = psql_at(lan, w.port, "user=weir sslmode=disable", "-c", "SELECT current_user")
+            t.ok(rc == 0 and out.strip() == "weir", "same-host connection trusted (%s)" % lan, out)
+            w.stop()
+        else:
+            print("ok %d - same-host connection trusted # SKIP no non-loopback address" % (t.n + 1))
+            t.n += 1
 
         # A certificate without its key is refused at start.
         w.extra = ["--tls-cert", cert]

@@ -29,6 +29,7 @@ class Weir:
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "server.log")
         self.extra = list(extra)
+        self.start_host = "127.0.0.1"   # where start() waits for the port
         self.proc = None
         self.start()
 
@@ -44,7 +45,7 @@ class Weir:
             if self.proc.poll() is not None:
                 raise RuntimeError("weir exited: " + self.log())
             try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                socket.create_connection((self.start_host, self.port), 0.2).close()
                 return
             except OSError:
                 time.sleep(0.05)
