@@ -62,14 +62,18 @@ def error_fields(body):
     return out
 
 
-def scram_login(port, user, password):
-    """Returns 'ok', or the SQLSTATE of the ErrorResponse."""
-    s = socket.create_connection(("127.0.0.1", port), 10)
+def scram_login(port, user, password, source=None):
+    """Returns 'ok', 'trusted' (AuthenticationOk at once), or the SQLSTATE of
+    the ErrorResponse. source: the local address to connect from."""
+    s = socket.create_connection(("127.0.0.1", port), 10, (source, 0) if source else None)
     params = b"user\0" + user.encode() + b"\0database\0weir\0\0"
     s.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
     typ, body = read_msg(s)
     if typ == b"E":
         return error_fields(body).get("C")
+    if typ == b"R" and struct.unpack("!i", body[:4])[0] == 0:
+        s.close()
+        return "trusted"
     assert typ == b"R" and struct.unpack("!i", body[:4])[0] == 10, (typ, body)
     cnonce = base64.b64encode(os.urandom(18)).decode()
     first_bare = "n=,r=" + cnonce
@@ -174,6 +178,23 @@ def main():
         cur.execute("SELECT rolname FROM pg_catalog.pg_roles ORDER BY 1")
         t.ok(cur.fetchall() == [("alice",), ("bob",), ("dave",), ("weir",)], "pg_roles lists the users")
         conn.close()
+
+        # A client that is not on this machine logs in with SCRAM even in the
+        # default mode. Simulated by connecting to 127.0.0.1 from the
+        # machine's LAN address: the server sees a peer that is neither
+        # loopback nor the address it was reached at.
+        lan = local_address()
+        if lan:
+            t.ok(scram_login(w.port, "alice", "alice-s3cret") == "trusted", "loopback is trusted by default")
+            t.ok(scram_login(w.port, "alice", "alice-s3cret", lan) == "ok", "a remote client logs in with SCRAM")
+            got = scram_login(w.port, "alice", "wrong", lan)
+            t.ok(got == "28P01", "a remote client with a wrong password: 28P01", got)
+            got = scram_login(w.port, "dave", "", lan)
+            t.ok(got == "28P01", "a remote client as a user without a password: 28P01", got)
+        else:
+            for name in ["loopback trusted", "remote SCRAM", "remote wrong password", "remote no password"]:
+                t.n += 1
+                print("ok %d - %s # SKIP no non-loopback address" % (t.n, name))
         rc = w.stop()
         t.ok(rc == 0, "server exits cleanly")
 
