@@ -647,6 +647,10 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
         werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: changing the system catalogs");
         goto done;
     }
+    if (sqlite3_bind_parameter_count(st) > n_params) {
+        werr(err, "42P02", 0, "there is no parameter $%d", sqlite3_bind_parameter_count(st));
+        goto done;
+    }
     for (int i = 0; i < n_params; i++) {
         if (params && params[i])
             sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_TRANSIENT);
