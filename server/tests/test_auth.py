@@ -218,6 +218,15 @@ def main():
         rc, out = psql(w.port, "user=alice sslmode=require", "-c", "SELECT current_user", "-c", "\\conninfo",
                        password="alice-s3cret")
         t.ok(rc == 0 and out.startswith("alice\n") and "SSL connection" in out, "psql: SCRAM over TLS", out)
+        rc, out = psql(w.port, "user=alice sslmode=verify-full sslrootcert=" + cert, "-c", "SELECT 'verified'",
+                       password="alice-s3cret")
+        t.ok(rc == 0 and out.strip() == "verified", "psql: sslmode=verify-full checks the certificate", out)
+        other_key, other = os.path.join(w.dir, "other.key"), os.path.join(w.dir, "other.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", other_key, "-out",
+                        other, "-days", "2", "-subj", "/CN=127.0.0.1"], capture_output=True)
+        rc, out = psql(w.port, "user=alice sslmode=verify-full sslrootcert=" + other, "-c", "SELECT 1",
+                       password="alice-s3cret")
+        t.ok(rc != 0 and "certificate verify failed" in out, "psql: a certificate from another root is refused", out)
         rc, out = psql(w.port, "user=weir sslmode=disable", "-c", "SELECT 1", password="root-pw")
         t.ok(rc == 0 and out.strip() == "1", "psql: SCRAM without TLS (the bootstrap user)", out)
         rc, out = psql(w.port, "user=alice sslmode=require", "-c", "SELECT 1", password="wrong")
