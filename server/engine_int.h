@@ -97,6 +97,7 @@ struct Engine {
     struct Subscription *subs;     /* changefeeds (subscribe.c), a list */
     int n_subs;
     atomic_int n_sessions;         /* open pgwire sessions */
+    struct Session *sessions;      /* every open session (pg_stat_activity), under lock */
     int n_users, cap_users;        /* users.c */
     EngineUser *users;
 };
@@ -109,6 +110,14 @@ typedef struct Session {
     char **keys;
     char **values;
     bool in_txn;              /* between BEGIN and COMMIT/ROLLBACK (statements still apply at once) */
+    /* For pg_stat_activity; written under the engine lock (the catalog reads them there). */
+    struct Session *next;     /* in Engine.sessions */
+    int32_t pid;              /* the connection's BackendKeyData pid, 0 before the first statement */
+    char client_addr[64];
+    char *startup_app;        /* application_name of the startup packet */
+    int64_t started_us, query_start_us;   /* wall clock */
+    char *query;              /* the last query string (at most 1024 bytes), NULL before one */
+    bool active;              /* a query string is running */
 } Session;
 
 /* engine.c */
@@ -216,6 +225,7 @@ void users_free(Engine *e);
 /* Session settings (SET/SHOW): the value in s (the default when unset), NULL
  * for an unknown name; and the list of known names with their defaults. */
 const char *session_setting(Session *s, const char *name);
+bool session_setting_is_set(Session *s, const char *name);   /* changed by SET */
 int session_setting_count(void);
 /* SrvEngine.idle_timeout_ms: the session's idle_session_timeout. */
 long session_idle_timeout(void *ctx, void *sess);

@@ -266,6 +266,24 @@ static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
     if (!rc)
         rc = insert(db, "INSERT INTO pg_catalog.pg_roles (rolname, rolsuper, rolcreaterole, rolcreatedb, "
                         "rolreplication, rolbypassrls, oid) VALUES ('weir', 1, 1, 1, 1, 1, 10)", "");
+    for (const Session *ss = e->sessions; ss && !rc; ss = ss->next) {
+        Session *sm = (Session *)ss;
+        const char *app = session_setting_is_set(sm, "application_name") ? session_setting(sm, "application_name")
+                          : ss->startup_app                                ? ss->startup_app
+                                                                           : "";
+        rc = insert(db,
+                    "INSERT INTO pg_catalog.pg_stat_activity (datid, datname, pid, usesysid, usename, application_name, "
+                    "client_addr, client_port, backend_start, query_start, state_change, state, query, backend_type) "
+                    "VALUES (5, 'weir', ?1, coalesce((SELECT oid FROM pg_catalog.pg_roles WHERE rolname = ?2), 10), "
+                    "?2, ?3, nullif(?4, ''), CASE WHEN ?4 = '' THEN NULL ELSE 0 END, "
+                    "strftime('%Y-%m-%d %H:%M:%f+00', ?5 / 1000000.0, 'unixepoch'), "
+                    "CASE WHEN ?6 > 0 THEN strftime('%Y-%m-%d %H:%M:%f+00', ?6 / 1000000.0, 'unixepoch') END, "
+                    "CASE WHEN ?6 > 0 THEN strftime('%Y-%m-%d %H:%M:%f+00', ?6 / 1000000.0, 'unixepoch') END, "
+                    "?7, ?8, 'client backend')",
+                    "itttiitt", (long long)ss->pid, ss->user, app, ss->client_addr, (long long)ss->started_us,
+                    (long long)ss->query_start_us, ss->active ? "active" : ss->in_txn ? "idle in transaction" : "idle",
+                    ss->query);
+    }
     for (int i = 0; i < e->n_users && !rc; i++)
         if (strcmp(e->users[i].name, USER_BOOTSTRAP) != 0)
             rc = insert(db, "INSERT INTO pg_catalog.pg_roles (rolname, oid) VALUES (?1, ?2)", "ti", e->users[i].name,
@@ -347,7 +365,7 @@ static const struct {
     {"oid_int", 26}, {"text", 25}, {"float4", 700}, {"float8", 701}, {"regproc_text", 24}, {"xid_int", 28},
     {"i2vector_text", 22}, {"oidvector_text", 30}, {"text_array", 1009}, {"oid_array_text", 1028},
     {"aclitem_array_text", 1034}, {"char_array_text", 1002}, {"i2array_text", 1005}, {"varchar", 1043},
-    {"pg_node_tree_text", 194}, {"timestamptz_text", 1184},
+    {"pg_node_tree_text", 194}, {"timestamptz_text", 1184}, {"inet_text", 869},
 };
 
 uint32_t pgcat_decltype_oid(const char *decl)

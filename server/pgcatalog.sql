@@ -70,6 +70,8 @@ INSERT INTO pg_catalog.pg_type (oid, typname, typlen, typbyval, typcategory, typ
   (700, 'float4', 4, 1, 'N', 0, 1021, 'i', 0),
   (701, 'float8', 8, 1, 'N', 0, 1022, 'd', 0),
   (705, 'unknown', -2, 0, 'X', 0, 0, 'c', 0),
+  (869, 'inet', -1, 0, 'I', 0, 1041, 'i', 0),
+  (1041, '_inet', -1, 0, 'A', 869, 0, 'i', 0),
   (1000, '_bool', -1, 0, 'A', 16, 0, 'i', 0),
   (1001, '_bytea', -1, 0, 'A', 17, 0, 'i', 0),
   (1002, '_char', -1, 0, 'A', 18, 0, 'i', 0),
@@ -242,9 +244,13 @@ CREATE TABLE pg_catalog.pg_tables (
 CREATE TABLE pg_catalog.pg_user (
   usename name_text, usesysid oid_int, usecreatedb bool, usesuper bool, userepl bool,
   usebypassrls bool, passwd text, valuntil timestamptz_text, useconfig text_array);
+-- pg_stat_activity: the open sessions, filled per statement by pgcatalog.c.
 CREATE TABLE pg_catalog.pg_stat_activity (
-  datid oid_int, datname name_text, pid int4, usesysid oid_int, usename name_text,
-  application_name text, client_addr text, state text, query text);
+  datid oid_int, datname name_text, pid int4, leader_pid int4, usesysid oid_int, usename name_text,
+  application_name text, client_addr inet_text, client_hostname text, client_port int4,
+  backend_start timestamptz_text, xact_start timestamptz_text, query_start timestamptz_text,
+  state_change timestamptz_text, wait_event_type text, wait_event text, state text,
+  backend_xid xid_int, backend_xmin xid_int, query_id int8, query text, backend_type text);
 
 CREATE TABLE information_schema.schemata (
   catalog_name name_text, schema_name name_text, schema_owner name_text,

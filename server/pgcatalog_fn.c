@@ -766,7 +766,12 @@ static void fn_version(sqlite3_context *cx, int n, sqlite3_value **v)
     sqlite3_result_text(cx, "PostgreSQL 15.0 (weir 0.1.0), a streaming SQL engine", -1, SQLITE_STATIC);
 }
 
-static void fn_backend_pid(sqlite3_context *cx, int n, sqlite3_value **v) { sqlite3_result_int(cx, (int)getpid()); }
+/* The pid of this session's BackendKeyData, as pg_stat_activity shows it. */
+static void fn_backend_pid(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    PgCtx *c = sqlite3_user_data(cx);
+    sqlite3_result_int(cx, c->s ? c->s->pid : 0);
+}
 
 static void fn_encoding(sqlite3_context *cx, int n, sqlite3_value **v)
 {

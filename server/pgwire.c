@@ -728,6 +728,13 @@ void srv_result_copy_end(SrvResult *r, const char *tag)
 
 int srv_result_flush(SrvResult *r) { return conn_flush(r->c); }
 
+void srv_result_conn_info(SrvResult *r, SrvConnInfo *out)
+{
+    out->pid = r->c->pid;
+    out->application_name = r->c->app_name ? r->c->app_name : "";
+    out->client_addr = r->c->peer;
+}
+
 void srv_result_set_timeout(SrvResult *r, long ms)
 {
     r->timed_out = false;

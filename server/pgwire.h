@@ -109,6 +109,15 @@ int srv_result_flush(SrvResult *r);
  * long-running statements poll it and then report SQLSTATE 57014. */
 bool srv_result_cancelled(SrvResult *r);
 
+/* Facts about the connection r answers, for pg_stat_activity. Strings are
+ * valid during the engine call that received r. */
+typedef struct SrvConnInfo {
+    int32_t pid;                  /* as sent in BackendKeyData (what a CancelRequest names) */
+    const char *application_name; /* from the startup packet, "" if none */
+    const char *client_addr;      /* numeric peer address */
+} SrvConnInfo;
+void srv_result_conn_info(SrvResult *r, SrvConnInfo *out);
+
 /* statement_timeout: the statement that r answers must end within ms from
  * now (0 = no limit); after that srv_result_cancelled() is true. Call it
  * when each statement starts (the limit applies to each statement of a

@@ -73,6 +73,14 @@ static const char *setting_get(Session *s, const char *name)
 
 const char *session_setting(Session *s, const char *name) { return setting_get(s, name); }
 
+bool session_setting_is_set(Session *s, const char *name)
+{
+    for (int i = 0; i < s->n_settings; i++)
+        if (strcasecmp(s->keys[i], name) == 0)
+            return true;
+    return false;
+}
+
 /* A time setting as Postgres takes it: an integer in milliseconds, or with
  * a unit (us, ms, s, min, h, d). Returns 0 and *ms, or -1 if malformed or
  * out of range (0 .. 2147483647 ms). */
@@ -152,12 +160,44 @@ static void setting_set(Session *s, const char *name, const char *value)
     s->n_settings++;
 }
 
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void *session_open(void *ctx, const char *user, const char *database, WError *err)
 {
     Session *s = xcalloc(1, sizeof *s);
-    s->e = ctx;
+    Engine *e = ctx;
+    s->e = e;
     s->user = xstrdup(user ? user : "weir");
+    s->started_us = wall_us();
+    pthread_mutex_lock(&e->lock);
+    s->next = e->sessions;
+    e->sessions = s;
+    pthread_mutex_unlock(&e->lock);
     return s;
+}
+
+/* A query string starts (active) or ends: pg_stat_activity's state and query. */
+static void session_activity(Session *s, const char *sql, SrvResult *out)
+{
+    SrvConnInfo ci;
+    srv_result_conn_info(out, &ci);
+    pthread_mutex_lock(&s->e->lock);
+    if (sql) {
+        s->pid = ci.pid;
+        snprintf(s->client_addr, sizeof s->client_addr, "%s", ci.client_addr);
+        if (!s->startup_app)
+            s->startup_app = xstrdup(ci.application_name);
+        free(s->query);
+        s->query = strndup(sql, 1024);
+        s->query_start_us = wall_us();
+    }
+    s->active = sql != NULL;
+    pthread_mutex_unlock(&s->e->lock);
 }
 
 void session_close(void *ctx, void *sess)
@@ -165,6 +205,16 @@ void session_close(void *ctx, void *sess)
     Session *s = sess;
     if (!s)
         return;
+    Engine *e = s->e;
+    pthread_mutex_lock(&e->lock);
+    for (Session **pp = &e->sessions; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&e->lock);
+    free(s->query);
+    free(s->startup_app);
     for (int i = 0; i < s->n_settings; i++) {
         free(s->keys[i]);
         free(s->values[i]);
@@ -1370,12 +1420,18 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out)
 {
     static const char *const none[1] = {NULL};
+    session_activity(sess, sql, out);
     run_all(sess, sql, false, 0, none, 0, out); /* a $1 in a simple query: "there is no parameter $1" */
+    session_activity(sess, NULL, out);
 }
 
 void session_execute(void *ctx, void *sess, const char *sql, int n_params, const char *const *params,
                      bool describe_only, long max_rows, SrvResult *out)
 {
     static const char *const none[1] = {NULL};
+    if (!describe_only)
+        session_activity(sess, sql, out);
     run_all(sess, sql, describe_only, n_params, params ? params : none, max_rows, out);
+    if (!describe_only)
+        session_activity(sess, NULL, out);
 }

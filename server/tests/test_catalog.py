@@ -167,6 +167,16 @@ def main():
         t.ok(row[:4] == ("weir", "weir", "public", "150000") and row[4] == 1, "session functions", row)
         cur.execute("SELECT name, setting FROM pg_settings WHERE name = %s", ("timezone",))
         t.ok(cur.fetchall() == [("timezone", "UTC")], "pg_settings")
+        other = psycopg2.connect(host="127.0.0.1", port=w.port, dbname="weir", user="weir",
+                                 application_name="other_app")
+        other.cursor().execute("SELECT 42")   # psycopg2 opened a transaction first
+        cur.execute("SELECT application_name, state, query, pid = pg_backend_pid(), pid "
+                    "FROM pg_stat_activity ORDER BY application_name DESC")
+        rows = cur.fetchall()
+        t.ok(len(rows) == 2 and rows[0][:3] == ("other_app", "idle in transaction", "SELECT 42") and
+             rows[0][3] == 0 and rows[1][1] == "active" and rows[1][3] == 1 and rows[1][4] == conn.get_backend_pid(),
+             "pg_stat_activity: sessions, states, queries, pids", rows)
+        other.close()
         cur.execute("SET application_name = 'catalog_test'")
         cur.execute("SELECT setting FROM pg_catalog.pg_settings WHERE name = 'application_name'")
         t.ok(cur.fetchall() == [("catalog_test",)], "pg_settings follows SET")
