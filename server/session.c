@@ -193,7 +193,9 @@ static void session_activity(Session *s, const char *sql, SrvResult *out)
         if (!s->startup_app)
             s->startup_app = xstrdup(ci.application_name);
         free(s->query);
-        s->query = strndup(sql, 1024);
+        /* Other sessions read this: never show a password (CREATE/ALTER USER). */
+        s->query = strcasestr(sql, "password") ? xstrdup("<not shown: the statement mentions a password>")
+                                               : strndup(sql, 1024);
         s->query_start_us = wall_us();
     }
     s->active = sql != NULL;

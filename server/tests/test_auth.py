@@ -174,6 +174,14 @@ def main():
         t.ok(verifier.startswith("SCRAM-SHA-256$"), "libpq made a verifier", verifier)
         cur.execute("ALTER USER bob PASSWORD %s", (verifier,))
         cur.execute("DROP USER IF EXISTS carol")
+        other = psycopg2.connect(host="127.0.0.1", port=w.port, dbname="weir", user="weir", sslmode="disable")
+        other.autocommit = True
+        other.cursor().execute("CREATE USER eve PASSWORD 'eve-pw'")
+        cur.execute("SELECT query FROM pg_stat_activity WHERE pid <> pg_backend_pid()")
+        queries = [r[0] for r in cur.fetchall()]
+        t.ok(queries and all("eve-pw" not in q for q in queries), "pg_stat_activity hides a password", queries)
+        other.cursor().execute("DROP USER eve")
+        other.close()
         t.ok(any("does not exist, skipping" in n for n in conn.notices), "DROP USER IF EXISTS notices", conn.notices)
         cur.execute("SELECT rolname FROM pg_catalog.pg_roles ORDER BY 1")
         t.ok(cur.fetchall() == [("alice",), ("bob",), ("dave",), ("weir",)], "pg_roles lists the users")
