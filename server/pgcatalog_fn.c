@@ -766,6 +766,22 @@ static void fn_version(sqlite3_context *cx, int n, sqlite3_value **v)
     sqlite3_result_text(cx, "PostgreSQL 15.0 (weir 0.1.0), a streaming SQL engine", -1, SQLITE_STATIC);
 }
 
+/* pg_cancel_backend(pid), pg_terminate_backend(pid[, timeout]): true when
+ * such a session exists (any user may signal any session: weir has no
+ * privileges). */
+static void signal_backend(sqlite3_context *cx, sqlite3_value **v, bool terminate)
+{
+    PgCtx *c = sqlite3_user_data(cx);
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL || !c->out) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    sqlite3_result_int(cx, srv_result_signal_backend(c->out, (int32_t)sqlite3_value_int64(v[0]), terminate));
+}
+
+static void fn_cancel_backend(sqlite3_context *cx, int n, sqlite3_value **v) { signal_backend(cx, v, false); }
+static void fn_terminate_backend(sqlite3_context *cx, int n, sqlite3_value **v) { signal_backend(cx, v, true); }
+
 /* The pid of this session's BackendKeyData, as pg_stat_activity shows it. */
 static void fn_backend_pid(sqlite3_context *cx, int n, sqlite3_value **v)
 {
@@ -968,7 +984,8 @@ int pgcat_register_functions(sqlite3 *db, PgCtx *c)
         {"current_catalog", 0, fn_current_database}, {"current_schema", 0, fn_current_schema},
         {"current_schemas", 1, fn_current_schemas}, {"current_setting", 1, fn_current_setting},
         {"current_setting", 2, fn_current_setting}, {"version", 0, fn_version},
-        {"pg_backend_pid", 0, fn_backend_pid}, {"pg_bool", 1, fn_pg_bool},
+        {"pg_backend_pid", 0, fn_backend_pid}, {"pg_cancel_backend", 1, fn_cancel_backend},
+        {"pg_terminate_backend", 1, fn_terminate_backend}, {"pg_terminate_backend", 2, fn_terminate_backend}, {"pg_bool", 1, fn_pg_bool},
         {"quote_ident", 1, fn_quote_ident}, {"quote_literal", 1, fn_quote_literal}, {"pg_trim", 3, fn_pg_trim},
         {"pg_left", 2, fn_left}, {"pg_right", 2, fn_right}, {"now", 0, fn_now}, {"txid_current", 0, fn_zero},
         {"inet_server_addr", 0, fn_null}, {"inet_server_port", 0, fn_null},

@@ -98,6 +98,7 @@ struct SrvConn {
     bool counted;              /* holds one of max_connections */
     int32_t pid, key;          /* BackendKeyData: cancel requests must match */
     atomic_bool cancel;        /* cancel requested; cleared per statement */
+    atomic_bool terminate;     /* pg_terminate_backend: end the connection */
     bool dead;                 /* peer gone or stalled: output is discarded */
     bool eof;                  /* peer closed its side in an orderly way */
     bool skip_till_sync;       /* extended-protocol error: ignore until Sync */
@@ -727,6 +728,25 @@ void srv_result_copy_end(SrvResult *r, const char *tag)
 }
 
 int srv_result_flush(SrvResult *r) { return conn_flush(r->c); }
+
+bool srv_result_signal_backend(SrvResult *r, int32_t pid, bool terminate)
+{
+    SrvServer *s = r->c->srv;
+    bool found = false;
+    pthread_mutex_lock(&s->mu);
+    for (SrvConn *o = s->conns; o; o = o->next)
+        if (!o->done && o->sess_open && o->pid == pid) {
+            found = true;
+            atomic_store(&o->cancel, true);
+            if (terminate) {
+                atomic_store(&o->terminate, true);
+                if (o->fd >= 0)
+                    shutdown(o->fd, SHUT_RD);   /* wakes its read; it says FATAL 57P01 and closes */
+            }
+        }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
 
 void srv_result_conn_info(SrvResult *r, SrvConnInfo *out)
 {
@@ -1492,9 +1512,13 @@ static void conn_serve(SrvConn *c)
         }
         if (read_body(c, len - 4) < 0)
             break;
+        if (atomic_load(&c->terminate))
+            break;
         if (dispatch(c, type) < 0)
             break;
     }
+    if (atomic_load(&c->terminate) && !c->dead)
+        fatal(c, "57P01", "terminating connection due to administrator command");
 out:
     conn_flush(c);
     if (c->sess_open) {
@@ -1670,6 +1694,7 @@ static void start_conn(SrvServer *s, int fd)
     c->fd = fd;
     c->key = random_key();
     atomic_init(&c->cancel, false);
+    atomic_init(&c->terminate, false);
     pthread_mutex_lock(&s->mu);
     if (s->n_threads >= s->cfg.max_connections + EXTRA_THREADS) {
         pthread_mutex_unlock(&s->mu);

@@ -118,6 +118,12 @@ typedef struct SrvConnInfo {
 } SrvConnInfo;
 void srv_result_conn_info(SrvResult *r, SrvConnInfo *out);
 
+/* pg_cancel_backend / pg_terminate_backend: signal the session whose
+ * BackendKeyData pid is pid, on r's server. Cancel: its running statement
+ * stops (57014), as a CancelRequest would. Terminate: also its connection
+ * ends, with FATAL 57P01. Returns true when such a session exists. */
+bool srv_result_signal_backend(SrvResult *r, int32_t pid, bool terminate);
+
 /* statement_timeout: the statement that r answers must end within ms from
  * now (0 = no limit); after that srv_result_cancelled() is true. Call it
  * when each statement starts (the limit applies to each statement of a

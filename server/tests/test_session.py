@@ -5,13 +5,15 @@ A statement that outlives statement_timeout ends with 57014 "canceling
 statement due to statement timeout" (a SUBSCRIBE, a slow catalog query) and
 the session goes on; a session idle past idle_session_timeout is closed with
 FATAL 57P05, one idle inside BEGIN past idle_in_transaction_session_timeout
-with FATAL 25P03. TAP output.
+with FATAL 25P03; pg_cancel_backend and pg_terminate_backend reach a
+session found in pg_stat_activity. TAP output.
 
 usage: test_session.py WEIR_EXE
 """
 import io
 import os
 import socket
+import threading
 import sys
 import time
 
@@ -73,6 +75,42 @@ def main():
         cur.execute("SET statement_timeout = 0")
         cur.execute("SELECT count(*) FROM pg_catalog.pg_class")
         t.ok(cur.fetchone()[0] > 0, "statement_timeout = 0 lifts the limit")
+
+        # pg_cancel_backend / pg_terminate_backend, found through pg_stat_activity.
+        victim = psycopg2.connect(host="127.0.0.1", port=w.port, dbname="weir", user="weir", sslmode="disable",
+                                  application_name="victim")
+        victim.autocommit = True
+        outcome = {}
+
+        def stream():
+            try:
+                victim.cursor().copy_expert("COPY (SUBSCRIBE top) TO STDOUT", io.StringIO())
+                outcome["err"] = None
+            except psycopg2.Error as e:
+                outcome["err"] = e
+
+        th = threading.Thread(target=stream)
+        th.start()
+        cur.execute("RESET statement_timeout")
+        pid = None
+        for _ in range(100):
+            cur.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'victim' AND state = 'active'")
+            row = cur.fetchone()
+            if row:
+                pid = row[0]
+                break
+            time.sleep(0.05)
+        cur.execute("SELECT pg_cancel_backend(%s), pg_cancel_backend(-1)", (pid,))
+        t.ok(cur.fetchone() == (1, 0), "pg_cancel_backend finds the session (and not a made-up pid)")
+        th.join(10)
+        e = outcome.get("err")
+        t.ok(e is not None and e.pgcode == "57014" and "user request" in str(e),
+             "pg_cancel_backend stops its statement (57014)", e)
+        cur.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        t.ok(cur.fetchone() == (1,), "pg_terminate_backend finds the session")
+        got = unsolicited(victim)
+        t.ok(b"C57P01\0" in got, "the terminated session gets FATAL 57P01", got)
+        victim.close()
 
         cur.execute("SET idle_session_timeout = 300")
         time.sleep(1.0)
