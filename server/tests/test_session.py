@@ -93,16 +93,17 @@ def main():
         th.start()
         cur.execute("RESET statement_timeout")
         pid = None
-        for _ in range(100):
+        for _ in range(400):   # up to 20 s on a loaded machine
             cur.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'victim' AND state = 'active'")
             row = cur.fetchone()
             if row:
                 pid = row[0]
                 break
             time.sleep(0.05)
+        t.ok(pid is not None, "the running SUBSCRIBE is in pg_stat_activity")
         cur.execute("SELECT pg_cancel_backend(%s), pg_cancel_backend(-1)", (pid,))
         t.ok(cur.fetchone() == (1, 0), "pg_cancel_backend finds the session (and not a made-up pid)")
-        th.join(10)
+        th.join(20)
         e = outcome.get("err")
         t.ok(e is not None and e.pgcode == "57014" and "user request" in str(e),
              "pg_cancel_backend stops its statement (57014)", e)
