@@ -29,7 +29,7 @@ SETUP = [
 ]
 
 COMMANDS = ["\\d", "\\dt", "\\dv", "\\dm", "\\dE", "\\l", "\\dn", "\\du", "\\d bid", "\\d acct", "\\dt+ acct", "\\d top", "\\d+ top",
-            "\\d top_out", "\\dvS weir_v*", "\\d weir_checkpoints", "\\d nosuch"]
+            "\\d top_out", "\\dvS weir_views", "\\d weir_checkpoints", "\\d nosuch"]
 
 
 def psql(w, *args):
