@@ -837,6 +837,17 @@ AstStmt *ast_alter_source(ParseCtx *c, Token first, const char *name, AstList *o
     return s;
 }
 
+AstStmt *ast_user(ParseCtx *c, Token t, AstStmtKind kind, const char *name, const char *password, bool if_exists)
+{
+    AstStmt *s = new_stmt(c, kind, t.pos, t.off);
+    AstUser *u = arena_zalloc(c->a, sizeof *u);
+    u->name = name;
+    u->password = password;
+    u->if_exists = if_exists;
+    s->u.user = u;
+    return s;
+}
+
 AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q)
 {
     AstStmt *s = new_stmt(c, STMT_SELECT, q->pos, ((SelectBox *)q)->off);
@@ -1077,6 +1088,14 @@ AstStmt *ast_explain(ParseCtx *c, ExplainHead h, AstStmt *inner)
     e->stmt = inner;
     s->u.explain = e;
     return s;
+}
+
+AstStmt *ast_show_isolation(ParseCtx *c, Token t, Token isolation, Token level)
+{
+    if (strcmp(ast_ident(c, isolation), "isolation") != 0 || strcmp(ast_ident(c, level), "level") != 0)
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, isolation.pos, "syntax error at or near \"%s\"",
+             ast_ident(c, isolation));
+    return ast_show(c, t, "transaction_isolation", OBJ_SOURCE, NULL);
 }
 
 AstStmt *ast_show(ParseCtx *c, Token t, const char *what, AstObjectKind obj, const char *name)

@@ -57,7 +57,7 @@
   RESTRICT ROLLBACK ROWS SAVEPOINT SECOND SESSION SET SHOW SINK SOURCE START STREAM SYSTEM
   SYSTEM_TIME TIME TRANSACTION UNKNOWN UPDATE VALUES VARYING VIEW WATERMARK WINDOW
   WITHOUT WORK YEAR ZONE OF BOTH LEADING TRAILING
-  SUBSCRIBE COPY STDOUT ANALYZE VERIFY.
+  SUBSCRIBE COPY STDOUT ANALYZE VERIFY USER PASSWORD.
 
 /* Precedence, lowest first, as in Postgres's gram.y. */
 %left UNION EXCEPT.
@@ -165,6 +165,7 @@ txn_opt ::= WORK.
 cmd(A) ::= SHOW(T) dotted(N).                  { A = ast_show(ctx, T, N, OBJ_SOURCE, NULL); }
 cmd(A) ::= SHOW(T) ALL.                        { A = ast_show(ctx, T, "all", OBJ_SOURCE, NULL); }
 cmd(A) ::= SHOW(T) TIME ZONE.                  { A = ast_show(ctx, T, "timezone", OBJ_SOURCE, NULL); }
+cmd(A) ::= SHOW(T) TRANSACTION nm(I) nm(L).    { A = ast_show_isolation(ctx, T, I, L); }
 cmd(A) ::= SHOW(T) MATERIALIZED nm(N).         { A = ast_show(ctx, T, ast_join_dotted(ctx, "materialized", ast_ident(ctx, N)), OBJ_MATERIALIZED_VIEW, NULL); }
 cmd(A) ::= SHOW(T) CREATE show_obj(O) dotted(N). { A = ast_show(ctx, T, "create", (AstObjectKind)O, N); }
 show_obj(A) ::= SOURCE.                        { A = OBJ_SOURCE; }
@@ -191,6 +192,19 @@ setvals(A) ::= setvals(L) COMMA setval(V).     { A = (L && V) ? arena_printf(ctx
 setval(A) ::= optval(V).                       { A = V; }
 setval(A) ::= ON.                              { A = "on"; }
 setval(A) ::= DEFAULT.                         { A = NULL; }
+
+/* Users: CREATE USER name [WITH] [PASSWORD 'p' | PASSWORD NULL], ALTER USER
+ * name [WITH] PASSWORD ..., DROP USER [IF EXISTS] name. */
+%type user_pw {const char*}
+cmd(A) ::= CREATE(T) USER nm(N) user_pw(P).     { A = ast_user(ctx, T, STMT_CREATE_USER, ast_ident(ctx, N), P, false); }
+cmd(A) ::= ALTER(T) USER nm(N) user_pw(P).      { A = ast_user(ctx, T, STMT_ALTER_USER, ast_ident(ctx, N), P, false); }
+cmd(A) ::= DROP(T) USER ifexists(E) nm(N).      { A = ast_user(ctx, T, STMT_DROP_USER, ast_ident(ctx, N), NULL, E); }
+user_pw(A) ::= .                               { A = NULL; }
+user_pw(A) ::= WITH.                           { A = NULL; }
+user_pw(A) ::= with_kw PASSWORD STRING(S).     { A = ast_string(ctx, S); }
+user_pw(A) ::= with_kw PASSWORD NULL.          { A = ""; }
+with_kw ::= .
+with_kw ::= WITH.
 
 /* DROP */
 %type drop_obj {int}

@@ -207,6 +207,9 @@ typedef enum AstStmtKind {
     STMT_RESUME,             /* ALTER MATERIALIZED VIEW name RESUME, ALTER TABLE name RESUME */
     STMT_ALTER_SOURCE,       /* ALTER SOURCE name SET (...), ALTER TABLE name SET (...) */
     STMT_EMPTY,              /* only comments or whitespace */
+    STMT_CREATE_USER,        /* CREATE USER name [WITH] [PASSWORD 'p' | NULL] */
+    STMT_ALTER_USER,         /* ALTER USER name [WITH] PASSWORD 'p' | NULL */
+    STMT_DROP_USER,          /* DROP USER [IF EXISTS] name */
 } AstStmtKind;
 
 typedef enum AstObjectKind {
@@ -277,6 +280,14 @@ typedef struct AstCreateSink {
     const char *encode;
     AstList *encode_options;
 } AstCreateSink;
+
+/* CREATE/ALTER/DROP USER. password: NULL when not given, "" for PASSWORD
+ * NULL, else the text (a password, or a SCRAM-SHA-256$... verifier). */
+typedef struct AstUser {
+    const char *name;
+    const char *password;
+    bool if_exists;
+} AstUser;
 
 typedef struct AstDrop {
     AstObjectKind obj;
@@ -376,6 +387,7 @@ typedef struct AstStmt {
         AstTxnKind txn;
         const char *savepoint_dir;   /* STMT_CHECKPOINT: ALTER SYSTEM SAVEPOINT TO 'dir', else NULL */
         const char *resume_view;     /* STMT_RESUME: the view's (or table's) name */
+        AstUser *user;               /* STMT_CREATE_USER, STMT_ALTER_USER, STMT_DROP_USER */
     } u;
 } AstStmt;
 

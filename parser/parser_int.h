@@ -164,6 +164,10 @@ AstStmt *ast_stmt(ParseCtx *c, AstStmtKind k, Token first);
 AstStmt *ast_savepoint(ParseCtx *c, Token first, Token dir);
 AstStmt *ast_alter_view(ParseCtx *c, Token first, const char *name, Token action);
 AstStmt *ast_alter_source(ParseCtx *c, Token first, const char *name, AstList *options);
+/* SHOW TRANSACTION ISOLATION LEVEL (what SQLAlchemy asks): transaction_isolation. */
+AstStmt *ast_show_isolation(ParseCtx *c, Token t, Token isolation, Token level);
+/* CREATE/ALTER/DROP USER; password NULL = not given, "" = PASSWORD NULL. */
+AstStmt *ast_user(ParseCtx *c, Token t, AstStmtKind kind, const char *name, const char *password, bool if_exists);
 AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q);
 void ast_src_begin(ParseCtx *c, Token create, AstObjectKind obj, bool if_not_exists, Token name);
 void ast_src_column(ParseCtx *c, Token name, const char *type, int cons, AstExpr *generated);

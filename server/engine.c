@@ -609,6 +609,15 @@ static int replay_catalog(Engine *e, WError *err)
             rc = werr(err, SQLSTATE_INTERNAL, 0, "corrupt catalog entry %llu", (unsigned long long)it->id);
             break;
         }
+        if (vals[0].u.i == CATALOG_KIND_USER) {
+            char *name = strndup(vals[1].u.s.p, vals[1].u.s.len);
+            char *ver = vals[2].null ? NULL : strndup(vals[2].u.s.p, vals[2].u.s.len);
+            users_load(e, it->id, name, ver);
+            free(name);
+            free(ver);
+            free(vals);
+            continue;
+        }
         CatObj *o = xcalloc(1, sizeof *o);
         o->id = it->id;
         o->kind = (CatKind)vals[0].u.i;
@@ -711,6 +720,7 @@ void engine_close(Engine *e)
         cat_obj_free(e->objs[i]);
     }
     free(e->objs);
+    users_free(e);
     rt_kafka_producer_close(e->producer);
     free(e->producer_bootstrap);
     stor_close(e->stor);
@@ -742,5 +752,6 @@ static void counted_session_close(void *ctx, void *sess)
 SrvEngine engine_srv(Engine *e)
 {
     return (SrvEngine){.ctx = e, .session_open = counted_session_open, .session_close = counted_session_close,
-                       .query = session_query, .execute = session_execute};
+                       .query = session_query, .execute = session_execute, .user_verifier = users_verifier,
+                       .idle_timeout_ms = session_idle_timeout, .in_transaction = session_in_transaction};
 }

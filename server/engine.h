@@ -32,6 +32,8 @@ typedef struct EngineConfig {
 int engine_open(const EngineConfig *cfg, Engine **out, WError *err);
 /* Stops the engine thread, takes a final checkpoint and closes everything. */
 void engine_close(Engine *e);
+/* True when some user has a password (SCRAM verifier). */
+bool engine_has_passwords(Engine *e);
 /* The SrvEngine vtable that connects pgwire sessions to this engine. */
 SrvEngine engine_srv(Engine *e);
 

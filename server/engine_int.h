@@ -63,6 +63,17 @@ typedef struct CkptRecord {
 
 #define CKPT_HISTORY 64
 
+/* A database user (users.c). The built-in superuser USER_BOOTSTRAP is
+ * listed only once it has a password. */
+#define USER_BOOTSTRAP "weir"
+#define CATALOG_KIND_USER 100      /* StorCatalogEntry.kind of a user */
+
+typedef struct EngineUser {
+    uint64_t id;              /* catalog id */
+    char *name;
+    char *verifier;           /* SCRAM-SHA-256$..., NULL = no password (cannot log in with SCRAM) */
+} EngineUser;
+
 struct Engine {
     pthread_mutex_t lock;     /* guards everything below; held by statements and engine steps */
     pthread_cond_t progress;  /* broadcast after every engine step */
@@ -109,6 +120,9 @@ struct Engine {
     bool paused;                   /* views not stepped: over the limit */
     bool ck_failing;               /* the last checkpoint attempt failed */
     uint64_t early_checkpoints;    /* started because of the limit */
+    struct Session *sessions;      /* every open session (pg_stat_activity), under lock */
+    int n_users, cap_users;        /* users.c */
+    EngineUser *users;
 };
 
 /* A client session: settings, and nothing shared. */
@@ -118,6 +132,15 @@ typedef struct Session {
     int n_settings;
     char **keys;
     char **values;
+    bool in_txn;              /* between BEGIN and COMMIT/ROLLBACK (statements still apply at once) */
+    /* For pg_stat_activity; written under the engine lock (the catalog reads them there). */
+    struct Session *next;     /* in Engine.sessions */
+    int32_t pid;              /* the connection's BackendKeyData pid, 0 before the first statement */
+    char client_addr[64];
+    char *startup_app;        /* application_name of the startup packet */
+    int64_t started_us, query_start_us;   /* wall clock */
+    char *query;              /* the last query string (at most 1024 bytes), NULL before one */
+    bool active;              /* a query string is running */
 } Session;
 
 /* engine.c */
@@ -210,11 +233,42 @@ int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 
 /* sysviews.c: weir_* system relations, NULL if name is not one. */
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a);
+/* The i-th system view's name (0, 1, ...), NULL past the last. */
+const char *sysview_name(int i);
 int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *props, int n_props, RtKafkaProducer **out,
                     WError *err);
 int64_t now_ms(void);
 
+/* users.c */
+/* CREATE/ALTER/DROP USER (lock held). Errors: 42710, 42704, 55006, 0A000. */
+int users_exec(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+/* SrvEngine.user_verifier: takes the lock. */
+int users_verifier(void *ctx, const char *user, char *out, size_t n);
+/* At start: a user entry of the catalog (lock held). */
+void users_load(Engine *e, uint64_t id, const char *name, const char *verifier);
+void users_free(Engine *e);
+
 /* session.c */
+/* Session settings (SET/SHOW): the value in s (the default when unset), NULL
+ * for an unknown name; and the list of known names with their defaults. */
+const char *session_setting(Session *s, const char *name);
+bool session_setting_is_set(Session *s, const char *name);   /* changed by SET */
+int session_setting_count(void);
+/* SrvEngine.idle_timeout_ms: the session's idle_session_timeout. */
+long session_idle_timeout(void *ctx, void *sess);
+/* SrvEngine.in_transaction. */
+bool session_in_transaction(void *ctx, void *sess);
+const char *session_setting_name(int i);
+const char *session_setting_default(int i);
+
+/* pgcatalog.c: one statement over pg_catalog / information_schema (see
+ * pgcatalog.h), sql[0..len). Takes the engine lock while it copies the
+ * catalog; emits through out. Returns 0, or -1 with err (not yet sent). */
+int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, const char *const *params,
+                bool describe_only, long max_rows, SrvResult *out, WError *err);
+/* The Postgres type OID a column declared type of pgcatalog.sql stands for (25 if unknown). */
+uint32_t pgcat_decltype_oid(const char *decl);
+
 /* Creates a source or view from its statement. replay: at start, from the
  * catalog (no persistence, stored table ids). Lock held. */
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);

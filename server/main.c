@@ -58,6 +58,10 @@ static void usage(FILE *f)
             "                              0 = no limit); over it weir checkpoints early, and views\n"
             "                              pause while a checkpoint cannot be taken\n"
             "  --max-map-size SIZE         largest the LMDB data file may grow (default 64GB)\n"
+            "  --auth MODE                 trust: loopback clients need no password, others use\n"
+            "                              SCRAM-SHA-256 (the default); scram-sha-256: everyone does\n"
+            "  --tls-cert FILE             PEM certificate (chain) for TLS on the Postgres protocol\n"
+            "  --tls-key FILE              its private key; with both, clients may use sslmode=require\n"
             "  --http-host ADDR            address for HTTP: dashboard, /metrics, /api (default 127.0.0.1)\n"
             "  --http-port N               port for HTTP (default %d; 0 = no HTTP)\n"
             "  --http-sql                  enable POST /api/sql (runs any SQL: keep HTTP on loopback)\n"
@@ -145,6 +149,8 @@ static int serve(int argc, char **argv)
 {
     const char *data_dir = "./data", *host = "127.0.0.1", *kafka = NULL;
     const char *http_host = "127.0.0.1";
+    const char *tls_cert = NULL, *tls_key = NULL;
+    SrvAuth auth = SRV_AUTH_LOCAL_TRUST;
     int port = DEFAULT_PORT, interval = 1000, max_conn = 100, http_port = DEFAULT_HTTP_PORT;
     bool no_broker = false, http_sql = false, http_port_set = false;
     uint64_t state_limit = UINT64_C(1) << 30, max_map = 0;
@@ -187,6 +193,12 @@ static int serve(int argc, char **argv)
             ;
         else if (!strcmp(a, "--http-host"))
             http_host = v;
+        else if (!strcmp(a, "--tls-cert"))
+            tls_cert = v;
+        else if (!strcmp(a, "--tls-key"))
+            tls_key = v;
+        else if (!strcmp(a, "--auth") && (!strcmp(v, "trust") || !strcmp(v, "scram-sha-256")))
+            auth = !strcmp(v, "trust") ? SRV_AUTH_LOCAL_TRUST : SRV_AUTH_SCRAM;
         else if (!strcmp(a, "--http-port") && !parse_int(v, 0, 65535, &http_port))
             http_port_set = true;
         else {
@@ -230,7 +242,26 @@ static int serve(int argc, char **argv)
         fprintf(stderr, "weir: %s\n", err.msg);
         return 1;
     }
-    SrvConfig sc = {.host = host, .port = port, .max_connections = max_conn, .server_version = "15.0"};
+    if (auth == SRV_AUTH_SCRAM && http_sql && http_port != 0) {
+        fprintf(stderr, "weir: --http-sql runs SQL with no password, which --auth scram-sha-256 forbids\n");
+        engine_close(e);
+        return 2;
+    }
+    if ((tls_cert != NULL) != (tls_key != NULL)) {
+        fprintf(stderr, "weir: --tls-cert and --tls-key go together\n");
+        engine_close(e);
+        return 2;
+    }
+    if (!engine_has_passwords(e)) {
+        if (auth == SRV_AUTH_SCRAM)
+            fprintf(stderr, "weir: warning: --auth scram-sha-256, but no user has a password: nobody can log in "
+                            "(start once without it and run ALTER USER weir PASSWORD '...')\n");
+        else if (strcmp(host, "127.0.0.1") != 0 && strcmp(host, "localhost") != 0 && strcmp(host, "::1") != 0)
+            fprintf(stderr, "weir: note: clients from other machines log in with a password (SCRAM-SHA-256), "
+                            "and no user has one yet (ALTER USER weir PASSWORD '...' from this machine)\n");
+    }
+    SrvConfig sc = {.host = host, .port = port, .max_connections = max_conn, .server_version = "15.0",
+                    .auth = auth, .tls_cert = tls_cert, .tls_key = tls_key};
     SrvEngine se = engine_srv(e);
     SrvServer *srv;
     if (srv_server_start(&sc, &se, &srv, &err)) {
@@ -268,10 +299,13 @@ static int serve(int argc, char **argv)
     }
     printf("weir " WEIR_VERSION " is ready\n"
            "  postgres protocol: %s:%d   connect with: psql \"host=%s port=%d dbname=weir user=weir\"\n"
+           "  authentication:    %s; tls %s\n"
            "  http:              %s\n"
            "  kafka:             %s%s\n"
            "  data directory:    %s\n",
-           host, srv_server_port(srv), host, srv_server_port(srv), http_line, bootstrap, broker_note, data_dir);
+           host, srv_server_port(srv), host, srv_server_port(srv),
+           auth == SRV_AUTH_SCRAM ? "scram-sha-256 for everyone" : "trust on loopback, scram-sha-256 otherwise",
+           tls_cert ? "on" : "off", http_line, bootstrap, broker_note, data_dir);
     fflush(stdout);
     int sig = 0;
     sigwait(&sigs, &sig);

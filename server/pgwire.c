@@ -28,6 +28,7 @@
 
 #include "arena.h"
 #include "buf.h"
+#include "crypto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +57,7 @@ enum {
     MAX_REFUSING = 64,        /* clients turned away by the accept thread at once */
     REFUSE_MS = 2000,         /* time they get to send their startup packet */
     MAX_NEGOTIATIONS = 4,     /* SSL/GSS requests answered before giving up */
+    MAX_AUTH_LEN = 10000,     /* SASL messages are small */
     FLUSH_AT = 64 * 1024,     /* output bytes that trigger a send */
     READ_STEP = 1 << 20,      /* body memory reserved per step of arrival */
     MAX_OBJECTS = 10000,      /* prepared statements + portals per connection */
@@ -97,6 +99,7 @@ struct SrvServer {
     atomic_bool stopping;
     int n_refusing;            /* clients past the thread limit being turned away (accept thread only) */
     Refusing refusing[MAX_REFUSING];
+    TlsCtx *tls;               /* NULL: SSLRequest is answered 'N' */
 };
 
 /* SrvConn: one client connection, owned by its thread until done, then by
@@ -110,9 +113,13 @@ struct SrvConn {
     bool counted;              /* holds one of max_connections */
     int32_t pid, key;          /* BackendKeyData: cancel requests must match */
     atomic_bool cancel;        /* cancel requested; cleared per statement */
+    atomic_bool terminate;     /* pg_terminate_backend: end the connection */
     bool dead;                 /* peer gone or stalled: output is discarded */
     bool eof;                  /* peer closed its side in an orderly way */
     bool skip_till_sync;       /* extended-protocol error: ignore until Sync */
+    bool loopback;             /* the peer is on this machine (127.0.0.0/8, ::1) */
+    char peer[64];             /* its address, for the log */
+    TlsConn *tls;              /* after a TLS handshake: every byte goes through it */
     char rbuf[16384];          /* socket read buffer: rbuf[rpos..rlen) unread */
     size_t rpos, rlen;
     Buf in;                    /* body of the current message */
@@ -168,6 +175,8 @@ struct SrvResult {
     bool errored;         /* ErrorResponse sent: drop everything after */
     bool in_copy;
     struct timespec next_probe;
+    struct timespec deadline;  /* statement_timeout; tv_sec 0 = none */
+    bool timed_out;
 };
 
 /* ---- output: message framing and sending ---- */
@@ -182,7 +191,8 @@ static int conn_flush(SrvConn *c)
         return c->dead ? -1 : 0;
     }
     while (!c->dead && off < c->out.len) {
-        ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
+        ssize_t n = c->tls ? crypto_tls_write(c->tls, c->out.data + off, c->out.len - off)
+                           : send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
         if (n > 0)
             off += (size_t)n;
         else if (n < 0 && errno == EINTR)
@@ -239,10 +249,16 @@ static void send_param_status(SrvConn *c, const char *k, const char *v)
     msg_end(c);
 }
 
+static bool in_transaction(SrvConn *c)
+{
+    const SrvEngine *eng = &c->srv->eng;
+    return c->sess_open && eng->in_transaction && eng->in_transaction(eng->ctx, c->sess);
+}
+
 static void send_ready(SrvConn *c)
 {
     msg_begin(c, 'Z');
-    buf_put_u8(&c->out, 'I');   /* transactions are the engine's business */
+    buf_put_u8(&c->out, in_transaction(c) ? 'T' : 'I');   /* transactions are the engine's business */
     msg_end(c);
     conn_flush(c);
 }
@@ -333,7 +349,8 @@ static int read_exact(SrvConn *c, void *dst, size_t n)
             c->rlen = k;
         }
         if (c->rpos == c->rlen) {
-            ssize_t got = recv(c->fd, c->rbuf, sizeof c->rbuf, 0);
+            ssize_t got = c->tls ? crypto_tls_read(c->tls, c->rbuf, sizeof c->rbuf)
+                                 : recv(c->fd, c->rbuf, sizeof c->rbuf, 0);
             if (got < 0 && errno == EINTR)
                 continue;
             if (got <= 0) {
@@ -748,11 +765,67 @@ void srv_result_copy_end(SrvResult *r, const char *tag)
 
 int srv_result_flush(SrvResult *r) { return conn_flush(r->c); }
 
+bool srv_result_signal_backend(SrvResult *r, int32_t pid, bool terminate)
+{
+    SrvServer *s = r->c->srv;
+    bool found = false;
+    pthread_mutex_lock(&s->mu);
+    for (SrvConn *o = s->conns; o; o = o->next)
+        if (!o->done && o->sess_open && o->pid == pid) {
+            found = true;
+            atomic_store(&o->cancel, true);
+            if (terminate) {
+                atomic_store(&o->terminate, true);
+                if (o->fd >= 0)
+                    shutdown(o->fd, SHUT_RD);   /* wakes its read; it says FATAL 57P01 and closes */
+            }
+        }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+void srv_result_conn_info(SrvResult *r, SrvConnInfo *out)
+{
+    out->pid = r->c->pid;
+    out->application_name = r->c->app_name ? r->c->app_name : "";
+    out->client_addr = r->c->peer;
+}
+
+void srv_result_set_timeout(SrvResult *r, long ms)
+{
+    r->timed_out = false;
+    if (ms <= 0) {
+        r->deadline.tv_sec = 0;
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &r->deadline);
+    r->deadline.tv_sec += ms / 1000;
+    r->deadline.tv_nsec += (ms % 1000) * 1000000L;
+    if (r->deadline.tv_nsec >= 1000000000L) {
+        r->deadline.tv_sec++;
+        r->deadline.tv_nsec -= 1000000000L;
+    }
+}
+
+const char *srv_result_cancel_message(SrvResult *r)
+{
+    return r->timed_out ? "canceling statement due to statement timeout" : "canceling statement due to user request";
+}
+
 bool srv_result_cancelled(SrvResult *r)
 {
     SrvConn *c = r->c;
     if (atomic_load(&c->cancel) || c->dead)
         return true;
+    if (r->deadline.tv_sec) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > r->deadline.tv_sec ||
+            (now.tv_sec == r->deadline.tv_sec && now.tv_nsec >= r->deadline.tv_nsec)) {
+            r->timed_out = true;
+            return true;
+        }
+    }
     /* A client that hung up mid-statement would otherwise only be noticed at
      * the next write; a statement that writes nothing for minutes (a
      * SUBSCRIBE on a quiet view) must still stop. Probe, but rarely. */
@@ -775,17 +848,95 @@ bool srv_result_cancelled(SrvResult *r)
 
 /* ---- startup ---- */
 
-/* Authentication. Only trust exists today. SCRAM-SHA-256 slots in here:
- * send AuthenticationSASL ("SCRAM-SHA-256"), then read SASLInitialResponse
- * and SASLResponse ('p') messages with read_body()/Rd, computing the proofs
- * with OpenSSL (PKCS5_PBKDF2_HMAC, HMAC, SHA256), and end with
- * AuthenticationSASLFinal + AuthenticationOk or FATAL 28P01. */
-static int authenticate(SrvConn *c)
+/* Reads one authentication message of the given type into c->in. */
+static int read_auth_message(SrvConn *c, char want)
+{
+    unsigned char type;
+    uint32_t len;
+    if (read_exact(c, &type, 1) < 0)
+        return -1;
+    if (type != (unsigned char)want)
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "expected SASL response, got message type %d", type);
+    if (read_u32(c, &len) < 0)
+        return -1;
+    if (len < 4 || len - 4 > MAX_AUTH_LEN)
+        return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid SASL response length %u", len);
+    return read_body(c, len - 4);
+}
+
+static void send_auth(SrvConn *c, int32_t code, const void *data, size_t n)
 {
     msg_begin(c, 'R');
-    put_i32(c, 0);                      /* AuthenticationOk */
+    put_i32(c, code);
+    buf_append(&c->out, data, n);
     msg_end(c);
-    return 0;
+}
+
+/* Authentication: trust for loopback clients unless SCRAM is required for
+ * everyone (SrvConfig.auth); otherwise SCRAM-SHA-256 (AuthenticationSASL,
+ * SASLInitialResponse, SASLContinue, SASLResponse, SASLFinal), the proofs
+ * checked by crypto.c against the verifier the engine keeps for the user.
+ * A wrong password, and an unknown user, is FATAL 28P01 after the whole
+ * exchange, so the two cannot be told apart. */
+static int authenticate(SrvConn *c)
+{
+    const SrvServer *s = c->srv;
+    if (s->cfg.auth == SRV_AUTH_LOCAL_TRUST && c->loopback) {
+        send_auth(c, 0, NULL, 0);       /* AuthenticationOk */
+        return 0;
+    }
+    char verifier[SCRAM_VERIFIER_MAX];
+    const SrvEngine *eng = &s->eng;
+    bool known = eng->user_verifier && eng->user_verifier(eng->ctx, c->user, verifier, sizeof verifier) == 0;
+    ScramServer *ss = crypto_scram_new(known ? verifier : NULL, c->user);
+    int rc = -1;
+    WError err;
+    werr_clear(&err);
+    Buf msg = BUF_INIT;
+    send_auth(c, 10, "SCRAM-SHA-256\0", 15);   /* AuthenticationSASL: the list ends with an empty name */
+    if (conn_flush(c) < 0 || read_auth_message(c, 'p') < 0)
+        goto out;
+    Rd rd = rd_of(&c->in, 0);
+    const char *mech = rd_str(&rd);
+    int32_t n = rd_i32(&rd);
+    const unsigned char *first = n >= 0 ? rd_bytes(&rd, (size_t)n) : NULL;
+    if (!rd_done(&rd) || !first) {
+        fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid SASLInitialResponse message");
+        goto out;
+    }
+    if (strcmp(mech, "SCRAM-SHA-256") != 0) {
+        fatal(c, "28000", "client selected an invalid SASL authentication mechanism");
+        goto out;
+    }
+    if (crypto_scram_first(ss, (const char *)first, (size_t)n, &msg, &err) < 0) {
+        send_error_fields(c, 'E', "FATAL", &err);
+        conn_flush(c);
+        goto out;
+    }
+    send_auth(c, 11, msg.data, msg.len);       /* AuthenticationSASLContinue */
+    buf_reset(&msg);
+    if (conn_flush(c) < 0 || read_auth_message(c, 'p') < 0)
+        goto out;
+    int ok = crypto_scram_final(ss, c->in.data, c->in.len, &msg, &err);
+    if (ok < 0) {
+        send_error_fields(c, 'E', "FATAL", &err);
+        conn_flush(c);
+        goto out;
+    }
+    if (ok == 0) {
+        /* Logged, as Postgres does, so that failed logins can be seen. */
+        fprintf(stderr, "weir: password authentication failed for user \"%s\" from %s%s\n", c->user, c->peer,
+                known ? "" : " (no such user, or no password)");
+        fatal(c, "28P01", "password authentication failed for user \"%s\"", c->user);
+        goto out;
+    }
+    send_auth(c, 12, msg.data, msg.len);       /* AuthenticationSASLFinal */
+    send_auth(c, 0, NULL, 0);                  /* AuthenticationOk */
+    rc = 0;
+out:
+    buf_free(&msg);
+    crypto_scram_free(ss);
+    return rc;
 }
 
 /* Decode the StartupMessage parameters (c->in from offset 4) into c->user,
@@ -852,8 +1003,22 @@ static int conn_startup(SrvConn *c)
         if (code == CODE_SSL || code == CODE_GSSENC) {
             /* Bytes sent behind the request before our answer could be
              * mistaken for post-handshake data (CVE-2021-23214): refuse. */
-            if (round >= MAX_NEGOTIATIONS || len != 8 || c->rpos != c->rlen)
+            if (round >= MAX_NEGOTIATIONS || len != 8 || c->rpos != c->rlen || c->tls)
                 return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid encryption request");
+            if (code == CODE_SSL && c->srv->tls) {
+                /* 'S', then the handshake on the raw socket: anything the
+                 * client sent that is not a TLS ClientHello fails it, and
+                 * the connection closes without another byte. */
+                buf_put_u8(&c->out, 'S');
+                if (conn_flush(c) < 0)
+                    return -1;
+                WError terr;
+                werr_clear(&terr);
+                c->tls = crypto_tls_accept(c->srv->tls, c->fd, &terr);
+                if (!c->tls)
+                    return -1;
+                continue;
+            }
             buf_put_u8(&c->out, 'N');
             if (conn_flush(c) < 0)
                 return -1;
@@ -1344,6 +1509,24 @@ static void conn_serve(SrvConn *c)
     while (!c->dead) {
         unsigned char type;
         uint32_t len;
+        /* idle_session_timeout (idle_in_transaction_session_timeout inside a
+         * transaction): wait for the next message at most this long. */
+        const SrvEngine *eng = &c->srv->eng;
+        long idle = eng->idle_timeout_ms ? eng->idle_timeout_ms(eng->ctx, c->sess) : 0;
+        if (idle > 0 && c->rpos == c->rlen && !(c->tls && crypto_tls_pending(c->tls))) {
+            struct pollfd p = {c->fd, POLLIN, 0};
+            int n;
+            do
+                n = poll(&p, 1, idle > INT32_MAX ? INT32_MAX : (int)idle);
+            while (n < 0 && errno == EINTR);
+            if (n == 0) {
+                if (in_transaction(c))
+                    fatal(c, "25P03", "terminating connection due to idle-in-transaction timeout");
+                else
+                    fatal(c, "57P05", "terminating connection due to idle-session timeout");
+                break;
+            }
+        }
         if (read_exact(c, &type, 1) < 0)
             break;
         /* Judge the type byte before trusting the length behind it: junk
@@ -1365,9 +1548,13 @@ static void conn_serve(SrvConn *c)
         }
         if (read_body(c, len - 4) < 0)
             break;
+        if (atomic_load(&c->terminate))
+            break;
         if (dispatch(c, type) < 0)
             break;
     }
+    if (atomic_load(&c->terminate) && !c->dead)
+        fatal(c, "57P01", "terminating connection due to administrator command");
 out:
     conn_flush(c);
     if (c->sess_open) {
@@ -1436,13 +1623,45 @@ static void lingering_close(SrvConn *c)
     }
 }
 
+/* Fills c->peer (for the log) and c->loopback: the client is on this
+ * machine when it comes from a loopback address, or from the very address
+ * it connected to (Postgres' "samehost": weir's own HTTP endpoint reaches a
+ * server bound to a LAN address that way). */
+static void peer_info(SrvConn *c)
+{
+    struct sockaddr_storage peer, local;
+    socklen_t plen = sizeof peer, llen = sizeof local;
+    snprintf(c->peer, sizeof c->peer, "?");
+    if (getpeername(c->fd, (struct sockaddr *)&peer, &plen) != 0)
+        return;
+    getnameinfo((struct sockaddr *)&peer, plen, c->peer, sizeof c->peer, NULL, 0, NI_NUMERICHOST);
+    bool same = getsockname(c->fd, (struct sockaddr *)&local, &llen) == 0 && local.ss_family == peer.ss_family;
+    if (peer.ss_family == AF_INET) {
+        const struct sockaddr_in *p4 = (const struct sockaddr_in *)&peer;
+        c->loopback = (ntohl(p4->sin_addr.s_addr) >> 24) == 127 ||
+                      (same && p4->sin_addr.s_addr == ((const struct sockaddr_in *)&local)->sin_addr.s_addr);
+    } else if (peer.ss_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)&peer)->sin6_addr;
+        c->loopback = IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127) ||
+                      (same && !memcmp(a6, &((const struct sockaddr_in6 *)&local)->sin6_addr, sizeof *a6));
+    } else if (peer.ss_family == AF_UNIX) {
+        c->loopback = true;
+    }
+}
+
 static void *conn_main(void *arg)
 {
     SrvConn *c = arg;
     SrvServer *s = c->srv;
     pthread_setname_np(pthread_self(), "weir-conn");
     set_timeout(c->fd, SO_RCVTIMEO, s->cfg.startup_timeout_ms);
+    peer_info(c);
     conn_serve(c);
+    if (c->tls) {
+        conn_flush(c);
+        crypto_tls_close(c->tls);
+        c->tls = NULL;
+    }
     lingering_close(c);
     pthread_mutex_lock(&s->mu);
     close(c->fd);
@@ -1607,6 +1826,7 @@ static void start_conn(SrvServer *s, int fd)
     c->fd = fd;
     c->key = random_key();
     atomic_init(&c->cancel, false);
+    atomic_init(&c->terminate, false);
     pthread_mutex_lock(&s->mu);
     if (s->n_threads >= s->cfg.max_connections + EXTRA_THREADS) {
         pthread_mutex_unlock(&s->mu);
@@ -1760,6 +1980,13 @@ int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **
     s->next_pid = 1000 + (random_key() & 0xffff);
     atomic_init(&s->stopping, false);
     pthread_mutex_init(&s->mu, NULL);
+    s->cfg.tls_cert = s->cfg.tls_key = NULL;   /* not kept: loaded now */
+    if ((cfg->tls_cert != NULL) != (cfg->tls_key != NULL)) {
+        werr(err, SQLSTATE_IO_ERROR, 0, "TLS needs both a certificate and a key");
+        goto fail;
+    }
+    if (cfg->tls_cert && crypto_tls_ctx_new(cfg->tls_cert, cfg->tls_key, &s->tls, err) < 0)
+        goto fail;
     if (listen_on(s, s->cfg.host, cfg->port, err) < 0)
         goto fail;
     if (pipe2(s->wake, O_CLOEXEC) < 0) {
@@ -1780,6 +2007,7 @@ fail:
         close(s->wake[1]);
     }
     pthread_mutex_destroy(&s->mu);
+    crypto_tls_ctx_free(s->tls);
     free((char *)s->cfg.host);
     free((char *)s->cfg.server_version);
     free(s);
@@ -1812,6 +2040,7 @@ void srv_server_stop(SrvServer *s)
     close(s->wake[0]);
     close(s->wake[1]);
     pthread_mutex_destroy(&s->mu);
+    crypto_tls_ctx_free(s->tls);
     free((char *)s->cfg.host);
     free((char *)s->cfg.server_version);
     free(s);

@@ -109,6 +109,31 @@ int srv_result_flush(SrvResult *r);
  * long-running statements poll it and then report SQLSTATE 57014. */
 bool srv_result_cancelled(SrvResult *r);
 
+/* Facts about the connection r answers, for pg_stat_activity. Strings are
+ * valid during the engine call that received r. */
+typedef struct SrvConnInfo {
+    int32_t pid;                  /* as sent in BackendKeyData (what a CancelRequest names) */
+    const char *application_name; /* from the startup packet, "" if none */
+    const char *client_addr;      /* numeric peer address */
+} SrvConnInfo;
+void srv_result_conn_info(SrvResult *r, SrvConnInfo *out);
+
+/* pg_cancel_backend / pg_terminate_backend: signal the session whose
+ * BackendKeyData pid is pid, on r's server. Cancel: its running statement
+ * stops (57014), as a CancelRequest would. Terminate: also its connection
+ * ends, with FATAL 57P01. Returns true when such a session exists. */
+bool srv_result_signal_backend(SrvResult *r, int32_t pid, bool terminate);
+
+/* statement_timeout: the statement that r answers must end within ms from
+ * now (0 = no limit); after that srv_result_cancelled() is true. Call it
+ * when each statement starts (the limit applies to each statement of a
+ * query string separately, as in Postgres). */
+void srv_result_set_timeout(SrvResult *r, long ms);
+
+/* The message for SQLSTATE 57014 once srv_result_cancelled() is true:
+ * "canceling statement due to statement timeout" or "... user request". */
+const char *srv_result_cancel_message(SrvResult *r);
+
 /*
  * SrvEngine: the engine as the server sees it. ctx is passed back verbatim.
  * Every function is called on the connection's thread.
@@ -137,7 +162,26 @@ typedef struct SrvEngine {
     void (*execute)(void *ctx, void *sess, const char *sql, int n_params,
                     const char *const *params, bool describe_only, long max_rows,
                     SrvResult *out);
+    /* SCRAM authentication: copy user's stored SCRAM-SHA-256 verifier into
+     * out[0..n) and return 0, or return -1 when the user is unknown or has no
+     * password. Called during startup on the connection's thread. May be NULL
+     * (then nobody can authenticate with a password). */
+    int (*user_verifier)(void *ctx, const char *user, char *out, size_t n);
+    /* idle_session_timeout / idle_in_transaction_session_timeout: how long
+     * (ms) the session may wait for its next message before the server ends
+     * it with FATAL 57P05 (25P03 inside a transaction); 0 = for ever. Asked
+     * before each read of a new message. May be NULL. */
+    long (*idle_timeout_ms)(void *ctx, void *sess);
+    /* True between BEGIN and COMMIT/ROLLBACK: ReadyForQuery then reports
+     * 'T' (else 'I'). May be NULL. */
+    bool (*in_transaction)(void *ctx, void *sess);
 } SrvEngine;
+
+/* Who must prove a password (SrvConfig.auth). */
+typedef enum SrvAuth {
+    SRV_AUTH_LOCAL_TRUST = 0,   /* loopback clients are trusted; others use SCRAM-SHA-256 */
+    SRV_AUTH_SCRAM = 1,         /* every client uses SCRAM-SHA-256 */
+} SrvAuth;
 
 /* SrvConfig: zero-initialized fields take the defaults in brackets. */
 typedef struct SrvConfig {
@@ -153,13 +197,19 @@ typedef struct SrvConfig {
     int send_timeout_ms;        /* [60000]; a client that reads nothing for this
                                    long is treated as gone; <0 = wait forever */
     int startup_timeout_ms;     /* [10000]; time allowed to finish startup */
+    SrvAuth auth;               /* [SRV_AUTH_LOCAL_TRUST] */
+    const char *tls_cert;       /* PEM certificate chain and key: with both, */
+    const char *tls_key;        /* SSLRequest is answered 'S' and TLS runs
+                                   (OpenSSL writes with write(2): the process
+                                   must ignore SIGPIPE, as weir's main does) */
 } SrvConfig;
 
 typedef struct SrvServer SrvServer;
 
 /* Bind and listen on cfg->host:cfg->port and start the accept thread.
  * engine is copied; cfg strings are copied. Returns 0 and *out, or -1 with
- * err filled (SQLSTATE 58030, e.g. address in use or unresolvable host). */
+ * err filled (SQLSTATE 58030, e.g. address in use or unresolvable host, an
+ * unreadable TLS certificate or key, or only one of the two given). */
 int srv_server_start(const SrvConfig *cfg, const SrvEngine *engine, SrvServer **out,
                      WError *err);
 

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "nexmark.h"
+#include "pgcatalog.h"
 #include "row.h"
 
 #define FLUSH_TIMEOUT_MS 60000
@@ -41,6 +42,7 @@ static const struct {
     {"statement_timeout", "0"},
     {"lock_timeout", "0"},
     {"idle_in_transaction_session_timeout", "0"},
+    {"idle_session_timeout", "0"},
     {"client_min_messages", "notice"},
     {"standard_conforming_strings", "on"},
     {"bytea_output", "hex"},
@@ -49,6 +51,7 @@ static const struct {
     {"integer_datetimes", "on"},
     {"transaction_isolation", "read committed"},
     {"streaming_allow_unbounded_state", "false"},
+    {"password_encryption", "scram-sha-256"},
 };
 
 static int setting_index(const char *name)
@@ -67,6 +70,71 @@ static const char *setting_get(Session *s, const char *name)
     int k = setting_index(name);
     return k >= 0 ? SETTINGS[k].dflt : NULL;
 }
+
+const char *session_setting(Session *s, const char *name) { return setting_get(s, name); }
+
+bool session_setting_is_set(Session *s, const char *name)
+{
+    for (int i = 0; i < s->n_settings; i++)
+        if (strcasecmp(s->keys[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* A time setting as Postgres takes it: an integer in milliseconds, or with
+ * a unit (us, ms, s, min, h, d). Returns 0 and *ms, or -1 if malformed or
+ * out of range (0 .. 2147483647 ms). */
+static int parse_ms(const char *v, long *ms)
+{
+    static const struct {
+        const char *unit;
+        double ms;
+    } UNITS[] = {{"us", 0.001}, {"ms", 1}, {"s", 1000}, {"min", 60000}, {"h", 3600000}, {"d", 86400000}};
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || errno || !(x >= 0))   /* NaN fails too */
+        return -1;
+    while (*end == ' ')
+        end++;
+    double scale = 1;
+    if (*end) {
+        size_t k = 0;
+        for (; k < sizeof UNITS / sizeof UNITS[0]; k++)
+            if (!strcasecmp(end, UNITS[k].unit))
+                break;
+        if (k == sizeof UNITS / sizeof UNITS[0])
+            return -1;
+        scale = UNITS[k].ms;
+    }
+    x *= scale;
+    if (!(x <= 2147483647.0))   /* and infinity */
+        return -1;
+    *ms = (long)(x + 0.5);
+    if (*ms == 0 && x > 0)
+        *ms = 1;   /* a positive value is at least 1 ms, as Postgres rounds */
+    return 0;
+}
+
+static long setting_ms(Session *s, const char *name)
+{
+    long ms = 0;
+    const char *v = setting_get(s, name);
+    return v && parse_ms(v, &ms) == 0 ? ms : 0;
+}
+
+long session_idle_timeout(void *ctx, void *sess)
+{
+    Session *s = sess;
+    if (!s)
+        return 0;
+    return setting_ms(s, s->in_txn ? "idle_in_transaction_session_timeout" : "idle_session_timeout");
+}
+
+bool session_in_transaction(void *ctx, void *sess) { return sess && ((Session *)sess)->in_txn; }
+int session_setting_count(void) { return (int)(sizeof SETTINGS / sizeof SETTINGS[0]); }
+const char *session_setting_name(int i) { return SETTINGS[i].name; }
+const char *session_setting_default(int i) { return SETTINGS[i].dflt; }
 
 static void setting_set(Session *s, const char *name, const char *value)
 {
@@ -92,12 +160,46 @@ static void setting_set(Session *s, const char *name, const char *value)
     s->n_settings++;
 }
 
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void *session_open(void *ctx, const char *user, const char *database, WError *err)
 {
     Session *s = xcalloc(1, sizeof *s);
-    s->e = ctx;
+    Engine *e = ctx;
+    s->e = e;
     s->user = xstrdup(user ? user : "weir");
+    s->started_us = wall_us();
+    pthread_mutex_lock(&e->lock);
+    s->next = e->sessions;
+    e->sessions = s;
+    pthread_mutex_unlock(&e->lock);
     return s;
+}
+
+/* A query string starts (active) or ends: pg_stat_activity's state and query. */
+static void session_activity(Session *s, const char *sql, SrvResult *out)
+{
+    SrvConnInfo ci;
+    srv_result_conn_info(out, &ci);
+    pthread_mutex_lock(&s->e->lock);
+    if (sql) {
+        s->pid = ci.pid;
+        snprintf(s->client_addr, sizeof s->client_addr, "%s", ci.client_addr);
+        if (!s->startup_app)
+            s->startup_app = xstrdup(ci.application_name);
+        free(s->query);
+        /* Other sessions read this: never show a password (CREATE/ALTER USER). */
+        s->query = strcasestr(sql, "password") ? xstrdup("<not shown: the statement mentions a password>")
+                                               : strndup(sql, 1024);
+        s->query_start_us = wall_us();
+    }
+    s->active = sql != NULL;
+    pthread_mutex_unlock(&s->e->lock);
 }
 
 void session_close(void *ctx, void *sess)
@@ -105,6 +207,16 @@ void session_close(void *ctx, void *sess)
     Session *s = sess;
     if (!s)
         return;
+    Engine *e = s->e;
+    pthread_mutex_lock(&e->lock);
+    for (Session **pp = &e->sessions; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&e->lock);
+    free(s->query);
+    free(s->startup_app);
     for (int i = 0; i < s->n_settings; i++) {
         free(s->keys[i]);
         free(s->values[i]);
@@ -994,7 +1106,7 @@ static int run_select(Engine *e, const AstStmt *st, bool describe_only, SrvResul
     if (n < 0)
         return -1;
     if (srv_result_cancelled(out))
-        return werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+        return werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
     char tag[64];
     snprintf(tag, sizeof tag, "SELECT %ld", n);
     srv_result_complete(out, tag);
@@ -1074,7 +1186,7 @@ static int flush(Engine *e, SrvResult *out, WError *err)
         if (done)
             break;
         if (srv_result_cancelled(out))
-            return werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+            return werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
         if (now_ms() > deadline)
             return werr(err, SQLSTATE_QUERY_CANCELED, 0, "FLUSH timed out after %d s: a view is not keeping up",
                         FLUSH_TIMEOUT_MS / 1000);
@@ -1168,6 +1280,16 @@ static int set(Session *s, const AstStmt *st, bool reset, SrvResult *out, WError
     if (!strcasecmp(a->name, "timezone") && a->value && strcasecmp(a->value, "utc") != 0 &&
         strcasecmp(a->value, "gmt") != 0 && strcmp(a->value, "0") != 0)
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: time zones other than UTC");
+    static const char *const TIMES[] = {"statement_timeout", "idle_session_timeout", "lock_timeout",
+                                        "idle_in_transaction_session_timeout"};
+    for (size_t i = 0; i < sizeof TIMES / sizeof TIMES[0] && !reset && a->value; i++) {
+        long ms;
+        if (!strcasecmp(a->name, TIMES[i]) && parse_ms(a->value, &ms))
+            return werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "invalid value for parameter \"%s\": \"%s\"",
+                        TIMES[i], a->value),
+                   werr_hint(err, "Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\"."),
+                   -1;
+    }
     setting_set(s, a->name, reset ? NULL : a->value);
     srv_result_complete(out, reset ? "RESET" : "SET");
     return 0;
@@ -1253,7 +1375,10 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         rc = set(s, st, true, out, err);
         break;
     case STMT_TRANSACTION:
-        /* Accepted as drivers send them; every statement applies on its own. */
+        /* Accepted as drivers send them; every statement applies on its own.
+         * The session remembers being "in" one for ReadyForQuery ('T') and
+         * for idle_in_transaction_session_timeout. */
+        s->in_txn = st->u.txn == TXN_BEGIN;
         srv_result_complete(out, st->u.txn == TXN_BEGIN ? "BEGIN" : st->u.txn == TXN_COMMIT ? "COMMIT" : "ROLLBACK");
         break;
     case STMT_CHECKPOINT:
@@ -1321,6 +1446,11 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
             srv_result_complete(out, v->kind == CAT_TABLE ? "ALTER TABLE" : "ALTER MATERIALIZED VIEW");
         break;
     }
+    case STMT_CREATE_USER:
+    case STMT_ALTER_USER:
+    case STMT_DROP_USER:
+        rc = users_exec(e, st, out, err);
+        break;
     case STMT_EMPTY:
         break;
     }
@@ -1328,30 +1458,34 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     return rc;
 }
 
-/* Parses sql and runs each statement. $n placeholders take params[n-1]
- * (text, NULL = SQL NULL) as untyped literals (pgwire describes a
- * statement before Bind with every parameter NULL). */
-static void run_all(Session *s, const char *sql, bool describe_only, int n_params, const char *const *params,
-                    SrvResult *out)
+/* Parses sql (a piece of the client's query string: error positions are
+ * moved by pos_offset) and runs each statement with weir's planner. $n
+ * placeholders take params[n-1] (text, NULL = SQL NULL) as untyped literals
+ * (pgwire describes a statement before Bind with every parameter NULL).
+ * Returns 0, or -1 once an error was sent. */
+static int run_weir(Session *s, const char *sql, bool describe_only, int n_params, const char *const *params,
+                    int pos_offset, SrvResult *out)
 {
     Engine *e = s->e;
     Arena *a = arena_new(0);
     AstStmt **stmts;
     AstExpr **ph;
-    int n = 0, n_ph = 0;
+    int n = 0, n_ph = 0, rc = 0;
     WError err = {0};
     if (parse_sql_params(sql, a, &stmts, &n, &ph, &n_ph, &err)) {
+        if (err.pos > 0)
+            err.pos += pos_offset;
         srv_result_error(out, &err);
         arena_free(a);
-        return;
+        return -1;
     }
     for (int i = 0; i < n_ph; i++) {
         int k = ph[i]->param_no;
         if (params && (k < 1 || k > n_params)) {
-            werr(&err, "42P02", ph[i]->pos, "there is no parameter $%d", k);
+            werr(&err, "42P02", ph[i]->pos + pos_offset, "there is no parameter $%d", k);
             srv_result_error(out, &err);
             arena_free(a);
-            return;
+            return -1;
         }
         parse_bind_param(a, ph[i], params ? params[k - 1] : NULL);
     }
@@ -1364,27 +1498,75 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
         if (k != STMT_SELECT && k != STMT_EXPLAIN && k != STMT_SHOW && k != STMT_SET && k != STMT_RESET &&
             k != STMT_TRANSACTION && k != STMT_EMPTY && k != STMT_INSERT)
             engine_checkpoint_wait(e, NULL);
-        int rc = exec_stmt(e, s, sql, stmts[i], describe_only, out, &err);
+        srv_result_set_timeout(out, setting_ms(s, "statement_timeout"));
+        rc = exec_stmt(e, s, sql, stmts[i], describe_only, out, &err);
         pthread_mutex_unlock(&e->lock);
         if (rc) {
             if (!err.set)
                 werr(&err, SQLSTATE_INTERNAL, 0, "internal error");
+            if (err.pos > 0)
+                err.pos += pos_offset;
             srv_result_error(out, &err);
             break;
         }
     }
     arena_free(a);
+    return rc ? -1 : 0;
+}
+
+/* A query string: statements that name the system catalogs are answered
+ * from them (pgcatalog.c), the others by weir, in order. */
+static void run_all(Session *s, const char *sql, bool describe_only, int n_params, const char *const *params,
+                    long max_rows, SrvResult *out)
+{
+    int len = (int)strlen(sql);
+    if (!pgt_names_catalog(sql, 0, len)) {
+        run_weir(s, sql, describe_only, n_params, params, 0, out);
+        return;
+    }
+    int starts[PGT_MAX_STMTS], ends[PGT_MAX_STMTS];
+    int n = pgt_split(sql, starts, ends, PGT_MAX_STMTS);
+    WError err = {0};
+    if (n < 0) {
+        werr(&err, SQLSTATE_PROGRAM_LIMIT, 0, "more than %d statements in one query", PGT_MAX_STMTS);
+        srv_result_error(out, &err);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (pgt_is_query(sql, starts[i], ends[i]) && pgt_names_catalog(sql, starts[i], ends[i])) {
+            srv_result_set_timeout(out, setting_ms(s, "statement_timeout"));
+            if (pgcat_query(s->e, s, sql + starts[i], ends[i] - starts[i], n_params, params, describe_only, max_rows,
+                            out, &err)) {
+                if (err.pos > 0)
+                    err.pos += starts[i];
+                srv_result_error(out, &err);
+                return;
+            }
+        } else {
+            char *piece = strndup(sql + starts[i], (size_t)(ends[i] - starts[i]));
+            int rc = run_weir(s, piece, describe_only, n_params, params, starts[i], out);
+            free(piece);
+            if (rc)
+                return;
+        }
+    }
 }
 
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out)
 {
     static const char *const none[1] = {NULL};
-    run_all(sess, sql, false, 0, none, out); /* a $1 in a simple query: "there is no parameter $1" */
+    session_activity(sess, sql, out);
+    run_all(sess, sql, false, 0, none, 0, out); /* a $1 in a simple query: "there is no parameter $1" */
+    session_activity(sess, NULL, out);
 }
 
 void session_execute(void *ctx, void *sess, const char *sql, int n_params, const char *const *params,
                      bool describe_only, long max_rows, SrvResult *out)
 {
     static const char *const none[1] = {NULL};
-    run_all(sess, sql, describe_only, n_params, params ? params : none, out);
+    if (!describe_only)
+        session_activity(sess, sql, out);
+    run_all(sess, sql, describe_only, n_params, params ? params : none, max_rows, out);
+    if (!describe_only)
+        session_activity(sess, NULL, out);
 }

@@ -401,7 +401,7 @@ static int stream_copy(Subscription *s, bool progress, SrvResult *out, WError *e
     int rc = 0;
     for (;;) {
         if (srv_result_cancelled(out)) {
-            rc = werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+            rc = werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
             break;
         }
         SubEvent *evs;

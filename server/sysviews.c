@@ -278,23 +278,25 @@ static const CatRelation *source_errors(Engine *e, Arena *a)
     return b.r;
 }
 
+/* Every system view: the planner finds them by name, pg_catalog lists them. */
+static const struct {
+    const char *name;
+    const CatRelation *(*build)(Engine *e, Arena *a);
+} SYSVIEWS[] = {
+    {"weir_views", views},         {"weir_sinks", sinks},           {"weir_checkpoints", checkpoints},
+    {"weir_state", state},         {"weir_operators", operators},   {"weir_watermarks", watermarks},
+    {"weir_source_errors", source_errors}, {"weir_verifications", verify_sysview},
+};
+
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a)
 {
-    if (strcmp(name, "weir_views") == 0)
-        return views(e, a);
-    if (strcmp(name, "weir_sinks") == 0)
-        return sinks(e, a);
-    if (strcmp(name, "weir_checkpoints") == 0)
-        return checkpoints(e, a);
-    if (strcmp(name, "weir_state") == 0)
-        return state(e, a);
-    if (strcmp(name, "weir_operators") == 0)
-        return operators(e, a);
-    if (strcmp(name, "weir_watermarks") == 0)
-        return watermarks(e, a);
-    if (strcmp(name, "weir_source_errors") == 0)
-        return source_errors(e, a);
-    if (strcmp(name, "weir_verifications") == 0)
-        return verify_sysview(e, a);
+    for (size_t i = 0; i < sizeof SYSVIEWS / sizeof SYSVIEWS[0]; i++)
+        if (strcmp(name, SYSVIEWS[i].name) == 0)
+            return SYSVIEWS[i].build(e, a);
     return NULL;
+}
+
+const char *sysview_name(int i)
+{
+    return i >= 0 && (size_t)i < sizeof SYSVIEWS / sizeof SYSVIEWS[0] ? SYSVIEWS[i].name : NULL;
 }

@@ -423,6 +423,26 @@ static void test_misc_statements(void)
     is_str(parse_err("SELECT  o1of(FROM 2)"), "42601", "f(FROM x) is a syntax error");
 }
 
+static void test_users(void)
+{
+    AstStmt *s = one("CREATE USER Alice WITH PASSWORD 'p''w'");
+    ok(s && s->kind == STMT_CREATE_USER && !strcmp(s->u.user->name, "alice") && !strcmp(s->u.user->password, "p'w"),
+       "create user with password, name folded");
+    s = one("create user bob");
+    ok(s && s->kind == STMT_CREATE_USER && !s->u.user->password, "create user without password");
+    s = one("ALTER USER \"Bob\" PASSWORD NULL");
+    ok(s && s->kind == STMT_ALTER_USER && !strcmp(s->u.user->name, "Bob") && !strcmp(s->u.user->password, ""),
+       "alter user password null, quoted name");
+    s = one("DROP USER IF EXISTS carol");
+    ok(s && s->kind == STMT_DROP_USER && s->u.user->if_exists && !strcmp(s->u.user->name, "carol"), "drop user");
+    s = one("SELECT user, password FROM t");
+    ok(s && s->kind == STMT_SELECT, "user and password stay usable as column names");
+    ok(!strcmp(parse_err("CREATE USER alice PASSWORD"), "42601"), "password needs a value");
+    s = one("show transaction isolation level");
+    ok(s && s->kind == STMT_SHOW && !strcmp(s->u.show->what, "transaction_isolation"), "show transaction isolation level");
+    ok(!strcmp(parse_err("SHOW TRANSACTION foo bar"), "42601"), "show transaction foo bar");
+}
+
 static void test_subscribe(void)
 {
     AstStmt *s = one("SUBSCRIBE v");
@@ -911,6 +931,7 @@ int main(void)
     test_sink_drop_insert();
     test_misc_statements();
     test_subscribe();
+    test_users();
     test_select();
     test_windows();
     test_expressions();

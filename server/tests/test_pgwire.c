@@ -15,6 +15,7 @@
  *
  * Run with `--serve PORT` to keep the fake server up for psql by hand.
  */
+#include "crypto.h"
 #include "pgwire.h"
 #include "tap.h"
 
@@ -182,7 +183,8 @@ static void f_execute(void *ctx, void *sess, const char *sql, int n_params,
     run_one(sql, n_params, params, describe_only, max_rows, out);
 }
 
-static const SrvEngine fake = {NULL, f_open, f_close, f_query, f_execute};
+static const SrvEngine fake = {.ctx = NULL, .session_open = f_open, .session_close = f_close, .query = f_query,
+                               .execute = f_execute};
 
 static PGconn *connect_as(int port, const char *user)
 {
@@ -618,6 +620,132 @@ static void test_limit(void)
     srv_server_stop(s1);
 }
 
+/* ---- SCRAM-SHA-256 (the proofs are crypto.c's; the exchange is pgwire's) ---- */
+
+static char alice_verifier[SCRAM_VERIFIER_MAX];
+
+static int f_verifier(void *ctx, const char *user, char *out, size_t n)
+{
+    if (strcmp(user, "alice") != 0)
+        return -1;
+    snprintf(out, n, "%s", alice_verifier);
+    return 0;
+}
+
+static PGconn *connect_pw(int port, const char *user, const char *pw)
+{
+    char ci[256];
+    snprintf(ci, sizeof ci, "host=127.0.0.1 port=%d user=%s password=%s dbname=weir connect_timeout=5", port, user,
+             pw);
+    return PQconnectdb(ci);
+}
+
+/* Sends a StartupMessage for user and reads the first reply's type. */
+static int scram_startup(int fd, const char *user)
+{
+    unsigned char b[256];
+    size_t n = 8;
+    n += (size_t)sprintf((char *)b + n, "user") + 1;
+    n += (size_t)sprintf((char *)b + n, "%s", user) + 1;
+    b[n++] = 0;
+    put32(b, (uint32_t)n);
+    put32(b + 4, 196608);
+    if (write(fd, b, n) != (ssize_t)n)
+        return -1;
+    unsigned char t;
+    return read(fd, &t, 1) == 1 ? t : -1;
+}
+
+static bool reply_has(int fd, const char *needle)
+{
+    char buf[4096];
+    ssize_t n, got = 0;
+    while (got < (ssize_t)sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - (size_t)got)) > 0)
+        got += n;
+    buf[got > 0 ? got : 0] = 0;
+    for (ssize_t i = 0; i < got; i++)
+        if (!buf[i])
+            buf[i] = ' ';
+    return strstr(buf, needle) != NULL;
+}
+
+static void sasl_initial(int fd, const char *mech, const char *data)
+{
+    unsigned char b[512];
+    size_t n = 5;
+    n += (size_t)sprintf((char *)b + n, "%s", mech) + 1;
+    put32(b + n, (uint32_t)strlen(data));
+    n += 4;
+    memcpy(b + n, data, strlen(data));
+    n += strlen(data);
+    b[0] = 'p';
+    put32(b + 1, (uint32_t)(n - 1));
+    ok(write(fd, b, n) == (ssize_t)n, "SASLInitialResponse sent");
+}
+
+static void test_scram(void)
+{
+    WError e;
+    werr_clear(&e);
+    ok(crypto_scram_verifier("pw", alice_verifier, sizeof alice_verifier, &e) == 0 &&
+           crypto_scram_is_verifier(alice_verifier),
+       "verifier made and recognised");
+    ok(!crypto_scram_is_verifier("pw") && !crypto_scram_is_verifier("SCRAM-SHA-256$4096:abc"), "non-verifiers refused");
+    SrvEngine eng = fake;
+    eng.user_verifier = f_verifier;
+    SrvConfig cfg = {.port = 0, .auth = SRV_AUTH_SCRAM};
+    SrvServer *s;
+    ok(srv_server_start(&cfg, &eng, &s, &e) == 0, "SCRAM server starts");
+    int port = srv_server_port(s);
+    PGconn *c = connect_pw(port, "alice", "pw");
+    ok(PQstatus(c) == CONNECTION_OK, "right password");
+    PQfinish(c);
+    c = connect_pw(port, "alice", "wrong");
+    ok(PQstatus(c) == CONNECTION_BAD && strstr(PQerrorMessage(c), "password authentication failed for user \"alice\""),
+       "wrong password");
+    PQfinish(c);
+    c = connect_pw(port, "mallory", "pw");
+    ok(PQstatus(c) == CONNECTION_BAD && strstr(PQerrorMessage(c), "password authentication failed for user \"mallory\""),
+       "unknown user looks the same");
+    PQfinish(c);
+
+    int fd = raw_connect(port);
+    ok(scram_startup(fd, "alice") == 'R', "AuthenticationSASL");
+    unsigned char skip[64];
+    ok(read(fd, skip, 23) == 23, "mechanism list read");
+    sasl_initial(fd, "SCRAM-SHA-256-PLUS", "p=tls-server-end-point,,n=,r=abc");
+    ok(reply_has(fd, "28000"), "unoffered mechanism: 28000");
+    close(fd);
+    fd = raw_connect(port);
+    scram_startup(fd, "alice");
+    ok(read(fd, skip, 23) == 23, "mechanism list read");
+    sasl_initial(fd, "SCRAM-SHA-256", "p=tls-server-end-point,,n=,r=abc");
+    ok(reply_has(fd, "channel binding"), "channel binding asked for: refused");
+    close(fd);
+    fd = raw_connect(port);
+    scram_startup(fd, "alice");
+    ok(read(fd, skip, 23) == 23, "mechanism list read");
+    sasl_initial(fd, "SCRAM-SHA-256", "n,,n=,r=abc,x=ext");
+    ok(reply_has(fd, "08P01"), "unknown extension: 08P01");
+    close(fd);
+    fd = raw_connect(port);
+    scram_startup(fd, "alice");
+    ok(read(fd, skip, 23) == 23, "mechanism list read");
+    unsigned char q[] = {'Q', 0, 0, 0, 13, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1', 0};
+    ok(write(fd, q, sizeof q) == (ssize_t)sizeof q, "query instead of SASL");
+    ok(reply_has(fd, "08P01"), "a query before authentication: 08P01");
+    close(fd);
+    srv_server_stop(s);
+
+    /* Default mode: loopback is trusted even with SCRAM available. */
+    SrvConfig trust = {.port = 0};
+    ok(srv_server_start(&trust, &eng, &s, &e) == 0, "trust server starts");
+    c = connect_pw(srv_server_port(s), "anyone", "x");
+    ok(PQstatus(c) == CONNECTION_OK, "loopback trusted by default");
+    PQfinish(c);
+    srv_server_stop(s);
+}
+
 static void test_hostile(int port)
 {
     unsigned char b[64];
@@ -895,6 +1023,7 @@ int main(int argc, char **argv)
     test_hostile(port);
     test_limit();
     test_slow_clients();
+    test_scram();
 
     srv_server_stop(s);
     is_int(atomic_load(&n_open), atomic_load(&n_close), "every session opened was closed");
