@@ -123,15 +123,6 @@ def local_address():
     return None
 
 
-def psql_at(host, port, conninfo_extra, *args):
-    env = dict(os.environ, PGCONNECT_TIMEOUT="10")
-    for k in ("PGPASSWORD", "PGSSLMODE", "PGUSER", "PGDATABASE", "PGHOST", "PGPORT", "PGOPTIONS"):
-        env.pop(k, None)
-    r = subprocess.run(["psql", "-X", "-At", "host=%s port=%d dbname=weir %s" % (host, port, conninfo_extra)]
-                       + list(args), capture_output=True, text=True, env=env, timeout=60)
-    return r.returncode, r.stdout + r.stderr
-
-
 def libpq_verifier(port, user, password):
     """PQencryptPasswordConn(..., "scram-sha-256"), as psql's \\password calls it."""
     import ctypes
