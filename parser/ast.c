@@ -692,13 +692,20 @@ AstSelect *ast_select_finish(ParseCtx *c, const Token *with, AstList *ctes, AstS
     return s;
 }
 
-AstCte *ast_cte(ParseCtx *c, Token name, AstSelect *q)
+AstCte *ast_cte(ParseCtx *c, Token name, AstList *cols, AstSelect *q)
 {
     AstCte *cte = arena_zalloc(c->a, sizeof *cte);
     cte->name = ast_ident(c, name);
     cte->query = q;
     cte->pos = name.pos;
+    cte->col_names = cols;
     return cte;
+}
+
+void ast_with_recursive(ParseCtx *c, Token t)
+{
+    werr(c->err, SQLSTATE_NOT_SUPPORTED, t.pos, "feature not supported: WITH RECURSIVE");
+    werr_hint(c->err, "Streaming views cannot iterate to a fixpoint; write the recursion out as joins.");
 }
 
 static AstTableRef *new_tref(ParseCtx *c, AstTableRefKind k, int pos, AliasSpec al)
@@ -1031,6 +1038,19 @@ AstStmt *ast_drop(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, AstLi
     d->names = names;
     d->cascade = cascade;
     s->u.drop = d;
+    return s;
+}
+
+AstStmt *ast_alter_rename(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, const char *name, Token new_name)
+{
+    AstStmt *s = new_stmt(c, STMT_ALTER_RENAME, t.pos, t.off);
+    AstAlterRename *r = arena_zalloc(c->a, sizeof *r);
+    r->obj = obj;
+    r->if_exists = if_exists;
+    r->name = name;
+    r->new_name = ast_ident(c, new_name);
+    r->new_pos = new_name.pos;
+    s->u.rename = r;
     return s;
 }
 

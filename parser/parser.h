@@ -163,6 +163,7 @@ typedef struct AstCte {
     const char *name;
     AstSelect *query;
     int pos;
+    AstList *col_names;      /* WITH name (a, b) AS (...): const char*, or NULL */
 } AstCte;
 
 struct AstSelect {
@@ -207,6 +208,7 @@ typedef enum AstStmtKind {
     STMT_RESUME,             /* ALTER MATERIALIZED VIEW name RESUME, ALTER TABLE name RESUME */
     STMT_ALTER_SOURCE,       /* ALTER SOURCE name SET (...), ALTER TABLE name SET (...) */
     STMT_EMPTY,              /* only comments or whitespace */
+    STMT_ALTER_RENAME,       /* ALTER {SOURCE|TABLE|VIEW|MATERIALIZED VIEW|SINK} [IF EXISTS] name RENAME TO new */
 } AstStmtKind;
 
 typedef enum AstObjectKind {
@@ -284,6 +286,14 @@ typedef struct AstDrop {
     bool if_exists;
     bool cascade;
 } AstDrop;
+
+typedef struct AstAlterRename {
+    AstObjectKind obj;
+    bool if_exists;
+    const char *name;
+    const char *new_name;
+    int new_pos;                 /* position of the new name */
+} AstAlterRename;
 
 typedef struct AstInsert {
     const char *table;
@@ -363,6 +373,7 @@ typedef struct AstStmt {
         AstCreateView *create_view;
         AstCreateSink *create_sink;
         AstDrop *drop;
+        AstAlterRename *rename;
         AstInsert *insert;
         AstUpdate *update;
         AstDelete *delete_;
