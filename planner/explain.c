@@ -230,6 +230,14 @@ static void node_params(const PlanNode *n, Buf *out)
         }
         break;
     }
+    case PN_UNION:
+        buf_puts(out, "all: true, columns: [");
+        for (int i = 0; i < n->out.n; i++)
+            buf_printf(out, "%s%s", i ? ", " : "", n->out.names[i]);
+        buf_putc(out, ']');
+        if (n->wm_col >= 0)
+            buf_puts(out, ", watermark: min of inputs");
+        break;
     }
 }
 

@@ -21,7 +21,7 @@ const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
                                   "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
-                                  "TableWrite", "TemporalJoin"};
+                                  "TableWrite", "TemporalJoin", "Union"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -92,9 +92,69 @@ uint64_t new_table(PlanCtx *p)
 
 static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
 
+static const CteEnv *find_cte(const PlanCtx *p, const char *name)
+{
+    for (const CteEnv *e = p->ctes; e; e = e->prev)
+        if (strcmp(e->cte->name, name) == 0)
+            return e;
+    return NULL;
+}
+
+static int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out);
+
+/*
+ * A reference to a common table expression. Each reference plans the CTE's
+ * query again, as if it were written there as a subquery: a plan node has
+ * one reader, and re-planning is deterministic (same state table order at
+ * start-up). Two references therefore read their inputs twice (for a
+ * source, its topic twice), with the same result as a shared one.
+ */
+static int plan_cte_ref(PlanCtx *p, const AstTableRef *t, const CteEnv *ce, Rel *out)
+{
+    BindCtx *b = &p->b;
+    const AstCte *c = ce->cte;
+    if (t->system_time)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->system_time->pos,
+                    "feature not supported: FOR SYSTEM_TIME AS OF a WITH query");
+    const CteEnv *saved = p->ctes;
+    p->ctes = ce->prev;
+    int rc;
+    if (c->query == p->topn_sub) {
+        p->topn_sub = NULL;
+        rc = plan_topn(p, c->query, out);
+    } else {
+        rc = plan_select(p, c->query, out, NULL);
+    }
+    p->ctes = saved;
+    if (rc)
+        return -1;
+    int n_vis = 0;
+    for (int i = 0; i < out->scope.n; i++)
+        n_vis += !out->scope.cols[i].hidden;
+    if (ast_list_len(c->col_names) > n_vis)
+        return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, c->pos,
+                    "WITH query \"%s\" has %d columns available but %d columns specified", c->name, n_vis,
+                    ast_list_len(c->col_names));
+    const char *qual = t->alias ? t->alias : c->name;
+    for (int i = 0, k = 0; i < out->scope.n; i++) {
+        out->scope.cols[i].qualifier = qual;
+        if (out->scope.cols[i].hidden)
+            continue;
+        if (k < ast_list_len(c->col_names))
+            out->scope.cols[i].name = AST_AT(c->col_names, k);
+        if (t->col_aliases && k < ast_list_len(t->col_aliases))
+            out->scope.cols[i].name = AST_AT(t->col_aliases, k);
+        k++;
+    }
+    return 0;
+}
+
 int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
+    const CteEnv *ce = find_cte(p, t->name);
+    if (ce)
+        return plan_cte_ref(p, t, ce, out);
     const CatRelation *r = b->cat->lookup(b->cat->ctx, t->name);
     if (!r)
         return werr(b->err, SQLSTATE_UNDEFINED_TABLE, t->pos, "relation \"%s\" does not exist", t->name);
@@ -679,6 +739,7 @@ int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
     case TREF_WINDOW: return plan_window(p, t, out);
     case TREF_SUBQUERY: {
         if (t->subquery == p->topn_sub) {
+            p->topn_sub = NULL;
             if (plan_topn(p, t->subquery, out))
                 return -1;
         } else if (plan_select(p, t->subquery, out, NULL))
@@ -921,16 +982,211 @@ static PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, i
     return pr;
 }
 
-static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
+/* LIMIT and OFFSET of an ad hoc query into q (a view has no order to cut). */
+static int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q)
 {
     BindCtx *b = &p->b;
-    if (sel->ctes)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: WITH (common table expressions)");
-    if (sel->set_op != SETOP_NONE)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->set_rhs ? sel->set_rhs->pos : sel->pos,
-                    "feature not supported: UNION, INTERSECT and EXCEPT");
-    if (sel->distinct_on)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: DISTINCT ON");
+    if (!q) {
+        if (sel->limit || sel->offset)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, (sel->limit ? sel->limit : sel->offset)->pos,
+                        "feature not supported: LIMIT/OFFSET in a streaming query (Top-N)");
+        return 0;
+    }
+    q->limit = -1;
+    q->offset = 0;
+    Scope empty = {0};
+    if (sel->limit) {
+        PlanExpr *l = bind_expr(b, &empty, sel->limit);
+        Value v;
+        if (!l || !(l = coerce_expr(b, l, TYPE_INT8, sel->limit->pos)) || eval_const(b, l, &v))
+            return -1;
+        if (!v.null && v.u.i < 0)
+            return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->limit->pos, "LIMIT must not be negative");
+        q->limit = v.null ? -1 : v.u.i;
+    }
+    if (sel->offset) {
+        PlanExpr *l = bind_expr(b, &empty, sel->offset);
+        Value v;
+        if (!l || !(l = coerce_expr(b, l, TYPE_INT8, sel->offset->pos)) || eval_const(b, l, &v))
+            return -1;
+        if (!v.null && v.u.i < 0)
+            return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->offset->pos, "OFFSET must not be negative");
+        q->offset = v.null ? 0 : v.u.i;
+    }
+    return 0;
+}
+
+/* Resolving ORDER BY and DISTINCT ON items to output columns of a select. */
+typedef struct OutCols {
+    int n_targets;
+    int n_out;                   /* targets plus hidden columns added so far */
+    PlanExpr **texprs;           /* capacity for every item */
+    const char **tnames;
+    bool grouped;                /* bind through the aggregation */
+    bool plain_distinct;         /* SELECT DISTINCT: items must be in the select list */
+    AggCtx *agg;
+    const Scope *scope;
+    const PlanNode *cur;         /* the aggregation, when grouped */
+} OutCols;
+
+/* An output ordinal, an output name, or an expression (equal to a target, or
+ * added as a hidden column). Returns the column, or -1 with err set. */
+static int out_col(PlanCtx *p, OutCols *oc, const AstExpr *e, const char *what)
+{
+    BindCtx *b = &p->b;
+    int col = -1;
+    if (e->kind == AST_LITERAL && e->lit_kind == LIT_INT) {
+        int k = atoi(e->text);
+        if (k < 1 || k > oc->n_targets)
+            return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, e->pos, "%s position %d is not in select list", what, k);
+        return k - 1;
+    }
+    if (e->kind == AST_COLUMN && !e->qualifier) {
+        for (int k = 0; k < oc->n_targets; k++)
+            if (strcmp(oc->tnames[k], e->text) == 0) {
+                if (col >= 0 && !expr_equal(oc->texprs[col], oc->texprs[k]))
+                    return werr(b->err, SQLSTATE_AMBIGUOUS_COLUMN, e->pos, "%s \"%s\" is ambiguous", what, e->text);
+                col = k;
+            }
+        if (col >= 0)
+            return col;
+    }
+    int n_aggs = oc->agg->n_aggs;
+    b->agg = oc->grouped ? oc->agg : NULL;
+    PlanExpr *x = bind_expr(b, oc->scope, e);
+    b->agg = NULL;
+    if (!x)
+        return -1;
+    if (oc->grouped && oc->agg->n_aggs != n_aggs)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: an aggregate only in %s", what);
+    for (int k = 0; k < oc->n_out; k++)
+        if (expr_equal(oc->texprs[k], x))
+            return k;
+    if (oc->plain_distinct)
+        return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, e->pos,
+                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
+    oc->texprs[oc->n_out] = x;
+    oc->tnames[oc->n_out] = arena_printf(b->a, "_%s%d", strcmp(what, "ORDER BY") ? "distinct_on" : "order",
+                                         oc->n_out - oc->n_targets);
+    return oc->n_out++;
+}
+
+/* A distinct aggregation over the first n columns of cur (SELECT DISTINCT,
+ * UNION): one state entry per distinct row, with a count of its copies so
+ * that a row goes only when its last copy is retracted. */
+static PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, int pos, const char *what)
+{
+    BindCtx *b = &p->b;
+    PlanNode *a = new_node(p, PN_AGG, cur);
+    a->n_group = n;
+    a->group_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        a->group_cols[i] = i;
+    a->table_id = new_table(p);
+    a->n_keys = n;
+    a->keys = a->group_cols;
+    a->append_only = false;
+    a->out = cur->out;
+    /* Every distinct row of a stream is kept forever unless a window bounds it. */
+    bool bounded = false;
+    for (int i = 0; i < n; i++)
+        if (scope->cols[i].role == ROLE_WINDOW_START || scope->cols[i].role == ROLE_WINDOW_END)
+            bounded = true;
+    if (p->streaming && cur->append_only && !bounded && !p->allow_unbounded) {
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, pos, "%s over a stream keeps every distinct row forever (unbounded state)",
+             what);
+        if (strcmp(what, "UNION") == 0)
+            werr_hint(b->err, "Use UNION ALL (it keeps no state), or "
+                              "SET streaming_allow_unbounded_state = true to accept unbounded state.");
+        else
+            werr_hint(b->err, "Group by a window (window_start or window_end) to bound it, or "
+                              "SET streaming_allow_unbounded_state = true to accept unbounded state.");
+        return NULL;
+    }
+    return a;
+}
+
+/* DISTINCT ON: a Top-1 per DISTINCT ON key ordered by ORDER BY (the Top-N
+ * operator with N = 1), then a projection that drops the row number. With
+ * no ORDER BY the row kept is an arbitrary one, as in Postgres (here: the
+ * one whose encoding hashes lowest). */
+static PlanNode *make_distinct_on(PlanCtx *p, PlanNode *cur, const Scope *scope, int n_part, const int *part,
+                                  int n_order, const PlanOrder *order, int n_visible, bool keep_hidden)
+{
+    BindCtx *b = &p->b;
+    PlanNode *t = new_node(p, PN_TOPN, cur);
+    t->n_part = n_part;
+    t->part_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_part + 1));
+    memcpy(t->part_cols, part, sizeof(int) * (size_t)n_part);
+    t->n_order_cols = n_order;
+    t->order_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_order + 1));
+    t->order_desc = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
+    t->order_nulls_first = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
+    for (int i = 0; i < n_order; i++) {
+        t->order_cols[i] = order[i].col;
+        t->order_desc[i] = order[i].desc;
+        t->order_nulls_first[i] = order[i].nulls_first;
+    }
+    t->topn_limit = 1;
+    t->win_group_idx = -1;
+    for (int i = 0; i < n_part && t->win_group_idx < 0; i++) {
+        const ScopeCol *c = &scope->cols[part[i]];
+        if (c->role == ROLE_WINDOW_END || c->role == ROLE_WINDOW_START) {
+            t->win_group_idx = i;
+            t->win_end_offset_us = c->role == ROLE_WINDOW_START ? c->win_size_us : 0;
+        }
+    }
+    t->table_id = new_table(p);
+    t->append_only = false;
+    t->wm_col = -1;
+    int n = cur->out.n;
+    alloc_schema(b->a, &t->out, n + 1);
+    for (int i = 0; i < n; i++) {
+        t->out.names[i] = cur->out.names[i];
+        t->out.types[i] = cur->out.types[i];
+        t->out.hidden[i] = cur->out.hidden[i];
+    }
+    t->out.names[n] = "row_number";
+    t->out.types[n] = TYPE_INT8;
+    t->out.hidden[n] = true;
+    /* One row per key: the DISTINCT ON columns are the key. */
+    t->n_keys = n_part;
+    t->keys = t->part_cols;
+    /* The visible columns, then the hidden ones an ad hoc query sorts by, or
+     * (in a view) only the hidden DISTINCT ON columns, which are the key. */
+    PlanNode *pr = new_node(p, PN_PROJECT, t);
+    pr->exprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n + 1));
+    pr->keys = arena_alloc(b->a, sizeof(int) * (size_t)(n_part + 1));
+    int *map = arena_alloc(b->a, sizeof(int) * (size_t)(n + 1));
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        bool is_part = false;
+        for (int j = 0; j < n_part; j++)
+            is_part |= part[j] == i;
+        map[i] = -1;
+        if (i < n_visible || keep_hidden || is_part) {
+            map[i] = k;
+            pr->exprs[k++] = make_col(b, i, cur->out.types[i]);
+        }
+    }
+    pr->n_exprs = k;
+    alloc_schema(b->a, &pr->out, k);
+    for (int i = 0; i < n; i++)
+        if (map[i] >= 0) {
+            pr->out.names[map[i]] = cur->out.names[i];
+            pr->out.types[map[i]] = cur->out.types[i];
+            pr->out.hidden[map[i]] = cur->out.hidden[i];
+        }
+    pr->n_keys = n_part;
+    for (int j = 0; j < n_part; j++)
+        pr->keys[j] = map[part[j]];
+    pr->append_only = false;
+    return pr;
+}
+
+static int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
+{
+    BindCtx *b = &p->b;
     if (sel->values) {
         if (sel->order_by || sel->limit || sel->offset)
             return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
@@ -988,10 +1244,12 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     /* SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn FROM ...) WHERE rn <= N: a Top-N. */
     if (ast_list_len(sel->from) == 1) {
         const AstTableRef *t0 = AST_AT(sel->from, 0);
-        if (t0->kind == TREF_SUBQUERY) {
-            int ti = row_number_target(t0->subquery);
+        const CteEnv *ce = t0->kind == TREF_NAME ? find_cte(p, t0->name) : NULL;
+        const AstSelect *sub = t0->kind == TREF_SUBQUERY ? t0->subquery : ce ? ce->cte->query : NULL;
+        if (sub && sub->set_op == SETOP_NONE && !sub->values) {
+            int ti = row_number_target(sub);
             if (ti >= 0) {
-                const AstTarget *rt = AST_AT(t0->subquery->targets, ti);
+                const AstTarget *rt = AST_AT(sub->targets, ti);
                 int64_t n = 0;
                 if (!rn_limit(sel->where, rt->alias ? rt->alias : "row_number", &n))
                     return werr(b->err, SQLSTATE_NOT_SUPPORTED, rt->pos,
@@ -1000,7 +1258,7 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
                                              "(PARTITION BY .. ORDER BY ..) AS rn FROM ..) WHERE rn <= 3"), -1;
                 if (n > 10000)
                     return werr(b->err, SQLSTATE_PROGRAM_LIMIT, sel->pos, "a Top-N keeps at most 10000 rows per partition");
-                p->topn_sub = t0->subquery;
+                p->topn_sub = sub;
                 p->topn_n = n;
             }
         }
@@ -1035,7 +1293,10 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     if (expand_targets(p, sel, &scope, &targets, &n_targets))
         return -1;
 
-    bool grouped = sel->group_by || sel->having || sel->distinct;
+    /* DISTINCT ON sets distinct too (as Postgres's parser does): only a plain
+     * DISTINCT groups the whole row. */
+    bool plain_distinct = sel->distinct && !sel->distinct_on;
+    bool grouped = sel->group_by || sel->having || plain_distinct;
     for (int i = 0; i < n_targets && !grouped; i++)
         if (targets[i].expr && ast_contains_aggregate(targets[i].expr))
             grouped = true;
@@ -1047,7 +1308,7 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     const char **tnames = arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + 1));
     PlanExpr *having = NULL;
 
-    if (grouped && !sel->distinct) {
+    if (grouped && !plain_distinct) {
         agg.input = &scope;
         int ng = ast_list_len(sel->group_by);
         agg.group = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(ng + 1));
@@ -1210,62 +1471,53 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         }
     }
 
-    /* ORDER BY (ad hoc queries): output columns by name or ordinal, or extra hidden columns. */
+    /* ORDER BY (ad hoc queries, and DISTINCT ON in views too) and DISTINCT ON:
+     * output columns by name or ordinal, or extra hidden columns. */
     int n_out = n_targets;
     PlanOrder *order = NULL;
     int n_order = ast_list_len(sel->order_by);
-    if (n_order && q) {
-        order = arena_alloc(b->a, sizeof(PlanOrder) * (size_t)n_order);
-        texprs = memcpy(arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_targets + n_order)), texprs,
-                        sizeof(PlanExpr *) * (size_t)n_targets);
-        tnames = memcpy(arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + n_order)), tnames,
-                        sizeof(char *) * (size_t)n_targets);
+    int n_don = ast_list_len(sel->distinct_on);
+    int *don_cols = NULL;
+    OutCols oc = {.n_targets = n_targets, .grouped = grouped && !plain_distinct, .plain_distinct = plain_distinct,
+                  .agg = &agg, .scope = &scope, .cur = cur};
+    if ((n_order && (q || n_don)) || n_don) {
+        oc.texprs = memcpy(arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_targets + n_order + n_don + 1)), texprs,
+                           sizeof(PlanExpr *) * (size_t)n_targets);
+        oc.tnames = memcpy(arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + n_order + n_don + 1)), tnames,
+                           sizeof(char *) * (size_t)n_targets);
+        oc.n_out = n_targets;
+        order = arena_alloc(b->a, sizeof(PlanOrder) * (size_t)(n_order + 1));
         for (int i = 0; i < n_order; i++) {
             const AstOrderItem *o = AST_AT(sel->order_by, i);
-            int col = -1;
-            if (o->expr->kind == AST_LITERAL && o->expr->lit_kind == LIT_INT) {
-                int k = atoi(o->expr->text);
-                if (k < 1 || k > n_targets)
-                    return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, o->expr->pos,
-                                "ORDER BY position %d is not in select list", k);
-                col = k - 1;
-            } else if (o->expr->kind == AST_COLUMN && !o->expr->qualifier) {
-                for (int k = 0; k < n_targets; k++)
-                    if (strcmp(tnames[k], o->expr->text) == 0) {
-                        if (col >= 0 && !expr_equal(texprs[col], texprs[k]))
-                            return werr(b->err, SQLSTATE_AMBIGUOUS_COLUMN, o->expr->pos,
-                                        "ORDER BY \"%s\" is ambiguous", o->expr->text);
-                        col = k;
-                    }
-            }
-            if (col < 0) {
-                b->agg = grouped && !sel->distinct ? &agg : NULL;
-                PlanExpr *x = bind_expr(b, grouped && !sel->distinct ? &scope : &scope, o->expr);
-                b->agg = NULL;
-                if (!x)
-                    return -1;
-                if (grouped && !sel->distinct && agg.n_aggs != cur->n_aggs && cur->kind == PN_AGG)
-                    return werr(b->err, SQLSTATE_NOT_SUPPORTED, o->expr->pos,
-                                "feature not supported: an aggregate only in ORDER BY");
-                for (int k = 0; k < n_out && col < 0; k++)
-                    if (expr_equal(texprs[k], x))
-                        col = k;
-                if (col < 0) {
-                    if (sel->distinct)
-                        return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, o->expr->pos,
-                                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
-                    texprs[n_out] = x;
-                    tnames[n_out] = "_order";
-                    col = n_out++;
-                }
-            }
+            int col = out_col(p, &oc, o->expr, "ORDER BY");
+            if (col < 0)
+                return -1;
             order[i] = (PlanOrder){.col = col, .desc = o->desc,
                                    .nulls_first = o->nulls == 1 || (o->nulls == 0 && o->desc)};
         }
+        don_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_don + 1));
+        for (int i = 0; i < n_don; i++)
+            if ((don_cols[i] = out_col(p, &oc, AST_AT(sel->distinct_on, i), "DISTINCT ON")) < 0)
+                return -1;
+        /* Postgres: the first ORDER BY items must be DISTINCT ON expressions
+         * (any order) until those are used up; the rest choose the row kept. */
+        int lead = n_order < n_don ? n_order : n_don;
+        for (int i = 0; i < lead; i++) {
+            bool found = false;
+            for (int k = 0; k < n_don; k++)
+                found |= don_cols[k] == order[i].col;
+            if (!found)
+                return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE,
+                            ((const AstExpr *)AST_AT(sel->distinct_on, 0))->pos,
+                            "SELECT DISTINCT ON expressions must match initial ORDER BY expressions");
+        }
+        texprs = oc.texprs;
+        tnames = oc.tnames;
+        n_out = oc.n_out;
     }
 
     Scope final_scope;
-    PlanNode *proj = make_project(p, cur, grouped && !sel->distinct ? &post_scope : &scope, n_out, texprs, tnames,
+    PlanNode *proj = make_project(p, cur, grouped && !plain_distinct ? &post_scope : &scope, n_out, texprs, tnames,
                                   NULL, &final_scope, p->streaming);
     for (int i = n_targets; i < n_out; i++) {
         final_scope.cols[i].hidden = true;
@@ -1274,67 +1526,285 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     /* Keep qualifiers of plain column references for an enclosing query. */
     cur = proj;
 
-    if (sel->distinct) {
-        /* DISTINCT over a stream keeps one entry per distinct row: the state
-         * is bounded by the data's cardinality, shown by EXPLAIN. */
-        PlanNode *a = new_node(p, PN_AGG, cur);
-        a->n_group = n_out;
-        a->group_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_out + 1));
-        for (int i = 0; i < n_out; i++)
-            a->group_cols[i] = i;
-        a->table_id = new_table(p);
-        a->n_keys = n_out;
-        a->keys = a->group_cols;
-        a->append_only = false;
-        a->out = cur->out;
-        /* Every distinct row of a stream is kept forever unless a window bounds it. */
-        bool bounded = false;
-        for (int i = 0; i < n_out; i++)
-            if (final_scope.cols[i].role == ROLE_WINDOW_START || final_scope.cols[i].role == ROLE_WINDOW_END)
-                bounded = true;
-        if (p->streaming && cur->append_only && !bounded && !p->allow_unbounded) {
-            werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
-                 "SELECT DISTINCT over a stream keeps every distinct row forever (unbounded state)");
-            werr_hint(b->err, "Group by a window (window_start or window_end) to bound it, or "
-                              "SET streaming_allow_unbounded_state = true to accept unbounded state.");
+    if (plain_distinct) {
+        if (!(cur = make_distinct(p, cur, &final_scope, n_out, sel->pos, "SELECT DISTINCT")))
             return -1;
+    }
+    if (n_don) {
+        /* DISTINCT ON is the first row per key by ORDER BY: a Top-1 per
+         * partition, then the row number dropped. */
+        if (!(cur = make_distinct_on(p, cur, &final_scope, n_don, don_cols, n_order, order, n_targets, q != NULL)))
+            return -1;
+        if (!q) {
+            /* The scope follows the projection's columns. */
+            Scope sc;
+            alloc_scope(b->a, &sc, cur->out.n);
+            for (int i = 0, k = 0; i < final_scope.n; i++) {
+                bool kept = i < n_targets;
+                for (int j = 0; j < n_don; j++)
+                    kept |= don_cols[j] == i;
+                if (kept)
+                    sc.cols[k++] = final_scope.cols[i];
+            }
+            final_scope = sc;
         }
-        cur = a;
     }
 
     if (q) {
         q->n_order = n_order;
         q->order = order;
-        q->limit = -1;
-        q->offset = 0;
-        Scope empty = {0};
-        if (sel->limit) {
-            PlanExpr *l = bind_expr(b, &empty, sel->limit);
-            Value v;
-            if (!l || !(l = coerce_expr(b, l, TYPE_INT8, sel->limit->pos)) || eval_const(b, l, &v))
-                return -1;
-            if (!v.null && v.u.i < 0)
-                return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->limit->pos, "LIMIT must not be negative");
-            q->limit = v.null ? -1 : v.u.i;
-        }
-        if (sel->offset) {
-            PlanExpr *l = bind_expr(b, &empty, sel->offset);
-            Value v;
-            if (!l || !(l = coerce_expr(b, l, TYPE_INT8, sel->offset->pos)) || eval_const(b, l, &v))
-                return -1;
-            if (!v.null && v.u.i < 0)
-                return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->offset->pos, "OFFSET must not be negative");
-            q->offset = v.null ? 0 : v.u.i;
-        }
-    } else if (sel->limit || sel->offset) {
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, (sel->limit ? sel->limit : sel->offset)->pos,
-                    "feature not supported: LIMIT/OFFSET in a streaming query (Top-N)");
     }
+    if (plan_limit(p, sel, q))
+        return -1;
 
     out->node = cur;
     out->scope = final_scope;
     (void)pre_scope;
     return 0;
+}
+
+/* ---- set operations ------------------------------------------------------------ */
+
+static const char *setop_word(AstSetOp op)
+{
+    return op == SETOP_INTERSECT ? "INTERSECT" : op == SETOP_EXCEPT ? "EXCEPT" : "UNION";
+}
+
+/* Is target i of s a bare NULL or string literal (a type Postgres leaves
+ * open until the set operation resolves it)? */
+static bool target_untyped(const AstSelect *s, int i)
+{
+    if (s->values || i >= ast_list_len(s->targets))
+        return false;
+    for (int k = 0; k < ast_list_len(s->targets); k++)
+        if (((const AstTarget *)AST_AT(s->targets, k))->expr->kind == AST_STAR)
+            return false;
+    const AstExpr *e = ((const AstTarget *)AST_AT(s->targets, i))->expr;
+    return e->kind == AST_LITERAL && (e->lit_kind == LIT_NULL || e->lit_kind == LIT_STRING);
+}
+
+/* The same for every branch of a chain (s combined with its set_rhs...). */
+static bool chain_untyped(const AstSelect *s, int i)
+{
+    for (; s; s = s->set_op != SETOP_NONE ? s->set_rhs : NULL)
+        if (!target_untyped(s, i))
+            return false;
+    return true;
+}
+
+/* Where column i of branch s was written, for errors. */
+static int target_pos(const AstSelect *s, int i)
+{
+    if (i < ast_list_len(s->targets)) {
+        const AstTarget *t = AST_AT(s->targets, i);
+        if (t->expr->kind != AST_STAR)
+            return t->pos;
+    }
+    return s->pos;
+}
+
+/*
+ * One input of a set operation: its visible columns (vis[0..n)) as the
+ * unified types. A branch that already is exactly that is used as it is;
+ * otherwise a projection drops hidden columns and casts. An untyped literal
+ * is converted explicitly (a string constant is parsed now, so 'x' UNION 1
+ * fails at planning as in Postgres); other columns follow the implicit
+ * cast rules.
+ */
+static PlanNode *setop_input(PlanCtx *p, Rel *r, const int *vis, int n, const TypeId *types, const bool *untyped,
+                             const char **names, Scope *sc, const AstSelect *branch)
+{
+    BindCtx *b = &p->b;
+    bool same = r->scope.n == n;
+    for (int i = 0; i < n && same; i++)
+        same = vis[i] == i && r->scope.cols[i].type == types[i];
+    if (same) {
+        *sc = r->scope;
+        return r->node;
+    }
+    PlanExpr **exprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        const ScopeCol *c = &r->scope.cols[vis[i]];
+        PlanExpr *x = make_col(b, vis[i], c->type);
+        int pos = target_pos(branch, i);
+        if (c->type != types[i] && untyped[i]) {
+            const PlanNode *pn = r->node;
+            const PlanExpr *k = pn->kind == PN_PROJECT && vis[i] < pn->n_exprs ? pn->exprs[vis[i]] : NULL;
+            if (k && k->kind == PE_CONST && k->value.null) {
+                x = make_const(b, value_null(types[i]));
+            } else if (k && k->kind == PE_CONST && type_phys(k->type) == PHYS_STR) {
+                Value v;
+                if (value_from_text(types[i], k->value.u.s.p, k->value.u.s.len, b->a, &v, b->err)) {
+                    b->err->pos = pos;
+                    return NULL;
+                }
+                x = make_const(b, v);
+            } else {
+                x = make_cast(b, x, types[i], pos);
+            }
+        } else if (c->type != types[i] && !(x = coerce_expr(b, x, types[i], pos))) {
+            return NULL;
+        }
+        exprs[i] = x;
+    }
+    return make_project(p, r->node, &r->scope, n, exprs, names, NULL, sc, false);
+}
+
+/* The visible columns of r into *vis (arena); returns their count. */
+static int visible_cols(PlanCtx *p, const Rel *r, int **vis)
+{
+    *vis = arena_alloc(p->b.a, sizeof(int) * (size_t)(r->scope.n + 1));
+    int n = 0;
+    for (int i = 0; i < r->scope.n; i++)
+        if (!r->scope.cols[i].hidden)
+            (*vis)[n++] = i;
+    return n;
+}
+
+/*
+ * `sel` combined with the whole of sel->set_rhs (the parser's right-leaning
+ * form, see parser/README.md). Columns are matched by position, the output
+ * names come from the first branch, and types unify as in Postgres's
+ * UNION (42804 when they cannot). UNION ALL merges the two changelogs;
+ * UNION is UNION ALL then a distinct aggregation on all columns. ORDER BY,
+ * LIMIT and OFFSET of the head apply to the whole result.
+ */
+static int plan_setop(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
+{
+    BindCtx *b = &p->b;
+    const char *word = setop_word(sel->set_op);
+    if (sel->set_op == SETOP_INTERSECT || sel->set_op == SETOP_EXCEPT)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->set_rhs->pos, "feature not supported: %s", word),
+               werr_hint(b->err, "UNION and UNION ALL are supported."), -1;
+    AstSelect head = *sel;
+    head.set_op = SETOP_NONE;
+    head.set_rhs = NULL;
+    head.ctes = NULL;
+    head.order_by = NULL;
+    head.limit = head.offset = NULL;
+    Rel l, r;
+    if (plan_select(p, &head, &l, NULL) || plan_select(p, sel->set_rhs, &r, NULL))
+        return -1;
+    int *lv, *rv;
+    int n = visible_cols(p, &l, &lv), nr = visible_cols(p, &r, &rv);
+    if (n != nr)
+        return werr(b->err, SQLSTATE_SYNTAX_ERROR, sel->set_rhs->pos, "each %s query must have the same number of columns",
+                    word);
+    TypeId *types = arena_alloc(b->a, sizeof(TypeId) * (size_t)(n + 1));
+    bool *ul = arena_alloc(b->a, sizeof(bool) * (size_t)(n + 1));
+    bool *ur = arena_alloc(b->a, sizeof(bool) * (size_t)(n + 1));
+    const char **names = arena_alloc(b->a, sizeof(char *) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        TypeId tl = l.scope.cols[lv[i]].type, tr = r.scope.cols[rv[i]].type;
+        ul[i] = target_untyped(&head, i);
+        ur[i] = chain_untyped(sel->set_rhs, i);
+        names[i] = l.scope.cols[lv[i]].name;
+        if (ul[i] && ur[i])
+            types[i] = TYPE_TEXT;
+        else if (ul[i])
+            types[i] = tr;
+        else if (ur[i])
+            types[i] = tl;
+        else if ((types[i] = bind_common_type(tl, tr)) == TYPE_NULL)
+            return werr(b->err, SQLSTATE_DATATYPE_MISMATCH, target_pos(sel->set_rhs, i), "%s types %s and %s cannot be matched",
+                        word, type_name(tl), type_name(tr));
+    }
+    Scope ls, rs;
+    PlanNode *ln = setop_input(p, &l, lv, n, types, ul, names, &ls, &head);
+    PlanNode *rn = ln ? setop_input(p, &r, rv, n, types, ur, names, &rs, sel->set_rhs) : NULL;
+    if (!rn)
+        return -1;
+
+    PlanNode *u = new_node(p, PN_UNION, ln);
+    u->n_inputs = 2;
+    u->inputs[1] = rn;
+    u->append_only = ln->append_only && rn->append_only;
+    /* The output watermark is the minimum of the inputs' (the operator takes
+     * it), so it means something only when both carry it on the same column. */
+    u->wm_col = ln->wm_col >= 0 && ln->wm_col == rn->wm_col ? ln->wm_col : -1;
+    Scope sc;
+    alloc_scope(b->a, &sc, n);
+    for (int i = 0; i < n; i++) {
+        const ScopeCol *a = &ls.cols[i], *c = &rs.cols[i];
+        bool keep = u->wm_col >= 0 && a->role == c->role && a->win_size_us == c->win_size_us;
+        sc.cols[i] = (ScopeCol){.name = names[i], .type = types[i], .role = keep ? a->role : ROLE_NONE,
+                                .win_size_us = keep ? a->win_size_us : 0};
+    }
+    schema_from_scope(b->a, &u->out, &sc);
+    if (!u->append_only) {
+        /* Rows of either side may be equal: the whole row, counted, is the key. */
+        u->n_keys = n;
+        u->keys = arena_alloc(b->a, sizeof(int) * (size_t)(n + 1));
+        for (int i = 0; i < n; i++)
+            u->keys[i] = i;
+        u->dup_keys = true;
+    }
+    PlanNode *cur = u;
+    if (sel->set_op == SETOP_UNION && !(cur = make_distinct(p, u, &sc, n, sel->set_rhs->pos, "UNION")))
+        return -1;
+
+    /* ORDER BY of a set operation names result columns (by name or position). */
+    int n_order = ast_list_len(sel->order_by);
+    PlanOrder *order = arena_alloc(b->a, sizeof(PlanOrder) * (size_t)(n_order + 1));
+    for (int i = 0; i < n_order; i++) {
+        const AstOrderItem *o = AST_AT(sel->order_by, i);
+        int col = -1;
+        if (o->expr->kind == AST_LITERAL && o->expr->lit_kind == LIT_INT) {
+            int k = atoi(o->expr->text);
+            if (k < 1 || k > n)
+                return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, o->expr->pos,
+                            "ORDER BY position %d is not in select list", k);
+            col = k - 1;
+        } else if (o->expr->kind == AST_COLUMN && !o->expr->qualifier) {
+            for (int k = 0; k < n; k++)
+                if (strcmp(names[k], o->expr->text) == 0) {
+                    if (col >= 0)
+                        return werr(b->err, SQLSTATE_AMBIGUOUS_COLUMN, o->expr->pos, "ORDER BY \"%s\" is ambiguous",
+                                    o->expr->text);
+                    col = k;
+                }
+            if (col < 0)
+                return werr(b->err, SQLSTATE_UNDEFINED_COLUMN, o->expr->pos, "column \"%s\" does not exist",
+                            o->expr->text);
+        } else {
+            werr(b->err, SQLSTATE_NOT_SUPPORTED, o->expr->pos, "invalid UNION/INTERSECT/EXCEPT ORDER BY clause");
+            werr_hint(b->err, "Only result column names can be used, not expressions or functions.");
+            return -1;
+        }
+        order[i] = (PlanOrder){.col = col, .desc = o->desc, .nulls_first = o->nulls == 1 || (o->nulls == 0 && o->desc)};
+    }
+    if (q) {
+        q->n_order = n_order;
+        q->order = order;
+    }
+    if (plan_limit(p, sel, q))
+        return -1;
+    out->node = cur;
+    out->scope = sc;
+    return 0;
+}
+
+/* A query: its WITH list (in scope while the query is planned), then a set
+ * operation or a single select. */
+static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
+{
+    BindCtx *b = &p->b;
+    const CteEnv *saved = p->ctes;
+    int rc = 0;
+    for (int i = 0; i < ast_list_len(sel->ctes) && !rc; i++) {
+        const AstCte *c = AST_AT(sel->ctes, i);
+        for (int k = 0; k < i && !rc; k++)
+            if (strcmp(((const AstCte *)AST_AT(sel->ctes, k))->name, c->name) == 0)
+                rc = werr(b->err, "42712", c->pos, "WITH query name \"%s\" specified more than once", c->name);
+        CteEnv *e = arena_zalloc(b->a, sizeof *e);
+        e->cte = c;
+        e->prev = p->ctes;
+        p->ctes = e;
+    }
+    if (!rc)
+        rc = sel->set_op != SETOP_NONE ? plan_setop(p, sel, out, q) : plan_select_core(p, sel, out, q);
+    p->ctes = saved;
+    return rc;
 }
 
 /* ---- entry points -------------------------------------------------------------- */
@@ -1377,7 +1847,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
 
     /* Emit mode and lateness apply to a window-bounded aggregation at the top. */
     PlanNode *agg = NULL;
-    for (PlanNode *n = in; n; n = n->n_inputs ? n->inputs[0] : NULL)
+    for (PlanNode *n = in; n && n->kind != PN_UNION; n = n->n_inputs ? n->inputs[0] : NULL)
         if (n->kind == PN_AGG) {
             agg = n;
             break;

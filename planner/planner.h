@@ -124,6 +124,7 @@ typedef enum PlanNodeKind {
     PN_VALUES,        /* batch: literal rows */
     PN_TABLE_WRITE,   /* streaming: the rows INSERT/UPDATE/DELETE write into a table (the server pushes them) */
     PN_TEMPORAL_JOIN, /* probe JOIN versioned FOR SYSTEM_TIME AS OF probe.ts | PROCTIME() */
+    PN_UNION,         /* UNION ALL of two inputs with the same columns: their changelogs merged */
 } PlanNodeKind;
 
 typedef struct PlanSchema {

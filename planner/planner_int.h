@@ -69,6 +69,11 @@ bool ast_is_aggregate(const AstExpr *e);
 bool ast_contains_aggregate(const AstExpr *e);
 PlanExpr *make_col(BindCtx *b, int col, TypeId t);
 PlanExpr *make_const(BindCtx *b, Value v);
+/* An explicit CAST(e AS t) (any cast the scalar layer knows; checked per value). */
+PlanExpr *make_cast(BindCtx *b, PlanExpr *e, TypeId t, int pos);
+/* The type two typed operands resolve to (as CASE and UNION do), or TYPE_NULL
+ * when they cannot be matched. */
+TypeId bind_common_type(TypeId a, TypeId c);
 const char *expr_default_name(const AstExpr *e);
 /* Evaluates a constant interval expression to microseconds (no months). */
 int const_interval_us(BindCtx *b, const Scope *s, const AstExpr *e, int64_t *out);
@@ -80,8 +85,16 @@ typedef struct Rel {
     Scope scope;
 } Rel;
 
+/* The common table expressions in scope: innermost WITH first, and within
+ * one WITH the later ones first (a CTE sees only those before it). */
+typedef struct CteEnv {
+    const AstCte *cte;
+    const struct CteEnv *prev;
+} CteEnv;
+
 typedef struct PlanCtx {
     BindCtx b;
+    const CteEnv *ctes;
     const AstSelect *topn_sub;   /* a FROM subquery with ROW_NUMBER() OVER, filtered rn <= topn_n outside */
     int64_t topn_n;
     bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
