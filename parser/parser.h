@@ -157,7 +157,10 @@ typedef struct AstTableRef {
     AstList *win_partition;      /* TREF_WINDOW SESSION: PARTITION BY columns, AstExpr*, or NULL */
 } AstTableRef;
 
-typedef enum AstSetOp { SETOP_NONE, SETOP_UNION, SETOP_UNION_ALL, SETOP_INTERSECT, SETOP_EXCEPT } AstSetOp;
+typedef enum AstSetOp {
+    SETOP_NONE, SETOP_UNION, SETOP_UNION_ALL, SETOP_INTERSECT, SETOP_EXCEPT,
+    SETOP_INTERSECT_ALL, SETOP_EXCEPT_ALL,
+} AstSetOp;
 
 typedef struct AstCte {
     const char *name;

@@ -21,7 +21,7 @@ const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
                                   "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
-                                  "TableWrite", "TemporalJoin", "Union"};
+                                  "TableWrite", "TemporalJoin", "Union", "SetOp"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -1567,7 +1567,8 @@ static int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuer
 
 static const char *setop_word(AstSetOp op)
 {
-    return op == SETOP_INTERSECT ? "INTERSECT" : op == SETOP_EXCEPT ? "EXCEPT" : "UNION";
+    return op == SETOP_INTERSECT || op == SETOP_INTERSECT_ALL ? "INTERSECT"
+         : op == SETOP_EXCEPT || op == SETOP_EXCEPT_ALL ? "EXCEPT" : "UNION";
 }
 
 /* Is target i of s a bare NULL or string literal (a type Postgres leaves
@@ -1666,16 +1667,14 @@ static int visible_cols(PlanCtx *p, const Rel *r, int **vis)
  * form, see parser/README.md). Columns are matched by position, the output
  * names come from the first branch, and types unify as in Postgres's
  * UNION (42804 when they cannot). UNION ALL merges the two changelogs;
- * UNION is UNION ALL then a distinct aggregation on all columns. ORDER BY,
+ * UNION is UNION ALL then a distinct aggregation on all columns;
+ * INTERSECT and EXCEPT [ALL] count each distinct row on each side. ORDER BY,
  * LIMIT and OFFSET of the head apply to the whole result.
  */
 static int plan_setop(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
 {
     BindCtx *b = &p->b;
     const char *word = setop_word(sel->set_op);
-    if (sel->set_op == SETOP_INTERSECT || sel->set_op == SETOP_EXCEPT)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->set_rhs->pos, "feature not supported: %s", word),
-               werr_hint(b->err, "UNION and UNION ALL are supported."), -1;
     AstSelect head = *sel;
     head.set_op = SETOP_NONE;
     head.set_rhs = NULL;
@@ -1715,13 +1714,26 @@ static int plan_setop(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     if (!rn)
         return -1;
 
-    PlanNode *u = new_node(p, PN_UNION, ln);
+    bool is_union = sel->set_op == SETOP_UNION || sel->set_op == SETOP_UNION_ALL;
+    if (!is_union && p->streaming && (ln->append_only || rn->append_only) && !p->allow_unbounded) {
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->set_rhs->pos,
+             "%s over a stream keeps every distinct row of both inputs forever (unbounded state)", word);
+        werr_hint(b->err, "Apply it to materialized views that update their rows (e.g. aggregations), or "
+                          "SET streaming_allow_unbounded_state = true to accept unbounded state.");
+        return -1;
+    }
+    PlanNode *u = new_node(p, is_union ? PN_UNION : PN_SETOP, ln);
     u->n_inputs = 2;
     u->inputs[1] = rn;
-    u->append_only = ln->append_only && rn->append_only;
+    u->append_only = is_union && ln->append_only && rn->append_only;
     /* The output watermark is the minimum of the inputs' (the operator takes
-     * it), so it means something only when both carry it on the same column. */
-    u->wm_col = ln->wm_col >= 0 && ln->wm_col == rn->wm_col ? ln->wm_col : -1;
+     * it), so it means something only when both carry it on the same column.
+     * INTERSECT/EXCEPT rows are not in event-time order: no watermark. */
+    u->wm_col = is_union && ln->wm_col >= 0 && ln->wm_col == rn->wm_col ? ln->wm_col : -1;
+    if (!is_union) {
+        u->set_op = sel->set_op;
+        u->table_id = new_table(p);
+    }
     Scope sc;
     alloc_scope(b->a, &sc, n);
     for (int i = 0; i < n; i++) {
@@ -1732,12 +1744,13 @@ static int plan_setop(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     }
     schema_from_scope(b->a, &u->out, &sc);
     if (!u->append_only) {
-        /* Rows of either side may be equal: the whole row, counted, is the key. */
+        /* Rows of either side may be equal: the whole row, counted, is the key
+         * (INTERSECT and EXCEPT without ALL emit each row at most once). */
         u->n_keys = n;
         u->keys = arena_alloc(b->a, sizeof(int) * (size_t)(n + 1));
         for (int i = 0; i < n; i++)
             u->keys[i] = i;
-        u->dup_keys = true;
+        u->dup_keys = sel->set_op != SETOP_INTERSECT && sel->set_op != SETOP_EXCEPT;
     }
     PlanNode *cur = u;
     if (sel->set_op == SETOP_UNION && !(cur = make_distinct(p, u, &sc, n, sel->set_rhs->pos, "UNION")))
@@ -1847,7 +1860,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
 
     /* Emit mode and lateness apply to a window-bounded aggregation at the top. */
     PlanNode *agg = NULL;
-    for (PlanNode *n = in; n && n->kind != PN_UNION; n = n->n_inputs ? n->inputs[0] : NULL)
+    for (PlanNode *n = in; n && n->kind != PN_UNION && n->kind != PN_SETOP; n = n->n_inputs ? n->inputs[0] : NULL)
         if (n->kind == PN_AGG) {
             agg = n;
             break;

@@ -531,6 +531,15 @@ static void test_select(void)
     }
     s = one("SELECT 1 UNION SELECT 2");
     ok(s && s->u.select->set_op == SETOP_UNION, "union");
+    s = one("SELECT 1 INTERSECT ALL SELECT 2 INTERSECT ALL SELECT 3");
+    ok(s && s->u.select->set_op == SETOP_INTERSECT_ALL && s->u.select->set_rhs->set_op == SETOP_INTERSECT_ALL &&
+           ast_list_len(s->u.select->from) == 0, "intersect all chain stays flat");
+    s = one("SELECT 1 EXCEPT ALL SELECT 2 EXCEPT ALL SELECT 3");
+    ok(s && s->u.select->set_op == SETOP_EXCEPT_ALL && ast_list_len(s->u.select->from) == 1 &&
+           ((AstTableRef *)AST_AT(s->u.select->from, 0))->subquery->set_op == SETOP_EXCEPT_ALL, "except all is left-assoc");
+    s = one("SELECT 1 UNION SELECT 2 INTERSECT ALL SELECT 3");
+    ok(s && s->u.select->set_op == SETOP_UNION && s->u.select->set_rhs->set_op == SETOP_INTERSECT_ALL,
+       "intersect all binds tighter than union");
     s = one("SELECT 1 EXCEPT SELECT 2 EXCEPT SELECT 3");
     if (s) {
         AstSelect *q = s->u.select;   /* (1 EXCEPT 2) EXCEPT 3: the left is wrapped */
@@ -818,7 +827,6 @@ static void test_split_and_errors(void)
     is_str(parse_err("SELECT a ! b"), "42601", "illegal character");
     is_int(E.pos, 10, "illegal character pos");
     is_str(parse_err("SELECT \"\""), "42601", "zero-length identifier");
-    is_str(parse_err("SELECT 1 INTERSECT ALL SELECT 2"), "0A000", "intersect all");
     is_str(parse_err("WITH RECURSIVE x AS (SELECT 1) SELECT * FROM x"), "0A000", "with recursive");
     is_int(E.pos, 6, "with recursive pos");
     is_str(parse_err("ALTER SOURCE s RENAME t"), "42601", "rename without TO");
