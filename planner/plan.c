@@ -100,6 +100,9 @@ static const CteEnv *find_cte(const PlanCtx *p, const char *name)
     return NULL;
 }
 
+/* Marks a CTE as referenced (the environment is built in the plan arena). */
+static void cte_used(const CteEnv *e) { ((CteEnv *)e)->used = true; }
+
 static int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out);
 
 /*
@@ -113,6 +116,7 @@ static int plan_cte_ref(PlanCtx *p, const AstTableRef *t, const CteEnv *ce, Rel 
 {
     BindCtx *b = &p->b;
     const AstCte *c = ce->cte;
+    cte_used(ce);
     if (t->system_time)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->system_time->pos,
                     "feature not supported: FOR SYSTEM_TIME AS OF a WITH query");
@@ -1814,8 +1818,25 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         e->prev = p->ctes;
         p->ctes = e;
     }
+    const CteEnv *mine = p->ctes;
     if (!rc)
         rc = sel->set_op != SETOP_NONE ? plan_setop(p, sel, out, q) : plan_select_core(p, sel, out, q);
+    /* In an ad hoc query a WITH query nothing uses is still checked, as
+     * Postgres does, then forgotten (its nodes leave the plan). Not in a
+     * view: the view would not depend on what it names (a DROP would let it
+     * go), yet re-planning the view at start would fail on it. */
+    for (const CteEnv *e = mine; !rc && !p->streaming && e != saved; e = e->prev) {
+        if (e->used)
+            continue;
+        int n_nodes = p->n_nodes, next_id = b->next_node_id;
+        const CteEnv *env = p->ctes;
+        p->ctes = e->prev;
+        Rel unused;
+        rc = plan_select(p, e->cte->query, &unused, NULL);
+        p->ctes = env;
+        p->n_nodes = n_nodes;
+        b->next_node_id = next_id;
+    }
     p->ctes = saved;
     return rc;
 }

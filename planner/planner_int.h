@@ -90,6 +90,7 @@ typedef struct Rel {
 typedef struct CteEnv {
     const AstCte *cte;
     const struct CteEnv *prev;
+    bool used;               /* referenced at least once (else only checked) */
 } CteEnv;
 
 typedef struct PlanCtx {
