@@ -135,6 +135,7 @@ static int side_push(SetOp *s, int side, Chunk *c)
 static int port_push(RtOp *op, Chunk *c)
 {
     SetPort *p = (SetPort *)op;
+    p->s->op.counters.rows_in += (uint64_t)c->n_rows; /* rows in count at the operator, not its port */
     return side_push(p->s, p->side, c);
 }
 

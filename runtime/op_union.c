@@ -38,6 +38,7 @@ static int side_push(UnionOp *u, int side, Chunk *c)
 {
     c->src_partition = -1;
     c->src_n_partitions = 0;
+    c->src_offsets = NULL;
     if (u->op.node->wm_col < 0) {
         c->wm = NULL;
     } else if (c->wm) {
@@ -67,6 +68,7 @@ static int side_watermark(UnionOp *u, int side, int64_t wm)
 static int port_push(RtOp *op, Chunk *c)
 {
     UnionPort *p = (UnionPort *)op;
+    p->u->op.counters.rows_in += (uint64_t)c->n_rows; /* rows in count at the union, not its port */
     return side_push(p->u, p->side, c);
 }
 
