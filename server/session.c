@@ -829,7 +829,8 @@ static int rename_one(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     if (o->kind != want)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a %s", r->name, kind_word(want)),
                werr_hint(err, "Use ALTER %s to rename a %s.",
-                         o->kind == CAT_SOURCE ? "SOURCE" : o->kind == CAT_VIEW ? "MATERIALIZED VIEW" : "SINK",
+                         o->kind == CAT_SOURCE ? "SOURCE" : o->kind == CAT_VIEW ? "MATERIALIZED VIEW"
+                         : o->kind == CAT_TABLE ? "TABLE" : "SINK",
                          kind_word(o->kind)), -1;
     if (o->late_of)
         return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "\"%s\" holds the late rows of materialized view %s",
@@ -850,6 +851,7 @@ static int rename_one(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     if (engine_rename_object(e, o, r->new_name, err))
         return -1;
     srv_result_complete(out, want == CAT_SOURCE ? "ALTER SOURCE" : want == CAT_SINK ? "ALTER SINK"
+                             : want == CAT_TABLE ? "ALTER TABLE"
                              : r->obj == OBJ_VIEW ? "ALTER VIEW" : "ALTER MATERIALIZED VIEW");
     return 0;
 }
