@@ -630,20 +630,15 @@ static bool chain_all(const AstSelect *s, AstSetOp op)
 /*
  * `l op r`. The AST reads a set operation to the right: s combined with
  * the whole of s->set_rhs. So an associative chain (the same UNION, UNION
- * ALL or INTERSECT throughout) is kept flat by appending at its tail, and
+ * ALL, INTERSECT or INTERSECT ALL throughout) is kept flat by appending at its tail, and
  * any other left operand that is itself a set operation is wrapped as
  * SELECT * FROM (l), which keeps Postgres's left-to-right meaning for
  * EXCEPT and mixed chains.
  */
 AstSelect *ast_setop(ParseCtx *c, AstSelect *l, AstSetOp op, bool all, AstSelect *r, Token t)
 {
-    if (all && op != SETOP_UNION) {
-        werr(c->err, SQLSTATE_NOT_SUPPORTED, t.pos, "%s ALL is not supported",
-             op == SETOP_EXCEPT ? "EXCEPT" : "INTERSECT");
-        return l;
-    }
-    if (op == SETOP_UNION && all)
-        op = SETOP_UNION_ALL;
+    if (all)
+        op = op == SETOP_UNION ? SETOP_UNION_ALL : op == SETOP_EXCEPT ? SETOP_EXCEPT_ALL : SETOP_INTERSECT_ALL;
     SelectBox *lb = (SelectBox *)l;
     int chain = lb->chain + ((SelectBox *)r)->chain + 1;
     if (chain > PARSE_MAX_DEPTH) {
@@ -653,7 +648,7 @@ AstSelect *ast_setop(ParseCtx *c, AstSelect *l, AstSetOp op, bool all, AstSelect
     if (l->set_op == SETOP_NONE) {
         l->set_op = op;
         l->set_rhs = r;
-    } else if (op != SETOP_EXCEPT && chain_all(l, op)) {
+    } else if (op != SETOP_EXCEPT && op != SETOP_EXCEPT_ALL && chain_all(l, op)) {
         AstSelect *tail = l;
         while (tail->set_op != SETOP_NONE)
             tail = tail->set_rhs;
@@ -692,13 +687,20 @@ AstSelect *ast_select_finish(ParseCtx *c, const Token *with, AstList *ctes, AstS
     return s;
 }
 
-AstCte *ast_cte(ParseCtx *c, Token name, AstSelect *q)
+AstCte *ast_cte(ParseCtx *c, Token name, AstList *cols, AstSelect *q)
 {
     AstCte *cte = arena_zalloc(c->a, sizeof *cte);
     cte->name = ast_ident(c, name);
     cte->query = q;
     cte->pos = name.pos;
+    cte->col_names = cols;
     return cte;
+}
+
+void ast_with_recursive(ParseCtx *c, Token t)
+{
+    werr(c->err, SQLSTATE_NOT_SUPPORTED, t.pos, "feature not supported: WITH RECURSIVE");
+    werr_hint(c->err, "Streaming views cannot iterate to a fixpoint; write the recursion out as joins.");
 }
 
 static AstTableRef *new_tref(ParseCtx *c, AstTableRefKind k, int pos, AliasSpec al)
@@ -1042,6 +1044,19 @@ AstStmt *ast_drop(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, AstLi
     d->names = names;
     d->cascade = cascade;
     s->u.drop = d;
+    return s;
+}
+
+AstStmt *ast_alter_rename(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, const char *name, Token new_name)
+{
+    AstStmt *s = new_stmt(c, STMT_ALTER_RENAME, t.pos, t.off);
+    AstAlterRename *r = arena_zalloc(c->a, sizeof *r);
+    r->obj = obj;
+    r->if_exists = if_exists;
+    r->name = name;
+    r->new_name = ast_ident(c, new_name);
+    r->new_pos = new_name.pos;
+    s->u.rename = r;
     return s;
 }
 

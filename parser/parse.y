@@ -57,7 +57,7 @@
   RESTRICT ROLLBACK ROWS SAVEPOINT SECOND SESSION SET SHOW SINK SOURCE START STREAM SYSTEM
   SYSTEM_TIME TIME TRANSACTION UNKNOWN UPDATE VALUES VARYING VIEW WATERMARK WINDOW
   WITHOUT WORK YEAR ZONE OF BOTH LEADING TRAILING
-  SUBSCRIBE COPY STDOUT ANALYZE VERIFY USER PASSWORD.
+  SUBSCRIBE COPY STDOUT ANALYZE VERIFY USER PASSWORD RECURSIVE RENAME.
 
 /* Precedence, lowest first, as in Postgres's gram.y. */
 %left UNION EXCEPT.
@@ -219,6 +219,21 @@ cascade_opt(A) ::= .                           { A = false; }
 cascade_opt(A) ::= CASCADE.                    { A = true; }
 cascade_opt(A) ::= RESTRICT.                   { A = false; }
 
+/* ALTER ... RENAME TO. Spelled out per kind: a kind nonterminal reduced before the name
+ * would clash with ALTER MATERIALIZED VIEW v RESUME and ALTER SOURCE s SET (...). */
+cmd(A) ::= ALTER(T) SOURCE dotted(N) RENAME TO nm(M).           { A = ast_alter_rename(ctx, T, OBJ_SOURCE, false, N, M); }
+cmd(A) ::= ALTER(T) SOURCE IF EXISTS dotted(N) RENAME TO nm(M). { A = ast_alter_rename(ctx, T, OBJ_SOURCE, true, N, M); }
+cmd(A) ::= ALTER(T) STREAM dotted(N) RENAME TO nm(M).           { A = ast_alter_rename(ctx, T, OBJ_STREAM, false, N, M); }
+cmd(A) ::= ALTER(T) STREAM IF EXISTS dotted(N) RENAME TO nm(M). { A = ast_alter_rename(ctx, T, OBJ_STREAM, true, N, M); }
+cmd(A) ::= ALTER(T) TABLE dotted(N) RENAME TO nm(M).           { A = ast_alter_rename(ctx, T, OBJ_TABLE, false, N, M); }
+cmd(A) ::= ALTER(T) TABLE IF EXISTS dotted(N) RENAME TO nm(M). { A = ast_alter_rename(ctx, T, OBJ_TABLE, true, N, M); }
+cmd(A) ::= ALTER(T) VIEW dotted(N) RENAME TO nm(M).           { A = ast_alter_rename(ctx, T, OBJ_VIEW, false, N, M); }
+cmd(A) ::= ALTER(T) VIEW IF EXISTS dotted(N) RENAME TO nm(M). { A = ast_alter_rename(ctx, T, OBJ_VIEW, true, N, M); }
+cmd(A) ::= ALTER(T) MATERIALIZED VIEW dotted(N) RENAME TO nm(M).           { A = ast_alter_rename(ctx, T, OBJ_MATERIALIZED_VIEW, false, N, M); }
+cmd(A) ::= ALTER(T) MATERIALIZED VIEW IF EXISTS dotted(N) RENAME TO nm(M). { A = ast_alter_rename(ctx, T, OBJ_MATERIALIZED_VIEW, true, N, M); }
+cmd(A) ::= ALTER(T) SINK dotted(N) RENAME TO nm(M).           { A = ast_alter_rename(ctx, T, OBJ_SINK, false, N, M); }
+cmd(A) ::= ALTER(T) SINK IF EXISTS dotted(N) RENAME TO nm(M). { A = ast_alter_rename(ctx, T, OBJ_SINK, true, N, M); }
+
 /* CREATE SOURCE | STREAM | TABLE */
 %type src_kind {int}
 %type ifnotexists {bool}
@@ -353,9 +368,11 @@ namelist(A) ::= namelist(L) COMMA nm(N).       { A = ast_name_list(ctx, L, N); }
 
 select(A) ::= selectnowith(S) orderby_opt(O) limit_opt(L). { A = ast_select_finish(ctx, NULL, NULL, S, O, L); }
 select(A) ::= WITH(T) ctelist(C) selectnowith(S) orderby_opt(O) limit_opt(L). { A = ast_select_finish(ctx, &T, C, S, O, L); }
+select(A) ::= WITH(T) RECURSIVE(R) ctelist(C) selectnowith(S) orderby_opt(O) limit_opt(L). { ast_with_recursive(ctx, R); A = ast_select_finish(ctx, &T, C, S, O, L); }
 ctelist(A) ::= cte(C).                         { A = ast_list_append(ctx->a, NULL, C); }
 ctelist(A) ::= ctelist(L) COMMA cte(C).        { A = ast_list_append(ctx->a, L, C); }
-cte(A) ::= nm(N) AS LP select(Q) RP.           { A = ast_cte(ctx, N, Q); }
+cte(A) ::= nm(N) AS LP select(Q) RP.           { A = ast_cte(ctx, N, NULL, Q); }
+cte(A) ::= nm(N) LP namelist(C) RP AS LP select(Q) RP. { A = ast_cte(ctx, N, C, Q); }
 
 selectnowith(A) ::= oneselect(S).              { A = S; }
 selectnowith(A) ::= selectnowith(L) UNION(T) all_opt(X) selectnowith(R).     { A = ast_setop(ctx, L, SETOP_UNION, X, R, T); }

@@ -157,12 +157,16 @@ typedef struct AstTableRef {
     AstList *win_partition;      /* TREF_WINDOW SESSION: PARTITION BY columns, AstExpr*, or NULL */
 } AstTableRef;
 
-typedef enum AstSetOp { SETOP_NONE, SETOP_UNION, SETOP_UNION_ALL, SETOP_INTERSECT, SETOP_EXCEPT } AstSetOp;
+typedef enum AstSetOp {
+    SETOP_NONE, SETOP_UNION, SETOP_UNION_ALL, SETOP_INTERSECT, SETOP_EXCEPT,
+    SETOP_INTERSECT_ALL, SETOP_EXCEPT_ALL,
+} AstSetOp;
 
 typedef struct AstCte {
     const char *name;
     AstSelect *query;
     int pos;
+    AstList *col_names;      /* WITH name (a, b) AS (...): const char*, or NULL */
 } AstCte;
 
 struct AstSelect {
@@ -210,6 +214,7 @@ typedef enum AstStmtKind {
     STMT_CREATE_USER,        /* CREATE USER name [WITH] [PASSWORD 'p' | NULL] */
     STMT_ALTER_USER,         /* ALTER USER name [WITH] PASSWORD 'p' | NULL */
     STMT_DROP_USER,          /* DROP USER [IF EXISTS] name */
+    STMT_ALTER_RENAME,       /* ALTER {SOURCE|TABLE|VIEW|MATERIALIZED VIEW|SINK} [IF EXISTS] name RENAME TO new */
 } AstStmtKind;
 
 typedef enum AstObjectKind {
@@ -296,6 +301,14 @@ typedef struct AstDrop {
     bool cascade;
 } AstDrop;
 
+typedef struct AstAlterRename {
+    AstObjectKind obj;
+    bool if_exists;
+    const char *name;
+    const char *new_name;
+    int new_pos;                 /* position of the new name */
+} AstAlterRename;
+
 typedef struct AstInsert {
     const char *table;
     AstList *columns;            /* const char*, or NULL = all */
@@ -374,6 +387,7 @@ typedef struct AstStmt {
         AstCreateView *create_view;
         AstCreateSink *create_sink;
         AstDrop *drop;
+        AstAlterRename *rename;
         AstInsert *insert;
         AstUpdate *update;
         AstDelete *delete_;

@@ -152,7 +152,9 @@ AstSelect *ast_values(ParseCtx *c, Token t, AstSelect *prev, AstList *row);
 AstSelect *ast_setop(ParseCtx *c, AstSelect *l, AstSetOp op, bool all, AstSelect *r, Token t);
 AstSelect *ast_select_finish(ParseCtx *c, const Token *with, AstList *ctes, AstSelect *s,
                              AstList *order_by, LimitSpec lim);
-AstCte *ast_cte(ParseCtx *c, Token name, AstSelect *q);
+AstCte *ast_cte(ParseCtx *c, Token name, AstList *cols, AstSelect *q);
+/* WITH RECURSIVE: recorded as 0A000 at the RECURSIVE token. */
+void ast_with_recursive(ParseCtx *c, Token t);
 AstTableRef *ast_tref_name(ParseCtx *c, Token name, const char *qualified, AstExpr *systime, AliasSpec al);
 AstTableRef *ast_tref_subquery(ParseCtx *c, Token lp, AstSelect *q, AliasSpec al);
 AstTableRef *ast_tref_join(ParseCtx *c, AstTableRef *l, AstJoinType jt, AstTableRef *r, AstExpr *on,
@@ -186,6 +188,7 @@ AstStmt *ast_view_finish(ParseCtx *c, AstSelect *q);
 AstStmt *ast_sink(ParseCtx *c, Token create, bool if_not_exists, Token name, const char *from_name,
                   AstSelect *q, AstList *options, FormatSpec f);
 AstStmt *ast_drop(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, AstList *names, bool cascade);
+AstStmt *ast_alter_rename(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, const char *name, Token new_name);
 AstStmt *ast_insert(ParseCtx *c, Token t, Token table, AstList *cols, AstSelect *q);
 AstStmt *ast_update(ParseCtx *c, Token t, Token table, AstList *sets, AstExpr *where);
 AstStmt *ast_delete(ParseCtx *c, Token t, Token table, AstExpr *where);

@@ -47,6 +47,8 @@ static PlanExpr *make_call(BindCtx *b, ScalarFn fn, TypeId t, int pos, int n, Pl
     return e;
 }
 
+PlanExpr *make_cast(BindCtx *b, PlanExpr *e, TypeId t, int pos) { return make_call(b, FN_CAST, t, pos, 1, &e); }
+
 bool expr_equal(const PlanExpr *x, const PlanExpr *y)
 {
     if (x->kind != y->kind || x->type != y->type)
@@ -170,6 +172,12 @@ static TypeId common_type(const PlanExpr *x, const PlanExpr *y)
     if (implicit_ok(c, a))
         return a;
     return TYPE_NULL;
+}
+
+TypeId bind_common_type(TypeId a, TypeId c)
+{
+    PlanExpr x = {.kind = PE_COL, .type = a}, y = {.kind = PE_COL, .type = c};
+    return common_type(&x, &y);
 }
 
 /* ---- literals ------------------------------------------------------------- */

@@ -230,6 +230,22 @@ static void node_params(const PlanNode *n, Buf *out)
         }
         break;
     }
+    case PN_SETOP:
+        buf_printf(out, "op: %s%s, columns: [",
+                   n->set_op == SETOP_INTERSECT || n->set_op == SETOP_INTERSECT_ALL ? "intersect" : "except",
+                   n->set_op == SETOP_INTERSECT_ALL || n->set_op == SETOP_EXCEPT_ALL ? " all" : "");
+        for (int i = 0; i < n->out.n; i++)
+            buf_printf(out, "%s%s", i ? ", " : "", n->out.names[i]);
+        buf_putc(out, ']');
+        break;
+    case PN_UNION:
+        buf_puts(out, "all: true, columns: [");
+        for (int i = 0; i < n->out.n; i++)
+            buf_printf(out, "%s%s", i ? ", " : "", n->out.names[i]);
+        buf_putc(out, ']');
+        if (n->wm_col >= 0)
+            buf_puts(out, ", watermark: min of inputs");
+        break;
     }
 }
 
@@ -278,6 +294,9 @@ static void node_state(const PlanNode *n, Buf *out)
         } else {
             buf_puts(out, "; no time bound (one entry per group)");
         }
+        break;
+    case PN_SETOP:
+        buf_puts(out, "each distinct row with its count on each side; no time bound");
         break;
     case PN_MATERIALIZE:
         buf_puts(out, n->counted ? "the view's rows with their multiplicity" : "the view's rows, keyed by pk");

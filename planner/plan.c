@@ -16,12 +16,11 @@
 #include <string.h>
 #include <strings.h>
 
-
 const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
                                   "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
-                                  "TableWrite", "TemporalJoin"};
+                                  "TableWrite", "TemporalJoin", "Union", "SetOp"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -90,11 +89,12 @@ uint64_t new_table(PlanCtx *p)
 
 /* ---- FROM ------------------------------------------------------------------ */
 
-static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
-
 int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
+    CteEnv *ce = find_cte(p, t->name);
+    if (ce)
+        return plan_cte_ref(p, t, ce, out);
     const CatRelation *r = b->cat->lookup(b->cat->ctx, t->name);
     if (!r)
         return werr(b->err, SQLSTATE_UNDEFINED_TABLE, t->pos, "relation \"%s\" does not exist", t->name);
@@ -591,7 +591,7 @@ static bool rn_limit(const AstExpr *w, const char *rn, int64_t *n)
     return *n >= 1;
 }
 
-static int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
+int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
 {
     BindCtx *b = &p->b;
     int ti = row_number_target(inner);
@@ -679,6 +679,7 @@ int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
     case TREF_WINDOW: return plan_window(p, t, out);
     case TREF_SUBQUERY: {
         if (t->subquery == p->topn_sub) {
+            p->topn_sub = NULL;
             if (plan_topn(p, t->subquery, out))
                 return -1;
         } else if (plan_select(p, t->subquery, out, NULL))
@@ -867,7 +868,7 @@ static PlanExpr *bind_target(PlanCtx *p, const Target *t, const Scope *s, const 
 
 /* Builds a PROJECT over in with exprs; maps the input key through PE_COL
  * expressions, appending hidden key columns that the projection dropped. */
-static PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, int n, PlanExpr **exprs,
+PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, int n, PlanExpr **exprs,
                               const char **names, const ColRole *roles, Scope *out_scope, bool keep_key)
 {
     BindCtx *b = &p->b;
@@ -921,16 +922,211 @@ static PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, i
     return pr;
 }
 
-static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
+/* LIMIT and OFFSET of an ad hoc query into q (a view has no order to cut). */
+int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q)
 {
     BindCtx *b = &p->b;
-    if (sel->ctes)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: WITH (common table expressions)");
-    if (sel->set_op != SETOP_NONE)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->set_rhs ? sel->set_rhs->pos : sel->pos,
-                    "feature not supported: UNION, INTERSECT and EXCEPT");
-    if (sel->distinct_on)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: DISTINCT ON");
+    if (!q) {
+        if (sel->limit || sel->offset)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, (sel->limit ? sel->limit : sel->offset)->pos,
+                        "feature not supported: LIMIT/OFFSET in a streaming query (Top-N)");
+        return 0;
+    }
+    q->limit = -1;
+    q->offset = 0;
+    Scope empty = {0};
+    if (sel->limit) {
+        PlanExpr *l = bind_expr(b, &empty, sel->limit);
+        Value v;
+        if (!l || !(l = coerce_expr(b, l, TYPE_INT8, sel->limit->pos)) || eval_const(b, l, &v))
+            return -1;
+        if (!v.null && v.u.i < 0)
+            return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->limit->pos, "LIMIT must not be negative");
+        q->limit = v.null ? -1 : v.u.i;
+    }
+    if (sel->offset) {
+        PlanExpr *l = bind_expr(b, &empty, sel->offset);
+        Value v;
+        if (!l || !(l = coerce_expr(b, l, TYPE_INT8, sel->offset->pos)) || eval_const(b, l, &v))
+            return -1;
+        if (!v.null && v.u.i < 0)
+            return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->offset->pos, "OFFSET must not be negative");
+        q->offset = v.null ? 0 : v.u.i;
+    }
+    return 0;
+}
+
+/* Resolving ORDER BY and DISTINCT ON items to output columns of a select. */
+typedef struct OutCols {
+    int n_targets;
+    int n_out;                   /* targets plus hidden columns added so far */
+    PlanExpr **texprs;           /* capacity for every item */
+    const char **tnames;
+    bool grouped;                /* bind through the aggregation */
+    bool plain_distinct;         /* SELECT DISTINCT: items must be in the select list */
+    AggCtx *agg;
+    const Scope *scope;
+    const PlanNode *cur;         /* the aggregation, when grouped */
+} OutCols;
+
+/* An output ordinal, an output name, or an expression (equal to a target, or
+ * added as a hidden column). Returns the column, or -1 with err set. */
+static int out_col(PlanCtx *p, OutCols *oc, const AstExpr *e, const char *what)
+{
+    BindCtx *b = &p->b;
+    int col = -1;
+    if (e->kind == AST_LITERAL && e->lit_kind == LIT_INT) {
+        int k = atoi(e->text);
+        if (k < 1 || k > oc->n_targets)
+            return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, e->pos, "%s position %d is not in select list", what, k);
+        return k - 1;
+    }
+    if (e->kind == AST_COLUMN && !e->qualifier) {
+        for (int k = 0; k < oc->n_targets; k++)
+            if (strcmp(oc->tnames[k], e->text) == 0) {
+                if (col >= 0 && !expr_equal(oc->texprs[col], oc->texprs[k]))
+                    return werr(b->err, SQLSTATE_AMBIGUOUS_COLUMN, e->pos, "%s \"%s\" is ambiguous", what, e->text);
+                col = k;
+            }
+        if (col >= 0)
+            return col;
+    }
+    int n_aggs = oc->agg->n_aggs;
+    b->agg = oc->grouped ? oc->agg : NULL;
+    PlanExpr *x = bind_expr(b, oc->scope, e);
+    b->agg = NULL;
+    if (!x)
+        return -1;
+    if (oc->grouped && oc->agg->n_aggs != n_aggs)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: an aggregate only in %s", what);
+    for (int k = 0; k < oc->n_out; k++)
+        if (expr_equal(oc->texprs[k], x))
+            return k;
+    if (oc->plain_distinct)
+        return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, e->pos,
+                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
+    oc->texprs[oc->n_out] = x;
+    oc->tnames[oc->n_out] = arena_printf(b->a, "_%s%d", strcmp(what, "ORDER BY") ? "distinct_on" : "order",
+                                         oc->n_out - oc->n_targets);
+    return oc->n_out++;
+}
+
+/* A distinct aggregation over the first n columns of cur (SELECT DISTINCT,
+ * UNION): one state entry per distinct row, with a count of its copies so
+ * that a row goes only when its last copy is retracted. */
+PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, int pos, const char *what)
+{
+    BindCtx *b = &p->b;
+    PlanNode *a = new_node(p, PN_AGG, cur);
+    a->n_group = n;
+    a->group_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        a->group_cols[i] = i;
+    a->table_id = new_table(p);
+    a->n_keys = n;
+    a->keys = a->group_cols;
+    a->append_only = false;
+    a->out = cur->out;
+    /* Every distinct row of a stream is kept forever unless a window bounds it. */
+    bool bounded = false;
+    for (int i = 0; i < n; i++)
+        if (scope->cols[i].role == ROLE_WINDOW_START || scope->cols[i].role == ROLE_WINDOW_END)
+            bounded = true;
+    if (p->streaming && cur->append_only && !bounded && !p->allow_unbounded) {
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, pos, "%s over a stream keeps every distinct row forever (unbounded state)",
+             what);
+        if (strcmp(what, "UNION") == 0)
+            werr_hint(b->err, "Use UNION ALL (it keeps no state), or "
+                              "SET streaming_allow_unbounded_state = true to accept unbounded state.");
+        else
+            werr_hint(b->err, "Group by a window (window_start or window_end) to bound it, or "
+                              "SET streaming_allow_unbounded_state = true to accept unbounded state.");
+        return NULL;
+    }
+    return a;
+}
+
+/* DISTINCT ON: a Top-1 per DISTINCT ON key ordered by ORDER BY (the Top-N
+ * operator with N = 1), then a projection that drops the row number. With
+ * no ORDER BY the row kept is an arbitrary one, as in Postgres (here: the
+ * one whose encoding hashes lowest). */
+static PlanNode *make_distinct_on(PlanCtx *p, PlanNode *cur, const Scope *scope, int n_part, const int *part,
+                                  int n_order, const PlanOrder *order, int n_visible, bool keep_hidden)
+{
+    BindCtx *b = &p->b;
+    PlanNode *t = new_node(p, PN_TOPN, cur);
+    t->n_part = n_part;
+    t->part_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_part + 1));
+    memcpy(t->part_cols, part, sizeof(int) * (size_t)n_part);
+    t->n_order_cols = n_order;
+    t->order_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_order + 1));
+    t->order_desc = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
+    t->order_nulls_first = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
+    for (int i = 0; i < n_order; i++) {
+        t->order_cols[i] = order[i].col;
+        t->order_desc[i] = order[i].desc;
+        t->order_nulls_first[i] = order[i].nulls_first;
+    }
+    t->topn_limit = 1;
+    t->win_group_idx = -1;
+    for (int i = 0; i < n_part && t->win_group_idx < 0; i++) {
+        const ScopeCol *c = &scope->cols[part[i]];
+        if (c->role == ROLE_WINDOW_END || c->role == ROLE_WINDOW_START) {
+            t->win_group_idx = i;
+            t->win_end_offset_us = c->role == ROLE_WINDOW_START ? c->win_size_us : 0;
+        }
+    }
+    t->table_id = new_table(p);
+    t->append_only = false;
+    t->wm_col = -1;
+    int n = cur->out.n;
+    alloc_schema(b->a, &t->out, n + 1);
+    for (int i = 0; i < n; i++) {
+        t->out.names[i] = cur->out.names[i];
+        t->out.types[i] = cur->out.types[i];
+        t->out.hidden[i] = cur->out.hidden[i];
+    }
+    t->out.names[n] = "row_number";
+    t->out.types[n] = TYPE_INT8;
+    t->out.hidden[n] = true;
+    /* One row per key: the DISTINCT ON columns are the key. */
+    t->n_keys = n_part;
+    t->keys = t->part_cols;
+    /* The visible columns, then the hidden ones an ad hoc query sorts by, or
+     * (in a view) only the hidden DISTINCT ON columns, which are the key. */
+    PlanNode *pr = new_node(p, PN_PROJECT, t);
+    pr->exprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n + 1));
+    pr->keys = arena_alloc(b->a, sizeof(int) * (size_t)(n_part + 1));
+    int *map = arena_alloc(b->a, sizeof(int) * (size_t)(n + 1));
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        bool is_part = false;
+        for (int j = 0; j < n_part; j++)
+            is_part |= part[j] == i;
+        map[i] = -1;
+        if (i < n_visible || keep_hidden || is_part) {
+            map[i] = k;
+            pr->exprs[k++] = make_col(b, i, cur->out.types[i]);
+        }
+    }
+    pr->n_exprs = k;
+    alloc_schema(b->a, &pr->out, k);
+    for (int i = 0; i < n; i++)
+        if (map[i] >= 0) {
+            pr->out.names[map[i]] = cur->out.names[i];
+            pr->out.types[map[i]] = cur->out.types[i];
+            pr->out.hidden[map[i]] = cur->out.hidden[i];
+        }
+    pr->n_keys = n_part;
+    for (int j = 0; j < n_part; j++)
+        pr->keys[j] = map[part[j]];
+    pr->append_only = false;
+    return pr;
+}
+
+int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
+{
+    BindCtx *b = &p->b;
     if (sel->values) {
         if (sel->order_by || sel->limit || sel->offset)
             return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
@@ -988,10 +1184,12 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     /* SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn FROM ...) WHERE rn <= N: a Top-N. */
     if (ast_list_len(sel->from) == 1) {
         const AstTableRef *t0 = AST_AT(sel->from, 0);
-        if (t0->kind == TREF_SUBQUERY) {
-            int ti = row_number_target(t0->subquery);
+        CteEnv *ce = t0->kind == TREF_NAME ? find_cte(p, t0->name) : NULL;
+        const AstSelect *sub = t0->kind == TREF_SUBQUERY ? t0->subquery : ce ? ce->cte->query : NULL;
+        if (sub && sub->set_op == SETOP_NONE && !sub->values) {
+            int ti = row_number_target(sub);
             if (ti >= 0) {
-                const AstTarget *rt = AST_AT(t0->subquery->targets, ti);
+                const AstTarget *rt = AST_AT(sub->targets, ti);
                 int64_t n = 0;
                 if (!rn_limit(sel->where, rt->alias ? rt->alias : "row_number", &n))
                     return werr(b->err, SQLSTATE_NOT_SUPPORTED, rt->pos,
@@ -1000,7 +1198,7 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
                                              "(PARTITION BY .. ORDER BY ..) AS rn FROM ..) WHERE rn <= 3"), -1;
                 if (n > 10000)
                     return werr(b->err, SQLSTATE_PROGRAM_LIMIT, sel->pos, "a Top-N keeps at most 10000 rows per partition");
-                p->topn_sub = t0->subquery;
+                p->topn_sub = sub;
                 p->topn_n = n;
             }
         }
@@ -1035,7 +1233,10 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     if (expand_targets(p, sel, &scope, &targets, &n_targets))
         return -1;
 
-    bool grouped = sel->group_by || sel->having || sel->distinct;
+    /* DISTINCT ON sets distinct too (as Postgres's parser does): only a plain
+     * DISTINCT groups the whole row. */
+    bool plain_distinct = sel->distinct && !sel->distinct_on;
+    bool grouped = sel->group_by || sel->having || plain_distinct;
     for (int i = 0; i < n_targets && !grouped; i++)
         if (targets[i].expr && ast_contains_aggregate(targets[i].expr))
             grouped = true;
@@ -1047,7 +1248,7 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     const char **tnames = arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + 1));
     PlanExpr *having = NULL;
 
-    if (grouped && !sel->distinct) {
+    if (grouped && !plain_distinct) {
         agg.input = &scope;
         int ng = ast_list_len(sel->group_by);
         agg.group = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(ng + 1));
@@ -1210,62 +1411,53 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         }
     }
 
-    /* ORDER BY (ad hoc queries): output columns by name or ordinal, or extra hidden columns. */
+    /* ORDER BY (ad hoc queries, and DISTINCT ON in views too) and DISTINCT ON:
+     * output columns by name or ordinal, or extra hidden columns. */
     int n_out = n_targets;
     PlanOrder *order = NULL;
     int n_order = ast_list_len(sel->order_by);
-    if (n_order && q) {
-        order = arena_alloc(b->a, sizeof(PlanOrder) * (size_t)n_order);
-        texprs = memcpy(arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_targets + n_order)), texprs,
-                        sizeof(PlanExpr *) * (size_t)n_targets);
-        tnames = memcpy(arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + n_order)), tnames,
-                        sizeof(char *) * (size_t)n_targets);
+    int n_don = ast_list_len(sel->distinct_on);
+    int *don_cols = NULL;
+    OutCols oc = {.n_targets = n_targets, .grouped = grouped && !plain_distinct, .plain_distinct = plain_distinct,
+                  .agg = &agg, .scope = &scope, .cur = cur};
+    if ((n_order && (q || n_don)) || n_don) {
+        oc.texprs = memcpy(arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_targets + n_order + n_don + 1)), texprs,
+                           sizeof(PlanExpr *) * (size_t)n_targets);
+        oc.tnames = memcpy(arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + n_order + n_don + 1)), tnames,
+                           sizeof(char *) * (size_t)n_targets);
+        oc.n_out = n_targets;
+        order = arena_alloc(b->a, sizeof(PlanOrder) * (size_t)(n_order + 1));
         for (int i = 0; i < n_order; i++) {
             const AstOrderItem *o = AST_AT(sel->order_by, i);
-            int col = -1;
-            if (o->expr->kind == AST_LITERAL && o->expr->lit_kind == LIT_INT) {
-                int k = atoi(o->expr->text);
-                if (k < 1 || k > n_targets)
-                    return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, o->expr->pos,
-                                "ORDER BY position %d is not in select list", k);
-                col = k - 1;
-            } else if (o->expr->kind == AST_COLUMN && !o->expr->qualifier) {
-                for (int k = 0; k < n_targets; k++)
-                    if (strcmp(tnames[k], o->expr->text) == 0) {
-                        if (col >= 0 && !expr_equal(texprs[col], texprs[k]))
-                            return werr(b->err, SQLSTATE_AMBIGUOUS_COLUMN, o->expr->pos,
-                                        "ORDER BY \"%s\" is ambiguous", o->expr->text);
-                        col = k;
-                    }
-            }
-            if (col < 0) {
-                b->agg = grouped && !sel->distinct ? &agg : NULL;
-                PlanExpr *x = bind_expr(b, grouped && !sel->distinct ? &scope : &scope, o->expr);
-                b->agg = NULL;
-                if (!x)
-                    return -1;
-                if (grouped && !sel->distinct && agg.n_aggs != cur->n_aggs && cur->kind == PN_AGG)
-                    return werr(b->err, SQLSTATE_NOT_SUPPORTED, o->expr->pos,
-                                "feature not supported: an aggregate only in ORDER BY");
-                for (int k = 0; k < n_out && col < 0; k++)
-                    if (expr_equal(texprs[k], x))
-                        col = k;
-                if (col < 0) {
-                    if (sel->distinct)
-                        return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE, o->expr->pos,
-                                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
-                    texprs[n_out] = x;
-                    tnames[n_out] = "_order";
-                    col = n_out++;
-                }
-            }
+            int col = out_col(p, &oc, o->expr, "ORDER BY");
+            if (col < 0)
+                return -1;
             order[i] = (PlanOrder){.col = col, .desc = o->desc,
                                    .nulls_first = o->nulls == 1 || (o->nulls == 0 && o->desc)};
         }
+        don_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_don + 1));
+        for (int i = 0; i < n_don; i++)
+            if ((don_cols[i] = out_col(p, &oc, AST_AT(sel->distinct_on, i), "DISTINCT ON")) < 0)
+                return -1;
+        /* Postgres: the first ORDER BY items must be DISTINCT ON expressions
+         * (any order) until those are used up; the rest choose the row kept. */
+        int lead = n_order < n_don ? n_order : n_don;
+        for (int i = 0; i < lead; i++) {
+            bool found = false;
+            for (int k = 0; k < n_don; k++)
+                found |= don_cols[k] == order[i].col;
+            if (!found)
+                return werr(b->err, SQLSTATE_INVALID_COLUMN_REFERENCE,
+                            ((const AstExpr *)AST_AT(sel->distinct_on, 0))->pos,
+                            "SELECT DISTINCT ON expressions must match initial ORDER BY expressions");
+        }
+        texprs = oc.texprs;
+        tnames = oc.tnames;
+        n_out = oc.n_out;
     }
 
     Scope final_scope;
-    PlanNode *proj = make_project(p, cur, grouped && !sel->distinct ? &post_scope : &scope, n_out, texprs, tnames,
+    PlanNode *proj = make_project(p, cur, grouped && !plain_distinct ? &post_scope : &scope, n_out, texprs, tnames,
                                   NULL, &final_scope, p->streaming);
     for (int i = n_targets; i < n_out; i++) {
         final_scope.cols[i].hidden = true;
@@ -1274,62 +1466,36 @@ static int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     /* Keep qualifiers of plain column references for an enclosing query. */
     cur = proj;
 
-    if (sel->distinct) {
-        /* DISTINCT over a stream keeps one entry per distinct row: the state
-         * is bounded by the data's cardinality, shown by EXPLAIN. */
-        PlanNode *a = new_node(p, PN_AGG, cur);
-        a->n_group = n_out;
-        a->group_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_out + 1));
-        for (int i = 0; i < n_out; i++)
-            a->group_cols[i] = i;
-        a->table_id = new_table(p);
-        a->n_keys = n_out;
-        a->keys = a->group_cols;
-        a->append_only = false;
-        a->out = cur->out;
-        /* Every distinct row of a stream is kept forever unless a window bounds it. */
-        bool bounded = false;
-        for (int i = 0; i < n_out; i++)
-            if (final_scope.cols[i].role == ROLE_WINDOW_START || final_scope.cols[i].role == ROLE_WINDOW_END)
-                bounded = true;
-        if (p->streaming && cur->append_only && !bounded && !p->allow_unbounded) {
-            werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
-                 "SELECT DISTINCT over a stream keeps every distinct row forever (unbounded state)");
-            werr_hint(b->err, "Group by a window (window_start or window_end) to bound it, or "
-                              "SET streaming_allow_unbounded_state = true to accept unbounded state.");
+    if (plain_distinct) {
+        if (!(cur = make_distinct(p, cur, &final_scope, n_out, sel->pos, "SELECT DISTINCT")))
             return -1;
+    }
+    if (n_don) {
+        /* DISTINCT ON is the first row per key by ORDER BY: a Top-1 per
+         * partition, then the row number dropped. */
+        if (!(cur = make_distinct_on(p, cur, &final_scope, n_don, don_cols, n_order, order, n_targets, q != NULL)))
+            return -1;
+        if (!q) {
+            /* The scope follows the projection's columns. */
+            Scope sc;
+            alloc_scope(b->a, &sc, cur->out.n);
+            for (int i = 0, k = 0; i < final_scope.n; i++) {
+                bool kept = i < n_targets;
+                for (int j = 0; j < n_don; j++)
+                    kept |= don_cols[j] == i;
+                if (kept)
+                    sc.cols[k++] = final_scope.cols[i];
+            }
+            final_scope = sc;
         }
-        cur = a;
     }
 
     if (q) {
         q->n_order = n_order;
         q->order = order;
-        q->limit = -1;
-        q->offset = 0;
-        Scope empty = {0};
-        if (sel->limit) {
-            PlanExpr *l = bind_expr(b, &empty, sel->limit);
-            Value v;
-            if (!l || !(l = coerce_expr(b, l, TYPE_INT8, sel->limit->pos)) || eval_const(b, l, &v))
-                return -1;
-            if (!v.null && v.u.i < 0)
-                return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->limit->pos, "LIMIT must not be negative");
-            q->limit = v.null ? -1 : v.u.i;
-        }
-        if (sel->offset) {
-            PlanExpr *l = bind_expr(b, &empty, sel->offset);
-            Value v;
-            if (!l || !(l = coerce_expr(b, l, TYPE_INT8, sel->offset->pos)) || eval_const(b, l, &v))
-                return -1;
-            if (!v.null && v.u.i < 0)
-                return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->offset->pos, "OFFSET must not be negative");
-            q->offset = v.null ? 0 : v.u.i;
-        }
-    } else if (sel->limit || sel->offset) {
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, (sel->limit ? sel->limit : sel->offset)->pos,
-                    "feature not supported: LIMIT/OFFSET in a streaming query (Top-N)");
     }
+    if (plan_limit(p, sel, q))
+        return -1;
 
     out->node = cur;
     out->scope = final_scope;
@@ -1377,7 +1543,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
 
     /* Emit mode and lateness apply to a window-bounded aggregation at the top. */
     PlanNode *agg = NULL;
-    for (PlanNode *n = in; n; n = n->n_inputs ? n->inputs[0] : NULL)
+    for (PlanNode *n = in; n && n->kind != PN_UNION && n->kind != PN_SETOP; n = n->n_inputs ? n->inputs[0] : NULL)
         if (n->kind == PN_AGG) {
             agg = n;
             break;

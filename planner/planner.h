@@ -124,6 +124,8 @@ typedef enum PlanNodeKind {
     PN_VALUES,        /* batch: literal rows */
     PN_TABLE_WRITE,   /* streaming: the rows INSERT/UPDATE/DELETE write into a table (the server pushes them) */
     PN_TEMPORAL_JOIN, /* probe JOIN versioned FOR SYSTEM_TIME AS OF probe.ts | PROCTIME() */
+    PN_UNION,         /* UNION ALL of two inputs with the same columns: their changelogs merged */
+    PN_SETOP,         /* INTERSECT [ALL] / EXCEPT [ALL]: a count per distinct row on each side */
 } PlanNodeKind;
 
 typedef struct PlanSchema {
@@ -213,6 +215,8 @@ typedef struct PlanNode {
                                    stored row), and changes that change nothing are dropped */
     /* PN_VIEW_SCAN, PN_VIEW_SOURCE */
     const CatRelation *scan_rel;
+    /* PN_SETOP: SETOP_INTERSECT, SETOP_EXCEPT or their _ALL forms */
+    AstSetOp set_op;
     /* PN_VALUES */
     int n_rows;
     Value **rows;               /* n_rows arrays of out.n values */

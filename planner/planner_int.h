@@ -69,19 +69,33 @@ bool ast_is_aggregate(const AstExpr *e);
 bool ast_contains_aggregate(const AstExpr *e);
 PlanExpr *make_col(BindCtx *b, int col, TypeId t);
 PlanExpr *make_const(BindCtx *b, Value v);
+/* An explicit CAST(e AS t) (any cast the scalar layer knows; checked per value). */
+PlanExpr *make_cast(BindCtx *b, PlanExpr *e, TypeId t, int pos);
+/* The type two typed operands resolve to (as CASE and UNION do), or TYPE_NULL
+ * when they cannot be matched. */
+TypeId bind_common_type(TypeId a, TypeId c);
 const char *expr_default_name(const AstExpr *e);
 /* Evaluates a constant interval expression to microseconds (no months). */
 int const_interval_us(BindCtx *b, const Scope *s, const AstExpr *e, int64_t *out);
 
 /* plan.c: the lowering's context, shared with the files that lower one
- * construct each (temporal.c). */
+ * construct each (temporal.c, plan_query.c). */
 typedef struct Rel {
     PlanNode *node;
     Scope scope;
 } Rel;
 
+/* The common table expressions in scope: innermost WITH first, and within
+ * one WITH the later ones first (a CTE sees only those before it). */
+typedef struct CteEnv {
+    const AstCte *cte;
+    struct CteEnv *prev;
+    bool used;               /* referenced at least once (else only checked) */
+} CteEnv;
+
 typedef struct PlanCtx {
     BindCtx b;
+    CteEnv *ctes;
     const AstSelect *topn_sub;   /* a FROM subquery with ROW_NUMBER() OVER, filtered rn <= topn_n outside */
     int64_t topn_n;
     bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
@@ -106,8 +120,29 @@ int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_co
 /* Splits a bound predicate into its AND-ed conjuncts (at most max). */
 void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max);
 
+/* A PROJECT over in with exprs; keep_key maps (or appends hidden) the input key. */
+PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, int n, PlanExpr **exprs,
+                       const char **names, const ColRole *roles, Scope *out_scope, bool keep_key);
+/* LIMIT/OFFSET of an ad hoc query into q; in a view (q NULL) they are 0A000. */
+int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q);
+/* The distinct aggregation on the first n columns (SELECT DISTINCT, UNION), with
+ * the unbounded-state guard; NULL + err when refused. */
+PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, int pos, const char *what);
+/* ROW_NUMBER() OVER (...) in inner, filtered rn <= p->topn_n outside. */
+int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out);
+/* One SELECT (no WITH, no set operation). */
+int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
+
 /* temporal.c: FROM l JOIN r FOR SYSTEM_TIME AS OF ... ON ... (t is that TREF_JOIN). */
 int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out);
+
+/* plan_query.c: WITH and the set operations. */
+/* Any query: its WITH list in scope, then a set operation or plan_select_core(). */
+int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
+/* The CTE named name in scope, or NULL. */
+CteEnv *find_cte(const PlanCtx *p, const char *name);
+/* A FROM reference to a CTE (planned again at each reference). */
+int plan_cte_ref(PlanCtx *p, const AstTableRef *t, CteEnv *ce, Rel *out);
 
 /* explain.c helpers used by plan.c too */
 void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out);

@@ -92,6 +92,8 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_VALUES: return rt_op_values_new(rc, n);
     case PN_TABLE_WRITE: return rt_op_table_write_new(rc, n);
     case PN_TEMPORAL_JOIN: return rt_op_temporal_join_new(rc, n);
+    case PN_UNION: return rt_op_union_new(rc, n);
+    case PN_SETOP: return rt_op_setop_new(rc, n);
     }
     werr(rc->err, SQLSTATE_INTERNAL, 0, "unknown plan node");
     return NULL;

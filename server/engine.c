@@ -50,6 +50,9 @@ void cat_obj_free(CatObj *o)
     o->sink = NULL;
     rt_dataflow_close(o->df);
     free(o->name);
+    for (int i = 0; i < o->n_old_names; i++)
+        free(o->old_names[i]);
+    free(o->old_names);
     free(o->sql);
     free(o->table_ids);
     free(o->skips);
@@ -88,6 +91,33 @@ int engine_add_object(Engine *e, CatObj *o, bool do_persist, WError *err)
         e->objs = xrealloc(e->objs, sizeof(CatObj *) * (size_t)e->cap_objs);
     }
     e->objs[e->n_objs++] = o;
+    return 0;
+}
+
+int engine_rename_object(Engine *e, CatObj *o, const char *new_name, WError *err)
+{
+    char *old = o->name;
+    o->name = xstrdup(new_name);
+    if (persist(e, o, err)) {
+        free(o->name);
+        o->name = old;
+        return -1;
+    }
+    o->old_names = xrealloc(o->old_names, sizeof(char *) * (size_t)(o->n_old_names + 1));
+    o->old_names[o->n_old_names++] = old;
+    o->rel.name = o->name;
+    /* The stored ALTER SOURCE names the object: say the new name from the
+     * next checkpoint on (replay applies it by id whatever name it says). */
+    const char *rest = o->alter_sql ? strstr(o->alter_sql, "\" SET (") : NULL;
+    if (rest) {
+        Buf b = BUF_INIT;
+        buf_printf(&b, "ALTER %s \"%s%s", o->kind == CAT_TABLE ? "TABLE" : "SOURCE", o->name, rest);
+        free(o->alter_sql);
+        o->alter_sql = xstrdup(b.data);
+        buf_free(&b);
+        o->altered = true;
+        e->dirty = true;
+    }
     return 0;
 }
 
@@ -575,8 +605,14 @@ static void replay_alter(Engine *e, CatObj *o)
         Arena *a = arena_new(0);
         AstStmt **stmts;
         int n = 0;
-        if (parse_sql(b.data, a, &stmts, &n, &err) || n != 1 || stmts[0]->kind != STMT_ALTER_SOURCE ||
-            session_alter_source(e, stmts[0], true, &err))
+        /* The entry is this object's by id; it may have been renamed since
+         * the statement was written (the checkpoint after a rename rewrites it). */
+        bool bad = parse_sql(b.data, a, &stmts, &n, &err) || n != 1 || stmts[0]->kind != STMT_ALTER_SOURCE;
+        if (!bad) {
+            ((AstAlterSource *)stmts[0]->u.alter_source)->name = o->name;
+            bad = session_alter_source(e, stmts[0], true, &err) != 0;
+        }
+        if (bad)
             fprintf(stderr, "weir: cannot restore %s for %s: %s\n", b.data, o->name, err.msg);
         else
             o->altered = true;

@@ -50,6 +50,10 @@ typedef struct CatObj {
      * metadata "alter/<id>" and applied after the CREATE at start. */
     char *alter_sql;
     bool altered;
+    /* Names this object had before ALTER ... RENAME: kept until the object
+     * is freed, since running operators and changefeeds borrow o->name. */
+    int n_old_names;
+    char **old_names;
 } CatObj;
 
 /* One taken checkpoint, for the weir_checkpoints system view. */
@@ -147,6 +151,10 @@ typedef struct Session {
 CatObj *engine_find(Engine *e, const char *name);
 int engine_add_object(Engine *e, CatObj *o, bool persist, WError *err);
 int engine_remove_object(Engine *e, CatObj *o, WError *err);
+/* Renames o to new_name and persists its catalog entry (the stored CREATE
+ * text is kept as written: replay takes the name from the entry). The
+ * caller has checked that the name is free and nothing depends on o. */
+int engine_rename_object(Engine *e, CatObj *o, const char *new_name, WError *err);
 void cat_obj_free(CatObj *o);
 int engine_checkpoint(Engine *e, WError *err);        /* with the lock held */
 /* Wait for the checkpoint in flight, if any, and finish it (lock held).

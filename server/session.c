@@ -726,6 +726,13 @@ int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *r
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "a sink reads a materialized view or a table; \"%s\" is a %s",
                     v->name, kind_word(v->kind)),
                werr_hint(err, "Create a materialized view over the source and sink from it."), -1;
+    if (!replay)
+        for (int i = 0; i < e->n_objs; i++)
+            if (e->objs[i]->kind == CAT_SINK && e->objs[i]->spec.name && !strcmp(e->objs[i]->spec.name, cs->name))
+                return werr(err, SQLSTATE_DUPLICATE_OBJECT, st->pos,
+                            "sink \"%s\" still delivers under the name \"%s\" it was created with", e->objs[i]->name,
+                            cs->name),
+                       werr_hint(err, "A sink's target records its progress by that name; choose another one."), -1;
     CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
     if (!replay) {
         o->name = xstrdup(cs->name);
@@ -737,7 +744,10 @@ int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *r
     o->rel.kind = CAT_SINK;
     o->rel.name = o->name;
     RtSinkSpec *sp = &o->spec;
-    sp->name = o->name;
+    /* The sink's identity in its target (progress rows, Kafka transactional
+     * id) is the name it was created with: the stored statement keeps it, so
+     * a renamed sink goes on where it was instead of starting over. */
+    sp->name = arena_strdup(o->arena, cs->name);
     /* Options, with the engine's Kafka bootstrap filled in when none is given. */
     int n_opts = ast_list_len(cs->options);
     CatOption *opts = arena_zalloc(o->arena, sizeof(CatOption) * (size_t)(n_opts + 1));
@@ -897,6 +907,65 @@ static bool view_reads(const CatObj *v, const CatObj *o)
             return true;
     }
     return false;
+}
+
+/* ---- ALTER ... RENAME TO ----------------------------------------------------------------- */
+
+static CatKind obj_kind(AstObjectKind k)
+{
+    return k == OBJ_SOURCE || k == OBJ_STREAM ? CAT_SOURCE
+         : k == OBJ_MATERIALIZED_VIEW || k == OBJ_VIEW ? CAT_VIEW
+         : k == OBJ_SINK ? CAT_SINK : CAT_TABLE;
+}
+
+/*
+ * Renames one object. The catalog keeps each object's CREATE statement and
+ * re-plans it at start, and a dependent's statement names what it reads:
+ * renaming an object that others read would leave them unresolvable after
+ * a restart, so that is refused (2BP01) rather than rewritten.
+ */
+static int rename_one(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+{
+    const AstAlterRename *r = st->u.rename;
+    CatKind want = obj_kind(r->obj);
+    CatObj *o = engine_find(e, r->name);
+    if (!o) {
+        if (r->if_exists) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s \"%s\" does not exist, skipping", kind_word(want), r->name);
+            srv_result_notice(out, msg);
+            return 0;
+        }
+        return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "%s \"%s\" does not exist", kind_word(want), r->name);
+    }
+    if (o->kind != want)
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a %s", r->name, kind_word(want)),
+               werr_hint(err, "Use ALTER %s to rename a %s.",
+                         o->kind == CAT_SOURCE ? "SOURCE" : o->kind == CAT_VIEW ? "MATERIALIZED VIEW"
+                         : o->kind == CAT_TABLE ? "TABLE" : "SINK",
+                         kind_word(o->kind)), -1;
+    if (o->late_of)
+        return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "\"%s\" holds the late rows of materialized view %s",
+                    r->name, o->late_of->name),
+               werr_hint(err, "Its name is the view's LATE ROWS INTO clause."), -1;
+    if (engine_find(e, r->new_name))
+        return werr(err, SQLSTATE_DUPLICATE_TABLE, r->new_pos, "relation \"%s\" already exists", r->new_name);
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *v = e->objs[i];
+        if (v != o && view_reads(v, o)) {
+            werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "cannot rename %s %s because other objects depend on it",
+                 kind_word(o->kind), o->name);
+            werr_detail(err, "%s %s depends on %s %s", kind_word(v->kind), v->name, kind_word(o->kind), o->name);
+            werr_hint(err, "Their definitions name it: drop them, rename, and create them again.");
+            return -1;
+        }
+    }
+    if (engine_rename_object(e, o, r->new_name, err))
+        return -1;
+    srv_result_complete(out, want == CAT_SOURCE ? "ALTER SOURCE" : want == CAT_SINK ? "ALTER SINK"
+                             : want == CAT_TABLE ? "ALTER TABLE"
+                             : r->obj == OBJ_VIEW ? "ALTER VIEW" : "ALTER MATERIALIZED VIEW");
+    return 0;
 }
 
 static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResult *out, WError *err)
@@ -1450,6 +1519,9 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     case STMT_ALTER_USER:
     case STMT_DROP_USER:
         rc = users_exec(e, st, out, err);
+        break;
+    case STMT_ALTER_RENAME:
+        rc = rename_one(e, st, out, err);
         break;
     case STMT_EMPTY:
         break;

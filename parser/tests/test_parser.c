@@ -551,6 +551,15 @@ static void test_select(void)
     }
     s = one("SELECT 1 UNION SELECT 2");
     ok(s && s->u.select->set_op == SETOP_UNION, "union");
+    s = one("SELECT 1 INTERSECT ALL SELECT 2 INTERSECT ALL SELECT 3");
+    ok(s && s->u.select->set_op == SETOP_INTERSECT_ALL && s->u.select->set_rhs->set_op == SETOP_INTERSECT_ALL &&
+           ast_list_len(s->u.select->from) == 0, "intersect all chain stays flat");
+    s = one("SELECT 1 EXCEPT ALL SELECT 2 EXCEPT ALL SELECT 3");
+    ok(s && s->u.select->set_op == SETOP_EXCEPT_ALL && ast_list_len(s->u.select->from) == 1 &&
+           ((AstTableRef *)AST_AT(s->u.select->from, 0))->subquery->set_op == SETOP_EXCEPT_ALL, "except all is left-assoc");
+    s = one("SELECT 1 UNION SELECT 2 INTERSECT ALL SELECT 3");
+    ok(s && s->u.select->set_op == SETOP_UNION && s->u.select->set_rhs->set_op == SETOP_INTERSECT_ALL,
+       "intersect all binds tighter than union");
     s = one("SELECT 1 EXCEPT SELECT 2 EXCEPT SELECT 3");
     if (s) {
         AstSelect *q = s->u.select;   /* (1 EXCEPT 2) EXCEPT 3: the left is wrapped */
@@ -572,6 +581,23 @@ static void test_select(void)
        "with ctes");
     if (s)
         is_int(s->u.select->pos, 1, "with select pos");
+    s = one("WITH x (a, b) AS (SELECT 1, 2) SELECT a FROM x");
+    ok(s && ast_list_len(((AstCte *)AST_AT(s->u.select->ctes, 0))->col_names) == 2 &&
+           strcmp(AST_AT(((AstCte *)AST_AT(s->u.select->ctes, 0))->col_names, 1), "b") == 0,
+       "cte column names");
+    s = one("WITH x AS (SELECT 1) SELECT * FROM x UNION ALL SELECT * FROM x ORDER BY 1");
+    ok(s && s->u.select->ctes && s->u.select->set_op == SETOP_UNION_ALL && s->u.select->order_by, "with + union");
+    s = one("SELECT recursive, rename FROM t");
+    ok(s && ast_list_len(s->u.select->targets) == 2, "recursive and rename are not reserved");
+    s = one("ALTER MATERIALIZED VIEW IF EXISTS v RENAME TO w");
+    ok(s && s->kind == STMT_ALTER_RENAME && s->u.rename->obj == OBJ_MATERIALIZED_VIEW && s->u.rename->if_exists &&
+           strcmp(s->u.rename->name, "v") == 0 && strcmp(s->u.rename->new_name, "w") == 0 && s->u.rename->new_pos == 47,
+       "alter materialized view rename");
+    s = one("ALTER SOURCE s RENAME TO \"T\"");
+    ok(s && s->kind == STMT_ALTER_RENAME && s->u.rename->obj == OBJ_SOURCE && !s->u.rename->if_exists &&
+           strcmp(s->u.rename->new_name, "T") == 0, "alter source rename");
+    s = one("ALTER SINK k RENAME TO l");
+    ok(s && s->kind == STMT_ALTER_RENAME && s->u.rename->obj == OBJ_SINK, "alter sink rename");
     s = one("VALUES (1, 2), (3, 4)");
     ok(s && s->kind == STMT_SELECT && ast_list_len(s->u.select->values) == 2 && !s->u.select->targets, "values query");
     s = one("SELECT * FROM (VALUES (1)) v(a)");
@@ -821,7 +847,9 @@ static void test_split_and_errors(void)
     is_str(parse_err("SELECT a ! b"), "42601", "illegal character");
     is_int(E.pos, 10, "illegal character pos");
     is_str(parse_err("SELECT \"\""), "42601", "zero-length identifier");
-    is_str(parse_err("SELECT 1 INTERSECT ALL SELECT 2"), "0A000", "intersect all");
+    is_str(parse_err("WITH RECURSIVE x AS (SELECT 1) SELECT * FROM x"), "0A000", "with recursive");
+    is_int(E.pos, 6, "with recursive pos");
+    is_str(parse_err("ALTER SOURCE s RENAME t"), "42601", "rename without TO");
 }
 
 static void test_limits(void)
