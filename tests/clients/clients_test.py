@@ -19,27 +19,17 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 try:
-    import psycopg2
+    from weirtest import Stack
 except ImportError as e:  # pragma: no cover
     sys.exit(f"clients_test.py: {e}: run it with /usr/bin/python3 (python3-psycopg2)")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def main():
@@ -47,8 +37,7 @@ def main():
     ap.add_argument("--weir", required=True)
     ap.add_argument("--node-dir", default=os.path.join(tempfile.gettempdir(), "weir-node-clients"))
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="weir-clients-", dir="/tmp")
-    procs = []
+    st = None
     passed = failed = 0
 
     def check(ok, what, detail=""):
@@ -61,35 +50,9 @@ def main():
             print(f"not ok - {what}{': ' + str(detail) if detail else ''}")
 
     try:
-        broker = subprocess.Popen([a.weir, "broker", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True)
-        procs.append(broker)
-        kafka = None
-        deadline = time.time() + 20
-        while time.time() < deadline and not kafka:
-            line = broker.stdout.readline()
-            if not line:
-                break
-            m = re.search(r"listening on (\S+:\d+)", line)
-            kafka = m.group(1) if m else None
-        if not kafka:
-            raise RuntimeError("the broker did not start")
-        threading.Thread(target=lambda f: [None for _ in f], args=(broker.stdout,), daemon=True).start()
-        port = free_port()
-        log = open(os.path.join(tmp, "server.log"), "w")
-        procs.append(subprocess.Popen(
-            [a.weir, "serve", "--data-dir", os.path.join(tmp, "data"), "--port", str(port), "--kafka", kafka,
-             "--no-broker", "--http-port", "0"], stdout=log, stderr=subprocess.STDOUT))
-        conn = None
-        deadline = time.time() + 30
-        while time.time() < deadline and conn is None:
-            try:
-                conn = psycopg2.connect(host="127.0.0.1", port=port, dbname="weir", user="weir", connect_timeout=1)
-            except psycopg2.Error:
-                time.sleep(0.1)
-        if conn is None:
-            raise RuntimeError("weir did not answer")
-        conn.autocommit = True
+        st = Stack(a.weir, prefix="weir-clients-")
+        port = st.port
+        conn = st.conn
         cur = conn.cursor()
         cur.execute("CREATE SOURCE s (k BIGINT, v BIGINT) WITH (connector = 'kafka', topic = 'clients')")
         cur.execute("CREATE MATERIALIZED VIEW mv AS SELECT k, sum(v) AS total FROM s GROUP BY k")
@@ -100,7 +63,7 @@ def main():
         check(cur.fetchall() == [(20,)], "psycopg2: a query with a bound parameter")
 
         # pgbench: a parameterized point query, extended and prepared protocol.
-        script = os.path.join(tmp, "point.sql")
+        script = os.path.join(st.tmp, "point.sql")
         with open(script, "w") as f:
             f.write("\\set k random(1, 3)\nSELECT k, total FROM mv WHERE k = :k;\n")
         dsn = f"host=127.0.0.1 port={port} dbname=weir user=weir"
@@ -143,15 +106,8 @@ def main():
     except Exception as e:  # a harness failure is a failed test, with the reason
         check(False, "harness", e)
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if st:
+            st.stop()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

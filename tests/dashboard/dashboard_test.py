@@ -19,28 +19,18 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 try:
-    import psycopg2
     import websocket
+    from weirtest import Stack, free_port
 except ImportError as e:  # pragma: no cover
     sys.exit(f"dashboard_test.py: {e}: run it with /usr/bin/python3 (python3-psycopg2, python3-websocket; "
              "scripts/deps.sh --test installs them)")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Browser:
@@ -116,8 +106,7 @@ def main():
     ap.add_argument("--weir", required=True)
     ap.add_argument("--screenshot", default="dashboard.png")
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="weir-dash-", dir="/tmp")
-    procs, browser = [], None
+    st = browser = None
     passed = failed = 0
 
     def check(ok, what, detail=""):
@@ -130,35 +119,9 @@ def main():
             print(f"not ok - {what}{': ' + str(detail) if detail else ''}")
 
     try:
-        broker = subprocess.Popen([a.weir, "broker", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True)
-        procs.append(broker)
-        kafka = None
-        deadline = time.time() + 20
-        while time.time() < deadline and not kafka:
-            line = broker.stdout.readline()
-            if not line:
-                break
-            m = re.search(r"listening on (\S+:\d+)", line)
-            kafka = m.group(1) if m else None
-        if not kafka:
-            raise RuntimeError("the broker did not start")
-        threading.Thread(target=lambda f: [None for _ in f], args=(broker.stdout,), daemon=True).start()
-        pg_port, http_port = free_port(), free_port()
-        log = open(os.path.join(tmp, "server.log"), "w")
-        procs.append(subprocess.Popen(
-            [a.weir, "serve", "--data-dir", os.path.join(tmp, "data"), "--port", str(pg_port), "--kafka", kafka,
-             "--no-broker", "--http-port", str(http_port)], stdout=log, stderr=subprocess.STDOUT))
-        conn = None
-        deadline = time.time() + 30
-        while time.time() < deadline and conn is None:
-            try:
-                conn = psycopg2.connect(host="127.0.0.1", port=pg_port, dbname="weir", user="weir", connect_timeout=1)
-            except psycopg2.Error:
-                time.sleep(0.1)
-        if conn is None:
-            raise RuntimeError("weir did not answer")
-        conn.autocommit = True
+        st = Stack(a.weir, http=True, prefix="weir-dash-")
+        http_port = st.http_port
+        conn = st.conn
         cur = conn.cursor()
         cur.execute("CREATE SOURCE clicks (page TEXT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
                     "WITH (connector = 'kafka', topic = 'dash_clicks')")
@@ -168,7 +131,7 @@ def main():
                     "('a', '2026-01-01 00:00:11')")
         cur.execute("FLUSH")
 
-        browser = Browser(tmp)
+        browser = Browser(st.tmp)
         browser.call("Page.enable")
         browser.call("Page.navigate", url=f"http://127.0.0.1:{http_port}/#per_window")
         listed = browser.wait_for(
@@ -202,15 +165,8 @@ def main():
     finally:
         if browser:
             browser.close()
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if st:
+            st.stop()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

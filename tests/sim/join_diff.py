@@ -21,19 +21,14 @@ import datetime
 import json
 import os
 import random
-import re
-import shutil
-import socket
 import sqlite3
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 try:
-    import psycopg2
     from confluent_kafka import Producer
+    from weirtest import Stack
 except ImportError as e:  # pragma: no cover
     sys.exit(f"join_diff.py: {e}: run it with /usr/bin/python3 (python3-psycopg2, python3-confluent-kafka)")
 
@@ -65,63 +60,6 @@ def stream(rng, n, n_keys, step_ms, tag):
     return arrival
 
 
-class Weir:
-    def __init__(self, weir):
-        self.weir = weir
-        self.tmp = tempfile.mkdtemp(prefix="weir-joindiff-", dir="/tmp")
-        self.procs = []
-
-    def start(self):
-        b = subprocess.Popen([self.weir, "broker", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
-        self.procs.append(b)
-        deadline = time.time() + 20
-        self.kafka = None
-        while time.time() < deadline and not self.kafka:
-            line = b.stdout.readline()
-            if not line:
-                break
-            m = re.search(r"listening on (\S+:\d+)", line)
-            self.kafka = m.group(1) if m else None
-        if not self.kafka:
-            raise RuntimeError("the broker did not start")
-        threading.Thread(target=lambda f: [None for _ in f], args=(b.stdout,), daemon=True).start()
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        log = open(os.path.join(self.tmp, "server.log"), "w")
-        self.procs.append(subprocess.Popen(
-            [self.weir, "serve", "--data-dir", os.path.join(self.tmp, "data"), "--port", str(port), "--kafka",
-             self.kafka, "--no-broker", "--http-port", "0"], stdout=log, stderr=subprocess.STDOUT))
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                self.conn = psycopg2.connect(host="127.0.0.1", port=port, dbname="weir", user="weir",
-                                             connect_timeout=1)
-                self.conn.autocommit = True
-                return
-            except psycopg2.Error:
-                time.sleep(0.1)
-        raise RuntimeError("weir did not answer")
-
-    def q(self, sql, args=None):
-        cur = self.conn.cursor()
-        cur.execute(sql, args)
-        return cur.fetchall() if cur.description else None
-
-    def stop(self):
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weir", required=True)
@@ -143,7 +81,7 @@ def main():
     db.executemany("INSERT INTO a VALUES (?, ?, ?)", left)
     db.executemany("INSERT INTO b VALUES (?, ?, ?)", right)
 
-    w = Weir(a.weir)
+    w = None
     passed = failed = 0
 
     def check(name, got, want):
@@ -158,7 +96,7 @@ def main():
                   f"(e.g. missing {list((e - g))[:2]}, extra {list((g - e))[:2]})")
 
     try:
-        w.start()
+        w = Stack(a.weir, prefix="weir-joindiff-")
         p = Producer({"bootstrap.servers": w.kafka, "linger.ms": 5})
         for topic, rows in (("jd_a", left), ("jd_b", right)):
             w.q(f"CREATE SOURCE probe_{topic} (k BIGINT) WITH (connector = 'kafka', topic = '{topic}')")
@@ -267,7 +205,8 @@ def main():
         failed += 1
         print(f"not ok - harness: {e}")
     finally:
-        w.stop()
+        if w:
+            w.stop()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

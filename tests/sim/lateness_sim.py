@@ -20,18 +20,12 @@ import datetime
 import json
 import os
 import random
-import re
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import threading
-import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 try:
-    import psycopg2
     from confluent_kafka import Producer
+    from weirtest import Stack
 except ImportError as e:  # pragma: no cover
     sys.exit(f"lateness_sim.py: {e}: run it with /usr/bin/python3 (python3-psycopg2, "
              "python3-confluent-kafka; scripts/deps.sh installs them)")
@@ -90,65 +84,6 @@ def simulate(events, bound, lateness, slide=WINDOW_MS):
     return counts, late
 
 
-class Weir:
-    def __init__(self, weir):
-        self.weir = weir
-        self.tmp = tempfile.mkdtemp(prefix="weir-sim-", dir="/tmp")
-        self.broker = self.server = None
-
-    def start(self):
-        self.broker = subprocess.Popen([self.weir, "broker", "--listen", "127.0.0.1:0"],
-                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        deadline = time.time() + 20
-        self.kafka = None
-        while time.time() < deadline and not self.kafka:
-            line = self.broker.stdout.readline()
-            if not line:
-                break
-            m = re.search(r"listening on (\S+):(\d+)", line)
-            if m:
-                self.kafka = f"{m.group(1)}:{m.group(2)}"
-        if not self.kafka:
-            raise RuntimeError("the broker did not start")
-        threading.Thread(target=lambda f: [None for _ in f], args=(self.broker.stdout,), daemon=True).start()
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        self.port = s.getsockname()[1]
-        s.close()
-        self.log = open(os.path.join(self.tmp, "server.log"), "w")
-        self.server = subprocess.Popen(
-            [self.weir, "serve", "--data-dir", os.path.join(self.tmp, "data"), "--port", str(self.port),
-             "--kafka", self.kafka, "--no-broker", "--http-port", "0"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                c = psycopg2.connect(host="127.0.0.1", port=self.port, dbname="weir", user="weir",
-                                     connect_timeout=1)
-                c.autocommit = True
-                self.conn = c
-                return
-            except psycopg2.Error:
-                time.sleep(0.1)
-        raise RuntimeError("weir did not answer")
-
-    def query(self, sql):
-        cur = self.conn.cursor()
-        cur.execute(sql)
-        return cur.fetchall() if cur.description else None
-
-    def stop(self):
-        for p in (self.server, self.broker):
-            if p and p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weir", required=True)
@@ -157,12 +92,12 @@ def main():
     a = ap.parse_args()
 
     events = generate(a.rows, a.seed)
-    w = Weir(a.weir)
+    w = None
     passed = failed = 0
     try:
-        w.start()
+        w = Stack(a.weir, prefix="weir-sim-")
         topic = "sim_events"
-        w.query(f"CREATE SOURCE probe (k BIGINT, ts TIMESTAMP) WITH (connector = 'kafka', topic = '{topic}', "
+        w.q(f"CREATE SOURCE probe (k BIGINT, ts TIMESTAMP) WITH (connector = 'kafka', topic = '{topic}', "
                 f"properties.bootstrap.server = '{w.kafka}')")
         p = Producer({"bootstrap.servers": w.kafka, "linger.ms": 5})
         for k, ts in events:
@@ -172,7 +107,7 @@ def main():
         views = []
         for i, (bound, lateness) in enumerate(PAIRS):
             # A bounded source: its end is a watermark of +infinity, so every window fires.
-            w.query(f"CREATE SOURCE s{i} (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '{bound} milliseconds') "
+            w.q(f"CREATE SOURCE s{i} (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '{bound} milliseconds') "
                     f"WITH (connector = 'kafka', topic = '{topic}', properties.bootstrap.server = '{w.kafka}', "
                     f"scan.bounded.mode = 'latest')")
             allow = f" ALLOW LATENESS INTERVAL '{lateness} milliseconds'" if lateness else ""
@@ -180,19 +115,19 @@ def main():
                 name = f"{kind}{i}"
                 win = (f"TUMBLE(s{i}, ts, INTERVAL '{WINDOW_MS} milliseconds')" if kind == "tumble" else
                        f"HOP(s{i}, ts, INTERVAL '{SLIDE_MS} milliseconds', INTERVAL '{WINDOW_MS} milliseconds')")
-                w.query(f"CREATE MATERIALIZED VIEW {name} AS SELECT window_start, k, count(*) AS n "
+                w.q(f"CREATE MATERIALIZED VIEW {name} AS SELECT window_start, k, count(*) AS n "
                         f"FROM {win} GROUP BY window_start, k EMIT ON WINDOW CLOSE{allow} LATE ROWS INTO {name}_late")
                 views.append((name, bound, lateness, slide))
-        w.query("FLUSH")
+        w.q("FLUSH")
         print(f"# {len(events)} events, {N_KEYS} keys, {WINDOW_MS // 1000} s windows (hop: every {SLIDE_MS} ms)")
         print(f"# {'view':>8} {'bound_ms':>8} {'lateness_ms':>11} {'dropped':>8} {'windows':>8}")
         for name, bound, lateness, slide in views:
             counts, late = simulate(events, bound, lateness, slide)
             print(f"# {name:>8} {bound:8d} {lateness:11d} {len(late):8d} {len(counts):8d}")
-            got = {(norm(ws), k): n for ws, k, n in w.query(f"SELECT window_start, k, n FROM {name}")}
+            got = {(norm(ws), k): n for ws, k, n in w.q(f"SELECT window_start, k, n FROM {name}")}
             got_late = sorted((k, norm(ts), norm(ws), norm(wm)) for k, ts, ws, wm in
-                              w.query(f"SELECT k, ts, window_start, watermark FROM {name}_late"))
-            n_late = w.query(f"SELECT late_rows FROM weir_views WHERE name = '{name}'")[0][0]
+                              w.q(f"SELECT k, ts, window_start, watermark FROM {name}_late"))
+            n_late = w.q(f"SELECT late_rows FROM weir_views WHERE name = '{name}'")[0][0]
             checks = [
                 ("final counts", got == counts,
                  f"{len(set(got.items()) ^ set(counts.items()))} windows differ"),
@@ -220,7 +155,8 @@ def main():
         failed += 1
         print(f"not ok - harness: {e}")
     finally:
-        w.stop()
+        if w:
+            w.stop()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
