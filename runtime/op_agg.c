@@ -40,6 +40,69 @@
 
 #define MAX_VALS 256
 
+/* A small ascending set of window or pane ends, saved as 8-byte big-endian
+ * integers under a metadata key of the operator's table. */
+typedef struct Ends {
+    int64_t *v;
+    int n, cap;
+} Ends;
+
+/* Adds x; false if it was there. Usually appends (ends grow with time). */
+static bool ends_add(Ends *e, int64_t x)
+{
+    int i = e->n;
+    while (i > 0 && e->v[i - 1] > x)
+        i--;
+    if (i > 0 && e->v[i - 1] == x)
+        return false;
+    if (e->n == e->cap) {
+        e->cap = e->cap ? e->cap * 2 : 16;
+        e->v = xrealloc(e->v, sizeof(int64_t) * (size_t)e->cap);
+    }
+    memmove(e->v + i + 1, e->v + i, sizeof(int64_t) * (size_t)(e->n - i));
+    e->v[i] = x;
+    e->n++;
+    return true;
+}
+
+static bool ends_has(const Ends *e, int64_t x)
+{
+    int lo = 0, hi = e->n;
+    while (lo < hi) {
+        int m = (lo + hi) / 2;
+        if (e->v[m] < x)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo < e->n && e->v[lo] == x;
+}
+
+/* Drops the first k. */
+static void ends_drop(Ends *e, int k)
+{
+    memmove(e->v, e->v + k, sizeof(int64_t) * (size_t)(e->n - k));
+    e->n -= k;
+}
+
+static void ends_encode(const Ends *e, Buf *b)
+{
+    for (int i = 0; i < e->n; i++) {
+        unsigned char v[8];
+        put_be64(v, (uint64_t)e->v[i]);
+        buf_append(b, v, 8);
+    }
+}
+
+/* Reads n bytes at p (a multiple of 8). */
+static void ends_decode(Ends *e, const void *p, size_t n)
+{
+    e->n = e->cap = (int)(n / 8);
+    e->v = xmalloc(sizeof(int64_t) * (size_t)(e->n + 1));
+    for (int i = 0; i < e->n; i++)
+        e->v[i] = (int64_t)get_be64((const unsigned char *)p + 8 * i);
+}
+
 typedef struct AggOp {
     RtOp op;
     int n_group, n_aggs;
@@ -56,13 +119,11 @@ typedef struct AggOp {
     TypeId *state_types;      /* for initial values */
     /* Panes (see the file comment) */
     bool panes;
-    int64_t *pane_ends;       /* live panes' ends, ascending */
-    int n_panes, cap_panes;
+    Ends pane_set;            /* live panes' ends */
     int64_t fired_upto;       /* end of the last window emitted, TS_MINUS_INF before any */
     /* Windowed (not panes, not sessions): the ends of the windows held in
      * state, ascending, kept under WIN_META (weir_operators.open_windows). */
-    int64_t *win_ends;
-    int n_wins, cap_wins;
+    Ends wins;
     Value *upd_before;        /* pane_push: the old states of the windows a late row updates */
     int64_t *upd_ws;          /* ... and their starts; both for size/slide windows */
 } AggOp;
@@ -77,12 +138,8 @@ static const unsigned char WIN_META[2] = {0xff, 'w'};
 static int wins_save(AggOp *a)
 {
     Buf b = BUF_INIT;
-    for (int i = 0; i < a->n_wins; i++) {
-        unsigned char v[8];
-        put_be64(v, (uint64_t)a->win_ends[i]);
-        buf_append(&b, v, 8);
-    }
-    int rc = a->n_wins ? stor_table_put(a->op.table, WIN_META, sizeof WIN_META, b.data, b.len, a->op.rc->err)
+    ends_encode(&a->wins, &b);
+    int rc = a->wins.n ? stor_table_put(a->op.table, WIN_META, sizeof WIN_META, b.data, b.len, a->op.rc->err)
                        : stor_table_delete(a->op.table, WIN_META, sizeof WIN_META, a->op.rc->err);
     buf_free(&b);
     return rc;
@@ -97,41 +154,22 @@ static int wins_load(AggOp *a)
         return f;
     if (vl % 8)
         return werr(a->op.rc->err, SQLSTATE_INTERNAL, 0, "corrupt window list of an aggregation");
-    a->n_wins = a->cap_wins = (int)(vl / 8);
-    a->win_ends = xmalloc(sizeof(int64_t) * (size_t)(a->n_wins + 1));
-    for (int i = 0; i < a->n_wins; i++)
-        a->win_ends[i] = (int64_t)get_be64((const unsigned char *)v + 8 * i);
+    ends_decode(&a->wins, v, vl);
     return 0;
 }
 
 /* A group of the window ending at end was created. */
-static int wins_note(AggOp *a, int64_t end)
-{
-    int i = a->n_wins;
-    while (i > 0 && a->win_ends[i - 1] > end)
-        i--;
-    if (i > 0 && a->win_ends[i - 1] == end)
-        return 0;
-    if (a->n_wins == a->cap_wins) {
-        a->cap_wins = a->cap_wins ? a->cap_wins * 2 : 16;
-        a->win_ends = xrealloc(a->win_ends, sizeof(int64_t) * (size_t)a->cap_wins);
-    }
-    memmove(a->win_ends + i + 1, a->win_ends + i, sizeof(int64_t) * (size_t)(a->n_wins - i));
-    a->win_ends[i] = end;
-    a->n_wins++;
-    return wins_save(a);
-}
+static int wins_note(AggOp *a, int64_t end) { return ends_add(&a->wins, end) ? wins_save(a) : 0; }
 
 /* Windows ending at or before end expired (their state is deleted). */
 static int wins_expire(AggOp *a, int64_t end)
 {
     int k = 0;
-    while (k < a->n_wins && a->win_ends[k] <= end)
+    while (k < a->wins.n && a->wins.v[k] <= end)
         k++;
     if (!k)
         return 0;
-    memmove(a->win_ends, a->win_ends + k, sizeof(int64_t) * (size_t)(a->n_wins - k));
-    a->n_wins -= k;
+    ends_drop(&a->wins, k);
     return wins_save(a);
 }
 
@@ -607,7 +645,7 @@ static int advance(AggOp *a, int64_t wm)
     /* Nothing to close or forget yet: no scan (this runs at every watermark step). */
     if (a->min_end != INT64_MIN && a->min_end > wm && (wm == TS_PLUS_INF || a->min_end > wm - n->lateness_us))
         return 0;
-    if (a->n_wins > 0 && a->win_ends[0] > wm)
+    if (a->wins.n > 0 && a->wins.v[0] > wm)
         return 0; /* the earliest window held neither closes nor expires */
     /* Only the windows ending at or before wm: keys [1][end] below [1][wm + 1]. */
     StorIter *it;
@@ -918,10 +956,7 @@ static int pane_meta_save(AggOp *a)
     unsigned char v[8];
     put_be64(v, (uint64_t)a->fired_upto);
     buf_append(&b, v, 8);
-    for (int i = 0; i < a->n_panes; i++) {
-        put_be64(v, (uint64_t)a->pane_ends[i]);
-        buf_append(&b, v, 8);
-    }
+    ends_encode(&a->pane_set, &b);
     int rc = stor_table_put(a->op.table, PANE_META, sizeof PANE_META, b.data, b.len, a->op.rc->err);
     buf_free(&b);
     return rc;
@@ -938,43 +973,14 @@ static int pane_meta_load(AggOp *a)
     if (vl < 8 || vl % 8)
         return werr(a->op.rc->err, SQLSTATE_INTERNAL, 0, "corrupt pane list of an aggregation");
     a->fired_upto = (int64_t)get_be64(v);
-    a->n_panes = a->cap_panes = (int)(vl / 8 - 1);
-    a->pane_ends = xmalloc(sizeof(int64_t) * (size_t)(a->n_panes + 1));
-    for (int i = 0; i < a->n_panes; i++)
-        a->pane_ends[i] = (int64_t)get_be64((const unsigned char *)v + 8 * (i + 1));
+    ends_decode(&a->pane_set, (const unsigned char *)v + 8, vl - 8);
     return 0;
 }
 
-/* Adds pane end pe to the live list (kept sorted; usually appended). */
-static int pane_note(AggOp *a, int64_t pe)
-{
-    int i = a->n_panes;
-    while (i > 0 && a->pane_ends[i - 1] > pe)
-        i--;
-    if (i > 0 && a->pane_ends[i - 1] == pe)
-        return 0;
-    if (a->n_panes == a->cap_panes) {
-        a->cap_panes = a->cap_panes ? a->cap_panes * 2 : 16;
-        a->pane_ends = xrealloc(a->pane_ends, sizeof(int64_t) * (size_t)a->cap_panes);
-    }
-    memmove(a->pane_ends + i + 1, a->pane_ends + i, sizeof(int64_t) * (size_t)(a->n_panes - i));
-    a->pane_ends[i] = pe;
-    a->n_panes++;
-    return pane_meta_save(a);
-}
+/* Adds pane end pe to the live list. */
+static int pane_note(AggOp *a, int64_t pe) { return ends_add(&a->pane_set, pe) ? pane_meta_save(a) : 0; }
 
-static bool pane_live(const AggOp *a, int64_t pe)
-{
-    int lo = 0, hi = a->n_panes;
-    while (lo < hi) {
-        int m = (lo + hi) / 2;
-        if (a->pane_ends[m] < pe)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    return lo < a->n_panes && a->pane_ends[lo] == pe;
-}
+static bool pane_live(const AggOp *a, int64_t pe) { return ends_has(&a->pane_set, pe); }
 
 /* Sets the window columns of group values g to [ws, we). */
 static void set_bounds(const AggOp *a, Value *g, int64_t ws, int64_t we)
@@ -1109,8 +1115,8 @@ static int expire_panes(AggOp *a, int64_t wm)
     Buf *keys = NULL;
     size_t n_keys = 0, cap_keys = 0;
     int rcode = 0;
-    while (gone < a->n_panes && !rcode) {
-        int64_t pe = a->pane_ends[gone];
+    while (gone < a->pane_set.n && !rcode) {
+        int64_t pe = a->pane_set.v[gone];
         int64_t last = pane_last_window_end(a, pe);
         if (last > a->fired_upto || (wm != TS_PLUS_INF && last > wm - n->lateness_us))
             break;
@@ -1151,8 +1157,7 @@ static int expire_panes(AggOp *a, int64_t wm)
     free(keys);
     buf_free(&pfx);
     if (gone) {
-        memmove(a->pane_ends, a->pane_ends + gone, sizeof(int64_t) * (size_t)(a->n_panes - gone));
-        a->n_panes -= gone;
+        ends_drop(&a->pane_set, gone);
         if (!rcode)
             rcode = pane_meta_save(a);
     }
@@ -1171,11 +1176,11 @@ static int pane_advance(AggOp *a, int64_t wm)
     for (;;) {
         /* The earliest window not yet emitted that covers a live pane. */
         int j = 0;
-        while (j < a->n_panes && pane_last_window_end(a, a->pane_ends[j]) <= a->fired_upto)
+        while (j < a->pane_set.n && pane_last_window_end(a, a->pane_set.v[j]) <= a->fired_upto)
             j++;
-        if (j == a->n_panes)
+        if (j == a->pane_set.n)
             break;
-        int64_t ws = start_ceil(a, a->pane_ends[j] - n->win_size_us);
+        int64_t ws = start_ceil(a, a->pane_set.v[j] - n->win_size_us);
         if (a->fired_upto != TS_MINUS_INF && ws < a->fired_upto - n->win_size_us + n->win_slide_us)
             ws = a->fired_upto - n->win_size_us + n->win_slide_us;
         if (wm != TS_PLUS_INF && ws + n->win_size_us > wm)
@@ -1360,9 +1365,9 @@ static void agg_close(RtOp *op)
     buf_free(&a->kbuf);
     buf_free(&a->vbuf);
     buf_free(&a->tmp);
-    free(a->pane_ends);
+    free(a->pane_set.v);
     free(a->upd_before);
-    free(a->win_ends);
+    free(a->wins.v);
     free(a->upd_ws);
     free(a);
 }
@@ -1393,12 +1398,12 @@ static int64_t agg_open_windows(RtOp *op)
     AggOp *a = (AggOp *)op;
     const PlanNode *n = op->node;
     if (!a->panes)
-        return a->n_wins;
-    if (!a->n_panes)
+        return a->wins.n;
+    if (!a->pane_set.n)
         return 0;
     int64_t count = 0;
-    for (int64_t ws = start_ceil(a, a->pane_ends[0] - n->win_size_us);
-         ws <= a->pane_ends[a->n_panes - 1] - n->pane_us; ws += n->win_slide_us) {
+    for (int64_t ws = start_ceil(a, a->pane_set.v[0] - n->win_size_us);
+         ws <= a->pane_set.v[a->pane_set.n - 1] - n->pane_us; ws += n->win_slide_us) {
         int64_t we = ws + n->win_size_us;
         if (op->wm != TS_MINUS_INF && (op->wm == TS_PLUS_INF || we <= op->wm - n->lateness_us))
             continue;
