@@ -561,6 +561,22 @@ static int row_number_target(const AstSelect *s)
 }
 
 /* Finds `rn <= N`, `rn < N`, `rn = 1` (or reversed) among the AND-ed terms of w. */
+
+/* A Top-N partitioned by a window with a watermark: a window's rows are final
+ * once the watermark passes its end, and its state can go. Sets t's window
+ * bound from its partition columns (t->part_cols over scope s). */
+static void topn_window_bound(PlanNode *t, const Scope *s)
+{
+    t->win_group_idx = -1;
+    for (int i = 0; i < t->n_part && t->win_group_idx < 0; i++) {
+        const ScopeCol *c = &s->cols[t->part_cols[i]];
+        if (c->role == ROLE_WINDOW_END || c->role == ROLE_WINDOW_START) {
+            t->win_group_idx = i;
+            t->win_end_offset_us = c->role == ROLE_WINDOW_START ? c->win_size_us : 0;
+        }
+    }
+}
+
 static bool rn_limit(const AstExpr *w, const char *rn, int64_t *n)
 {
     if (!w)
@@ -643,16 +659,7 @@ int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
         }
     }
     t->topn_limit = p->topn_n;
-    /* Partitioned by a window with a watermark: a window's rows are final once
-     * the watermark passes its end, and its state can go. */
-    t->win_group_idx = -1;
-    for (int i = 0; i < np && t->win_group_idx < 0; i++) {
-        const ScopeCol *c = &in.scope.cols[t->part_cols[i]];
-        if (c->role == ROLE_WINDOW_END || c->role == ROLE_WINDOW_START) {
-            t->win_group_idx = i;
-            t->win_end_offset_us = c->role == ROLE_WINDOW_START ? c->win_size_us : 0;
-        }
-    }
+    topn_window_bound(t, &in.scope);
     t->table_id = new_table(p);
     t->append_only = false;
     t->wm_col = -1;
@@ -1068,14 +1075,7 @@ static PlanNode *make_distinct_on(PlanCtx *p, PlanNode *cur, const Scope *scope,
         t->order_nulls_first[i] = order[i].nulls_first;
     }
     t->topn_limit = 1;
-    t->win_group_idx = -1;
-    for (int i = 0; i < n_part && t->win_group_idx < 0; i++) {
-        const ScopeCol *c = &scope->cols[part[i]];
-        if (c->role == ROLE_WINDOW_END || c->role == ROLE_WINDOW_START) {
-            t->win_group_idx = i;
-            t->win_end_offset_us = c->role == ROLE_WINDOW_START ? c->win_size_us : 0;
-        }
-    }
+    topn_window_bound(t, scope);
     t->table_id = new_table(p);
     t->append_only = false;
     t->wm_col = -1;
