@@ -27,7 +27,9 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lateness_sim import BASE, Weir, ts_text  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from lateness_sim import BASE, ts_text  # noqa: E402
+from weirtest import Stack  # noqa: E402
 
 try:
     from confluent_kafka import Producer
@@ -214,7 +216,7 @@ def main():
     a = ap.parse_args()
 
     rows = generate(a.rows, a.seed)
-    w = Weir(a.weir)
+    w = None
     passed = failed = 0
 
     def check(label, ok, detail=""):
@@ -227,9 +229,9 @@ def main():
             print(f"not ok - {label} {detail}")
 
     try:
-        w.start()
+        w = Stack(a.weir, prefix="weir-analyze-")
         topic = "an_events"
-        w.query(f"CREATE SOURCE an (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) "
+        w.q(f"CREATE SOURCE an (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) "
                 f"WITH (connector = 'kafka', topic = '{topic}', topic.partitions = {N_PARTS}, "
                 f"properties.bootstrap.server = '{w.kafka}')")
         p = Producer({"bootstrap.servers": w.kafka, "linger.ms": 5})
@@ -247,14 +249,14 @@ def main():
         bounds = ", ".join(f"'{b}ms'" for b in BOUNDS_MS)
         lats = ", ".join(f"'{x}ms'" for x in LATENESS_MS)
 
-        got = [tuple(r) for r in w.query("ANALYZE LATENESS ON an WITH (report = 'delays')")]
+        got = [tuple(r) for r in w.q("ANALYZE LATENESS ON an WITH (report = 'delays')")]
         want = [(n, rws, ooo, *(iv(x) for x in vals)) for n, rws, ooo, *vals in model_delays(order)]
         check("delay distribution (overall and per partition)", got == want, f"\n# got  {got}\n# want {want}")
 
         for wname, slide, size in WINDOWS:
             sql = f"ANALYZE LATENESS ON an FOR {wname} BOUNDS ({bounds}) LATENESS ({lats}) TARGET {TARGET}"
             cand_rows, rec_rows = expected_rows(order, slide, size)
-            got = [norm_row(r) for r in w.query(sql + " WITH (report = 'candidates')")]
+            got = [norm_row(r) for r in w.q(sql + " WITH (report = 'candidates')")]
             if a.table and wname.startswith("TUMBLE"):
                 print(f"# ANALYZE LATENESS ON an FOR {wname} BOUNDS (...) LATENESS (...) TARGET {TARGET}")
                 print("# bound     lateness  rows  first%   late_upd dropped windows exact exact%   mean_wait"
@@ -267,7 +269,7 @@ def main():
                       f"{LATENESS_MS[i % len(LATENESS_MS)]} ms: every figure", g == want,
                       f"\n# got  {g}\n# want {want}")
             check(f"{wname}: one row per candidate", len(got) == len(cand_rows), f"{len(got)} rows")
-            got = [norm_row(r) for r in w.query(sql + " WITH (report = 'recommendation')")]
+            got = [norm_row(r) for r in w.q(sql + " WITH (report = 'recommendation')")]
             for want, g in zip(rec_rows, got):
                 check(f"{wname}: recommendation '{want[0]}'", g[:len(want)] == want, f"\n# got  {g}\n# want {want}")
                 check(f"{wname}: records read, skipped, complete", g[len(want):] == (len(rows) + 1, 1, True),
@@ -280,7 +282,7 @@ def main():
 
         # Live views drop what the analysis says (one partition: the read order is fixed).
         topic1 = "an_one"
-        w.query(f"CREATE SOURCE one_probe (k BIGINT, ts TIMESTAMP) WITH (connector = 'kafka', topic = '{topic1}', "
+        w.q(f"CREATE SOURCE one_probe (k BIGINT, ts TIMESTAMP) WITH (connector = 'kafka', topic = '{topic1}', "
                 f"properties.bootstrap.server = '{w.kafka}')")
         for part, arr, ts in rows:
             if ts is not None:
@@ -289,17 +291,17 @@ def main():
             raise RuntimeError("could not produce the events")
         pairs = [(0, 0), (2_000, 0), (2_000, 5_000), (500, 30_000)]
         for i, (b, lt) in enumerate(pairs):
-            w.query(f"CREATE SOURCE one{i} (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '{b} milliseconds') "
+            w.q(f"CREATE SOURCE one{i} (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '{b} milliseconds') "
                     f"WITH (connector = 'kafka', topic = '{topic1}', properties.bootstrap.server = '{w.kafka}', "
                     f"scan.bounded.mode = 'latest')")
             allow = f" ALLOW LATENESS INTERVAL '{lt} milliseconds'" if lt else ""
-            w.query(f"CREATE MATERIALIZED VIEW hop{i} AS SELECT window_start, count(*) AS n FROM "
+            w.q(f"CREATE MATERIALIZED VIEW hop{i} AS SELECT window_start, count(*) AS n FROM "
                     f"HOP(one{i}, ts, INTERVAL '2500 milliseconds', INTERVAL '10 seconds') GROUP BY window_start "
                     f"EMIT ON WINDOW CLOSE{allow}")
-        w.query("FLUSH")
+        w.q("FLUSH")
         for i, (b, lt) in enumerate(pairs):
-            live = w.query(f"SELECT late_rows FROM weir_views WHERE name = 'hop{i}'")[0][0]
-            rep = w.query(f"ANALYZE LATENESS ON one{i} FOR HOP('2500ms', '10s') BOUNDS ('{b}ms') "
+            live = w.q(f"SELECT late_rows FROM weir_views WHERE name = 'hop{i}'")[0][0]
+            rep = w.q(f"ANALYZE LATENESS ON one{i} FOR HOP('2500ms', '10s') BOUNDS ('{b}ms') "
                           f"LATENESS ('{lt}ms') WITH (report = 'candidates')")[0]
             check(f"live HOP view, bound {b} ms, lateness {lt} ms: late_rows {live} = analysis dropped {rep[5]}",
                   live == rep[5])
@@ -307,7 +309,8 @@ def main():
         failed += 1
         print(f"not ok - harness: {e!r}")
     finally:
-        w.stop()
+        if w:
+            w.stop()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
