@@ -30,14 +30,9 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
-if [ -z "$weir" ]; then
-    for b in build build-nx; do
-        [ -x "$root/$b/server/weir" ] && weir="$root/$b/server/weir" && break
-    done
-fi
-[ -x "$weir" ] || { echo "weir binary not found; pass --weir PATH" >&2; exit 2; }
-
 . "$here/lib.sh"
+find_weir
+
 # run() executes in a $(...) subshell: it leaves the pid here so the parent's trap can stop it.
 pidfile=$(mktemp /tmp/weir-ckbench-pid-XXXXXX)
 cleanup() {

@@ -27,14 +27,9 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
-if [ -z "$weir" ]; then
-    for b in build build-dev; do
-        [ -x "$root/$b/server/weir" ] && weir="$root/$b/server/weir" && break
-    done
-fi
-[ -x "$weir" ] || { echo "weir binary not found; pass --weir PATH" >&2; exit 2; }
-
 . "$here/lib.sh"
+find_weir
+
 trap 'stop_server' EXIT
 trap 'exit 143' TERM INT
 sql() { psql "$conn" -X -At -q -v ON_ERROR_STOP=1 "$@" 2>&1; }

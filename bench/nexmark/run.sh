@@ -35,19 +35,14 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
-if [ -z "$weir" ]; then
-    for b in build build-nx; do
-        [ -x "$root/$b/server/weir" ] && weir="$root/$b/server/weir" && break
-    done
-fi
-[ -x "$weir" ] || { echo "weir binary not found; pass --weir PATH" >&2; exit 2; }
+. "$here/../lib.sh"
+find_weir
 if [ -z "$queries" ]; then
     queries=$(cd "$here" && ls q*.sql | sed 's/\.sql$//' | sort -V | tr '\n' ' ')
 fi
 
 hz=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-. "$here/../lib.sh"
 trap stop_server EXIT
 
 start_server() { # $1 = checkpoint interval
