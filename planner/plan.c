@@ -1515,6 +1515,21 @@ static void init_ctx(PlanCtx *p, const PlanCatalog *cat, Arena *a, WError *err, 
     p->streaming = streaming;
 }
 
+
+/* The planned view whose root (materialize) node is m, over p's nodes. */
+static PlanView *view_of(Arena *a, const PlanCtx *p, PlanNode *m)
+{
+    PlanView *v = arena_zalloc(a, sizeof *v);
+    v->root = m;
+    v->n_nodes = p->n_nodes;
+    v->nodes = p->nodes;
+    v->schema = m->out;
+    v->n_pk = m->n_keys;
+    v->pk = m->keys;
+    v->append_only = m->append_only;
+    return v;
+}
+
 PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanViewOptions *opt, Arena *a, WError *err)
 {
     PlanCtx p;
@@ -1695,14 +1710,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         }
     }
 
-    PlanView *v = arena_zalloc(a, sizeof *v);
-    v->root = m;
-    v->n_nodes = p.n_nodes;
-    v->nodes = p.nodes;
-    v->schema = m->out;
-    v->n_pk = m->n_keys;
-    v->pk = m->keys;
-    v->append_only = m->append_only;
+    PlanView *v = view_of(a, &p, m);
     v->counted = m->counted;
     v->emit = agg ? agg->emit : PLAN_EMIT_CHANGES;
     if (late_win) {
@@ -1902,14 +1910,7 @@ PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCata
      * they must not generate the watermark again. */
     rel->wm_expr = NULL;
     rel->table_id = m->table_id;
-    PlanView *v = arena_zalloc(a, sizeof *v);
-    v->root = m;
-    v->n_nodes = p.n_nodes;
-    v->nodes = p.nodes;
-    v->schema = m->out;
-    v->n_pk = m->n_keys;
-    v->pk = m->keys;
-    v->append_only = m->append_only;
+    PlanView *v = view_of(a, &p, m);
     v->emit = PLAN_EMIT_CHANGES;
     return v;
 }
