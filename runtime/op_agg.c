@@ -1036,6 +1036,16 @@ static int window_state(AggOp *a, int64_t ws, const Value *g, Value *acc)
     return acc[a->n_group].u.i > 0;
 }
 
+/* Opens a scan of every group state of the pane ending at pe (pfx: a
+ * scratch buffer for the key prefix; the scan keeps its own copy). */
+static int pane_scan(AggOp *a, int64_t pe, Buf *pfx, StorIter **it)
+{
+    Value pv = value_int(TYPE_TIMESTAMP, pe);
+    buf_reset(pfx);
+    key_encode(pfx, &pv, 1);
+    return stor_iter_open(a->op.table, pfx->data, pfx->len, it, a->op.rc->err);
+}
+
 /* Emits window [ws, ws + size): every group of its panes, merged. */
 static int fire_window(AggOp *a, int64_t ws)
 {
@@ -1051,11 +1061,8 @@ static int fire_window(AggOp *a, int64_t ws)
     for (int64_t pe = ws + n->pane_us; pe <= we && !rcode; pe += n->pane_us) {
         if (!pane_live(a, pe))
             continue;
-        Value pv = value_int(TYPE_TIMESTAMP, pe);
-        buf_reset(&pfx);
-        key_encode(&pfx, &pv, 1);
         StorIter *it;
-        if (stor_iter_open(a->op.table, pfx.data, pfx.len, &it, rc->err)) {
+        if (pane_scan(a, pe, &pfx, &it)) {
             rcode = -1;
             break;
         }
@@ -1120,11 +1127,8 @@ static int expire_panes(AggOp *a, int64_t wm)
         int64_t last = pane_last_window_end(a, pe);
         if (last > a->fired_upto || (wm != TS_PLUS_INF && last > wm - n->lateness_us))
             break;
-        Value pv = value_int(TYPE_TIMESTAMP, pe);
-        buf_reset(&pfx);
-        key_encode(&pfx, &pv, 1);
         StorIter *it;
-        if (stor_iter_open(a->op.table, pfx.data, pfx.len, &it, rc->err)) {
+        if (pane_scan(a, pe, &pfx, &it)) {
             rcode = -1;
             break;
         }
