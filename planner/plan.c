@@ -1908,6 +1908,7 @@ PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCata
     m->keys = (int *)rel->pk;
     /* Readers see the rows and the watermark through the table's changelog:
      * they must not generate the watermark again. */
+    rel->topic_wm_expr = writable ? NULL : rel->wm_expr;
     rel->wm_expr = NULL;
     rel->table_id = m->table_id;
     PlanView *v = view_of(a, &p, m);

@@ -50,6 +50,8 @@ typedef struct CatRelation {
     int wm_col;                 /* watermark column index, -1 none */
     const struct PlanExpr *wm_expr; /* the WATERMARK expression bound against the columns, or NULL */
     int64_t wm_delay_us;        /* for display and for simple `ts - INTERVAL` forms; -1 if general */
+    const struct PlanExpr *topic_wm_expr; /* CAT_TABLE over a Kafka topic: the WATERMARK expression over
+                                 * the topic's rows, for readers that replay the topic themselves */
     int n_pk;                   /* primary key / stream key */
     const int *pk;
     bool append_only;           /* rows are only ever inserted */
@@ -271,7 +273,8 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
  * topic in FORMAT UPSERT/DEBEZIUM/PLAIN), the watermark if any, and an
  * upsert MATERIALIZE keyed by the primary key. rel then reads like a
  * materialized view (table_id, pk, wm_col; wm_expr NULL since the table's
- * own dataflow generates the watermark). NULL with err on error. */
+ * own dataflow generates the watermark; topic_wm_expr keeps it for a Kafka
+ * table, whose topic event-time temporal joins replay). NULL with err on error. */
 PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCatalog *cat, Arena *a, WError *err);
 /* Plans a SELECT for one-off execution over materialized views. */
 PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WError *err);

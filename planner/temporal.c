@@ -27,6 +27,31 @@ static bool is_proctime(const AstExpr *e)
     return e->kind == AST_FUNC && strcmp(e->text, "proctime") == 0 && ast_list_len(e->args) == 0;
 }
 
+/* The versioned side of an event-time join over a Kafka table: its topic,
+ * read from the table's start position by this view's own source. The
+ * table's changelog holds only each key's latest row when the view is
+ * created, and an AS OF join needs every version the probe rows may fall
+ * on: replaying the topic, as Flink does per query, gives the same answer
+ * whenever the view is created. vs is the table's view-source node (its
+ * schema is the topic's columns). */
+static PlanNode *replay_topic(PlanCtx *p, const PlanNode *vs)
+{
+    const CatRelation *rel = vs->scan_rel;
+    PlanNode *s = new_node(p, PN_SOURCE, NULL);
+    s->source = rel;
+    s->append_only = false; /* upsert tombstones and Debezium deletes */
+    s->table_id = new_table(p);
+    s->out = vs->out;
+    PlanNode *w = new_node(p, PN_WATERMARK, s);
+    w->out = s->out;
+    w->append_only = false;
+    w->wm_col = rel->wm_col;
+    w->wm_expr = (PlanExpr *)rel->topic_wm_expr;
+    w->wm_delay_us = rel->wm_delay_us;
+    w->table_id = new_table(p);
+    return w;
+}
+
 int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
@@ -49,6 +74,7 @@ int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
         return -1;
     AstTableRef rt = *t->right;
     rt.system_time = NULL;
+    int first_right = p->n_nodes;
     if (plan_relation_name(p, &rt, &r))
         return -1;
     const char *rname = t->right->name;
@@ -155,9 +181,14 @@ int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
         *out = res;
         return 0;
     }
+    PlanNode *right = r.node;
+    if (!proc && rn->scan_rel->topic_wm_expr && p->n_nodes == first_right + 1) {
+        p->n_nodes = first_right; /* the view source planned above is not used */
+        right = replay_topic(p, rn);
+    }
     PlanNode *j = new_node(p, PN_TEMPORAL_JOIN, l.node);
     j->n_inputs = 2;
-    j->inputs[1] = r.node;
+    j->inputs[1] = right;
     j->join_type = t->join_type;
     j->proc_time = proc;
     j->n_join_keys = npk;

@@ -274,13 +274,19 @@ static int right_push(TjOp *j, Chunk *c)
         bool add = rowop_is_add(op);
         if (!n->proc_time) {
             const Value *tv = &vals[n->right_time_col];
-            if (tv->null) {
+            int64_t vt;
+            if (!add) {
+                /* The key ends now, in the versioned side's event time. A
+                 * tombstone read from an upsert topic carries only the key. */
+                vt = tv->null || j->max_version > tv->u.i ? j->max_version : tv->u.i + 1;
+                if (vt == TS_MINUS_INF)
+                    continue; /* no version yet: nothing to end */
+            } else if (tv->null) {
                 rt_row_error(rc, "temporal join: a version without a time is ignored");
                 continue;
+            } else {
+                vt = tv->u.i;
             }
-            int64_t vt = tv->u.i;
-            if (!add) /* the key ends now, in the versioned side's event time */
-                vt = j->max_version > vt ? j->max_version : vt + 1;
             if (vt > j->max_version) {
                 j->max_version = vt;
                 j->meta_dirty = true;

@@ -69,11 +69,19 @@ def main():
     rng = random.Random(a.seed)
     left = stream(rng, a.rows, 40, 200, "l")
     right = stream(rng, a.rows // 2, 40, 400, "r")
-    # A versioned table: (k, price, ts) versions, in time order per key; some deletes.
+    # A versioned table: (k, price, ts) versions in time order; price None is a delete.
     versions = []
     for i in range(a.rows // 5):
         versions.append((rng.randrange(40), rng.randrange(1000), i * 1500 + rng.randrange(1500)))
     versions.sort(key=lambda r: r[2])
+    # Tombstones: a delete ends its key at the largest version time read so far (a tombstone
+    # carries only the key), so it sits at the time of the version before it in the topic.
+    with_deletes = []
+    for v in versions:
+        with_deletes.append(v)
+        if rng.random() < 0.05:
+            with_deletes.append((rng.randrange(40), None, v[2]))
+    versions = with_deletes
 
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE a (k INTEGER, v TEXT, ts INTEGER)")
@@ -176,8 +184,8 @@ def main():
 
         # Event-time temporal join against a versioned table (Kafka upsert topic).
         for k, price, ts in versions:
-            p.produce("jd_prices", key=json.dumps({"k": k}).encode(),
-                      value=json.dumps({"k": k, "price": price, "ts": ts_text(ts)}).encode(), partition=0)
+            p.produce("jd_prices", key=json.dumps({"k": k}).encode(), partition=0,
+                      value=None if price is None else json.dumps({"k": k, "price": price, "ts": ts_text(ts)}).encode())
         # A last version far ahead moves the table's watermark past every probe row.
         p.produce("jd_prices", key=json.dumps({"k": 999}).encode(),
                   value=json.dumps({"k": 999, "price": 0, "ts": ts_text(10 ** 9)}).encode(), partition=0)
@@ -186,6 +194,9 @@ def main():
         w.q(f"CREATE TABLE prices (k BIGINT PRIMARY KEY, price BIGINT, ts TIMESTAMP, "
             f"WATERMARK FOR ts AS ts - INTERVAL '{BOUND_MS} milliseconds') "
             f"WITH (connector = 'kafka', topic = 'jd_prices', scan.startup.mode = 'earliest') FORMAT UPSERT ENCODE JSON")
+        # The table has read every version before the join exists: the join must still see the
+        # versions its probe rows fall on, not only each key's latest row.
+        w.q("FLUSH")
         w.q("CREATE MATERIALIZED VIEW tj AS SELECT a.v AS av, p.price FROM a LEFT JOIN prices "
             "FOR SYSTEM_TIME AS OF a.ts AS p ON a.k = p.k")
         w.q("FLUSH")
