@@ -23,6 +23,8 @@ typedef struct MatOp {
     int64_t next_row_id;
     bool row_id_dirty;
     Buf kbuf, vbuf;
+    Buf pend;                 /* key of a -U whose delete waits for the next row (its +U) */
+    bool pending;
 } MatOp;
 
 /* Appends a row to *out (a fresh chunk when it is full, the full one
@@ -135,6 +137,12 @@ static int mat_push(RtOp *op, Chunk *c)
             buf_put_u8(&m->kbuf, 0x01);
             buf_append(&m->kbuf, hb, 16);
         }
+        if (m->pending) {
+            m->pending = false;
+            if ((m->kbuf.len != m->pend.len || memcmp(m->kbuf.data, m->pend.data, m->pend.len)) &&
+                stor_table_delete(op->table, m->pend.data, m->pend.len, rc->err))
+                return -1;
+        }
         int rcode;
         if (n->counted) {
             /* Rows that may repeat: the value ends with the row's multiplicity. */
@@ -163,6 +171,15 @@ static int mat_push(RtOp *op, Chunk *c)
             buf_reset(&m->vbuf);
             row_encode(&m->vbuf, vals, ncols);
             rcode = stor_table_put(op->table, m->kbuf.data, m->kbuf.len, m->vbuf.data, m->vbuf.len, rc->err);
+        } else if (c->ops[r] == OP_UPDATE_BEFORE && r + 1 < c->n_rows && c->ops[r + 1] == OP_UPDATE_AFTER) {
+            /* An aggregation updating a group sends -U and +U for every input
+             * row: when the +U has the same key it overwrites the row, so the
+             * delete waits for it (one write of the entry instead of two). */
+            buf_reset(&m->pend);
+            buf_append(&m->pend, m->kbuf.data, m->kbuf.len);
+            m->pending = true;
+            rc->stats.rows_out++;
+            continue;
         } else {
             rcode = stor_table_delete(op->table, m->kbuf.data, m->kbuf.len, rc->err);
         }
@@ -200,6 +217,7 @@ static void mat_close(RtOp *op)
     stor_table_close(op->table);
     buf_free(&m->kbuf);
     buf_free(&m->vbuf);
+    buf_free(&m->pend);
     free(m);
 }
 
