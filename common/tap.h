@@ -6,6 +6,7 @@
 #ifndef WEIR_COMMON_TAP_H
 #define WEIR_COMMON_TAP_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,7 +37,23 @@ static inline int tap_ok_(int cond, const char *name, const char *file, int line
         if (!tap_ok_(g_ && w_ && strcmp(g_, w_) == 0, (name), __FILE__, __LINE__))     \
             printf("#   got '%s', want '%s'\n", g_ ? g_ : "(null)", w_ ? w_ : "(null)"); \
     } while (0)
-#define diag(...) (printf("# "), printf(__VA_ARGS__), printf("\n"))
+/* A comment line; a message of several lines (libpq's errors) stays a
+ * comment on each, so the TAP reader does not see stray output. */
+__attribute__((format(printf, 1, 2))) static inline void diag(const char *fmt, ...)
+{
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    for (const char *p = buf;;) {
+        const char *nl = strchr(p, '\n');
+        printf("# %.*s\n", nl ? (int)(nl - p) : (int)strlen(p), p);
+        if (!nl || !nl[1])
+            break;
+        p = nl + 1;
+    }
+}
 
 static inline int tap_done(void)
 {

@@ -706,7 +706,8 @@ int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
     /* A cap below the default initial map is the initial map too. */
     so.initial_map_size = cfg->max_map_size && cfg->max_map_size < ((size_t)256 << 20) ? cfg->max_map_size : 0;
     so.max_map_size = cfg->max_map_size;
-    if (stor_open(cfg->data_dir, cfg->max_map_size ? &so : NULL, &e->stor, err)) {
+    so.table_cache_bytes = (size_t)cfg->state_cache_size;
+    if (stor_open(cfg->data_dir, &so, &e->stor, err)) {
         engine_close(e);
         return -1;
     }

@@ -25,6 +25,7 @@ typedef struct EngineConfig {
     int checkpoint_interval_ms;        /* default 1000 */
     size_t max_map_size;               /* LMDB map limit, 0 = default (64 GiB) */
     uint64_t state_memory_limit;       /* dirty (not checkpointed) operator state, bytes; 0 = no limit */
+    uint64_t state_cache_size;         /* checkpointed state each state table keeps in memory; 0 = default */
 } EngineConfig;
 
 /* Opens the data directory, replays the catalog (restarting every view from

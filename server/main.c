@@ -58,6 +58,8 @@ static void usage(FILE *f)
             "                              0 = no limit); over it weir checkpoints early, and views\n"
             "                              pause while a checkpoint cannot be taken\n"
             "  --max-map-size SIZE         largest the LMDB data file may grow (default 64GB)\n"
+            "  --state-cache-size SIZE     checkpointed state each operator keeps in memory (default\n"
+            "                              256MB); more is read back from disk when needed\n"
             "  --auth MODE                 trust: loopback clients need no password, others use\n"
             "                              SCRAM-SHA-256 (the default); scram-sha-256: everyone does\n"
             "  --tls-cert FILE             PEM certificate (chain) for TLS on the Postgres protocol\n"
@@ -153,7 +155,7 @@ static int serve(int argc, char **argv)
     SrvAuth auth = SRV_AUTH_LOCAL_TRUST;
     int port = DEFAULT_PORT, interval = 1000, max_conn = 100, http_port = DEFAULT_HTTP_PORT;
     bool no_broker = false, http_sql = false, http_port_set = false;
-    uint64_t state_limit = UINT64_C(1) << 30, max_map = 0;
+    uint64_t state_limit = UINT64_C(1) << 30, max_map = 0, state_cache = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -190,6 +192,8 @@ static int serve(int argc, char **argv)
         else if (!strcmp(a, "--state-memory-limit") && !parse_size(v, 64 * 1024, &state_limit))
             ;
         else if (!strcmp(a, "--max-map-size") && !parse_size(v, 1024 * 1024, &max_map) && max_map)
+            ;
+        else if (!strcmp(a, "--state-cache-size") && !parse_size(v, 1024 * 1024, &state_cache) && state_cache)
             ;
         else if (!strcmp(a, "--http-host"))
             http_host = v;
@@ -237,7 +241,8 @@ static int serve(int argc, char **argv)
     WError err = {0};
     Engine *e;
     EngineConfig ec = {.data_dir = data_dir, .kafka_bootstrap = bootstrap, .checkpoint_interval_ms = interval,
-                       .max_map_size = (size_t)max_map, .state_memory_limit = state_limit};
+                       .max_map_size = (size_t)max_map, .state_memory_limit = state_limit,
+                       .state_cache_size = state_cache};
     if (engine_open(&ec, &e, &err)) {
         fprintf(stderr, "weir: %s\n", err.msg);
         return 1;

@@ -162,6 +162,53 @@ static int recref_cmp(const void *a, const void *b)
     return (xl > yl) - (xl < yl);
 }
 
+static unsigned recref_byte(const RecRef *r, int b) { return (unsigned)(r->p[b / 8] >> (56 - 8 * (b % 8))) & 0xff; }
+
+/* Sorts v[0..n) by key: a stable LSD radix sort on the keys' first 24
+ * bytes, skipping the bytes every key shares (a window's start, a
+ * table's prefix), then qsort within the rare runs whose first 24 bytes
+ * tie. A checkpoint sorts hundreds of thousands of rows: comparison
+ * sorting them was a third of the writer's time. */
+static void radix_sort(RecRef *v, size_t n)
+{
+    if (n < 512) {
+        if (n > 1)
+            qsort(v, n, sizeof *v, recref_cmp);
+        return;
+    }
+    size_t(*hist)[256] = xcalloc(24, sizeof *hist);
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 24; b++)
+            hist[b][recref_byte(&v[i], b)]++;
+    RecRef *tmp = xmalloc(n * sizeof *tmp), *src = v, *dst = tmp;
+    for (int b = 23; b >= 0; b--) {
+        if (hist[b][recref_byte(&v[0], b)] == n)
+            continue; /* every key has this byte */
+        size_t pos[256], sum = 0;
+        for (int d = 0; d < 256; d++) {
+            pos[d] = sum;
+            sum += hist[b][d];
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[pos[recref_byte(&src[i], b)]++] = src[i];
+        RecRef *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
+    free(tmp);
+    free(hist);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && !memcmp(v[j].p, v[i].p, sizeof v[i].p))
+            j++;
+        if (j - i > 1)
+            qsort(v + i, j - i, sizeof *v, recref_cmp);
+        i = j;
+    }
+}
+
 /* The order to write a snapshot's rows in: by key (they arrive in
  * hash-slot order; LMDB writes far fewer pages when the keys come
  * sorted). On the writer thread, so the engine does not pay for the sort;
@@ -175,8 +222,7 @@ static void sort_recs(CkTable *c)
         memcpy(b, r->data, r->klen < 24 ? r->klen : 24);
         v[n] = (RecRef){{get_u64be(b), get_u64be(b + 8), get_u64be(b + 16)}, r};
     }
-    if (c->n_rows > 1)
-        qsort(v, c->n_rows, sizeof *v, recref_cmp);
+    radix_sort(v, c->n_rows);
     c->order = v;
     c->n_order = c->n_rows;
 }

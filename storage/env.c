@@ -267,7 +267,7 @@ int stor_open(const char *dir, const StorOptions *opt, StorEnv **out, WError *er
     if (!env->opt.max_map_size)
         env->opt.max_map_size = 64 * GiB;
     if (!env->opt.table_cache_bytes)
-        env->opt.table_cache_bytes = 16 * MiB;
+        env->opt.table_cache_bytes = 256 * MiB; /* a view's working set: reads of checkpointed state stay in memory */
     if (env->opt.max_map_size < env->opt.initial_map_size)
         env->opt.max_map_size = env->opt.initial_map_size;
     /* Writer preference: growth must not starve behind a steady stream of

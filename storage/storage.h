@@ -55,7 +55,7 @@ typedef struct StorEnv StorEnv;
 typedef struct StorOptions {
     size_t initial_map_size;   /* bytes mapped at open; default 256 MiB (never less than the data) */
     size_t max_map_size;       /* growth cap in bytes; default 64 GiB; past it writes fail 53100 */
-    size_t table_cache_bytes;  /* per-table budget for clean cached entries; default 16 MiB */
+    size_t table_cache_bytes;  /* per-table budget for clean cached entries; default 256 MiB */
 } StorOptions;
 
 /* Open (creating if needed) the data directory dir.
