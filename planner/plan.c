@@ -155,6 +155,18 @@ int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
                                         .hidden = r->col_hidden && r->col_hidden[i]};
         n->out.hidden[i] = out->scope.cols[i].hidden;
     }
+    if (n->kind == PN_SOURCE && r->col_gen) {
+        /* Computed columns: the source fills the columns read from the
+         * records (the rest NULL) and this projection computes the others,
+         * before the watermark (which may be on a computed column). */
+        PlanNode *pr = new_node(p, PN_PROJECT, n);
+        pr->out = n->out;
+        pr->n_exprs = r->n_cols;
+        pr->exprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)r->n_cols);
+        for (int i = 0; i < r->n_cols; i++)
+            pr->exprs[i] = r->col_gen[i] ? (PlanExpr *)r->col_gen[i] : make_col(b, i, r->col_types[i]);
+        n = pr;
+    }
     if ((n->kind == PN_VIEW_SCAN || n->kind == PN_VIEW_SOURCE) && r->n_pk) {
         n->n_keys = r->n_pk;
         n->keys = (int *)r->pk;
@@ -1745,6 +1757,18 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
     return q;
 }
 
+static bool calls_fn(const PlanExpr *e, int fn)
+{
+    if (e->kind != PE_CALL)
+        return false;
+    if ((int)e->fn == fn)
+        return true;
+    for (int i = 0; i < e->n_args; i++)
+        if (calls_fn(e->args[i], fn))
+            return true;
+    return false;
+}
+
 /* The columns, primary key (tables only) and watermark of CREATE SOURCE or
  * CREATE TABLE, bound into rel. */
 static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table, Arena *a, WError *err)
@@ -1763,10 +1787,25 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
     bool *not_null = arena_zalloc(a, sizeof(bool) * (size_t)n);
     Scope s;
     alloc_scope(a, &s, n);
+    const PlanExpr **gen = NULL;
     for (int i = 0; i < n; i++) {
         const AstColumnDef *c = AST_AT(cs->columns, i);
-        if (c->generated)
-            return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: generated columns");
+        for (int j = 0; j < i; j++)
+            if (strcmp(names[j], c->name) == 0)
+                return werr(err, SQLSTATE_DUPLICATE_COLUMN, c->pos, "column \"%s\" specified more than once", c->name);
+        names[i] = arena_strdup(a, c->name);
+        if (c->generated) {
+            if (table)
+                return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: computed columns in a table"),
+                       werr_hint(err, "Declare the computed column on a CREATE SOURCE, or compute it in a view."), -1;
+            if (!gen)
+                gen = arena_zalloc(a, sizeof *gen * (size_t)n);
+            /* Bound below, once the columns it may read are known; until
+             * then no expression can name it (a computed column reads only
+             * columns of the records, as in Flink). */
+            s.cols[i] = (ScopeCol){.name = "", .type = TYPE_NULL, .hidden = true};
+            continue;
+        }
         if (c->primary_key && !table)
             return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: PRIMARY KEY on a source"),
                    werr_hint(err, "Use CREATE TABLE for a relation keyed by a primary key."), -1;
@@ -1775,14 +1814,35 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
             return werr(err, SQLSTATE_UNDEFINED_OBJECT, c->pos, "type \"%s\" does not exist", c->type_name);
         if (t == TYPE_NUMERIC)
             return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: type numeric (use DOUBLE PRECISION or BIGINT)");
-        for (int j = 0; j < i; j++)
-            if (strcmp(names[j], c->name) == 0)
-                return werr(err, SQLSTATE_DUPLICATE_COLUMN, c->pos, "column \"%s\" specified more than once", c->name);
-        names[i] = arena_strdup(a, c->name);
         types[i] = t;
         not_null[i] = c->not_null;
         s.cols[i] = (ScopeCol){.name = names[i], .type = t};
     }
+    for (int i = 0; gen && i < n; i++) {
+        const AstColumnDef *c = AST_AT(cs->columns, i);
+        if (!c->generated)
+            continue;
+        const AstExpr *g = c->generated;
+        if (g->kind == AST_FUNC && strcmp(g->text, "proctime") == 0)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, g->pos,
+                        "feature not supported: PROCTIME() columns (processing-time attributes)"),
+                   werr_hint(err, "Windows and joins run on event time: declare a WATERMARK on a time column of "
+                                  "the records."), -1;
+        PlanExpr *e = bind_expr(b, &s, g);
+        if (!e)
+            return -1;
+        if (calls_fn(e, FN_NOW))
+            return werr(err, SQLSTATE_NOT_SUPPORTED, g->pos,
+                        "feature not supported: now() in a computed column (it would be the time of CREATE SOURCE)");
+        if (e->type == TYPE_NULL && !(e = coerce_expr(b, e, TYPE_TEXT, c->generated->pos)))
+            return -1;
+        gen[i] = e;
+        types[i] = e->type;
+    }
+    for (int i = 0; gen && i < n; i++)
+        if (gen[i])
+            s.cols[i] = (ScopeCol){.name = names[i], .type = types[i]};
+    rel->col_gen = gen;
     if ((cs->primary_key && !table) || cs->includes)
         return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: %s on a %s",
                     cs->includes ? "INCLUDE" : "PRIMARY KEY", what);

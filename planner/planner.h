@@ -47,6 +47,9 @@ typedef struct CatRelation {
     const TypeId *col_types;
     const bool *col_hidden;     /* NULL = all visible (hidden: _row_id and key columns of views) */
     const bool *col_not_null;   /* NULL = all nullable (sources: NOT NULL columns) */
+    const struct PlanExpr *const *col_gen; /* sources: per column, its expression for a computed column
+                                 * (`name AS expr`, over the other columns), NULL for a column read
+                                 * from the records; NULL when there are none */
     int wm_col;                 /* watermark column index, -1 none */
     const struct PlanExpr *wm_expr; /* the WATERMARK expression bound against the columns, or NULL */
     int64_t wm_delay_us;        /* for display and for simple `ts - INTERVAL` forms; -1 if general */

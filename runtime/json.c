@@ -313,7 +313,7 @@ int rt_json_decode_row(const char *p, size_t n, int n_cols, const char *const *n
             return fail(&s, "expected ':' in JSON object%s", NULL);
         int col = -1;
         for (int i = 0; i < n_cols; i++)
-            if (strlen(names[i]) == klen && memcmp(names[i], key, klen) == 0) {
+            if (names[i] && strlen(names[i]) == klen && memcmp(names[i], key, klen) == 0) {
                 col = i;
                 break;
             }

@@ -91,6 +91,9 @@ typedef struct FieldDef {
 enum { P_ID, P_NAME, P_EMAIL, P_CARD, P_CITY, P_STATE, P_DATE_TIME, P_EXTRA, P__N };
 enum { A_ID, A_ITEM, A_DESC, A_INITIAL, A_RESERVE, A_DATE_TIME, A_EXPIRES, A_SELLER, A_CATEGORY, A_EXTRA, A__N };
 enum { B_AUCTION, B_BIDDER, B_PRICE, B_CHANNEL, B_URL, B_DATE_TIME, B_EXTRA, B__N };
+/* A computed column (`name AS expr`): no field; NULL until the projection
+ * after the source computes it. */
+#define F_COMPUTED 15
 
 static const FieldDef PERSON_FIELDS[P__N] = {
     {"id", FK_INT}, {"name", FK_STR}, {"email_address", FK_STR}, {"credit_card", FK_STR},
@@ -399,6 +402,7 @@ static void gen_person(const RtNxGen *g, int64_t n, int64_t ts_us, Chunk *c, int
             put_s(c, i, row, next_extra(g, &s, cur, AVG_PERSON_BYTES));
             break;
         }
+        default: c->cols[i].nulls[row] = 1; break;
         }
     }
 }
@@ -448,6 +452,7 @@ static void gen_auction(const RtNxGen *g, int64_t n, int64_t ts_ms, Chunk *c, in
         case A_EXTRA:
             put_s(c, i, row, next_extra(g, &s, 48 + (int)(item.len + desc.len), AVG_AUCTION_BYTES));
             break;
+        default: c->cols[i].nulls[row] = 1; break;
         }
     }
 }
@@ -483,6 +488,7 @@ static void gen_bid(const RtNxGen *g, int64_t n, int64_t ts_us, Chunk *c, int ro
         case B_URL: put_s(c, i, row, g->urls[channel]); break;
         case B_DATE_TIME: put_i(c, i, row, ts_us); break;
         case B_EXTRA: put_s(c, i, row, next_extra(g, &s, 32, AVG_BID_BYTES)); break;
+        default: c->cols[i].nulls[row] = 1; break;
         }
     }
 }
@@ -601,6 +607,11 @@ int rt_nexmark_config(const CatRelation *r, RtNxConfig *cfg, int *fields, WError
     const FieldDef *defs = table_fields(cfg->table, &nf);
     for (int c = 0; c < r->n_cols; c++) {
         const char *name = r->col_names[c];
+        if (r->col_gen && r->col_gen[c]) {
+            if (fields)
+                fields[c] = F_COMPUTED;
+            continue;
+        }
         int f = -1;
         for (int k = 0; k < nf && f < 0; k++)
             if (!strcmp(name, defs[k].name) || (!strcmp(name, "datetime") && !strcmp(defs[k].name, "date_time")))

@@ -46,7 +46,8 @@ typedef struct SourceOp {
     bool replay;              /* VERIFY replay: bound = the live twin's positions */
     bool replay_inf;          /* ...and send +infinity at the end only if the twin had */
     int64_t last_tick_ms;     /* last idle tick sent downstream */
-    const char **names;       /* column names for JSON decoding */
+    const char **names;       /* column names for JSON decoding (NULL: a computed column) */
+    bool names_owned;
     const bool *not_null;     /* NOT NULL columns, or NULL */
     int n_cols;
     SrcFormat format;
@@ -90,6 +91,8 @@ static void source_close(RtOp *op)
     free(s->target);
     free(s->bound);
     stor_table_close(op->table);
+    if (s->names_owned)
+        free(s->names);
     free(s);
 }
 
@@ -137,6 +140,14 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
     s->base.op.rc = rc;
     s->base.op.wm = TS_MINUS_INF;
     s->names = (const char **)r->col_names;
+    if (r->col_gen) {
+        /* Computed columns are not in the records: no field fills them (NULL
+         * until the projection after the source computes them). */
+        s->names = xcalloc((size_t)r->n_cols, sizeof(char *));
+        s->names_owned = true;
+        for (int i = 0; i < r->n_cols; i++)
+            s->names[i] = r->col_gen[i] ? NULL : r->col_names[i];
+    }
     s->n_cols = r->n_cols;
     s->not_null = r->col_not_null;
     s->format = r->format && !strcasecmp(r->format, "upsert")     ? FMT_UPSERT

@@ -1040,12 +1040,17 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos,
                     "cannot insert into source \"%s\": its connector '%s' makes its own rows", o->name,
                     connector ? connector : "");
-    int ncols = r->n_cols;
-    int n_target = ins->columns ? ast_list_len(ins->columns) : ncols;
+    int ncols = r->n_cols, nphys = 0;
+    for (int k = 0; k < ncols; k++)
+        nphys += !(r->col_gen && r->col_gen[k]);
+    /* Computed columns are not written: the records carry the others. */
+    int n_target = ins->columns ? ast_list_len(ins->columns) : nphys;
     int *map = xcalloc((size_t)(n_target ? n_target : 1), sizeof(int));
-    for (int i = 0; i < n_target; i++) {
+    for (int i = 0, k = 0; i < n_target; i++) {
         if (!ins->columns) {
-            map[i] = i;
+            while (r->col_gen && r->col_gen[k])
+                k++;
+            map[i] = k++;
             continue;
         }
         const char *c = AST_AT(ins->columns, i);
@@ -1057,6 +1062,11 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
             free(map);
             return werr(err, SQLSTATE_UNDEFINED_COLUMN, st->pos, "column \"%s\" of relation \"%s\" does not exist", c,
                         o->name);
+        }
+        if (r->col_gen && r->col_gen[map[i]]) {
+            free(map);
+            return werr(err, "428C9", st->pos, "cannot insert a value into column \"%s\"", c),
+                   werr_hint(err, "Column \"%s\" is computed from the others (a computed column).", c), -1;
         }
         for (int j = 0; j < i; j++)
             if (map[j] == map[i]) {
@@ -1078,6 +1088,7 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
     }
     Arena *a = arena_new(0);
     Value *vals = arena_alloc(a, sizeof(Value) * (size_t)ncols);
+    const char **wnames = arena_alloc(a, sizeof(char *) * (size_t)ncols);
     Buf json = BUF_INIT;
     int nrows = ast_list_len(ins->query->values), rc = 0;
     /* Encode every row before producing any, so a bad value sends nothing. */
@@ -1107,7 +1118,13 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
         if (rc)
             break;
         buf_reset(&json);
-        rt_json_encode_row(ncols, r->col_names, vals, &json);
+        int nw = 0;
+        for (int k = 0; k < ncols; k++)
+            if (!(r->col_gen && r->col_gen[k])) {
+                wnames[nw] = r->col_names[k];
+                vals[nw++] = vals[k]; /* k >= nw: compacts in place */
+            }
+        rt_json_encode_row(nw, wnames, vals, &json);
         recs[rrow] = arena_strndup(a, json.data, json.len);
         lens[rrow] = json.len;
     }
