@@ -44,7 +44,7 @@ static const char *FN_NAMES[FN__COUNT] = {
     [FN_DATE_TRUNC] = "date_trunc", [FN_EXTRACT_TS] = "date_part", [FN_EXTRACT_DATE] = "date_part",
     [FN_EXTRACT_IV] = "date_part", [FN_TO_TIMESTAMP] = "to_timestamp", [FN_MAKE_INTERVAL] = "make_interval",
     [FN_MAKE_DATE] = "make_date", [FN_MAKE_TIMESTAMP] = "make_timestamp", [FN_TO_CHAR] = "to_char",
-    [FN_DATE_FORMAT] = "date_format", [FN_NOW] = "now",
+    [FN_DATE_FORMAT] = "date_format", [FN_PROCTIME] = "proctime", [FN_NOW] = "now",
     [FN_JSON_GET_KEY] = "->", [FN_JSON_GET_IDX] = "->", [FN_JSON_GET_KEY_TEXT] = "->>",
     [FN_JSON_GET_IDX_TEXT] = "->>", [FN_JSON_PATH] = "jsonb_extract_path",
     [FN_JSON_PATH_TEXT] = "jsonb_extract_path_text", [FN_JSON_TYPEOF] = "jsonb_typeof",

@@ -63,6 +63,10 @@ typedef enum ScalarFn {
     FN_MAKE_TIMESTAMP,  /* (year, month, day, hour, min int4, sec double) -> timestamp[tz] */
     FN_TO_CHAR,         /* (timestamp[tz], Postgres template text) -> text (scalar_format.c) */
     FN_DATE_FORMAT,     /* (timestamp[tz], Java/Flink pattern text) -> text (scalar_format.c) */
+    /* PROCTIME(): the wall clock when the row is computed, timestamptz. Only a
+     * source's computed column makes it (a processing-time attribute); NOT
+     * deterministic, by design. */
+    FN_PROCTIME,
     /*
      * now(), current_timestamp, transaction_timestamp(), statement_timestamp():
      * NOT deterministic. The binder gives the call one hidden argument, the

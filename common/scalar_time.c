@@ -306,6 +306,7 @@ int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena
     case FN_MAKE_TIMESTAMP: return make_timestamp(args, out, err);
     case FN_TO_CHAR:
     case FN_DATE_FORMAT: return scalar_format_call(fn, args, a, out, err);
+    case FN_PROCTIME:
     case FN_NOW:
         if (n == 1) {
             out->u.i = args[0].u.i;

@@ -107,7 +107,13 @@ static void node_params(const PlanNode *n, Buf *out)
     case PN_WATERMARK:
         buf_printf(out, "column: %s, expr: ", n->out.names[n->wm_col]);
         expr_to_text(n->wm_expr, &n->out, out);
-        buf_puts(out, ", per partition: max, across partitions: min");
+        {
+            const PlanNode *in = n->inputs[0];
+            if (in->kind == PN_PROJECT && in->inputs[0]->kind == PN_SOURCE)
+                in = in->inputs[0];
+            bool proc = in->kind == PN_SOURCE && in->source->proctime_wm;
+            buf_puts(out, proc ? ", processing time: follows the clock" : ", per partition: max, across partitions: min");
+        }
         break;
     case PN_PROJECT:
         buf_puts(out, "exprs: [");

@@ -1757,18 +1757,6 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
     return q;
 }
 
-static bool calls_fn(const PlanExpr *e, int fn)
-{
-    if (e->kind != PE_CALL)
-        return false;
-    if ((int)e->fn == fn)
-        return true;
-    for (int i = 0; i < e->n_args; i++)
-        if (calls_fn(e->args[i], fn))
-            return true;
-    return false;
-}
-
 /* The columns, primary key (tables only) and watermark of CREATE SOURCE or
  * CREATE TABLE, bound into rel. */
 static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table, Arena *a, WError *err)
@@ -1823,15 +1811,18 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
         if (!c->generated)
             continue;
         const AstExpr *g = c->generated;
-        if (g->kind == AST_FUNC && strcmp(g->text, "proctime") == 0)
-            return werr(err, SQLSTATE_NOT_SUPPORTED, g->pos,
-                        "feature not supported: PROCTIME() columns (processing-time attributes)"),
-                   werr_hint(err, "Windows and joins run on event time: declare a WATERMARK on a time column of "
-                                  "the records."), -1;
+        if (g->kind == AST_FUNC && strcmp(g->text, "proctime") == 0 && ast_list_len(g->args) == 0) {
+            /* A processing-time attribute: the wall clock as the row is read. */
+            PlanExpr *e = arena_zalloc(a, sizeof *e);
+            *e = (PlanExpr){.kind = PE_CALL, .fn = FN_PROCTIME, .type = TYPE_TIMESTAMPTZ, .pos = g->pos};
+            gen[i] = e;
+            types[i] = TYPE_TIMESTAMPTZ;
+            continue;
+        }
         PlanExpr *e = bind_expr(b, &s, g);
         if (!e)
             return -1;
-        if (calls_fn(e, FN_NOW))
+        if (expr_find_fn(e, FN_NOW) || expr_find_fn(e, FN_PROCTIME))
             return werr(err, SQLSTATE_NOT_SUPPORTED, g->pos,
                         "feature not supported: now() in a computed column (it would be the time of CREATE SOURCE)");
         if (e->type == TYPE_NULL && !(e = coerce_expr(b, e, TYPE_TEXT, c->generated->pos)))
@@ -1917,6 +1908,18 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
         } else {
             rel->wm_delay_us = -1;
         }
+    }
+    for (int i = 0; gen && i < n; i++) {
+        if (!gen[i] || gen[i]->kind != PE_CALL || gen[i]->fn != FN_PROCTIME)
+            continue;
+        if (rel->wm_col < 0) {
+            /* The processing-time attribute is the time windows run on: its
+             * own watermark, as in Flink, where a PROCTIME() column needs none. */
+            rel->wm_col = i;
+            rel->wm_expr = make_col(b, i, TYPE_TIMESTAMPTZ);
+            rel->wm_delay_us = 0;
+        }
+        rel->proctime_wm |= rel->wm_col == i;
     }
     return 0;
 }

@@ -53,6 +53,8 @@ typedef struct CatRelation {
     int wm_col;                 /* watermark column index, -1 none */
     const struct PlanExpr *wm_expr; /* the WATERMARK expression bound against the columns, or NULL */
     int64_t wm_delay_us;        /* for display and for simple `ts - INTERVAL` forms; -1 if general */
+    bool proctime_wm;           /* the watermark column is `AS PROCTIME()`: the watermark follows the
+                                 * wall clock, also while no records arrive */
     const struct PlanExpr *topic_wm_expr; /* CAT_TABLE over a Kafka topic: the WATERMARK expression over
                                  * the topic's rows, for readers that replay the topic themselves */
     int n_pk;                   /* primary key / stream key */

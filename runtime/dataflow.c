@@ -193,6 +193,10 @@ int rt_dataflow_replay_open(const RtEnv *env, const PlanView *plan, RtDataflow *
     for (int i = 0; i < plan->n_nodes; i++) {
         const PlanNode *n = plan->nodes[i];
         const char *conn = n->kind == PN_SOURCE ? cat_option(n->source, "connector") : NULL;
+        if (n->kind == PN_SOURCE && n->source->proctime_wm)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                        "feature not supported: VERIFY of a view over processing time (a PROCTIME() column): a "
+                        "recomputation reads the records at another time");
         if (n->kind == PN_VIEW_SOURCE || n->kind == PN_TABLE_WRITE || (n->kind == PN_SOURCE && (!conn || strcasecmp(conn, "kafka"))))
             return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
                         "feature not supported: VERIFY of a view that reads %s (only views over Kafka sources)",

@@ -32,6 +32,8 @@ typedef struct WmOp {
     int64_t emitted;          /* last watermark sent downstream */
     bool dirty;
     int64_t idle_ms;          /* idle_timeout: a partition silent this long stops holding the watermark (0 off) */
+    bool proctime;            /* the time column is PROCTIME(): ticks move the watermark to the clock */
+    int64_t proctime_delay_us;
     int64_t max_future_us;    /* far-future limit ahead of the wall clock (0 off) */
     bool clamp;               /* far_future = 'clamp': count the row's time as the limit instead of rejecting it */
     int time_col;             /* the WATERMARK column */
@@ -93,6 +95,17 @@ static int64_t min_over(const WmOp *w)
     return w->n_parts ? m : TS_MINUS_INF;
 }
 
+/* The source whose rows this watermark reads: below it directly, or below
+ * the projection that computes a source's computed columns. NULL for a
+ * table or a view. */
+static const CatRelation *wm_source(const PlanNode *n)
+{
+    const PlanNode *in = n->inputs[0];
+    if (in->kind == PN_PROJECT && in->inputs[0]->kind == PN_SOURCE)
+        in = in->inputs[0];
+    return in->kind == PN_SOURCE ? in->source : NULL;
+}
+
 static int wm_push(RtOp *op, Chunk *c)
 {
     WmOp *w = (WmOp *)op;
@@ -119,7 +132,7 @@ static int wm_push(RtOp *op, Chunk *c)
             Value tv = value_int(TYPE_TIMESTAMP, tc->v.i[r]);
             Buf b = BUF_INIT;
             value_to_text(&tv, &b);
-            const CatRelation *src = n->inputs[0]->kind == PN_SOURCE ? n->inputs[0]->source : NULL;
+            const CatRelation *src = wm_source(n);
             int fail = rt_source_error(op, src, part, c->src_offsets ? c->src_offsets[r] : -1, NULL, 0,
                                        "partition %d: event time %s is more than max_future ahead of the clock", part,
                                        b.data ? b.data : "");
@@ -138,7 +151,8 @@ static int wm_push(RtOp *op, Chunk *c)
         if (v > w->part_max[part]) {
             w->part_max[part] = v;
             w->dirty = true;
-            int64_t m = min_over(w);
+            /* Processing time is one clock for every partition. */
+            int64_t m = w->proctime ? v : min_over(w);
             if (m > w->current)
                 w->current = m;
         }
@@ -169,9 +183,16 @@ static int wm_watermark(RtOp *op, int64_t wm)
         op->rc->stats.watermark = TS_PLUS_INF;
         return rt_emit_watermark(op, TS_PLUS_INF);
     }
-    if (!w->idle_ms)
+    if (w->proctime) {
+        /* Processing time: the clock moves on while no record arrives, and
+         * the windows over it close on time. */
+        int64_t m = wall_us() - w->proctime_delay_us;
+        if (m > w->current)
+            w->current = m;
+    } else if (!w->idle_ms) {
         return 0;
-    int64_t m = min_over(w);
+    }
+    int64_t m = w->proctime ? w->current : min_over(w);
     if (m > w->current)
         w->current = m;
     if (w->current > op->rc->stats.watermark)
@@ -219,7 +240,7 @@ static void wm_close(RtOp *op)
 static int wm_partitions(RtOp *op, RtPartitionWatermark *out, int max)
 {
     WmOp *w = (WmOp *)op;
-    const CatRelation *src = op->node->inputs[0]->kind == PN_SOURCE ? op->node->inputs[0]->source : NULL;
+    const CatRelation *src = wm_source(op->node);
     int64_t now = mono_ms();
     int n = 0;
     for (int p = 0; p < w->n_parts && n < max; p++, n++) {
@@ -267,7 +288,7 @@ RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
     w->current = TS_MINUS_INF;
     w->emitted = TS_MINUS_INF;
     w->time_col = n->wm_col;
-    const CatRelation *src = n->inputs[0]->kind == PN_SOURCE ? n->inputs[0]->source : NULL;
+    const CatRelation *src = wm_source(n);
     const char *idle = src ? cat_option(src, "idle_timeout") : NULL;
     Interval iv;
     int64_t us;
@@ -278,6 +299,10 @@ RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
     }
     if (idle)
         w->idle_ms = us / 1000;
+    if (src && src->proctime_wm && src->wm_delay_us >= 0) {
+        w->proctime = true;
+        w->proctime_delay_us = src->wm_delay_us;
+    }
     if (rt_source_future_policy(src, &w->max_future_us, &w->clamp, rc->err)) {
         wm_close(&w->op);
         return NULL;

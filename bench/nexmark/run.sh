@@ -80,7 +80,7 @@ for q in $queries; do
         fi
         c0=$(cpu_ticks "$server_pid")
         t0=$(date +%s.%N)
-        out=$(sql -f "$f")
+        out=$(EVENTS=$events RATE=$rate envsubst <"$f" | sql -f -)
         if echo "$out" | grep -q ERROR; then
             printf '%-10s %9s  not supported: %s\n' "$q" "$iv" "$(echo "$out" | grep ERROR | head -1 | sed 's/.*ERROR: *//')"
             stop_server
