@@ -20,7 +20,7 @@ const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
                                   "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
-                                  "TableWrite", "TemporalJoin", "Union", "SetOp"};
+                                  "TableWrite", "TemporalJoin", "Union", "SetOp", "SemiJoin"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -1206,16 +1206,24 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     Rel in;
     if (plan_from(p, sel, &in))
         return -1;
+    /* A correlated subquery: its equalities with the outer query leave WHERE (plan_subq.c). */
+    if (p->corr && p->corr->sel == sel && subq_correlate(p, sel, &in.scope, &sel))
+        return -1;
+    int n_subq = b->n_subq;
+    const AstExpr *where = sel->where;
+    if (where && ast_contains_aggregate(where))
+        return werr(b->err, SQLSTATE_GROUPING_ERROR, where->pos, "aggregate functions are not allowed in WHERE");
+    /* Subqueries in WHERE: [NOT] EXISTS / IN conditions become semi (anti) joins. */
+    if (where && ast_contains_subquery(where) && plan_where_subqueries(p, where, &in, &where))
+        return -1;
     PlanNode *cur = in.node;
     Scope scope = in.scope;
 
-    if (sel->where) {
-        if (ast_contains_aggregate(sel->where))
-            return werr(b->err, SQLSTATE_GROUPING_ERROR, sel->where->pos, "aggregate functions are not allowed in WHERE");
-        PlanExpr *pred = bind_expr(b, &scope, sel->where);
-        if (!pred || !(pred = coerce_expr(b, pred, TYPE_BOOL, sel->where->pos))) {
+    if (where) {
+        PlanExpr *pred = bind_expr(b, &scope, where);
+        if (!pred || !(pred = coerce_expr(b, pred, TYPE_BOOL, where->pos))) {
             if (!b->err->set)
-                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, sel->where->pos, "argument of WHERE must be type boolean");
+                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, where->pos, "argument of WHERE must be type boolean");
             return -1;
         }
         PlanNode *f = new_node(p, PN_FILTER, cur);
@@ -1240,6 +1248,20 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     for (int i = 0; i < n_targets && !grouped; i++)
         if (targets[i].expr && ast_contains_aggregate(targets[i].expr))
             grouped = true;
+    /* Subqueries in the select list: each joined to the rows as a hidden column. */
+    for (int i = 0; i < n_targets; i++) {
+        if (!targets[i].expr || !ast_contains_subquery(targets[i].expr))
+            continue;
+        if (grouped && !plain_distinct)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, targets[i].pos,
+                        "feature not supported: a subquery in the select list of a grouped query"),
+                   werr_hint(b->err, "Aggregate in a FROM subquery first, then add the subquery outside it."), -1;
+        Rel r = {.node = cur, .scope = scope};
+        if (plan_expr_subqueries(p, targets[i].expr, &r))
+            return -1;
+        cur = r.node;
+        scope = r.scope;
+    }
 
     AggCtx agg = {0};
     Scope pre_scope = scope;
@@ -1499,6 +1521,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
 
     out->node = cur;
     out->scope = final_scope;
+    b->n_subq = n_subq; /* this select's subquery columns mean nothing outside it */
     (void)pre_scope;
     return 0;
 }

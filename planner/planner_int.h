@@ -43,6 +43,12 @@ typedef struct AggCtx {
     const Scope *input;      /* the scope aggregates' arguments bind against */
 } AggCtx;
 
+/* A subquery expression already joined to the rows being bound: the column holding its value. */
+typedef struct SubqMap {
+    const AstExpr *e;        /* the AST_SUBQUERY */
+    int col;                 /* its column in the scope it was planned against */
+} SubqMap;
+
 typedef struct BindCtx {
     Arena *a;
     WError *err;
@@ -51,6 +57,8 @@ typedef struct BindCtx {
     bool in_agg_arg;         /* inside an aggregate's argument (nested aggregates are errors) */
     int next_node_id;
     int64_t now_us;          /* now() of this statement (timestamptz), 0 until first used */
+    int n_subq, cap_subq;    /* subqueries planned so far (plan_subq.c), newest last */
+    SubqMap *subq;
 } BindCtx;
 
 /* plan_panes.c: makes a HOP window aggregation (win feeding agg) work in
@@ -93,8 +101,22 @@ typedef struct CteEnv {
     bool used;               /* referenced at least once (else only checked) */
 } CteEnv;
 
+/* The correlation of the subquery being planned (plan_subq.c): its WHERE's
+ * equalities of an inner with an outer expression, found by subq_correlate(). */
+#define SUBQ_MAX_CORR 32
+typedef struct SubqCorr {
+    const AstSelect *sel;    /* the subquery's select (plan_select_core calls subq_correlate for it) */
+    const Scope *outer;      /* the outer query's columns */
+    AstSubqueryKind kind;
+    int n;
+    const AstExpr *inner[SUBQ_MAX_CORR], *outer_e[SUBQ_MAX_CORR];
+    bool grouped;            /* the subquery aggregates */
+    bool had_group_by;       /* ... with a GROUP BY of its own (so it may yield no or many rows) */
+} SubqCorr;
+
 typedef struct PlanCtx {
     BindCtx b;
+    SubqCorr *corr;          /* a subquery to decorrelate, or NULL */
     CteEnv *ctes;
     const AstSelect *topn_sub;   /* a FROM subquery with ROW_NUMBER() OVER, filtered rn <= topn_n outside */
     int64_t topn_n;
@@ -143,6 +165,21 @@ int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
 CteEnv *find_cte(const PlanCtx *p, const char *name);
 /* A FROM reference to a CTE (planned again at each reference). */
 int plan_cte_ref(PlanCtx *p, const AstTableRef *t, CteEnv *ce, Rel *out);
+
+/* plan_subq.c: subqueries in expressions. */
+bool ast_contains_subquery(const AstExpr *e);
+/* WHERE: top-level [NOT] EXISTS / [NOT] IN conditions become semi (anti)
+ * joins of cur; other subqueries are joined as columns; *rest gets the
+ * conditions left for the filter (NULL when none). */
+int plan_where_subqueries(PlanCtx *p, const AstExpr *where, Rel *cur, const AstExpr **rest);
+/* Joins every subquery in e to cur as a column (MARK, SCALAR). */
+int plan_expr_subqueries(PlanCtx *p, const AstExpr *e, Rel *cur);
+/* Called by plan_select_core for p->corr's select once its FROM (inner) is
+ * planned: takes the correlated equalities out of WHERE; *out gets the
+ * select to plan instead (unchanged when it is not correlated). */
+int subq_correlate(PlanCtx *p, const AstSelect *sel, const Scope *inner, const AstSelect **out);
+/* bind.c's case for AST_SUBQUERY: the column it was joined as. */
+PlanExpr *bind_subquery(BindCtx *b, const Scope *s, const AstExpr *e);
 
 /* explain.c helpers used by plan.c too */
 void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out);

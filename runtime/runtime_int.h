@@ -132,6 +132,8 @@ RtOp *rt_op_temporal_join_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_union_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_setop_new(RtCtx *rc, const PlanNode *n);
+/* op_semijoin.c: PN_SEMI_JOIN ([NOT] IN, [NOT] EXISTS and scalar subqueries). */
+RtOp *rt_op_semijoin_new(RtCtx *rc, const PlanNode *n);
 /* Batch leaves: produce all their rows on rt_op_produce(). */
 RtOp *rt_op_view_scan_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_values_new(RtCtx *rc, const PlanNode *n);
