@@ -67,12 +67,6 @@ typedef struct LimitSpec {
     AstExpr *offset;
 } LimitSpec;
 
-typedef struct ExplainHead {
-    AstList *options;            /* AstOption* */
-    int pos;                     /* position of EXPLAIN */
-    int off;                     /* byte offset of EXPLAIN */
-} ExplainHead;
-
 /*
  * The parse context, Lemon's %extra_context. One per parse_sql() call. The
  * cur_* pointers hold the statement being built by rules that add pieces
@@ -192,7 +186,11 @@ AstStmt *ast_alter_rename(ParseCtx *c, Token t, AstObjectKind obj, bool if_exist
 AstStmt *ast_insert(ParseCtx *c, Token t, Token table, AstList *cols, AstSelect *q);
 AstStmt *ast_update(ParseCtx *c, Token t, Token table, AstList *sets, AstExpr *where);
 AstStmt *ast_delete(ParseCtx *c, Token t, Token table, AstExpr *where);
-AstStmt *ast_explain(ParseCtx *c, ExplainHead h, AstStmt *inner);
+AstStmt *ast_explain(ParseCtx *c, Token t, AstList *options, AstStmt *inner);
+/* (q) as a set operation's operand or a whole query: q itself when it is a
+ * plain SELECT, else SELECT * FROM (q), so its own ORDER BY, LIMIT and set
+ * operations stay inside. */
+AstSelect *ast_paren_select(ParseCtx *c, Token lp, AstSelect *q);
 AstStmt *ast_show(ParseCtx *c, Token t, const char *what, AstObjectKind obj, const char *name);
 AstStmt *ast_set(ParseCtx *c, Token t, AstStmtKind k, const char *name, const char *value);
 AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k);

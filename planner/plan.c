@@ -929,7 +929,8 @@ PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, int n, P
     return pr;
 }
 
-/* LIMIT and OFFSET of an ad hoc query into q (a view has no order to cut). */
+/* LIMIT and OFFSET of an ad hoc query into q (a view has no order to cut;
+ * inside a query they are a Top-N, make_limit_topn()). */
 int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q)
 {
     BindCtx *b = &p->b;
@@ -939,6 +940,13 @@ int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q)
                         "feature not supported: LIMIT/OFFSET in a streaming query (Top-N)");
         return 0;
     }
+    return limit_values(p, sel, &q->limit, &q->offset);
+}
+
+int limit_values(PlanCtx *p, const AstSelect *sel, int64_t *limit, int64_t *offset)
+{
+    BindCtx *b = &p->b;
+    PlanQuery qq, *q = &qq;
     q->limit = -1;
     q->offset = 0;
     Scope empty = {0};
@@ -960,6 +968,8 @@ int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q)
             return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->offset->pos, "OFFSET must not be negative");
         q->offset = v.null ? 0 : v.u.i;
     }
+    *limit = q->limit;
+    *offset = q->offset;
     return 0;
 }
 
@@ -1442,7 +1452,8 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     int *don_cols = NULL;
     OutCols oc = {.n_targets = n_targets, .grouped = grouped && !plain_distinct, .plain_distinct = plain_distinct,
                   .agg = &agg, .scope = &scope, .cur = cur};
-    if ((n_order && (q || n_don)) || n_don) {
+    bool cut = !q && (sel->limit || sel->offset); /* LIMIT inside a query: a Top-N */
+    if ((n_order && (q || n_don || cut)) || n_don) {
         oc.texprs = memcpy(arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_targets + n_order + n_don + 1)), texprs,
                            sizeof(PlanExpr *) * (size_t)n_targets);
         oc.tnames = memcpy(arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + n_order + n_don + 1)), tnames,
@@ -1516,8 +1527,18 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         q->n_order = n_order;
         q->order = order;
     }
-    if (plan_limit(p, sel, q))
+    if (cut) {
+        if (n_don)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
+                        "feature not supported: DISTINCT ON with LIMIT inside a query");
+        Rel r = {.node = cur, .scope = final_scope};
+        if (make_limit_topn(p, sel, &r, n_order, order, n_targets))
+            return -1;
+        cur = r.node;
+        final_scope = r.scope;
+    } else if (plan_limit(p, sel, q)) {
         return -1;
+    }
 
     out->node = cur;
     out->scope = final_scope;

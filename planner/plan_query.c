@@ -294,10 +294,92 @@ static int plan_setop(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         q->n_order = n_order;
         q->order = order;
     }
-    if (plan_limit(p, sel, q))
-        return -1;
     out->node = cur;
     out->scope = sc;
+    if (!q && (sel->limit || sel->offset))
+        return make_limit_topn(p, sel, out, n_order, order, n);
+    return plan_limit(p, sel, q);
+}
+
+int make_limit_topn(PlanCtx *p, const AstSelect *sel, Rel *r, int n_order, const PlanOrder *order, int n_visible)
+{
+    BindCtx *b = &p->b;
+    int64_t limit, offset;
+    if (limit_values(p, sel, &limit, &offset))
+        return -1;
+    const AstExpr *where = sel->limit ? sel->limit : sel->offset;
+    if (limit < 0)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, where->pos,
+                    "feature not supported: OFFSET without LIMIT inside a query");
+    if (limit > 10000 || offset > 10000 - limit)
+        return werr(b->err, SQLSTATE_PROGRAM_LIMIT, where->pos,
+                    "a LIMIT inside a query keeps at most 10000 rows (LIMIT + OFFSET)");
+    PlanNode *cur = r->node;
+    int n = cur->out.n;
+    PlanNode *t = new_node(p, PN_TOPN, cur);
+    t->n_order_cols = n_order;
+    t->order_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_order + 1));
+    t->order_desc = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
+    t->order_nulls_first = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
+    for (int i = 0; i < n_order; i++) {
+        t->order_cols[i] = order[i].col;
+        t->order_desc[i] = order[i].desc;
+        t->order_nulls_first[i] = order[i].nulls_first;
+    }
+    t->topn_limit = limit + offset;
+    t->win_group_idx = -1;
+    t->table_id = new_table(p);
+    t->append_only = false;
+    t->wm_col = -1;
+    alloc_schema(b->a, &t->out, n + 1);
+    for (int i = 0; i < n; i++) {
+        t->out.names[i] = cur->out.names[i];
+        t->out.types[i] = cur->out.types[i];
+        t->out.hidden[i] = cur->out.hidden[i];
+    }
+    t->out.names[n] = "row_number";
+    t->out.types[n] = TYPE_INT8;
+    t->out.hidden[n] = true;
+    t->n_keys = 1;
+    t->keys = arena_alloc(b->a, sizeof(int));
+    t->keys[0] = n;
+    PlanNode *in = t;
+    if (offset > 0) {
+        /* The first OFFSET ranks are cut, the rest kept. */
+        PlanExpr *args[2] = {make_col(b, n, TYPE_INT8), make_const(b, value_int(TYPE_INT8, offset))};
+        PlanExpr *gt = arena_zalloc(b->a, sizeof *gt);
+        *gt = (PlanExpr){.kind = PE_CALL, .fn = FN_GT, .type = TYPE_BOOL, .n_args = 2,
+                         .args = arena_alloc(b->a, sizeof(PlanExpr *) * 2)};
+        gt->args[0] = args[0];
+        gt->args[1] = args[1];
+        PlanNode *f = new_node(p, PN_FILTER, t);
+        f->pred = gt;
+        f->out = t->out;
+        f->n_keys = t->n_keys;
+        f->keys = t->keys;
+        in = f;
+    }
+    /* The visible columns and the row number (the key). */
+    PlanNode *pr = new_node(p, PN_PROJECT, in);
+    pr->n_exprs = n_visible + 1;
+    pr->exprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_visible + 1));
+    Scope sc;
+    alloc_scope(b->a, &sc, n_visible + 1);
+    for (int i = 0; i < n_visible; i++) {
+        pr->exprs[i] = make_col(b, i, cur->out.types[i]);
+        sc.cols[i] = r->scope.cols[i];
+        sc.cols[i].role = ROLE_NONE;
+    }
+    pr->exprs[n_visible] = make_col(b, n, TYPE_INT8);
+    sc.cols[n_visible] = (ScopeCol){.name = "_row_number", .type = TYPE_INT8, .hidden = true};
+    schema_from_scope(b->a, &pr->out, &sc);
+    pr->n_keys = 1;
+    pr->keys = arena_alloc(b->a, sizeof(int));
+    pr->keys[0] = n_visible;
+    pr->append_only = false;
+    pr->wm_col = -1;
+    r->node = pr;
+    r->scope = sc;
     return 0;
 }
 

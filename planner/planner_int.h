@@ -147,6 +147,12 @@ PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, int n, P
                        const char **names, const ColRole *roles, Scope *out_scope, bool keep_key);
 /* LIMIT/OFFSET of an ad hoc query into q; in a view (q NULL) they are 0A000. */
 int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q);
+/* The values of sel's LIMIT (-1 none) and OFFSET (0 none). */
+int limit_values(PlanCtx *p, const AstSelect *sel, int64_t *limit, int64_t *offset);
+/* LIMIT/OFFSET of a query inside another (a subquery, a set operation's
+ * branch): a Top-N of r's rows by order (columns of r) keeping the first
+ * n_visible columns and the row number as the (hidden) key. */
+int make_limit_topn(PlanCtx *p, const AstSelect *sel, Rel *r, int n_order, const PlanOrder *order, int n_visible);
 /* The distinct aggregation on the first n columns (SELECT DISTINCT, UNION), with
  * the unbounded-state guard; NULL + err when refused. */
 PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, int pos, const char *what);
