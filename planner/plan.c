@@ -1595,6 +1595,9 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
         return NULL;
     }
+    /* A view's rows have no order to cut (a LIMIT inside it is a Top-N). */
+    if (plan_limit(&p, cv->query, NULL))
+        return NULL;
     Rel r;
     if (plan_select(&p, cv->query, &r, NULL))
         return NULL;

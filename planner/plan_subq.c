@@ -128,8 +128,12 @@ int subq_correlate(PlanCtx *p, const AstSelect *sel, const Scope *inner, const A
             x = y;
             y = t;
         } else {
-            if (!binds_in(b, cc->outer, c) && !ast_contains_subquery(c)) {
-                /* Neither side knows a name: report the binder's own error. */
+            /* Not even with the outer columns: a name nobody knows, the binder's error. */
+            Scope both;
+            alloc_scope(b->a, &both, inner->n + cc->outer->n);
+            memcpy(both.cols, inner->cols, sizeof(ScopeCol) * (size_t)inner->n);
+            memcpy(both.cols + inner->n, cc->outer->cols, sizeof(ScopeCol) * (size_t)cc->outer->n);
+            if (!binds_in(b, &both, c)) {
                 bind_expr(b, inner, c);
                 if (b->err->set)
                     return -1;
