@@ -313,8 +313,9 @@ static int plan_one(PlanCtx *p, const AstExpr *e, Rel *cur, PlanSemiKind k)
             vis[nv++] = i;
     int want = cc.n + (e->subq_kind != SUBQ_EXISTS);
     if (e->subq_kind != SUBQ_EXISTS && nv != want)
-        return werr(b->err, SQLSTATE_SYNTAX_ERROR, sub->pos, nv > want ? "subquery has too many columns"
-                                                                      : "subquery has too few columns");
+        return werr(b->err, SQLSTATE_SYNTAX_ERROR, sub->pos,
+                    e->subq_kind == SUBQ_SCALAR ? "subquery must return only one column"
+                    : nv > want ? "subquery has too many columns" : "subquery has too few columns");
     if (e->subq_kind == SUBQ_SCALAR && p->streaming && (!cc.grouped || cc.had_group_by))
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos,
                     "feature not supported: a scalar subquery in a materialized view that is not an aggregate"),
