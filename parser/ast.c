@@ -713,10 +713,10 @@ AstCte *ast_cte(ParseCtx *c, Token name, AstList *cols, AstSelect *q)
     return cte;
 }
 
-void ast_with_recursive(ParseCtx *c, Token t)
+AstSelect *ast_with_recursive(AstSelect *q)
 {
-    werr(c->err, SQLSTATE_NOT_SUPPORTED, t.pos, "feature not supported: WITH RECURSIVE");
-    werr_hint(c->err, "Streaming views cannot iterate to a fixpoint; write the recursion out as joins.");
+    q->recursive = true;
+    return q;
 }
 
 static AstTableRef *new_tref(ParseCtx *c, AstTableRefKind k, int pos, AliasSpec al)

@@ -368,7 +368,7 @@ namelist(A) ::= namelist(L) COMMA nm(N).       { A = ast_name_list(ctx, L, N); }
 
 select(A) ::= selectnowith(S) orderby_opt(O) limit_opt(L). { A = ast_select_finish(ctx, NULL, NULL, S, O, L); }
 select(A) ::= WITH(T) ctelist(C) selectnowith(S) orderby_opt(O) limit_opt(L). { A = ast_select_finish(ctx, &T, C, S, O, L); }
-select(A) ::= WITH(T) RECURSIVE(R) ctelist(C) selectnowith(S) orderby_opt(O) limit_opt(L). { ast_with_recursive(ctx, R); A = ast_select_finish(ctx, &T, C, S, O, L); }
+select(A) ::= WITH(T) RECURSIVE ctelist(C) selectnowith(S) orderby_opt(O) limit_opt(L). { A = ast_with_recursive(ast_select_finish(ctx, &T, C, S, O, L)); }
 ctelist(A) ::= cte(C).                         { A = ast_list_append(ctx->a, NULL, C); }
 ctelist(A) ::= ctelist(L) COMMA cte(C).        { A = ast_list_append(ctx->a, L, C); }
 cte(A) ::= nm(N) AS LP select(Q) RP.           { A = ast_cte(ctx, N, NULL, Q); }

@@ -148,7 +148,8 @@ AstSelect *ast_select_finish(ParseCtx *c, const Token *with, AstList *ctes, AstS
                              AstList *order_by, LimitSpec lim);
 AstCte *ast_cte(ParseCtx *c, Token name, AstList *cols, AstSelect *q);
 /* WITH RECURSIVE: recorded as 0A000 at the RECURSIVE token. */
-void ast_with_recursive(ParseCtx *c, Token t);
+/* Marks q's WITH list as WITH RECURSIVE. Returns q. */
+AstSelect *ast_with_recursive(AstSelect *q);
 AstTableRef *ast_tref_name(ParseCtx *c, Token name, const char *qualified, AstExpr *systime, AliasSpec al);
 AstTableRef *ast_tref_subquery(ParseCtx *c, Token lp, AstSelect *q, AliasSpec al);
 AstTableRef *ast_tref_join(ParseCtx *c, AstTableRef *l, AstJoinType jt, AstTableRef *r, AstExpr *on,

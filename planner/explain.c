@@ -238,6 +238,13 @@ static void node_params(const PlanNode *n, Buf *out)
             buf_printf(out, "%s%s", i ? ", " : "", n->out.names[i]);
         buf_putc(out, ']');
         break;
+    case PN_RECURSIVE:
+        buf_printf(out, "cte: %s, %s, until an iteration adds no row (at most %d iterations, %d rows)", n->rec_name,
+                   n->rec_union_all ? "union all" : "union", PLAN_RECURSIVE_MAX_ITER, PLAN_RECURSIVE_MAX_ROWS);
+        break;
+    case PN_WORK_TABLE:
+        buf_printf(out, "cte: %s, the rows the last iteration added", n->rec_name);
+        break;
     case PN_SEMI_JOIN: {
         static const char *kinds[] = {"semi", "anti", "mark", "scalar"};
         const PlanSchema *r = &n->inputs[1]->out;
@@ -369,7 +376,9 @@ static void explain_text(const PlanNode *n, const char *prefix, bool root, bool 
     buf_puts(out, prefix);
     if (!root)
         buf_puts(out, last ? "└─ " : "├─ ");
-    buf_printf(out, "%s%s { ", n->kind == PN_VIEW_SCAN || n->kind == PN_VALUES ? "Batch" : "Stream",
+    buf_printf(out, "%s%s { ",
+               n->kind == PN_VIEW_SCAN || n->kind == PN_VALUES || n->kind == PN_RECURSIVE || n->kind == PN_WORK_TABLE
+                   ? "Batch" : "Stream",
                plan_node_kind_name(n->kind));
     node_params(n, out);
     buf_puts(out, " }\n");
@@ -394,6 +403,11 @@ static void explain_text(const PlanNode *n, const char *prefix, bool root, bool 
     buf_putc(out, '\n');
     for (int i = 0; i < n->n_inputs; i++)
         explain_text(n->inputs[i], child.data, false, i == n->n_inputs - 1, out);
+    if (n->kind == PN_RECURSIVE) {
+        /* Not inputs (the runtime runs them apart), shown as if they were: first the anchor, then the step. */
+        explain_text(n->rec_anchor->root, child.data, false, false, out);
+        explain_text(n->rec_step->root, child.data, false, true, out);
+    }
     buf_free(&child);
 }
 

@@ -20,7 +20,8 @@ const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
                                   "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
-                                  "TableWrite", "TemporalJoin", "Union", "SetOp", "SemiJoin"};
+                                  "TableWrite", "TemporalJoin", "Union", "SetOp", "SemiJoin", "RecursiveUnion",
+                                  "WorkTable"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 

@@ -19,6 +19,166 @@ CteEnv *find_cte(const PlanCtx *p, const char *name)
     return NULL;
 }
 
+static int visible_cols(PlanCtx *p, const Rel *r, int **vis);
+
+/* ---- WITH RECURSIVE (ad hoc queries) ------------------------------------------- */
+
+static bool expr_refers(const AstExpr *e, const char *name);
+bool select_refers(const AstSelect *s, const char *name);
+
+static bool tref_refers(const AstTableRef *t, const char *name)
+{
+    if (!t)
+        return false;
+    switch (t->kind) {
+    case TREF_NAME: return strcmp(t->name, name) == 0;
+    case TREF_SUBQUERY: return select_refers(t->subquery, name);
+    case TREF_JOIN: return tref_refers(t->left, name) || tref_refers(t->right, name) || expr_refers(t->on, name);
+    case TREF_WINDOW: return tref_refers(t->input, name);
+    }
+    return false;
+}
+
+static bool expr_refers(const AstExpr *e, const char *name)
+{
+    if (!e)
+        return false;
+    if (e->kind == AST_SUBQUERY && select_refers(e->subquery, name))
+        return true;
+    for (int i = 0; i < ast_list_len(e->args); i++)
+        if (expr_refers(AST_AT(e->args, i), name))
+            return true;
+    return expr_refers(e->arg, name) || expr_refers(e->lo, name) || expr_refers(e->hi, name) ||
+           expr_refers(e->else_, name);
+}
+
+/* Does s read the relation `name` (in FROM, a subquery, a set operation's branch)? A WITH
+ * inside s that defines the name again is not looked into more closely: it counts. */
+bool select_refers(const AstSelect *s, const char *name)
+{
+    for (; s; s = s->set_op != SETOP_NONE ? s->set_rhs : NULL) {
+        for (int i = 0; i < ast_list_len(s->from); i++)
+            if (tref_refers(AST_AT(s->from, i), name))
+                return true;
+        if (expr_refers(s->where, name) || expr_refers(s->having, name))
+            return true;
+        for (int i = 0; i < ast_list_len(s->targets); i++)
+            if (expr_refers(((const AstTarget *)AST_AT(s->targets, i))->expr, name))
+                return true;
+        for (int i = 0; i < ast_list_len(s->ctes); i++)
+            if (select_refers(((const AstCte *)AST_AT(s->ctes, i))->query, name))
+                return true;
+    }
+    return false;
+}
+
+/* Plans sel as a query of its own (its own node list, for the runtime to run
+ * apart) with ctes in scope; with want, its visible columns are cast to those types. */
+static int sub_query(PlanCtx *p, CteEnv *ctes, const AstSelect *sel, const PlanSchema *want, int pos,
+                     PlanQuery **out)
+{
+    BindCtx *b = &p->b;
+    PlanCtx sub = *p;
+    sub.n_nodes = sub.cap_nodes = 0;
+    sub.nodes = NULL;
+    sub.ctes = ctes;
+    sub.topn_sub = NULL;
+    sub.corr = NULL;
+    PlanQuery *q = arena_zalloc(b->a, sizeof *q);
+    q->limit = -1;
+    Rel r;
+    int rc = plan_select(&sub, sel, &r, q);
+    if (!rc && want) {
+        int *vis;
+        int n = visible_cols(&sub, &r, &vis);
+        bool same = n == want->n;
+        for (int i = 0; i < n && same; i++)
+            same = r.scope.cols[vis[i]].type == want->types[i];
+        if (n != want->n) {
+            rc = werr(b->err, SQLSTATE_SYNTAX_ERROR, pos, "each UNION query must have the same number of columns");
+        } else if (!same) {
+            PlanExpr **exprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n + 1));
+            for (int i = 0; i < n && !rc; i++) {
+                exprs[i] = make_col(&sub.b, vis[i], r.scope.cols[vis[i]].type);
+                if (exprs[i]->type != want->types[i] && !(exprs[i] = coerce_expr(&sub.b, exprs[i], want->types[i], pos)))
+                    rc = -1;
+            }
+            Scope sc;
+            if (!rc)
+                r.node = make_project(&sub, r.node, &r.scope, n, exprs, want->names, NULL, &sc, false);
+        }
+    }
+    p->b = sub.b; /* node ids and subquery columns move on */
+    if (rc)
+        return -1;
+    q->root = r.node;
+    q->n_nodes = sub.n_nodes;
+    q->nodes = sub.nodes;
+    q->schema = r.node->out;
+    *out = q;
+    return 0;
+}
+
+/*
+ * WITH RECURSIVE name AS (anchor UNION [ALL] step), where step reads name:
+ * a PN_RECURSIVE leaf holding both as queries of their own; the step reads
+ * the work table (the rows the last iteration added). The runtime iterates
+ * (op_recursive.c) and bounds the work. Ad hoc queries only.
+ */
+static int plan_recursive(PlanCtx *p, CteEnv *ce, Rel *out)
+{
+    BindCtx *b = &p->b;
+    const AstCte *c = ce->cte;
+    const AstSelect *q = c->query;
+    AstSelect anchor = *q;
+    anchor.set_op = SETOP_NONE;
+    anchor.set_rhs = NULL;
+    anchor.order_by = NULL;
+    anchor.limit = anchor.offset = NULL;
+    anchor.ctes = NULL;
+    if ((q->set_op != SETOP_UNION && q->set_op != SETOP_UNION_ALL) || select_refers(&anchor, c->name))
+        return werr(b->err, "42P19", c->pos,
+                    "recursive query \"%s\" does not have the form non-recursive-term UNION [ALL] recursive-term",
+                    c->name);
+    if (q->order_by || q->limit || q->offset || q->ctes)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, c->pos,
+                    "feature not supported: ORDER BY, LIMIT or WITH in a recursive query");
+    PlanQuery *aq, *sq;
+    if (sub_query(p, ce->prev, &anchor, NULL, c->pos, &aq))
+        return -1;
+    /* The CTE's columns: the anchor's visible ones, renamed by its column list. */
+    PlanSchema *sch = arena_zalloc(b->a, sizeof *sch);
+    int n = 0;
+    for (int i = 0; i < aq->root->out.n; i++)
+        n += !aq->root->out.hidden[i];
+    alloc_schema(b->a, sch, n);
+    for (int i = 0, k = 0; i < aq->root->out.n; i++) {
+        if (aq->root->out.hidden[i])
+            continue;
+        sch->names[k] = k < ast_list_len(c->col_names) ? arena_strdup(b->a, AST_AT(c->col_names, k))
+                                                       : aq->root->out.names[i];
+        sch->types[k++] = aq->root->out.types[i] == TYPE_NULL ? TYPE_TEXT : aq->root->out.types[i];
+    }
+    CteEnv self = *ce;
+    self.work = sch;
+    self.work_id = b->next_node_id++;
+    if (sub_query(p, &self, q->set_rhs, sch, q->set_rhs->pos, &sq))
+        return -1;
+    PlanNode *r = new_node(p, PN_RECURSIVE, NULL);
+    r->out = *sch;
+    r->append_only = true;
+    r->rec_anchor = aq;
+    r->rec_step = sq;
+    r->rec_union_all = q->set_op == SETOP_UNION_ALL;
+    r->rec_name = c->name;
+    r->work_id = self.work_id;
+    alloc_scope(b->a, &out->scope, n);
+    for (int i = 0; i < n; i++)
+        out->scope.cols[i] = (ScopeCol){.name = sch->names[i], .type = sch->types[i]};
+    out->node = r;
+    return 0;
+}
+
 /*
  * A reference to a common table expression. Each reference plans the CTE's
  * query again, as if it were written there as a subquery: a plan node has
@@ -34,10 +194,26 @@ int plan_cte_ref(PlanCtx *p, const AstTableRef *t, CteEnv *ce, Rel *out)
     if (t->system_time)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->system_time->pos,
                     "feature not supported: FOR SYSTEM_TIME AS OF a WITH query");
+    if (ce->work) {
+        /* The recursive term reading its own CTE: the previous iteration's new rows. */
+        PlanNode *w = new_node(p, PN_WORK_TABLE, NULL);
+        w->out = *ce->work;
+        w->append_only = true;
+        w->work_id = ce->work_id;
+        w->rec_name = c->name;
+        alloc_scope(b->a, &out->scope, w->out.n);
+        for (int i = 0; i < w->out.n; i++)
+            out->scope.cols[i] = (ScopeCol){.qualifier = t->alias ? t->alias : c->name, .name = w->out.names[i],
+                                            .type = w->out.types[i]};
+        out->node = w;
+        return 0;
+    }
     CteEnv *saved = p->ctes;
     p->ctes = ce->prev;
     int rc;
-    if (c->query == p->topn_sub) {
+    if (ce->recursive && select_refers(c->query, c->name)) {
+        rc = plan_recursive(p, ce, out);
+    } else if (c->query == p->topn_sub) {
         p->topn_sub = NULL;
         rc = plan_topn(p, c->query, out);
     } else {
@@ -390,6 +566,9 @@ int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     BindCtx *b = &p->b;
     CteEnv *saved = p->ctes;
     int rc = 0;
+    if (sel->recursive && p->streaming)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: WITH RECURSIVE in a materialized view"),
+               werr_hint(b->err, "A view cannot iterate to a fixpoint; write the recursion out as joins."), -1;
     for (int i = 0; i < ast_list_len(sel->ctes) && !rc; i++) {
         const AstCte *c = AST_AT(sel->ctes, i);
         for (int k = 0; k < i && !rc; k++)
@@ -397,6 +576,7 @@ int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
                 rc = werr(b->err, "42712", c->pos, "WITH query name \"%s\" specified more than once", c->name);
         CteEnv *e = arena_zalloc(b->a, sizeof *e);
         e->cte = c;
+        e->recursive = sel->recursive;
         e->prev = p->ctes;
         p->ctes = e;
     }

@@ -129,6 +129,8 @@ typedef enum PlanNodeKind {
     PN_UNION,         /* UNION ALL of two inputs with the same columns: their changelogs merged */
     PN_SETOP,         /* INTERSECT [ALL] / EXCEPT [ALL]: a count per distinct row on each side */
     PN_SEMI_JOIN,     /* left rows against a subquery's rows: [NOT] IN, [NOT] EXISTS, scalar subqueries */
+    PN_RECURSIVE,     /* batch: WITH RECURSIVE, iterated to a fixpoint (a leaf running two sub-queries) */
+    PN_WORK_TABLE,    /* batch: inside a recursive term, the rows the previous iteration added */
 } PlanNodeKind;
 
 /* What a PN_SEMI_JOIN does with the subquery's verdict on each left row. The
@@ -239,10 +241,21 @@ typedef struct PlanNode {
     int in_left_col, in_right_col; /* x IN (SELECT y): x's and y's columns; -1 for EXISTS and scalars */
     int scalar_col;             /* SEMI_SCALAR: the right column whose value is added */
     Value scalar_default;       /* SEMI_SCALAR: the value when the subquery has no row (an aggregate over none) */
+    /* PN_RECURSIVE: rec_anchor's rows, then rec_step's run again and again over the rows the
+     * last run added (its PN_WORK_TABLE leaves with this work_id read them) until it adds none;
+     * UNION (not rec_union_all) adds only rows not seen before. rec_name: the CTE's name. */
+    const struct PlanQuery *rec_anchor, *rec_step;
+    bool rec_union_all;
+    const char *rec_name;
+    int work_id;                /* PN_RECURSIVE and its PN_WORK_TABLE leaves */
     /* PN_VALUES */
     int n_rows;
     Value **rows;               /* n_rows arrays of out.n values */
 } PlanNode;
+
+/* WITH RECURSIVE stops with 54001 past these (the iterations of one CTE, its rows). */
+#define PLAN_RECURSIVE_MAX_ITER 10000
+#define PLAN_RECURSIVE_MAX_ROWS 1000000
 
 /* A planned streaming view (CREATE MATERIALIZED VIEW). */
 typedef struct PlanView {

@@ -99,6 +99,9 @@ typedef struct CteEnv {
     const AstCte *cte;
     struct CteEnv *prev;
     bool used;               /* referenced at least once (else only checked) */
+    bool recursive;          /* in a WITH RECURSIVE list: its query may read itself */
+    const PlanSchema *work;  /* inside its own recursive term: the work table's columns, else NULL */
+    int work_id;
 } CteEnv;
 
 /* The correlation of the subquery being planned (plan_subq.c): its WHERE's
