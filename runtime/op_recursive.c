@@ -63,7 +63,7 @@ static int add_row(void *arg, int n_cols, const Value *vals)
         d->rows = rows;
         d->cap = cap;
     }
-    char *p = arena_strndup(r->a, d->buf.data, d->buf.len);
+    char *p = arena_strndup(r->a, d->buf.len ? d->buf.data : "", d->buf.len);
     Value *v = arena_alloc(r->a, sizeof(Value) * (size_t)(n_cols ? n_cols : 1));
     if (row_decode(p, d->buf.len, v, n_cols))
         return werr(r->op.rc->err, SQLSTATE_INTERNAL, 0, "corrupt row in WITH RECURSIVE"), 1;

@@ -114,6 +114,16 @@ static bool value_equal_enc(const Value *x, const Value *y)
     return eq;
 }
 
+/* Appends a 128-bit hash of the encoded row to key (a row of no columns encodes as nothing). */
+static void row_hash(const Buf *row, Buf *key)
+{
+    const void *p = row->len ? row->data : "";
+    unsigned char hb[16];
+    put_be64(hb, hash_bytes(p, row->len, UINT64_C(0x6a09e667f3bcc908)));
+    put_be64(hb + 8, hash_bytes(p, row->len, UINT64_C(0xbb67ae8584caa73b)));
+    buf_append(key, hb, 16);
+}
+
 /* The verdict on a left row from its group, whether its x is NULL and how
  * many rows of the group equal x. */
 static int verdict(const SemiOp *s, const Group *g, bool x_null, int64_t match)
@@ -359,10 +369,7 @@ static int apply_right(SemiOp *s, const Value *vals, int sign)
         right_key(s, TAG_ROW, vals, keys, &s->kbuf);
         buf_reset(&s->rbuf);
         row_encode(&s->rbuf, vals, s->n_right);
-        unsigned char hb[16];
-        put_be64(hb, hash_bytes(s->rbuf.data, s->rbuf.len, UINT64_C(0x6a09e667f3bcc908)));
-        put_be64(hb + 8, hash_bytes(s->rbuf.data, s->rbuf.len, UINT64_C(0xbb67ae8584caa73b)));
-        buf_append(&s->kbuf, hb, 16);
+        row_hash(&s->rbuf, &s->kbuf);
         int64_t c;
         if (get_i64s(t, &s->kbuf, &c, NULL, rc))
             goto fail;
@@ -419,10 +426,7 @@ static int apply_left(SemiOp *s, const Value *vals, int sign)
     key_encode(&s->kbuf, kv, nk);
     buf_reset(&s->rbuf);
     row_encode(&s->rbuf, vals, s->n_left);
-    unsigned char hb[16];
-    put_be64(hb, hash_bytes(s->rbuf.data, s->rbuf.len, UINT64_C(0x6a09e667f3bcc908)));
-    put_be64(hb + 8, hash_bytes(s->rbuf.data, s->rbuf.len, UINT64_C(0xbb67ae8584caa73b)));
-    buf_append(&s->kbuf, hb, 16);
+    row_hash(&s->rbuf, &s->kbuf);
     int64_t count;
     if (get_i64s(s->op.table, &s->kbuf, &count, NULL, rc))
         return -1;
