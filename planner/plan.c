@@ -1266,7 +1266,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         if (grouped && !plain_distinct)
             return werr(b->err, SQLSTATE_NOT_SUPPORTED, targets[i].pos,
                         "feature not supported: a subquery in the select list of a grouped query"),
-                   werr_hint(b->err, "Aggregate in a FROM subquery first, then add the subquery outside it."), -1;
+                   werr_hint(b->err, "Move one of them into a FROM subquery: aggregate there and add the subquery outside, or the other way round."), -1;
         Rel r = {.node = cur, .scope = scope};
         if (plan_expr_subqueries(p, targets[i].expr, &r))
             return -1;
