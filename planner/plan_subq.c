@@ -302,20 +302,24 @@ static int plan_one(PlanCtx *p, const AstExpr *e, Rel *cur, PlanSemiKind k)
     SubqCorr *saved = p->corr;
     p->corr = &cc;
     Rel r;
-    int start = p->n_nodes;
+    int first_id = b->next_node_id;
     int rc = plan_select(p, sub, &r, NULL);
     p->corr = saved;
     if (rc)
         return -1;
-    if (!p->streaming && start > 0) {
+    if (!p->streaming) {
         /* An ad hoc query runs its leaves in plan order: the subquery's first, so
          * the outer rows meet its final rows instead of being judged again at each
-         * of its changes. Its nodes read none of the others: still topological. */
-        int n = p->n_nodes - start;
-        PlanNode **moved = arena_alloc(b->a, sizeof(PlanNode *) * (size_t)n);
-        memcpy(moved, p->nodes + start, sizeof(PlanNode *) * (size_t)n);
-        memmove(p->nodes + n, p->nodes, sizeof(PlanNode *) * (size_t)start);
-        memcpy(p->nodes, moved, sizeof(PlanNode *) * (size_t)n);
+         * of its changes. The subquery's nodes (made since first_id, nested
+         * subqueries' included) read none of the others, so putting them first,
+         * each group in its own order, keeps the order topological. */
+        PlanNode **sorted = arena_alloc(b->a, sizeof(PlanNode *) * (size_t)(p->n_nodes + 1));
+        int k = 0;
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < p->n_nodes; i++)
+                if ((p->nodes[i]->id >= first_id) == (pass == 0))
+                    sorted[k++] = p->nodes[i];
+        memcpy(p->nodes, sorted, sizeof(PlanNode *) * (size_t)p->n_nodes);
     }
     int *vis = arena_alloc(b->a, sizeof(int) * (size_t)(r.scope.n + 1));
     int nv = 0;
