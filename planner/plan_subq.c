@@ -152,6 +152,13 @@ int subq_correlate(PlanCtx *p, const AstSelect *sel, const Scope *inner, const A
     }
     if (cc->n == 0)
         return 0;
+    /* LIMIT cuts the rows of each correlation value, not of all: only EXISTS's
+     * LIMIT n (n >= 1) is harmless (it cannot change whether a row exists). */
+    bool exists_limit = cc->kind == SUBQ_EXISTS && sel->limit && !sel->offset && sel->limit->kind == AST_LITERAL &&
+                        sel->limit->lit_kind == LIT_INT && atoll(sel->limit->text) >= 1;
+    if ((sel->limit || sel->offset) && !exists_limit)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, (sel->limit ? sel->limit : sel->offset)->pos,
+                    "feature not supported: LIMIT or OFFSET in a correlated subquery");
     if (cc->kind == SUBQ_SCALAR && sel->having)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->having->pos,
                     "feature not supported: HAVING in a correlated scalar subquery");
@@ -162,6 +169,8 @@ int subq_correlate(PlanCtx *p, const AstSelect *sel, const Scope *inner, const A
     AstSelect *m = arena_alloc(b->a, sizeof *m);
     *m = *sel;
     m->where = kept;
+    m->limit = m->offset = NULL;
+    m->order_by = NULL;
     AstList *targets = NULL;
     for (int i = 0; i < cc->n; i++)
         targets = ast_list_append(b->a, targets, corr_target(b->a, cc->inner[i], i));
