@@ -178,8 +178,10 @@ int subq_correlate(PlanCtx *p, const AstSelect *sel, const Scope *inner, const A
         for (int i = 0; i < ast_list_len(sel->targets); i++)
             targets = ast_list_append(b->a, targets, AST_AT(sel->targets, i));
     m->targets = targets;
-    if (cc->kind == SUBQ_EXISTS)
-        m->distinct = false;
+    if (cc->kind == SUBQ_EXISTS) {
+        m->distinct = false; /* which rows, not how many, is what EXISTS asks */
+        m->distinct_on = NULL;
+    }
     if (cc->grouped) {
         /* The aggregate per correlation key; GROUP BY ordinals move past the added columns. */
         AstList *g = NULL;
