@@ -42,6 +42,7 @@ typedef struct SelectBox {
     AstSelect s;
     int off;             /* byte offset of the first token */
     int chain;           /* set-operation operands hanging off this select */
+    bool paren;          /* SELECT * FROM (q) made for a parenthesized q (ast_paren_select) */
 } SelectBox;
 
 #define EXPR_DEPTH(e) ((e) ? ((const ExprBox *)(e))->depth : 0)
@@ -672,6 +673,21 @@ AstSelect *ast_setop(ParseCtx *c, AstSelect *l, AstSetOp op, bool all, AstSelect
     return l;
 }
 
+AstSelect *ast_paren_select(ParseCtx *c, Token lp, AstSelect *q)
+{
+    if (q->set_op == SETOP_NONE && !q->order_by && !q->limit && !q->offset && !q->ctes)
+        return q;
+    AstSelect *w = new_select(c, lp);
+    AstTableRef *sub = arena_zalloc(c->a, sizeof *sub);
+    sub->kind = TREF_SUBQUERY;
+    sub->pos = lp.pos;
+    sub->subquery = q;
+    w->targets = ast_list_append(c->a, NULL, ast_target(c, ast_star(c, NULL, lp), NULL));
+    w->from = ast_list_append(c->a, NULL, sub);
+    ((SelectBox *)w)->paren = true;
+    return w;
+}
+
 AstSelect *ast_select_finish(ParseCtx *c, const Token *with, AstList *ctes, AstSelect *s,
                              AstList *order_by, LimitSpec lim)
 {
@@ -697,10 +713,10 @@ AstCte *ast_cte(ParseCtx *c, Token name, AstList *cols, AstSelect *q)
     return cte;
 }
 
-void ast_with_recursive(ParseCtx *c, Token t)
+AstSelect *ast_with_recursive(AstSelect *q)
 {
-    werr(c->err, SQLSTATE_NOT_SUPPORTED, t.pos, "feature not supported: WITH RECURSIVE");
-    werr_hint(c->err, "Streaming views cannot iterate to a fixpoint; write the recursion out as joins.");
+    q->recursive = true;
+    return q;
 }
 
 static AstTableRef *new_tref(ParseCtx *c, AstTableRefKind k, int pos, AliasSpec al)
@@ -852,7 +868,11 @@ AstStmt *ast_user(ParseCtx *c, Token t, AstStmtKind kind, const char *name, cons
 
 AstStmt *ast_stmt_select(ParseCtx *c, AstSelect *q)
 {
+    /* A whole query in parentheses is that query (its ORDER BY and LIMIT
+     * are the result's), unless something was added around it. */
     AstStmt *s = new_stmt(c, STMT_SELECT, q->pos, ((SelectBox *)q)->off);
+    if (((SelectBox *)q)->paren && q->set_op == SETOP_NONE && !q->order_by && !q->limit && !q->offset && !q->ctes)
+        q = ((AstTableRef *)AST_AT(q->from, 0))->subquery;
     s->u.select = q;
     return s;
 }
@@ -1095,11 +1115,11 @@ AstStmt *ast_delete(ParseCtx *c, Token t, Token table, AstExpr *where)
     return s;
 }
 
-AstStmt *ast_explain(ParseCtx *c, ExplainHead h, AstStmt *inner)
+AstStmt *ast_explain(ParseCtx *c, Token t, AstList *options, AstStmt *inner)
 {
-    AstStmt *s = new_stmt(c, STMT_EXPLAIN, h.pos, h.off);
+    AstStmt *s = new_stmt(c, STMT_EXPLAIN, t.pos, t.off);
     AstExplain *e = arena_zalloc(c->a, sizeof *e);
-    e->options = h.options;
+    e->options = options;
     e->stmt = inner;
     s->u.explain = e;
     return s;

@@ -90,15 +90,13 @@ ecmd ::= cmd(S) SEMI(T).                      { ast_stmt_done(ctx, S, T); }
 cmd(A) ::= select(Q).                         { A = ast_stmt_select(ctx, Q); }
 
 /* EXPLAIN [(opt [value], ...)] | EXPLAIN word stmt */
-%type explain_head {ExplainHead}
-%type explain_opts {AstList*}
 %type explain_optlist {AstList*}
 %type explain_opt {AstOption*}
-cmd(A) ::= explain_head(H) cmd(S).           { A = ast_explain(ctx, H, S); }
-explain_head(A) ::= EXPLAIN(T) explain_opts(O). { A.options = O; A.pos = T.pos; A.off = T.off; }
-explain_opts(A) ::= .                          { A = NULL; }
-explain_opts(A) ::= LP explain_optlist(L) RP.  { A = L; }
-explain_opts(A) ::= nm(N).                     { A = ast_list_append(ctx->a, NULL, ast_option(ctx, ast_ident(ctx, N), "true", N.pos)); }
+/* The options' parentheses and a parenthesized query both follow EXPLAIN:
+ * the head is reduced only once the first token inside says which it is. */
+cmd(A) ::= EXPLAIN(T) cmd(S).                 { A = ast_explain(ctx, T, NULL, S); }
+cmd(A) ::= EXPLAIN(T) nm(N) cmd(S).           { A = ast_explain(ctx, T, ast_list_append(ctx->a, NULL, ast_option(ctx, ast_ident(ctx, N), "true", N.pos)), S); }
+cmd(A) ::= EXPLAIN(T) LP explain_optlist(L) RP cmd(S). { A = ast_explain(ctx, T, L, S); }
 explain_optlist(A) ::= explain_opt(O).         { A = ast_list_append(ctx->a, NULL, O); }
 explain_optlist(A) ::= explain_optlist(L) COMMA explain_opt(O). { A = ast_list_append(ctx->a, L, O); }
 explain_opt(A) ::= nm(N).                      { A = ast_option(ctx, ast_ident(ctx, N), "true", N.pos); }
@@ -332,7 +330,9 @@ cmd(A) ::= CREATE(T) SINK ifnotexists(E) nm(N) AS select(Q) with_opt(W) format_o
 /* INSERT / UPDATE / DELETE */
 %type setlist {AstList*}
 %type where_opt {AstExpr*}
-cmd(A) ::= INSERT(T) INTO nm(N) collist_opt(C) select(Q). { A = ast_insert(ctx, T, N, C, Q); }
+/* Spelled out: an empty column list would clash with a query in parentheses. */
+cmd(A) ::= INSERT(T) INTO nm(N) select(Q).    { A = ast_insert(ctx, T, N, NULL, Q); }
+cmd(A) ::= INSERT(T) INTO nm(N) LP namelist(C) RP select(Q). { A = ast_insert(ctx, T, N, C, Q); }
 cmd(A) ::= UPDATE(T) nm(N) SET setlist(L) where_opt(W). { A = ast_update(ctx, T, N, L, W); }
 cmd(A) ::= DELETE(T) FROM nm(N) where_opt(W).  { A = ast_delete(ctx, T, N, W); }
 setlist(A) ::= nm(N) EQ expr(E).               { A = ast_list2(ctx, NULL, (void *)ast_ident(ctx, N), E); }
@@ -368,13 +368,18 @@ namelist(A) ::= namelist(L) COMMA nm(N).       { A = ast_name_list(ctx, L, N); }
 
 select(A) ::= selectnowith(S) orderby_opt(O) limit_opt(L). { A = ast_select_finish(ctx, NULL, NULL, S, O, L); }
 select(A) ::= WITH(T) ctelist(C) selectnowith(S) orderby_opt(O) limit_opt(L). { A = ast_select_finish(ctx, &T, C, S, O, L); }
-select(A) ::= WITH(T) RECURSIVE(R) ctelist(C) selectnowith(S) orderby_opt(O) limit_opt(L). { ast_with_recursive(ctx, R); A = ast_select_finish(ctx, &T, C, S, O, L); }
+select(A) ::= WITH(T) RECURSIVE ctelist(C) selectnowith(S) orderby_opt(O) limit_opt(L). { A = ast_with_recursive(ast_select_finish(ctx, &T, C, S, O, L)); }
 ctelist(A) ::= cte(C).                         { A = ast_list_append(ctx->a, NULL, C); }
 ctelist(A) ::= ctelist(L) COMMA cte(C).        { A = ast_list_append(ctx->a, L, C); }
 cte(A) ::= nm(N) AS LP select(Q) RP.           { A = ast_cte(ctx, N, NULL, Q); }
 cte(A) ::= nm(N) LP namelist(C) RP AS LP select(Q) RP. { A = ast_cte(ctx, N, C, Q); }
 
 selectnowith(A) ::= oneselect(S).              { A = S; }
+/* A parenthesized query as an operand of a set operation (or the whole
+ * query): it keeps its own ORDER BY, LIMIT and set operations. In an
+ * expression, ((SELECT ..)) is read as a scalar subquery in parentheses
+ * (the rule's precedence settles it, as in Postgres). */
+selectnowith(A) ::= LP(T) select(Q) RP. [UNION] { A = ast_paren_select(ctx, T, Q); }
 selectnowith(A) ::= selectnowith(L) UNION(T) all_opt(X) selectnowith(R).     { A = ast_setop(ctx, L, SETOP_UNION, X, R, T); }
 selectnowith(A) ::= selectnowith(L) EXCEPT(T) all_opt(X) selectnowith(R).    { A = ast_setop(ctx, L, SETOP_EXCEPT, X, R, T); }
 selectnowith(A) ::= selectnowith(L) INTERSECT(T) all_opt(X) selectnowith(R). { A = ast_setop(ctx, L, SETOP_INTERSECT, X, R, T); }
@@ -516,7 +521,7 @@ expr(A) ::= EXTRACT(N).                        { A = ast_column(ctx, NULL, N); }
 expr(A) ::= EXISTS(N).                         { A = ast_column(ctx, NULL, N); }
 expr(A) ::= nm(Q) DOT nm(N).                   { A = ast_column(ctx, &Q, N); }
 expr(A) ::= LP expr(E) RP.                     { A = ast_paren(ctx, E); }
-expr(A) ::= LP(T) select(Q) RP.                { A = ast_subquery(ctx, T, SUBQ_SCALAR, Q); }
+expr(A) ::= LP(T) select(Q) RP. [DOT]          { A = ast_subquery(ctx, T, SUBQ_SCALAR, Q); }
 expr(A) ::= EXISTS(T) LP select(Q) RP.         { A = ast_subquery(ctx, T, SUBQ_EXISTS, Q); }
 expr(A) ::= CURRENT_TIMESTAMP(T).              { A = ast_func_name(ctx, T, "current_timestamp"); }
 

@@ -185,6 +185,7 @@ struct AstSelect {
     AstList *values;         /* VALUES (..), (..): a list of AstList* rows of AstExpr*; targets NULL then */
     AstSetOp set_op;         /* this select combined with `set_rhs` */
     struct AstSelect *set_rhs;
+    bool recursive;          /* WITH RECURSIVE: each CTE of `ctes` may read itself */
 };
 
 /* ---- statements ---------------------------------------------------------- */

@@ -67,12 +67,6 @@ typedef struct LimitSpec {
     AstExpr *offset;
 } LimitSpec;
 
-typedef struct ExplainHead {
-    AstList *options;            /* AstOption* */
-    int pos;                     /* position of EXPLAIN */
-    int off;                     /* byte offset of EXPLAIN */
-} ExplainHead;
-
 /*
  * The parse context, Lemon's %extra_context. One per parse_sql() call. The
  * cur_* pointers hold the statement being built by rules that add pieces
@@ -154,7 +148,8 @@ AstSelect *ast_select_finish(ParseCtx *c, const Token *with, AstList *ctes, AstS
                              AstList *order_by, LimitSpec lim);
 AstCte *ast_cte(ParseCtx *c, Token name, AstList *cols, AstSelect *q);
 /* WITH RECURSIVE: recorded as 0A000 at the RECURSIVE token. */
-void ast_with_recursive(ParseCtx *c, Token t);
+/* Marks q's WITH list as WITH RECURSIVE. Returns q. */
+AstSelect *ast_with_recursive(AstSelect *q);
 AstTableRef *ast_tref_name(ParseCtx *c, Token name, const char *qualified, AstExpr *systime, AliasSpec al);
 AstTableRef *ast_tref_subquery(ParseCtx *c, Token lp, AstSelect *q, AliasSpec al);
 AstTableRef *ast_tref_join(ParseCtx *c, AstTableRef *l, AstJoinType jt, AstTableRef *r, AstExpr *on,
@@ -192,7 +187,11 @@ AstStmt *ast_alter_rename(ParseCtx *c, Token t, AstObjectKind obj, bool if_exist
 AstStmt *ast_insert(ParseCtx *c, Token t, Token table, AstList *cols, AstSelect *q);
 AstStmt *ast_update(ParseCtx *c, Token t, Token table, AstList *sets, AstExpr *where);
 AstStmt *ast_delete(ParseCtx *c, Token t, Token table, AstExpr *where);
-AstStmt *ast_explain(ParseCtx *c, ExplainHead h, AstStmt *inner);
+AstStmt *ast_explain(ParseCtx *c, Token t, AstList *options, AstStmt *inner);
+/* (q) as a set operation's operand or a whole query: q itself when it is a
+ * plain SELECT, else SELECT * FROM (q), so its own ORDER BY, LIMIT and set
+ * operations stay inside. */
+AstSelect *ast_paren_select(ParseCtx *c, Token lp, AstSelect *q);
 AstStmt *ast_show(ParseCtx *c, Token t, const char *what, AstObjectKind obj, const char *name);
 AstStmt *ast_set(ParseCtx *c, Token t, AstStmtKind k, const char *name, const char *value);
 AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k);

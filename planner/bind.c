@@ -1148,8 +1148,7 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
     case AST_EXTRACT:
         return bind_extract(b, s, e);
     case AST_SUBQUERY:
-        werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: subqueries in expressions");
-        return NULL;
+        return bind_subquery(b, s, e);
     }
     werr(b->err, SQLSTATE_INTERNAL, e->pos, "unknown expression");
     return NULL;
@@ -1164,6 +1163,15 @@ const char *expr_default_name(const AstExpr *e)
     case AST_EXTRACT: return "extract";
     case AST_CAST: return e->arg->kind == AST_COLUMN ? e->arg->text : e->type_name;
     case AST_CASE: return "case";
+    case AST_SUBQUERY:
+        /* As Postgres: EXISTS is "exists", a scalar subquery takes its column's name. */
+        if (e->subq_kind == SUBQ_EXISTS)
+            return "exists";
+        if (e->subq_kind == SUBQ_SCALAR && e->subquery && ast_list_len(e->subquery->targets) == 1) {
+            const AstTarget *t = AST_AT(e->subquery->targets, 0);
+            return t->alias ? t->alias : expr_default_name(t->expr);
+        }
+        return "?column?";
     default: return "?column?";
     }
 }

@@ -244,6 +244,33 @@ static void node_params(const PlanNode *n, Buf *out)
             buf_printf(out, "%s%s", i ? ", " : "", n->out.names[i]);
         buf_putc(out, ']');
         break;
+    case PN_RECURSIVE:
+        buf_printf(out, "cte: %s, %s, until an iteration adds no row (at most %d iterations, %d rows)", n->rec_name,
+                   n->rec_union_all ? "union all" : "union", PLAN_RECURSIVE_MAX_ITER, PLAN_RECURSIVE_MAX_ROWS);
+        break;
+    case PN_WORK_TABLE:
+        buf_printf(out, "cte: %s, the rows the last iteration added", n->rec_name);
+        break;
+    case PN_SEMI_JOIN: {
+        static const char *kinds[] = {"semi", "anti", "mark", "scalar"};
+        const PlanSchema *r = &n->inputs[1]->out;
+        buf_printf(out, "type: %s, on: [", kinds[n->semi_kind]);
+        for (int i = 0; i < n->n_join_keys; i++)
+            buf_printf(out, "%s%s = %s", i ? ", " : "", in->names[n->left_keys[i]], r->names[n->right_keys[i]]);
+        buf_putc(out, ']');
+        if (n->in_left_col >= 0)
+            buf_printf(out, ", in: %s IN %s", in->names[n->in_left_col], r->names[n->in_right_col]);
+        if (n->semi_kind == SEMI_SCALAR) {
+            buf_printf(out, ", value: %s, when no row: ", r->names[n->scalar_col]);
+            if (n->scalar_default.null)
+                buf_puts(out, "NULL");
+            else
+                value_to_text(&n->scalar_default, out);
+        }
+        if (n->semi_kind == SEMI_MARK || n->semi_kind == SEMI_SCALAR)
+            buf_printf(out, ", adds: %s", n->out.names[n->out.n - 1]);
+        break;
+    }
     case PN_UNION:
         buf_puts(out, "all: true, columns: [");
         for (int i = 0; i < n->out.n; i++)
@@ -304,6 +331,12 @@ static void node_state(const PlanNode *n, Buf *out)
     case PN_SETOP:
         buf_puts(out, "each distinct row with its count on each side; no time bound");
         break;
+    case PN_SEMI_JOIN:
+        buf_puts(out, "left rows keyed by ");
+        cols_list(in, n->n_join_keys, n->left_keys, out);
+        buf_printf(out, ", the subquery's row counts%s per key; no time bound",
+                   n->semi_kind == SEMI_SCALAR ? " and rows" : n->in_left_col >= 0 ? " and values" : "");
+        break;
     case PN_MATERIALIZE:
         buf_puts(out, n->counted ? "the view's rows with their multiplicity" : "the view's rows, keyed by pk");
         break;
@@ -349,7 +382,9 @@ static void explain_text(const PlanNode *n, const char *prefix, bool root, bool 
     buf_puts(out, prefix);
     if (!root)
         buf_puts(out, last ? "└─ " : "├─ ");
-    buf_printf(out, "%s%s { ", n->kind == PN_VIEW_SCAN || n->kind == PN_VALUES ? "Batch" : "Stream",
+    buf_printf(out, "%s%s { ",
+               n->kind == PN_VIEW_SCAN || n->kind == PN_VALUES || n->kind == PN_RECURSIVE || n->kind == PN_WORK_TABLE
+                   ? "Batch" : "Stream",
                plan_node_kind_name(n->kind));
     node_params(n, out);
     buf_puts(out, " }\n");
@@ -374,6 +409,11 @@ static void explain_text(const PlanNode *n, const char *prefix, bool root, bool 
     buf_putc(out, '\n');
     for (int i = 0; i < n->n_inputs; i++)
         explain_text(n->inputs[i], child.data, false, i == n->n_inputs - 1, out);
+    if (n->kind == PN_RECURSIVE) {
+        /* Not inputs (the runtime runs them apart), shown as if they were: first the anchor, then the step. */
+        explain_text(n->rec_anchor->root, child.data, false, false, out);
+        explain_text(n->rec_step->root, child.data, false, true, out);
+    }
     buf_free(&child);
 }
 

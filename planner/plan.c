@@ -20,7 +20,8 @@ const char *plan_node_kind_name(PlanNodeKind k)
 {
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
                                   "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
-                                  "TableWrite", "TemporalJoin", "Union", "SetOp"};
+                                  "TableWrite", "TemporalJoin", "Union", "SetOp", "SemiJoin", "RecursiveUnion",
+                                  "WorkTable"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -941,7 +942,8 @@ PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, int n, P
     return pr;
 }
 
-/* LIMIT and OFFSET of an ad hoc query into q (a view has no order to cut). */
+/* LIMIT and OFFSET of an ad hoc query into q (a view has no order to cut;
+ * inside a query they are a Top-N, make_limit_topn()). */
 int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q)
 {
     BindCtx *b = &p->b;
@@ -951,6 +953,13 @@ int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q)
                         "feature not supported: LIMIT/OFFSET in a streaming query (Top-N)");
         return 0;
     }
+    return limit_values(p, sel, &q->limit, &q->offset);
+}
+
+int limit_values(PlanCtx *p, const AstSelect *sel, int64_t *limit, int64_t *offset)
+{
+    BindCtx *b = &p->b;
+    PlanQuery qq, *q = &qq;
     q->limit = -1;
     q->offset = 0;
     Scope empty = {0};
@@ -972,6 +981,8 @@ int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q)
             return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->offset->pos, "OFFSET must not be negative");
         q->offset = v.null ? 0 : v.u.i;
     }
+    *limit = q->limit;
+    *offset = q->offset;
     return 0;
 }
 
@@ -1218,16 +1229,24 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     Rel in;
     if (plan_from(p, sel, &in))
         return -1;
+    /* A correlated subquery: its equalities with the outer query leave WHERE (plan_subq.c). */
+    if (p->corr && p->corr->sel == sel && subq_correlate(p, sel, &in.scope, &sel))
+        return -1;
+    int n_subq = b->n_subq;
+    const AstExpr *where = sel->where;
+    if (where && ast_contains_aggregate(where))
+        return werr(b->err, SQLSTATE_GROUPING_ERROR, where->pos, "aggregate functions are not allowed in WHERE");
+    /* Subqueries in WHERE: [NOT] EXISTS / IN conditions become semi (anti) joins. */
+    if (where && ast_contains_subquery(where) && plan_where_subqueries(p, where, &in, &where))
+        return -1;
     PlanNode *cur = in.node;
     Scope scope = in.scope;
 
-    if (sel->where) {
-        if (ast_contains_aggregate(sel->where))
-            return werr(b->err, SQLSTATE_GROUPING_ERROR, sel->where->pos, "aggregate functions are not allowed in WHERE");
-        PlanExpr *pred = bind_expr(b, &scope, sel->where);
-        if (!pred || !(pred = coerce_expr(b, pred, TYPE_BOOL, sel->where->pos))) {
+    if (where) {
+        PlanExpr *pred = bind_expr(b, &scope, where);
+        if (!pred || !(pred = coerce_expr(b, pred, TYPE_BOOL, where->pos))) {
             if (!b->err->set)
-                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, sel->where->pos, "argument of WHERE must be type boolean");
+                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, where->pos, "argument of WHERE must be type boolean");
             return -1;
         }
         PlanNode *f = new_node(p, PN_FILTER, cur);
@@ -1252,6 +1271,20 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     for (int i = 0; i < n_targets && !grouped; i++)
         if (targets[i].expr && ast_contains_aggregate(targets[i].expr))
             grouped = true;
+    /* Subqueries in the select list: each joined to the rows as a hidden column. */
+    for (int i = 0; i < n_targets; i++) {
+        if (!targets[i].expr || !ast_contains_subquery(targets[i].expr))
+            continue;
+        if (grouped && !plain_distinct)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, targets[i].pos,
+                        "feature not supported: a subquery in the select list of a grouped query"),
+                   werr_hint(b->err, "Move one of them into a FROM subquery: aggregate there and add the subquery outside, or the other way round."), -1;
+        Rel r = {.node = cur, .scope = scope};
+        if (plan_expr_subqueries(p, targets[i].expr, &r))
+            return -1;
+        cur = r.node;
+        scope = r.scope;
+    }
 
     AggCtx agg = {0};
     Scope pre_scope = scope;
@@ -1432,7 +1465,8 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     int *don_cols = NULL;
     OutCols oc = {.n_targets = n_targets, .grouped = grouped && !plain_distinct, .plain_distinct = plain_distinct,
                   .agg = &agg, .scope = &scope, .cur = cur};
-    if ((n_order && (q || n_don)) || n_don) {
+    bool cut = !q && (sel->limit || sel->offset); /* LIMIT inside a query: a Top-N */
+    if ((n_order && (q || n_don || cut)) || n_don) {
         oc.texprs = memcpy(arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_targets + n_order + n_don + 1)), texprs,
                            sizeof(PlanExpr *) * (size_t)n_targets);
         oc.tnames = memcpy(arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + n_order + n_don + 1)), tnames,
@@ -1506,11 +1540,22 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         q->n_order = n_order;
         q->order = order;
     }
-    if (plan_limit(p, sel, q))
+    if (cut) {
+        if (n_don)
+            return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
+                        "feature not supported: DISTINCT ON with LIMIT inside a query");
+        Rel r = {.node = cur, .scope = final_scope};
+        if (make_limit_topn(p, sel, &r, n_order, order, n_targets))
+            return -1;
+        cur = r.node;
+        final_scope = r.scope;
+    } else if (plan_limit(p, sel, q)) {
         return -1;
+    }
 
     out->node = cur;
     out->scope = final_scope;
+    b->n_subq = n_subq; /* this select's subquery columns mean nothing outside it */
     (void)pre_scope;
     return 0;
 }
@@ -1563,6 +1608,9 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
         return NULL;
     }
+    /* A view's rows have no order to cut (a LIMIT inside it is a Top-N). */
+    if (plan_limit(&p, cv->query, NULL))
+        return NULL;
     Rel r;
     if (plan_select(&p, cv->query, &r, NULL))
         return NULL;

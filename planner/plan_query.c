@@ -19,6 +19,166 @@ CteEnv *find_cte(const PlanCtx *p, const char *name)
     return NULL;
 }
 
+static int visible_cols(PlanCtx *p, const Rel *r, int **vis);
+
+/* ---- WITH RECURSIVE (ad hoc queries) ------------------------------------------- */
+
+static bool expr_refers(const AstExpr *e, const char *name);
+bool select_refers(const AstSelect *s, const char *name);
+
+static bool tref_refers(const AstTableRef *t, const char *name)
+{
+    if (!t)
+        return false;
+    switch (t->kind) {
+    case TREF_NAME: return strcmp(t->name, name) == 0;
+    case TREF_SUBQUERY: return select_refers(t->subquery, name);
+    case TREF_JOIN: return tref_refers(t->left, name) || tref_refers(t->right, name) || expr_refers(t->on, name);
+    case TREF_WINDOW: return tref_refers(t->input, name);
+    }
+    return false;
+}
+
+static bool expr_refers(const AstExpr *e, const char *name)
+{
+    if (!e)
+        return false;
+    if (e->kind == AST_SUBQUERY && select_refers(e->subquery, name))
+        return true;
+    for (int i = 0; i < ast_list_len(e->args); i++)
+        if (expr_refers(AST_AT(e->args, i), name))
+            return true;
+    return expr_refers(e->arg, name) || expr_refers(e->lo, name) || expr_refers(e->hi, name) ||
+           expr_refers(e->else_, name);
+}
+
+/* Does s read the relation `name` (in FROM, a subquery, a set operation's branch)? A WITH
+ * inside s that defines the name again is not looked into more closely: it counts. */
+bool select_refers(const AstSelect *s, const char *name)
+{
+    for (; s; s = s->set_op != SETOP_NONE ? s->set_rhs : NULL) {
+        for (int i = 0; i < ast_list_len(s->from); i++)
+            if (tref_refers(AST_AT(s->from, i), name))
+                return true;
+        if (expr_refers(s->where, name) || expr_refers(s->having, name))
+            return true;
+        for (int i = 0; i < ast_list_len(s->targets); i++)
+            if (expr_refers(((const AstTarget *)AST_AT(s->targets, i))->expr, name))
+                return true;
+        for (int i = 0; i < ast_list_len(s->ctes); i++)
+            if (select_refers(((const AstCte *)AST_AT(s->ctes, i))->query, name))
+                return true;
+    }
+    return false;
+}
+
+/* Plans sel as a query of its own (its own node list, for the runtime to run
+ * apart) with ctes in scope; with want, its visible columns are cast to those types. */
+static int sub_query(PlanCtx *p, CteEnv *ctes, const AstSelect *sel, const PlanSchema *want, int pos,
+                     PlanQuery **out)
+{
+    BindCtx *b = &p->b;
+    PlanCtx sub = *p;
+    sub.n_nodes = sub.cap_nodes = 0;
+    sub.nodes = NULL;
+    sub.ctes = ctes;
+    sub.topn_sub = NULL;
+    sub.corr = NULL;
+    PlanQuery *q = arena_zalloc(b->a, sizeof *q);
+    q->limit = -1;
+    Rel r;
+    int rc = plan_select(&sub, sel, &r, q);
+    if (!rc && want) {
+        int *vis;
+        int n = visible_cols(&sub, &r, &vis);
+        bool same = n == want->n;
+        for (int i = 0; i < n && same; i++)
+            same = r.scope.cols[vis[i]].type == want->types[i];
+        if (n != want->n) {
+            rc = werr(b->err, SQLSTATE_SYNTAX_ERROR, pos, "each UNION query must have the same number of columns");
+        } else if (!same) {
+            PlanExpr **exprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n + 1));
+            for (int i = 0; i < n && !rc; i++) {
+                exprs[i] = make_col(&sub.b, vis[i], r.scope.cols[vis[i]].type);
+                if (exprs[i]->type != want->types[i] && !(exprs[i] = coerce_expr(&sub.b, exprs[i], want->types[i], pos)))
+                    rc = -1;
+            }
+            Scope sc;
+            if (!rc)
+                r.node = make_project(&sub, r.node, &r.scope, n, exprs, want->names, NULL, &sc, false);
+        }
+    }
+    p->b = sub.b; /* node ids and subquery columns move on */
+    if (rc)
+        return -1;
+    q->root = r.node;
+    q->n_nodes = sub.n_nodes;
+    q->nodes = sub.nodes;
+    q->schema = r.node->out;
+    *out = q;
+    return 0;
+}
+
+/*
+ * WITH RECURSIVE name AS (anchor UNION [ALL] step), where step reads name:
+ * a PN_RECURSIVE leaf holding both as queries of their own; the step reads
+ * the work table (the rows the last iteration added). The runtime iterates
+ * (op_recursive.c) and bounds the work. Ad hoc queries only.
+ */
+static int plan_recursive(PlanCtx *p, CteEnv *ce, Rel *out)
+{
+    BindCtx *b = &p->b;
+    const AstCte *c = ce->cte;
+    const AstSelect *q = c->query;
+    AstSelect anchor = *q;
+    anchor.set_op = SETOP_NONE;
+    anchor.set_rhs = NULL;
+    anchor.order_by = NULL;
+    anchor.limit = anchor.offset = NULL;
+    anchor.ctes = NULL;
+    if ((q->set_op != SETOP_UNION && q->set_op != SETOP_UNION_ALL) || select_refers(&anchor, c->name))
+        return werr(b->err, "42P19", c->pos,
+                    "recursive query \"%s\" does not have the form non-recursive-term UNION [ALL] recursive-term",
+                    c->name);
+    if (q->order_by || q->limit || q->offset || q->ctes)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, c->pos,
+                    "feature not supported: ORDER BY, LIMIT or WITH in a recursive query");
+    PlanQuery *aq, *sq;
+    if (sub_query(p, ce->prev, &anchor, NULL, c->pos, &aq))
+        return -1;
+    /* The CTE's columns: the anchor's visible ones, renamed by its column list. */
+    PlanSchema *sch = arena_zalloc(b->a, sizeof *sch);
+    int n = 0;
+    for (int i = 0; i < aq->root->out.n; i++)
+        n += !aq->root->out.hidden[i];
+    alloc_schema(b->a, sch, n);
+    for (int i = 0, k = 0; i < aq->root->out.n; i++) {
+        if (aq->root->out.hidden[i])
+            continue;
+        sch->names[k] = k < ast_list_len(c->col_names) ? arena_strdup(b->a, AST_AT(c->col_names, k))
+                                                       : aq->root->out.names[i];
+        sch->types[k++] = aq->root->out.types[i] == TYPE_NULL ? TYPE_TEXT : aq->root->out.types[i];
+    }
+    CteEnv self = *ce;
+    self.work = sch;
+    self.work_id = b->next_node_id++;
+    if (sub_query(p, &self, q->set_rhs, sch, q->set_rhs->pos, &sq))
+        return -1;
+    PlanNode *r = new_node(p, PN_RECURSIVE, NULL);
+    r->out = *sch;
+    r->append_only = true;
+    r->rec_anchor = aq;
+    r->rec_step = sq;
+    r->rec_union_all = q->set_op == SETOP_UNION_ALL;
+    r->rec_name = c->name;
+    r->work_id = self.work_id;
+    alloc_scope(b->a, &out->scope, n);
+    for (int i = 0; i < n; i++)
+        out->scope.cols[i] = (ScopeCol){.name = sch->names[i], .type = sch->types[i]};
+    out->node = r;
+    return 0;
+}
+
 /*
  * A reference to a common table expression. Each reference plans the CTE's
  * query again, as if it were written there as a subquery: a plan node has
@@ -34,10 +194,26 @@ int plan_cte_ref(PlanCtx *p, const AstTableRef *t, CteEnv *ce, Rel *out)
     if (t->system_time)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->system_time->pos,
                     "feature not supported: FOR SYSTEM_TIME AS OF a WITH query");
+    if (ce->work) {
+        /* The recursive term reading its own CTE: the previous iteration's new rows. */
+        PlanNode *w = new_node(p, PN_WORK_TABLE, NULL);
+        w->out = *ce->work;
+        w->append_only = true;
+        w->work_id = ce->work_id;
+        w->rec_name = c->name;
+        alloc_scope(b->a, &out->scope, w->out.n);
+        for (int i = 0; i < w->out.n; i++)
+            out->scope.cols[i] = (ScopeCol){.qualifier = t->alias ? t->alias : c->name, .name = w->out.names[i],
+                                            .type = w->out.types[i]};
+        out->node = w;
+        return 0;
+    }
     CteEnv *saved = p->ctes;
     p->ctes = ce->prev;
     int rc;
-    if (c->query == p->topn_sub) {
+    if (ce->recursive && select_refers(c->query, c->name)) {
+        rc = plan_recursive(p, ce, out);
+    } else if (c->query == p->topn_sub) {
         p->topn_sub = NULL;
         rc = plan_topn(p, c->query, out);
     } else {
@@ -294,10 +470,92 @@ static int plan_setop(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         q->n_order = n_order;
         q->order = order;
     }
-    if (plan_limit(p, sel, q))
-        return -1;
     out->node = cur;
     out->scope = sc;
+    if (!q && (sel->limit || sel->offset))
+        return make_limit_topn(p, sel, out, n_order, order, n);
+    return plan_limit(p, sel, q);
+}
+
+int make_limit_topn(PlanCtx *p, const AstSelect *sel, Rel *r, int n_order, const PlanOrder *order, int n_visible)
+{
+    BindCtx *b = &p->b;
+    int64_t limit, offset;
+    if (limit_values(p, sel, &limit, &offset))
+        return -1;
+    const AstExpr *where = sel->limit ? sel->limit : sel->offset;
+    if (limit < 0)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, where->pos,
+                    "feature not supported: OFFSET without LIMIT inside a query");
+    if (limit > 10000 || offset > 10000 - limit)
+        return werr(b->err, SQLSTATE_PROGRAM_LIMIT, where->pos,
+                    "a LIMIT inside a query keeps at most 10000 rows (LIMIT + OFFSET)");
+    PlanNode *cur = r->node;
+    int n = cur->out.n;
+    PlanNode *t = new_node(p, PN_TOPN, cur);
+    t->n_order_cols = n_order;
+    t->order_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_order + 1));
+    t->order_desc = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
+    t->order_nulls_first = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
+    for (int i = 0; i < n_order; i++) {
+        t->order_cols[i] = order[i].col;
+        t->order_desc[i] = order[i].desc;
+        t->order_nulls_first[i] = order[i].nulls_first;
+    }
+    t->topn_limit = limit + offset;
+    t->win_group_idx = -1;
+    t->table_id = new_table(p);
+    t->append_only = false;
+    t->wm_col = -1;
+    alloc_schema(b->a, &t->out, n + 1);
+    for (int i = 0; i < n; i++) {
+        t->out.names[i] = cur->out.names[i];
+        t->out.types[i] = cur->out.types[i];
+        t->out.hidden[i] = cur->out.hidden[i];
+    }
+    t->out.names[n] = "row_number";
+    t->out.types[n] = TYPE_INT8;
+    t->out.hidden[n] = true;
+    t->n_keys = 1;
+    t->keys = arena_alloc(b->a, sizeof(int));
+    t->keys[0] = n;
+    PlanNode *in = t;
+    if (offset > 0) {
+        /* The first OFFSET ranks are cut, the rest kept. */
+        PlanExpr *args[2] = {make_col(b, n, TYPE_INT8), make_const(b, value_int(TYPE_INT8, offset))};
+        PlanExpr *gt = arena_zalloc(b->a, sizeof *gt);
+        *gt = (PlanExpr){.kind = PE_CALL, .fn = FN_GT, .type = TYPE_BOOL, .n_args = 2,
+                         .args = arena_alloc(b->a, sizeof(PlanExpr *) * 2)};
+        gt->args[0] = args[0];
+        gt->args[1] = args[1];
+        PlanNode *f = new_node(p, PN_FILTER, t);
+        f->pred = gt;
+        f->out = t->out;
+        f->n_keys = t->n_keys;
+        f->keys = t->keys;
+        in = f;
+    }
+    /* The visible columns and the row number (the key). */
+    PlanNode *pr = new_node(p, PN_PROJECT, in);
+    pr->n_exprs = n_visible + 1;
+    pr->exprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_visible + 1));
+    Scope sc;
+    alloc_scope(b->a, &sc, n_visible + 1);
+    for (int i = 0; i < n_visible; i++) {
+        pr->exprs[i] = make_col(b, i, cur->out.types[i]);
+        sc.cols[i] = r->scope.cols[i];
+        sc.cols[i].role = ROLE_NONE;
+    }
+    pr->exprs[n_visible] = make_col(b, n, TYPE_INT8);
+    sc.cols[n_visible] = (ScopeCol){.name = "_row_number", .type = TYPE_INT8, .hidden = true};
+    schema_from_scope(b->a, &pr->out, &sc);
+    pr->n_keys = 1;
+    pr->keys = arena_alloc(b->a, sizeof(int));
+    pr->keys[0] = n_visible;
+    pr->append_only = false;
+    pr->wm_col = -1;
+    r->node = pr;
+    r->scope = sc;
     return 0;
 }
 
@@ -308,6 +566,9 @@ int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     BindCtx *b = &p->b;
     CteEnv *saved = p->ctes;
     int rc = 0;
+    if (sel->recursive && p->streaming)
+        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: WITH RECURSIVE in a materialized view"),
+               werr_hint(b->err, "A view cannot iterate to a fixpoint; write the recursion out as joins."), -1;
     for (int i = 0; i < ast_list_len(sel->ctes) && !rc; i++) {
         const AstCte *c = AST_AT(sel->ctes, i);
         for (int k = 0; k < i && !rc; k++)
@@ -315,6 +576,7 @@ int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
                 rc = werr(b->err, "42712", c->pos, "WITH query name \"%s\" specified more than once", c->name);
         CteEnv *e = arena_zalloc(b->a, sizeof *e);
         e->cte = c;
+        e->recursive = sel->recursive;
         e->prev = p->ctes;
         p->ctes = e;
     }

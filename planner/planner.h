@@ -133,7 +133,22 @@ typedef enum PlanNodeKind {
     PN_TEMPORAL_JOIN, /* probe JOIN versioned FOR SYSTEM_TIME AS OF probe.ts | PROCTIME() */
     PN_UNION,         /* UNION ALL of two inputs with the same columns: their changelogs merged */
     PN_SETOP,         /* INTERSECT [ALL] / EXCEPT [ALL]: a count per distinct row on each side */
+    PN_SEMI_JOIN,     /* left rows against a subquery's rows: [NOT] IN, [NOT] EXISTS, scalar subqueries */
+    PN_RECURSIVE,     /* batch: WITH RECURSIVE, iterated to a fixpoint (a leaf running two sub-queries) */
+    PN_WORK_TABLE,    /* batch: inside a recursive term, the rows the previous iteration added */
 } PlanNodeKind;
+
+/* What a PN_SEMI_JOIN does with the subquery's verdict on each left row. The
+ * verdict is SQL's: EXISTS is true when the subquery (for the row's
+ * correlation keys) has a row; x IN is true when a row equals x, NULL when
+ * none does but x or some row is NULL (and the subquery is not empty), else
+ * false. */
+typedef enum PlanSemiKind {
+    SEMI_SEMI,        /* the left rows whose verdict is true (EXISTS, IN) */
+    SEMI_ANTI,        /* the left rows whose verdict is false (NOT EXISTS, NOT IN) */
+    SEMI_MARK,        /* every left row plus the verdict as a BOOLEAN column */
+    SEMI_SCALAR,      /* every left row plus the subquery's one value (its default when it has no row) */
+} PlanSemiKind;
 
 typedef struct PlanSchema {
     int n;
@@ -224,10 +239,28 @@ typedef struct PlanNode {
     const CatRelation *scan_rel;
     /* PN_SETOP: SETOP_INTERSECT, SETOP_EXCEPT or their _ALL forms */
     AstSetOp set_op;
+    /* PN_SEMI_JOIN: output = the left columns (+ one column for MARK and SCALAR). The
+     * correlation keys are the join keys above (left_keys[i] equals right_keys[i]);
+     * table_id holds the left rows, table_id2 the subquery's counts (and rows, SCALAR). */
+    PlanSemiKind semi_kind;
+    int in_left_col, in_right_col; /* x IN (SELECT y): x's and y's columns; -1 for EXISTS and scalars */
+    int scalar_col;             /* SEMI_SCALAR: the right column whose value is added */
+    Value scalar_default;       /* SEMI_SCALAR: the value when the subquery has no row (an aggregate over none) */
+    /* PN_RECURSIVE: rec_anchor's rows, then rec_step's run again and again over the rows the
+     * last run added (its PN_WORK_TABLE leaves with this work_id read them) until it adds none;
+     * UNION (not rec_union_all) adds only rows not seen before. rec_name: the CTE's name. */
+    const struct PlanQuery *rec_anchor, *rec_step;
+    bool rec_union_all;
+    const char *rec_name;
+    int work_id;                /* PN_RECURSIVE and its PN_WORK_TABLE leaves */
     /* PN_VALUES */
     int n_rows;
     Value **rows;               /* n_rows arrays of out.n values */
 } PlanNode;
+
+/* WITH RECURSIVE stops with 54001 past these (the iterations of one CTE, its rows). */
+#define PLAN_RECURSIVE_MAX_ITER 10000
+#define PLAN_RECURSIVE_MAX_ROWS 1000000
 
 /* A planned streaming view (CREATE MATERIALIZED VIEW). */
 typedef struct PlanView {

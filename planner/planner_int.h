@@ -43,6 +43,12 @@ typedef struct AggCtx {
     const Scope *input;      /* the scope aggregates' arguments bind against */
 } AggCtx;
 
+/* A subquery expression already joined to the rows being bound: the column holding its value. */
+typedef struct SubqMap {
+    const AstExpr *e;        /* the AST_SUBQUERY */
+    int col;                 /* its column in the scope it was planned against */
+} SubqMap;
+
 typedef struct BindCtx {
     Arena *a;
     WError *err;
@@ -51,6 +57,8 @@ typedef struct BindCtx {
     bool in_agg_arg;         /* inside an aggregate's argument (nested aggregates are errors) */
     int next_node_id;
     int64_t now_us;          /* now() of this statement (timestamptz), 0 until first used */
+    int n_subq, cap_subq;    /* subqueries planned so far (plan_subq.c), newest last */
+    SubqMap *subq;
 } BindCtx;
 
 /* plan_panes.c: makes a HOP window aggregation (win feeding agg) work in
@@ -91,10 +99,27 @@ typedef struct CteEnv {
     const AstCte *cte;
     struct CteEnv *prev;
     bool used;               /* referenced at least once (else only checked) */
+    bool recursive;          /* in a WITH RECURSIVE list: its query may read itself */
+    const PlanSchema *work;  /* inside its own recursive term: the work table's columns, else NULL */
+    int work_id;
 } CteEnv;
+
+/* The correlation of the subquery being planned (plan_subq.c): its WHERE's
+ * equalities of an inner with an outer expression, found by subq_correlate(). */
+#define SUBQ_MAX_CORR 32
+typedef struct SubqCorr {
+    const AstSelect *sel;    /* the subquery's select (plan_select_core calls subq_correlate for it) */
+    const Scope *outer;      /* the outer query's columns */
+    AstSubqueryKind kind;
+    int n;
+    const AstExpr *inner[SUBQ_MAX_CORR], *outer_e[SUBQ_MAX_CORR];
+    bool grouped;            /* the subquery aggregates */
+    bool had_group_by;       /* ... with a GROUP BY of its own (so it may yield no or many rows) */
+} SubqCorr;
 
 typedef struct PlanCtx {
     BindCtx b;
+    SubqCorr *corr;          /* a subquery to decorrelate, or NULL */
     CteEnv *ctes;
     const AstSelect *topn_sub;   /* a FROM subquery with ROW_NUMBER() OVER, filtered rn <= topn_n outside */
     int64_t topn_n;
@@ -125,6 +150,12 @@ PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, int n, P
                        const char **names, const ColRole *roles, Scope *out_scope, bool keep_key);
 /* LIMIT/OFFSET of an ad hoc query into q; in a view (q NULL) they are 0A000. */
 int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q);
+/* The values of sel's LIMIT (-1 none) and OFFSET (0 none). */
+int limit_values(PlanCtx *p, const AstSelect *sel, int64_t *limit, int64_t *offset);
+/* LIMIT/OFFSET of a query inside another (a subquery, a set operation's
+ * branch): a Top-N of r's rows by order (columns of r) keeping the first
+ * n_visible columns and the row number as the (hidden) key. */
+int make_limit_topn(PlanCtx *p, const AstSelect *sel, Rel *r, int n_order, const PlanOrder *order, int n_visible);
 /* The distinct aggregation on the first n columns (SELECT DISTINCT, UNION), with
  * the unbounded-state guard; NULL + err when refused. */
 PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, int pos, const char *what);
@@ -143,6 +174,21 @@ int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
 CteEnv *find_cte(const PlanCtx *p, const char *name);
 /* A FROM reference to a CTE (planned again at each reference). */
 int plan_cte_ref(PlanCtx *p, const AstTableRef *t, CteEnv *ce, Rel *out);
+
+/* plan_subq.c: subqueries in expressions. */
+bool ast_contains_subquery(const AstExpr *e);
+/* WHERE: top-level [NOT] EXISTS / [NOT] IN conditions become semi (anti)
+ * joins of cur; other subqueries are joined as columns; *rest gets the
+ * conditions left for the filter (NULL when none). */
+int plan_where_subqueries(PlanCtx *p, const AstExpr *where, Rel *cur, const AstExpr **rest);
+/* Joins every subquery in e to cur as a column (MARK, SCALAR). */
+int plan_expr_subqueries(PlanCtx *p, const AstExpr *e, Rel *cur);
+/* Called by plan_select_core for p->corr's select once its FROM (inner) is
+ * planned: takes the correlated equalities out of WHERE; *out gets the
+ * select to plan instead (unchanged when it is not correlated). */
+int subq_correlate(PlanCtx *p, const AstSelect *sel, const Scope *inner, const AstSelect **out);
+/* bind.c's case for AST_SUBQUERY: the column it was joined as. */
+PlanExpr *bind_subquery(BindCtx *b, const Scope *s, const AstExpr *e);
 
 /* explain.c helpers used by plan.c too */
 void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out);

@@ -94,6 +94,9 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_TEMPORAL_JOIN: return rt_op_temporal_join_new(rc, n);
     case PN_UNION: return rt_op_union_new(rc, n);
     case PN_SETOP: return rt_op_setop_new(rc, n);
+    case PN_SEMI_JOIN: return rt_op_semijoin_new(rc, n);
+    case PN_RECURSIVE:
+    case PN_WORK_TABLE: return rt_op_recursive_new(rc, n);
     }
     werr(rc->err, SQLSTATE_INTERNAL, 0, "unknown plan node");
     return NULL;

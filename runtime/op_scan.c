@@ -103,4 +103,30 @@ static int produce_values(RtOp *op)
     return c->n_rows ? rt_emit(op, c) : 0;
 }
 
-int rt_op_produce(RtOp *op) { return op->node->kind == PN_VIEW_SCAN ? produce_scan(op) : produce_values(op); }
+int rt_emit_rows(RtOp *op, int n_rows, Value *const *rows, int ncols, const TypeId *types)
+{
+    RtCtx *rc = op->rc;
+    Chunk *c = NULL;
+    for (int r = 0; r < n_rows; r++) {
+        if (!c)
+            c = chunk_new(rc->chunk_arena, ncols, types, CHUNK_DEFAULT_CAP);
+        chunk_append(c, OP_INSERT, rows[r]);
+        if (chunk_full(c)) {
+            Chunk *full = c;
+            c = NULL;
+            if (rt_emit(op, full))
+                return -1;
+        }
+    }
+    return c && c->n_rows ? rt_emit(op, c) : 0;
+}
+
+int rt_op_produce(RtOp *op)
+{
+    switch (op->node->kind) {
+    case PN_VIEW_SCAN: return produce_scan(op);
+    case PN_RECURSIVE: return rt_recursive_produce(op);
+    case PN_WORK_TABLE: return rt_work_table_produce(op);
+    default: return produce_values(op);
+    }
+}

@@ -76,9 +76,10 @@ static int cmp_rows(const void *x, const void *y)
 }
 
 /* Runs q; each visible row goes to fn as text, or to vfn as values. */
-static long run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, RtValuesFn vfn, void *arg, WError *err)
+static long run(const RtEnv *env, const PlanQuery *q, const RtWork *work, RtRowFn fn, RtValuesFn vfn, void *arg,
+                WError *err)
 {
-    RtCtx rc = {.env = env, .err = err, .batch = true};
+    RtCtx rc = {.env = env, .err = err, .batch = true, .work = work};
     rc.chunk_arena = arena_new(1 << 20);
     rc.stats.watermark = TS_MINUS_INF;
     RtOp **ops = xcalloc((size_t)q->n_nodes, sizeof(RtOp *));
@@ -189,10 +190,15 @@ done:
 
 long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, WError *err)
 {
-    return run(env, q, fn, NULL, arg, err);
+    return run(env, q, NULL, fn, NULL, arg, err);
 }
 
 long rt_query_run_values(const RtEnv *env, const PlanQuery *q, RtValuesFn fn, void *arg, WError *err)
 {
-    return run(env, q, NULL, fn, arg, err);
+    return run(env, q, NULL, NULL, fn, arg, err);
+}
+
+int rt_query_collect(RtCtx *rc, const PlanQuery *q, const RtWork *work, RtValuesFn fn, void *arg)
+{
+    return run(rc->env, q, work, NULL, fn, arg, rc->err) < 0 ? -1 : 0;
 }

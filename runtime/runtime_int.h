@@ -39,6 +39,15 @@ typedef struct RtOpVt {
 
 typedef struct RtCtx RtCtx;
 
+/* WITH RECURSIVE: the rows of one work table (op_recursive.c), seen by the
+ * PN_WORK_TABLE leaves with this id of the query being run. */
+typedef struct RtWork {
+    int id;
+    int n_rows;
+    Value **rows;
+    const struct RtWork *prev;   /* an enclosing recursion's */
+} RtWork;
+
 struct RtOp {
     const RtOpVt *vt;
     const PlanNode *node;
@@ -74,6 +83,7 @@ struct RtCtx {
     const RtKafkaRecord *poll_recs;
     int n_poll_recs;
     struct RtBadRecords *bad; /* on_error bookkeeping (bad_records.c), NULL until needed */
+    const RtWork *work;       /* ad hoc queries: the work tables of the recursions being run, or NULL */
 };
 
 /* Hands c to the downstream operator. The receiver owns the chunk from then
@@ -132,6 +142,18 @@ RtOp *rt_op_temporal_join_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_union_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_setop_new(RtCtx *rc, const PlanNode *n);
+/* op_semijoin.c: PN_SEMI_JOIN ([NOT] IN, [NOT] EXISTS and scalar subqueries). */
+RtOp *rt_op_semijoin_new(RtCtx *rc, const PlanNode *n);
+/* Runs the ad hoc query q (as rt_query_run_values) with the work tables
+ * work, in the environment of rc; fn sees each visible row. 0, or -1 with
+ * rc->err set. */
+int rt_query_collect(RtCtx *rc, const PlanQuery *q, const RtWork *work, RtValuesFn fn, void *arg);
+/* op_recursive.c: PN_RECURSIVE and PN_WORK_TABLE leaves. */
+RtOp *rt_op_recursive_new(RtCtx *rc, const PlanNode *n);
+int rt_recursive_produce(RtOp *op);
+int rt_work_table_produce(RtOp *op);
+/* Emits rows (all of types) as +I chunks. */
+int rt_emit_rows(RtOp *op, int n_rows, Value *const *rows, int ncols, const TypeId *types);
 /* Batch leaves: produce all their rows on rt_op_produce(). */
 RtOp *rt_op_view_scan_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_values_new(RtCtx *rc, const PlanNode *n);
