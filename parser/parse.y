@@ -145,6 +145,8 @@ cmd(A) ::= ALTER(T) SYSTEM SAVEPOINT TO STRING(D). { A = ast_savepoint(ctx, T, D
  * checked by the builder). */
 cmd(A) ::= ALTER(T) MATERIALIZED VIEW dotted(N) nm(W). { A = ast_alter_view(ctx, T, N, W); }
 cmd(A) ::= ALTER(T) TABLE dotted(N) nm(W).     { A = ast_alter_view(ctx, T, N, W); }
+/* ALTER MATERIALIZED VIEW v SWAP WITH w (SWAP is a word checked by the builder). */
+cmd(A) ::= ALTER(T) MATERIALIZED VIEW dotted(N) nm(W) WITH nm(M). { A = ast_swap_view(ctx, T, N, W, M); }
 /* ALTER SOURCE s SET (key = value, ...): which keys may change is the server's business. */
 cmd(A) ::= ALTER(T) SOURCE dotted(N) SET LP optlist(L) RP. { A = ast_alter_source(ctx, T, N, L); }
 cmd(A) ::= ALTER(T) TABLE dotted(N) SET LP optlist(L) RP.  { A = ast_alter_source(ctx, T, N, L); }

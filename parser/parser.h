@@ -215,6 +215,7 @@ typedef enum AstStmtKind {
     STMT_ALTER_USER,         /* ALTER USER name [WITH] PASSWORD 'p' | NULL */
     STMT_DROP_USER,          /* DROP USER [IF EXISTS] name */
     STMT_ALTER_RENAME,       /* ALTER {SOURCE|TABLE|VIEW|MATERIALIZED VIEW|SINK} [IF EXISTS] name RENAME TO new */
+    STMT_SWAP_VIEW,          /* ALTER MATERIALIZED VIEW name SWAP WITH other (u.rename: new_name = other) */
 } AstStmtKind;
 
 typedef enum AstObjectKind {
@@ -387,7 +388,7 @@ typedef struct AstStmt {
         AstCreateView *create_view;
         AstCreateSink *create_sink;
         AstDrop *drop;
-        AstAlterRename *rename;
+        AstAlterRename *rename;      /* STMT_ALTER_RENAME, STMT_SWAP_VIEW */
         AstInsert *insert;
         AstUpdate *update;
         AstDelete *delete_;

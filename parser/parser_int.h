@@ -188,6 +188,8 @@ AstStmt *ast_view_finish(ParseCtx *c, AstSelect *q);
 AstStmt *ast_sink(ParseCtx *c, Token create, bool if_not_exists, Token name, const char *from_name,
                   AstSelect *q, AstList *options, FormatSpec f);
 AstStmt *ast_drop(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, AstList *names, bool cascade);
+/* ALTER MATERIALIZED VIEW name <word> WITH other: word must be SWAP. */
+AstStmt *ast_swap_view(ParseCtx *c, Token t, const char *name, Token word, Token other);
 AstStmt *ast_alter_rename(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, const char *name, Token new_name);
 AstStmt *ast_insert(ParseCtx *c, Token t, Token table, AstList *cols, AstSelect *q);
 AstStmt *ast_update(ParseCtx *c, Token t, Token table, AstList *sets, AstExpr *where);

@@ -220,6 +220,14 @@ void rt_dataflow_positions(RtDataflow *df, Buf *out)
     }
 }
 
+int rt_dataflow_source_progress(RtDataflow *df, RtSourceProgress *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < df->n_sources && n < max; i++)
+        n += rt_source_progress(df->sources[i], out + n, max - n);
+    return n;
+}
+
 bool rt_dataflow_replay_order_matters(RtDataflow *df)
 {
     bool late = false, multi = false;

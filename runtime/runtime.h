@@ -136,6 +136,18 @@ typedef struct RtPartitionWatermark {
  * track (at most max); returns how many. */
 int rt_dataflow_watermarks(RtDataflow *df, RtPartitionWatermark *out, int max);
 
+/* Where one Kafka source partition of a dataflow is (weir_backfills). */
+typedef struct RtSourceProgress {
+    char source[64];
+    int32_t partition;
+    int64_t position;           /* the next offset it reads; -1 before it knows */
+    int64_t end_offset;         /* the partition's end as the broker last reported it (capped by a bounded
+                                   source's end); -1 before the first fetch answered */
+} RtSourceProgress;
+/* Fills out with every partition of the dataflow's Kafka sources (at most
+ * max); returns how many. Asks the broker nothing (never blocks). */
+int rt_dataflow_source_progress(RtDataflow *df, RtSourceProgress *out, int max);
+
 /* The counters of one operator of a dataflow (weir_operators). */
 typedef struct RtOpCounters {
     uint64_t rows_in;           /* rows pushed into it (changes count one row each) */
@@ -196,6 +208,15 @@ typedef struct RtSinkStatus {
  * thread and retries until the target accepts. */
 int rt_dataflow_attach_sink(RtDataflow *df, const RtSinkSpec *spec, const int *view_cols, uint64_t table_id,
                             RtSink **out, WError *err);
+/* ALTER MATERIALIZED VIEW ... SWAP WITH: moves sink s from dataflow from
+ * (the view it delivers now) to to, without a gap or a duplicate: the open
+ * epoch gets the difference between the two views' rows (netted per key:
+ * only keys whose row differs reach the target), and from then on s
+ * delivers to's changes. view_cols: to's column of each sink column (the
+ * two views have the same visible columns). Engine lock held, between
+ * steps. Errors: 0A000 an append-only sink (the difference retracts). On
+ * another error s may be half-way: the caller stops the sink. */
+int rt_sink_switch(RtSink *s, RtDataflow *from, RtDataflow *to, const int *view_cols, WError *err);
 /* Stops and frees the sink (its table stays; drop it with stor_table_drop). */
 void rt_dataflow_detach_sink(RtDataflow *df, RtSink *s);
 void rt_sink_status(RtSink *s, RtSinkStatus *out);

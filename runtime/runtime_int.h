@@ -165,6 +165,9 @@ RtOp *rt_dataflow_op_of(RtDataflow *df, const PlanNode *n);
 void rt_source_positions(RtOp *src, Buf *out);
 /* A Kafka source operator's partition count (0 for other operators). */
 int rt_source_partitions(RtOp *src);
+/* A Kafka source operator's read position and end offset per partition
+ * (at most max); 0 for other operators. */
+int rt_source_progress(RtOp *src, RtSourceProgress *out, int max);
 
 /* A writable table's input (op_table_write.c), and the dataflow's one, or NULL. */
 RtOp *rt_op_table_write_new(RtCtx *rc, const PlanNode *n);

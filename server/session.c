@@ -1520,6 +1520,9 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     case STMT_DROP_USER:
         rc = users_exec(e, st, out, err);
         break;
+    case STMT_SWAP_VIEW:
+        rc = session_swap_view(e, st, out, err);
+        break;
     case STMT_ALTER_RENAME:
         rc = rename_one(e, st, out, err);
         break;
