@@ -815,7 +815,15 @@ void engine_close(Engine *e)
         if (engine_checkpoint(e, &err))
             fprintf(stderr, "weir: final checkpoint failed: %s\n", err.msg);
     }
+    /* Sinks first: after a SWAP a sink may hang off a view created after it. */
+    for (int i = e->n_objs - 1; i >= 0; i--)
+        if (e->objs[i]->kind == CAT_SINK) {
+            cat_obj_free(e->objs[i]);
+            e->objs[i] = NULL;
+        }
     for (int i = e->n_objs - 1; i >= 0; i--) {
+        if (!e->objs[i])
+            continue;
         subs_view_stopped(e, e->objs[i]);
         cat_obj_free(e->objs[i]);
     }
