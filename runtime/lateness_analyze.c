@@ -97,6 +97,8 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t tail,
                          void *cancel_arg, RtLatenessLog *out, WError *err)
 {
     memset(out, 0, sizeof *out);
+    RtSkew skew;
+    rt_skew_init(&skew, src);
     const char *conn = cat_option(src, "connector");
     if (!conn || strcasecmp(conn, "kafka") != 0)
         return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
@@ -202,6 +204,7 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t tail,
                 out->bad_records++;
                 continue;
             }
+            rt_skew_apply(&skew, c, row, r->timestamp_ms); /* as the source operator does */
             const Column *tc = &c->cols[src->wm_col];
             int64_t ts = tc->nulls[row] ? TS_MINUS_INF : tc->v.i[row];
             if (ts != TS_MINUS_INF && ts > limit && !clamp) {

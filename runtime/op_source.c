@@ -51,11 +51,7 @@ typedef struct SourceOp {
      * (cleared at the partition's first record at or after it), or NULL. */
     bool *skipping;
     int64_t skip_ms;
-    /* skew.send_time / skew.receive_time: the event-time column (the
-     * WATERMARK's) is shifted by receive - send before watermarks are
-     * computed. skew_recv: a column, or SKEW_KAFKA_TS for the record's
-     * timestamp; skew_send -1 when off. */
-    int skew_send, skew_recv, skew_ts;
+    RtSkew skew;              /* skew.send_time / skew.receive_time */
     const char **names;       /* column names for JSON decoding */
     const bool *not_null;     /* NOT NULL columns, or NULL */
     int n_cols;
@@ -81,34 +77,32 @@ static int col_index(const CatRelation *r, const char *name)
     return -1;
 }
 
-/* Reads the skew options (checked at CREATE SOURCE). */
-static void skew_init(SourceOp *s, const CatRelation *r)
+void rt_skew_init(RtSkew *k, const CatRelation *r)
 {
     const char *recv = cat_option(r, "skew.receive_time");
-    s->skew_send = col_index(r, cat_option(r, "skew.send_time"));
-    s->skew_recv = recv && !strcasecmp(recv, "kafka_timestamp") ? SKEW_KAFKA_TS : col_index(r, recv);
-    s->skew_ts = r->wm_col;
-    if (s->skew_ts < 0 || (s->skew_recv < 0 && s->skew_recv != SKEW_KAFKA_TS))
-        s->skew_send = -1;
+    k->send = col_index(r, cat_option(r, "skew.send_time"));
+    k->recv = recv && !strcasecmp(recv, "kafka_timestamp") ? SKEW_KAFKA_TS : col_index(r, recv);
+    k->ts = r->wm_col;
+    if (k->ts < 0 || (k->recv < 0 && k->recv != SKEW_KAFKA_TS))
+        k->send = -1;
 }
 
-/* Corrects row's event time by the sender's clock offset: ts + (receive -
- * send). A NULL time, send or receive leaves the row as it is (nothing to
- * correct by), as does a record without a timestamp. */
-static void skew_correct(const SourceOp *s, Chunk *c, int row, const RtKafkaRecord *rec)
+void rt_skew_apply(const RtSkew *k, Chunk *c, int row, int64_t kafka_ts_ms)
 {
-    Column *ts = &c->cols[s->skew_ts], *send = &c->cols[s->skew_send];
+    if (k->send < 0)
+        return;
+    Column *ts = &c->cols[k->ts], *send = &c->cols[k->send];
     if (ts->nulls[row] || send->nulls[row])
         return;
     int64_t recv;
-    if (s->skew_recv == SKEW_KAFKA_TS) {
-        if (rec->timestamp_ms < 0)
+    if (k->recv == SKEW_KAFKA_TS) {
+        if (kafka_ts_ms < 0)
             return;
-        recv = rec->timestamp_ms * 1000;
+        recv = kafka_ts_ms * 1000;
     } else {
-        if (c->cols[s->skew_recv].nulls[row])
+        if (c->cols[k->recv].nulls[row])
             return;
-        recv = c->cols[s->skew_recv].v.i[row];
+        recv = c->cols[k->recv].v.i[row];
     }
     int64_t v;
     if (__builtin_sub_overflow(recv, send->v.i[row], &v) || __builtin_add_overflow(ts->v.i[row], v, &v))
@@ -228,7 +222,7 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
     s->names = (const char **)r->col_names;
     s->n_cols = r->n_cols;
     s->not_null = r->col_not_null;
-    skew_init(s, r);
+    rt_skew_init(&s->skew, r);
     s->format = r->format && !strcasecmp(r->format, "upsert")     ? FMT_UPSERT
               : r->format && !strcasecmp(r->format, "debezium") ? FMT_DEBEZIUM
                                                                  : FMT_PLAIN;
@@ -603,8 +597,7 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
                     continue;
                 }
             }
-            if (s->skew_send >= 0)
-                skew_correct(s, c, row, rec);
+            rt_skew_apply(&s->skew, c, row, rec->timestamp_ms);
             c->ops[row] = OP_INSERT;
             c->src_offsets[row] = rec->offset;
             c->n_rows++;
