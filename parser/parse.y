@@ -121,13 +121,14 @@ copy_opts(A) ::= WITH LP explain_optlist(L) RP. { A = L; }
 copy_opts(A) ::= LP explain_optlist(L) RP.     { A = L; }
 cmd(A) ::= CHECKPOINT(T).                      { A = ast_stmt(ctx, STMT_CHECKPOINT, T); }
 
-/* ANALYZE LATENESS ON source [FOR TUMBLE(..)|HOP(..)|CUMULATE(..)|SESSION(..)]
+/* ANALYZE LATENESS ON source [FOR TUMBLE(..)|HOP(..)|CUMULATE(..)|SESSION(..) [PARTITION BY cols]]
  * [BOUNDS (..)] [LATENESS (..)] [TARGET n] [WITH (..)]; VERIFY MATERIALIZED VIEW v.
  * Clause names other than FOR are words checked by the builders (ast_analyze.c). */
 %type analyze_clauses {AstAnalyze*}
 cmd(A) ::= ANALYZE(T) LATENESS ON dotted(N) analyze_clauses(C) with_opt(W). { A = ast_analyze(ctx, T, N, C, W); }
 analyze_clauses(A) ::= .                       { A = ast_analyze_new(ctx); }
 analyze_clauses(A) ::= analyze_clauses(L) FOR nm(K) LP exprlist(E) RP. { A = ast_analyze_window(ctx, L, K, E); }
+analyze_clauses(A) ::= analyze_clauses(L) PARTITION(T) BY exprlist(E). { A = ast_analyze_partition(ctx, L, T, E); }
 analyze_clauses(A) ::= analyze_clauses(L) nm(K) LP analyze_items(E) RP. { A = ast_analyze_list(ctx, L, K, E); }
 %type analyze_items {AstList*}
 %type analyze_item {AstExpr*}

@@ -358,6 +358,8 @@ typedef struct AstAnalyze {      /* ANALYZE LATENESS ON source [FOR w(args)] [BO
     AstWindowKind win_kind;      /* FOR TUMBLE | HOP | CUMULATE | SESSION */
     AstList *win_args;           /* AstExpr*: the sizes, as written (counts checked here) */
     int win_pos;
+    AstList *partition;          /* AstExpr*: PARTITION BY columns (SESSION's group keys), or NULL */
+    int partition_pos;
     AstList *bounds;             /* AstExpr*, or NULL when omitted */
     int bounds_pos;
     AstList *lateness;           /* AstExpr*, or NULL when omitted */

@@ -201,6 +201,8 @@ AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k);
 AstStmt *ast_subscribe(ParseCtx *c, Token t, const char *view, AstList *options);
 /* ANALYZE LATENESS and VERIFY (ast_analyze.c). */
 AstAnalyze *ast_analyze_new(ParseCtx *c);
+/* PARTITION BY cols of ANALYZE LATENESS (given once). */
+AstAnalyze *ast_analyze_partition(ParseCtx *c, AstAnalyze *a, Token t, AstList *cols);
 AstAnalyze *ast_analyze_window(ParseCtx *c, AstAnalyze *a, Token kind, AstList *args);
 AstAnalyze *ast_analyze_list(ParseCtx *c, AstAnalyze *a, Token name, AstList *items);
 AstExpr *ast_analyze_duration(ParseCtx *c, Token number, Token unit); /* 2s, 500ms: a LIT_STRING "2 s" */

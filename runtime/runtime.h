@@ -295,6 +295,9 @@ typedef struct RtLatenessLog {
     int64_t n_rows;             /* rows kept, in read order */
     int64_t *ts;                /* event time per row (TS_MINUS_INF for a NULL time), owned */
     int32_t *part;              /* partition per row, owned */
+    int32_t *key;               /* group key id per row (0..n_keys-1; all 0 without PARTITION BY), owned; may be
+                                   NULL in a hand-made log (all 0) */
+    int64_t n_keys;
     int64_t *part_rows;         /* rows per partition (n_parts), owned */
     int64_t records;            /* records read (kept + bad + rejected) */
     int64_t bad_records;        /* undecodable or NOT NULL-violating records, skipped as a view skips them */
@@ -311,12 +314,14 @@ typedef struct RtLatenessLog {
  * decodes the WATERMARK column as the source operator does (bad records and
  * far-future rows are skipped and counted as a view would) and merges the
  * partitions into one order: by Kafka record timestamp, then partition,
- * never reordering a partition. src must be a Kafka source in FORMAT PLAIN
+ * never reordering a partition. Each row also gets the id of its value of
+ * the key_cols columns (SESSION windows are per group key; n_key_cols 0:
+ * one key). src must be a Kafka source in FORMAT PLAIN
  * with a WATERMARK. On success *out owns arrays freed by
  * rt_lateness_log_fini. Errors: 0A000 other connectors or formats, 42P20
  * no WATERMARK, 08006/42704 broker or topic, 57014 cancelled (cancel() true). */
-int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t tail, int64_t max_records, bool (*cancel)(void *),
-                         void *cancel_arg, RtLatenessLog *out, WError *err);
+int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_cols, const int *key_cols, int64_t tail,
+                         int64_t max_records, bool (*cancel)(void *), void *cancel_arg, RtLatenessLog *out, WError *err);
 void rt_lateness_log_fini(RtLatenessLog *log);
 
 /* Arrival delay of rows: the largest event time seen before the row in its
@@ -349,7 +354,11 @@ typedef struct RtLatenessResult {
 /* Computes the delay distribution (delays[0] all partitions, then one per
  * partition; n_parts + 1 entries, caller-allocated) and one result per
  * (bounds[i], lateness[j]) pair, bound-major (n_bounds * n_lateness,
- * caller-allocated). w must not be a SESSION window. cancel (may be NULL)
+ * caller-allocated). For a SESSION window (gap = size_us) sessions are kept
+ * per key of the log (log->key) as the session aggregation keeps them, and a
+ * result's counts are of rows (each row is in one session), windows are the
+ * final sessions (after merges), and a session is exact when no dropped
+ * row's own [ts, ts + gap) overlaps it. cancel (may be NULL)
  * is asked every million rows; returns 0, or -1 when it said stop. */
 int rt_lateness_simulate(const RtLatenessLog *log, const RtWindowDef *w, int n_bounds, const int64_t *bounds_us,
                          int n_lateness, const int64_t *lateness_us, RtDelayStats *delays,
