@@ -176,9 +176,11 @@ void rt_dataflow_close(RtDataflow *df);
  * +infinity only where live's bounded source ended. Step it with
  * rt_dataflow_step until rt_dataflow_flushed, then read
  * rt_dataflow_view_table; close it with rt_dataflow_close (its tables are
- * never checkpointed). Only plans whose inputs are all Kafka sources
- * (0A000 otherwise, and for scan.startup.mode = 'latest', whose first
- * offsets are not kept). */
+ * never checkpointed). Tables and views the plan reads are read as their
+ * current rows. 0A000: a non-Kafka source, a source that started at
+ * 'latest' or a timestamp (its first offsets are not kept), and a plan
+ * over tables or views whose result depends on the order of their
+ * changes (windows, interval and temporal joins, string_agg/first/last). */
 int rt_dataflow_replay_open(const RtEnv *env, const PlanView *plan, RtDataflow *live, RtDataflow **out, WError *err);
 /* The live dataflow's source positions as text, per source: "name 0:12 1:40; ..." */
 void rt_dataflow_positions(RtDataflow *df, Buf *out);
