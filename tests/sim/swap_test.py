@@ -2,14 +2,15 @@
 """swap_test.py: replacing a view while data flows (ALTER MATERIALIZED VIEW ... SWAP WITH).
 
 A producer writes rows into a Kafka source without pause. The live view `totals` has a SQLite
-upsert sink and a SUBSCRIBE reader attached. Two views are backfilled from the earliest
+upsert sink, a SUBSCRIBE reader and a Server-Sent Events reader attached. Two views are backfilled from the earliest
 offsets while `totals` keeps serving: `totals_same` (the same query) and `totals_fix` (a new
 definition). Checks:
 - the backfilled `totals_same` equals `totals` once both read the same log (replay == live);
 - weir_backfills reports `totals_fix` caught up (lag 0 on every partition);
 - after `ALTER MATERIALIZED VIEW totals SWAP WITH totals_fix` (rows still arriving, but not for
   every key, so the switch-over difference is what changes the others), and again
-  after swapping back: the subscriber's accumulated changes equal the view under the name, with
+  after swapping back: the subscribers' (SUBSCRIBE and SSE) accumulated changes equal the view
+  under the name (and /api/views answers with it), with
   no gap (nothing missing) and no duplicate (no multiplicity above 1, never below 0); the SQLite
   sink's table ends equal to the view; both equal the expected result computed here from every
   row produced.
@@ -20,6 +21,7 @@ The last line of stdout is "N passed, N failed".
 """
 import argparse
 import collections
+import http.client
 import json
 import os
 import random
@@ -68,7 +70,7 @@ class Feeder(threading.Thread):
 
     def __init__(self, kafka, topic, seed):
         super().__init__(daemon=True)
-        self.p = Producer({"bootstrap.servers": kafka, "linger.ms": 0})
+        self.p = Producer({"bootstrap.servers": kafka, "linger.ms": 0, "log_level": 3})
         self.topic = topic
         self.rng = random.Random(seed)
         self.rows = []
@@ -137,6 +139,64 @@ class Subscriber(threading.Thread):
         self.conn.close()
 
 
+def norm(v):
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return None if v is None else str(v)
+
+
+class SseReader(threading.Thread):
+    """GET /api/views/<v>/stream: the snapshot event's rows, then each changes event's diffs."""
+
+    def __init__(self, port, view):
+        super().__init__(daemon=True)
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.conn.request("GET", f"/api/views/{view}/stream")
+        self.resp = self.conn.getresponse()
+        self.lock = threading.Lock()
+        self.acc = collections.Counter()
+        self.bad = []
+        self.events = collections.Counter()
+
+    def apply(self, row, diff):
+        row = tuple(norm(v) for v in row)
+        self.acc[row] += diff
+        if self.acc[row] < 0 or self.acc[row] > 1:
+            self.bad.append((row, self.acc[row]))
+        if self.acc[row] == 0:
+            del self.acc[row]
+
+    def run(self):
+        event = None
+        try:
+            while True:
+                line = self.resp.readline()
+                if not line:
+                    return
+                line = line.decode().rstrip("\r\n")
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: ") and event in ("snapshot", "changes"):
+                    data = json.loads(line[6:])
+                    with self.lock:
+                        self.events[event] += 1
+                        if event == "snapshot":
+                            for row in data["rows"]:
+                                self.apply(row, 1)
+                        else:
+                            for ch in data["changes"]:
+                                self.apply(ch["row"], ch["diff"])
+        except (OSError, ValueError):
+            return
+
+    def contents(self):
+        with self.lock:
+            return set(self.acc), list(self.bad)
+
+    def close(self):
+        self.conn.close()
+
+
 def view_rows(st, name):
     return {tuple(str(v) for v in r) for r in st.q(f"SELECT k, n, s FROM {name}")}
 
@@ -161,7 +221,7 @@ def sink_rows(path):
         return set()
 
 
-def settle(st, feeder, sub, sink_db, name, new):
+def settle(st, feeder, sub, sink_db, name, new, sse=None):
     """Stops the feeder, waits for the view, and checks subscriber and sink against it."""
     feeder.stop.set()
     feeder.join()
@@ -175,6 +235,11 @@ def settle(st, feeder, sub, sink_db, name, new):
                                                  f"extra {sorted(sub.contents()[0] - want)[:5]}"))
     bad = sub.contents()[1]
     check(not bad, "the subscriber never saw a row twice or a retraction of a row it did not have", str(bad[:5]))
+    if sse:
+        wait_for("the Server-Sent Events stream's accumulated changes equal the view",
+                 lambda: (sse.contents()[0] == want, f"missing {sorted(want - sse.contents()[0])[:5]} "
+                                                     f"extra {sorted(sse.contents()[0] - want)[:5]}"))
+        check(not sse.contents()[1], "the SSE stream never had a row twice or below zero", str(sse.contents()[1][:5]))
     wait_for("the SQLite sink's table equals the view",
              lambda: (sink_rows(sink_db) == want, f"missing {sorted(want - sink_rows(sink_db))[:5]} "
                                                   f"extra {sorted(sink_rows(sink_db) - want)[:5]}"))
@@ -185,7 +250,7 @@ def main():
     ap.add_argument("--weir", required=True)
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
-    with Stack(args.weir) as st:
+    with Stack(args.weir, http=True) as st:
         sink_db = os.path.join(st.tmp, "out.db")
         st.q("CREATE SOURCE ev (k BIGINT, x BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) "
              f"WITH (connector = 'kafka', topic = 'ev', topic.partitions = '2', "
@@ -202,6 +267,8 @@ def main():
         feeder.start()
         sub = Subscriber(st.port, "totals")
         sub.start()
+        sse = SseReader(st.http_port, "totals")
+        sse.start()
         time.sleep(1)
         # Backfills, while totals serves and rows keep coming.
         st.q(f"CREATE MATERIALIZED VIEW totals_same AS {OLD_SQL} WITH (backfill_from = 'earliest')")
@@ -214,7 +281,14 @@ def main():
         time.sleep(0.5)
         st.q("ALTER MATERIALIZED VIEW totals SWAP WITH totals_fix")
         time.sleep(1)
-        settle(st, feeder, sub, sink_db, "totals", new=True)
+        settle(st, feeder, sub, sink_db, "totals", new=True, sse=sse)
+        conn = http.client.HTTPConnection("127.0.0.1", st.http_port, timeout=10)
+        conn.request("GET", "/api/views/totals")
+        body = conn.getresponse().read().decode()
+        conn.close()
+        got = {tuple(norm(v) for v in r) for r in json.loads(body)["rows"]}
+        check(got == expected(feeder.rows, True), "/api/views/totals answers with the new view's rows",
+              body[:200])
         same, old = view_rows(st, "totals_same"), view_rows(st, "totals_fix")
         check(same == old and same == expected(feeder.rows, False),
               "the backfilled view equals the live one on the same log (now named totals_fix)",
@@ -228,9 +302,10 @@ def main():
         time.sleep(0.5)
         st.q("ALTER MATERIALIZED VIEW totals SWAP WITH totals_fix")
         time.sleep(1)
-        settle(st, feeder2, sub, sink_db, "totals", new=False)
+        settle(st, feeder2, sub, sink_db, "totals", new=False, sse=sse)
         check(sub.error is None and sub.is_alive(), "the subscription stayed open across both swaps", str(sub.error))
         sub.close()
+        sse.close()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
