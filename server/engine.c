@@ -688,9 +688,9 @@ static int replay_catalog(Engine *e, WError *err)
     /* Sinks last: a sink's statement names its view, and after ALTER
      * MATERIALIZED VIEW ... SWAP WITH that name may belong to a view created
      * after the sink. Nothing depends on a sink, so this order is safe. */
-    for (int pass = 0; pass < 2 && !rc; pass++)
-    for (int i = 0; i < l.n && !rc; i++) {
-        Loaded *it = &l.items[i];
+    for (int k = 0; k < 2 * l.n && !rc; k++) {
+        int pass = k / l.n; /* 0: everything but sinks, 1: sinks */
+        Loaded *it = &l.items[k % l.n];
         Value head[4];
         size_t used;
         if (row_decode_prefix(it->body, it->len, head, 4, &used) || head[0].null || head[3].null ||
