@@ -50,6 +50,7 @@ typedef struct SourceOp {
      * by time: partitions still skipping records stamped before skip_ms
      * (cleared at the partition's first record at or after it), or NULL. */
     bool *skipping;
+    bool *skip_saved;         /* the partition's 'S' marker is in the table */
     int64_t skip_ms;
     RtSkew skew;              /* skew.send_time / skew.receive_time */
     const char **names;       /* column names for JSON decoding */
@@ -125,6 +126,15 @@ static int source_save(RtOp *op)
         put_be64(v, (uint64_t)s->next[p]);
         if (stor_table_put(op->table, k, 4, v, 8, op->rc->err))
             return -1;
+        /* A partition still skipping up to backfill_from's time: 'S' + partition. */
+        unsigned char sk[5] = {'S'};
+        put_be32(sk + 1, (uint32_t)p);
+        if (!s->skipping || s->skipping[p] == s->skip_saved[p])
+            continue;
+        if (s->skipping[p] ? stor_table_put(op->table, sk, 5, "1", 1, op->rc->err)
+                           : stor_table_delete(op->table, sk, 5, op->rc->err))
+            return -1;
+        s->skip_saved[p] = s->skipping[p];
     }
     return 0;
 }
@@ -139,6 +149,7 @@ static void source_close(RtOp *op)
     free(s->target);
     free(s->bound);
     free(s->skipping);
+    free(s->skip_saved);
     stor_table_close(op->table);
     free(s);
 }
@@ -198,6 +209,7 @@ static int start_at_time(SourceOp *s, int64_t ts_us, WError *err)
     }
     s->skip_ms = ms;
     s->skipping = xcalloc((size_t)s->n_parts, sizeof(bool));
+    s->skip_saved = xcalloc((size_t)s->n_parts, sizeof(bool));
     for (int p = 0; p < s->n_parts; p++) {
         if (found[p] >= 0) {
             s->next[p] = found[p];
@@ -274,8 +286,17 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
         }
         if (found && vl == 8) {
             s->next[p] = (int64_t)get_be64(v); /* resume where the last checkpoint left off */
-            if (s->skipping)
-                s->skipping[p] = false;
+            if (s->skipping) {
+                /* ...and keep skipping where it had not reached backfill_from's time yet. */
+                unsigned char sk[5] = {'S'};
+                put_be32(sk + 1, (uint32_t)p);
+                int still = stor_table_get(s->base.op.table, sk, 5, &v, &vl, rc->err);
+                if (still < 0) {
+                    free(ids);
+                    goto fail;
+                }
+                s->skipping[p] = s->skip_saved[p] = still == 1;
+            }
         }
     }
     const char *bmode = cat_option(r, "scan.bounded.mode");
