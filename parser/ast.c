@@ -1080,6 +1080,15 @@ AstStmt *ast_alter_rename(ParseCtx *c, Token t, AstObjectKind obj, bool if_exist
     return s;
 }
 
+AstStmt *ast_swap_view(ParseCtx *c, Token t, const char *name, Token word, Token other)
+{
+    AstStmt *s = ast_alter_rename(c, t, OBJ_MATERIALIZED_VIEW, false, name, other);
+    s->kind = STMT_SWAP_VIEW;
+    if (word.n != 4 || strncasecmp(word.z, "swap", 4) != 0)
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, word.pos, "syntax error at or near \"%.*s\"", (int)word.n, word.z);
+    return s;
+}
+
 AstStmt *ast_insert(ParseCtx *c, Token t, Token table, AstList *cols, AstSelect *q)
 {
     AstStmt *s = new_stmt(c, STMT_INSERT, t.pos, t.off);

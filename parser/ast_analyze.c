@@ -51,6 +51,15 @@ AstAnalyze *ast_analyze_window(ParseCtx *c, AstAnalyze *a, Token kind, AstList *
     return a;
 }
 
+AstAnalyze *ast_analyze_partition(ParseCtx *c, AstAnalyze *a, Token t, AstList *cols)
+{
+    if (a->partition)
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "PARTITION BY given twice in ANALYZE LATENESS");
+    a->partition = cols;
+    a->partition_pos = t.pos;
+    return a;
+}
+
 AstAnalyze *ast_analyze_list(ParseCtx *c, AstAnalyze *a, Token name, AstList *items)
 {
     const char *k = ast_token_text(c, name);

@@ -119,13 +119,14 @@ copy_opts(A) ::= WITH LP explain_optlist(L) RP. { A = L; }
 copy_opts(A) ::= LP explain_optlist(L) RP.     { A = L; }
 cmd(A) ::= CHECKPOINT(T).                      { A = ast_stmt(ctx, STMT_CHECKPOINT, T); }
 
-/* ANALYZE LATENESS ON source [FOR TUMBLE(..)|HOP(..)|CUMULATE(..)|SESSION(..)]
+/* ANALYZE LATENESS ON source [FOR TUMBLE(..)|HOP(..)|CUMULATE(..)|SESSION(..) [PARTITION BY cols]]
  * [BOUNDS (..)] [LATENESS (..)] [TARGET n] [WITH (..)]; VERIFY MATERIALIZED VIEW v.
  * Clause names other than FOR are words checked by the builders (ast_analyze.c). */
 %type analyze_clauses {AstAnalyze*}
 cmd(A) ::= ANALYZE(T) LATENESS ON dotted(N) analyze_clauses(C) with_opt(W). { A = ast_analyze(ctx, T, N, C, W); }
 analyze_clauses(A) ::= .                       { A = ast_analyze_new(ctx); }
 analyze_clauses(A) ::= analyze_clauses(L) FOR nm(K) LP exprlist(E) RP. { A = ast_analyze_window(ctx, L, K, E); }
+analyze_clauses(A) ::= analyze_clauses(L) PARTITION(T) BY exprlist(E). { A = ast_analyze_partition(ctx, L, T, E); }
 analyze_clauses(A) ::= analyze_clauses(L) nm(K) LP analyze_items(E) RP. { A = ast_analyze_list(ctx, L, K, E); }
 %type analyze_items {AstList*}
 %type analyze_item {AstExpr*}
@@ -143,6 +144,8 @@ cmd(A) ::= ALTER(T) SYSTEM SAVEPOINT TO STRING(D). { A = ast_savepoint(ctx, T, D
  * checked by the builder). */
 cmd(A) ::= ALTER(T) MATERIALIZED VIEW dotted(N) nm(W). { A = ast_alter_view(ctx, T, N, W); }
 cmd(A) ::= ALTER(T) TABLE dotted(N) nm(W).     { A = ast_alter_view(ctx, T, N, W); }
+/* ALTER MATERIALIZED VIEW v SWAP WITH w (SWAP is a word checked by the builder). */
+cmd(A) ::= ALTER(T) MATERIALIZED VIEW dotted(N) nm(W) WITH nm(M). { A = ast_swap_view(ctx, T, N, W, M); }
 /* ALTER SOURCE s SET (key = value, ...): which keys may change is the server's business. */
 cmd(A) ::= ALTER(T) SOURCE dotted(N) SET LP optlist(L) RP. { A = ast_alter_source(ctx, T, N, L); }
 cmd(A) ::= ALTER(T) TABLE dotted(N) SET LP optlist(L) RP.  { A = ast_alter_source(ctx, T, N, L); }

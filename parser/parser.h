@@ -216,6 +216,7 @@ typedef enum AstStmtKind {
     STMT_ALTER_USER,         /* ALTER USER name [WITH] PASSWORD 'p' | NULL */
     STMT_DROP_USER,          /* DROP USER [IF EXISTS] name */
     STMT_ALTER_RENAME,       /* ALTER {SOURCE|TABLE|VIEW|MATERIALIZED VIEW|SINK} [IF EXISTS] name RENAME TO new */
+    STMT_SWAP_VIEW,          /* ALTER MATERIALIZED VIEW name SWAP WITH other (u.rename: new_name = other) */
 } AstStmtKind;
 
 typedef enum AstObjectKind {
@@ -358,6 +359,8 @@ typedef struct AstAnalyze {      /* ANALYZE LATENESS ON source [FOR w(args)] [BO
     AstWindowKind win_kind;      /* FOR TUMBLE | HOP | CUMULATE | SESSION */
     AstList *win_args;           /* AstExpr*: the sizes, as written (counts checked here) */
     int win_pos;
+    AstList *partition;          /* AstExpr*: PARTITION BY columns (SESSION's group keys), or NULL */
+    int partition_pos;
     AstList *bounds;             /* AstExpr*, or NULL when omitted */
     int bounds_pos;
     AstList *lateness;           /* AstExpr*, or NULL when omitted */
@@ -388,7 +391,7 @@ typedef struct AstStmt {
         AstCreateView *create_view;
         AstCreateSink *create_sink;
         AstDrop *drop;
-        AstAlterRename *rename;
+        AstAlterRename *rename;      /* STMT_ALTER_RENAME, STMT_SWAP_VIEW */
         AstInsert *insert;
         AstUpdate *update;
         AstDelete *delete_;

@@ -183,6 +183,8 @@ AstStmt *ast_view_finish(ParseCtx *c, AstSelect *q);
 AstStmt *ast_sink(ParseCtx *c, Token create, bool if_not_exists, Token name, const char *from_name,
                   AstSelect *q, AstList *options, FormatSpec f);
 AstStmt *ast_drop(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, AstList *names, bool cascade);
+/* ALTER MATERIALIZED VIEW name <word> WITH other: word must be SWAP. */
+AstStmt *ast_swap_view(ParseCtx *c, Token t, const char *name, Token word, Token other);
 AstStmt *ast_alter_rename(ParseCtx *c, Token t, AstObjectKind obj, bool if_exists, const char *name, Token new_name);
 AstStmt *ast_insert(ParseCtx *c, Token t, Token table, AstList *cols, AstSelect *q);
 AstStmt *ast_update(ParseCtx *c, Token t, Token table, AstList *sets, AstExpr *where);
@@ -198,6 +200,8 @@ AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k);
 AstStmt *ast_subscribe(ParseCtx *c, Token t, const char *view, AstList *options);
 /* ANALYZE LATENESS and VERIFY (ast_analyze.c). */
 AstAnalyze *ast_analyze_new(ParseCtx *c);
+/* PARTITION BY cols of ANALYZE LATENESS (given once). */
+AstAnalyze *ast_analyze_partition(ParseCtx *c, AstAnalyze *a, Token t, AstList *cols);
 AstAnalyze *ast_analyze_window(ParseCtx *c, AstAnalyze *a, Token kind, AstList *args);
 AstAnalyze *ast_analyze_list(ParseCtx *c, AstAnalyze *a, Token name, AstList *items);
 AstExpr *ast_analyze_duration(ParseCtx *c, Token number, Token unit); /* 2s, 500ms: a LIT_STRING "2 s" */

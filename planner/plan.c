@@ -1587,6 +1587,51 @@ static PlanView *view_of(Arena *a, const PlanCtx *p, PlanNode *m)
     return v;
 }
 
+/* WITH (backfill_from = 'earliest' | 'latest' | '<timestamp>'). */
+static int backfill_option(const AstOption *o, PlanStart *start, int64_t *ts, WError *err)
+{
+    const char *v = o->value ? o->value : "";
+    if (!strcasecmp(v, "earliest"))
+        *start = PLAN_START_EARLIEST;
+    else if (!strcasecmp(v, "latest"))
+        *start = PLAN_START_LATEST;
+    else if (parse_timestamp(v, strlen(v), ts) == 0)
+        *start = PLAN_START_TIMESTAMP;
+    else
+        return werr(err, SQLSTATE_INVALID_PARAMETER, o->pos,
+                    "backfill_from must be 'earliest', 'latest' or a timestamp, not '%s'", v),
+               werr_hint(err, "For example backfill_from = '2026-01-31 12:00:00' (UTC)."), -1;
+    return 0;
+}
+
+/* Marks the view's Kafka sources with where to start. Only Kafka keeps a
+ * log to replay: another connector is refused (0A000); views over tables
+ * and views read their current rows whatever the option says, so a view
+ * with no Kafka source at all is refused too. */
+static int apply_backfill(Arena *a, PlanView *v, const AstOption *o, PlanStart start, int64_t ts, WError *err)
+{
+    int n_kafka = 0;
+    for (int i = 0; i < v->n_nodes; i++) {
+        PlanNode *n = v->nodes[i];
+        if (n->kind != PN_SOURCE)
+            continue;
+        const char *conn = cat_option(n->source, "connector");
+        if (!conn || strcasecmp(conn, "kafka") != 0)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, o->pos,
+                        "feature not supported: backfill_from over source \"%s\" (connector '%s'): only Kafka "
+                        "sources keep a log to replay", n->source->name, conn ? conn : "");
+        n->start = start;
+        n->start_ts_us = ts;
+        n_kafka++;
+    }
+    if (!n_kafka)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, o->pos,
+                    "feature not supported: backfill_from on a view that reads no Kafka source"),
+               werr_hint(err, "A view over tables or views starts from their current rows."), -1;
+    v->backfill_from = arena_strdup(a, o->value);
+    return 0;
+}
+
 PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanViewOptions *opt, Arena *a, WError *err)
 {
     PlanCtx p;
@@ -1603,10 +1648,19 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         werr_hint(err, "Drop the view and create it again.");
         return NULL;
     }
-    if (ast_list_len(cv->options)) {
-        const AstOption *o = AST_AT(cv->options, 0);
-        werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
-        return NULL;
+    const AstOption *backfill = NULL;
+    PlanStart start = PLAN_START_DEFAULT;
+    int64_t start_ts = 0;
+    for (int i = 0; i < ast_list_len(cv->options); i++) {
+        const AstOption *o = AST_AT(cv->options, i);
+        if (strcasecmp(o->key, "backfill_from") != 0) {
+            werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
+            werr_hint(err, "View options: backfill_from.");
+            return NULL;
+        }
+        if (backfill_option(o, &start, &start_ts, err))
+            return NULL;
+        backfill = o;
     }
     /* A view's rows have no order to cut (a LIMIT inside it is a Top-N). */
     if (plan_limit(&p, cv->query, NULL))
@@ -1773,6 +1827,8 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     PlanView *v = view_of(a, &p, m);
     v->counted = m->counted;
     v->emit = agg ? agg->emit : PLAN_EMIT_CHANGES;
+    if (backfill && apply_backfill(a, v, backfill, start, start_ts, err))
+        return NULL;
     if (late_win) {
         v->late_name = arena_strdup(a, cv->late_rows_into);
         v->late_table_id = late_win->late_table_id;

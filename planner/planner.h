@@ -159,6 +159,10 @@ typedef struct PlanSchema {
 
 typedef enum PlanEmit { PLAN_EMIT_CHANGES, PLAN_EMIT_ON_CLOSE } PlanEmit;
 
+/* A view's backfill_from: where its Kafka sources start reading when the
+ * view has no checkpointed offsets. DEFAULT: the source's scan.startup.mode. */
+typedef enum PlanStart { PLAN_START_DEFAULT, PLAN_START_EARLIEST, PLAN_START_LATEST, PLAN_START_TIMESTAMP } PlanStart;
+
 typedef struct PlanNode {
     PlanNodeKind kind;
     int id;                     /* unique within the plan, stable (used for state names) */
@@ -174,6 +178,8 @@ typedef struct PlanNode {
 
     /* PN_SOURCE */
     const CatRelation *source;
+    PlanStart start;            /* where a Kafka source starts without checkpointed offsets (backfill_from) */
+    int64_t start_ts_us;        /* PLAN_START_TIMESTAMP: the first record with a timestamp at or after this */
     /* PN_WATERMARK: wm = value of wm_expr per row, over the input columns */
     PlanExpr *wm_expr;
     int64_t wm_delay_us;        /* -1 when the expression is not `col - interval` */
@@ -276,6 +282,7 @@ typedef struct PlanView {
     const char *late_name;      /* LATE ROWS INTO relation, or NULL */
     PlanSchema late_schema;     /* its columns: the window's row, window_start, window_end, watermark */
     uint64_t late_table_id;
+    const char *backfill_from;  /* WITH (backfill_from = ...) as written, or NULL */
 } PlanView;
 
 /* An ad hoc query (SELECT) run once over materialized views. */

@@ -428,6 +428,39 @@ out:
     return rc;
 }
 
+int rt_kafka_source_offsets_for_time(RtKafkaSource *s, int64_t ts_ms, int64_t *out, int timeout_ms, WError *err)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n_parts);
+    for (int p = 0; p < s->n_parts; p++)
+        rd_kafka_topic_partition_list_add(l, s->topic, p)->offset = ts_ms;
+    int rc = 0;
+    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(s->rk, l, timeout_ms);
+    for (int i = 0; !e && i < l->cnt; i++)
+        if (l->elems[i].err)
+            e = l->elems[i].err;
+    if (e) {
+        rc = werr(err, is_conn_err(e) ? SQLSTATE_CONNECTION_FAILURE : SQLSTATE_IO_ERROR, 0,
+                  "could not look up the offsets for a timestamp in kafka topic \"%s\": %s", s->topic,
+                  rd_kafka_err2str(e));
+    } else {
+        for (int i = 0; i < l->cnt; i++) {
+            int32_t p = l->elems[i].partition;
+            if (p >= 0 && p < s->n_parts)
+                out[p] = l->elems[i].offset >= 0 ? l->elems[i].offset : RT_KAFKA_LATEST;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+bool rt_kafka_source_cached_offsets(RtKafkaSource *s, int32_t partition, int64_t *lo, int64_t *hi)
+{
+    if (partition < 0 || partition >= s->n_parts)
+        return false;
+    return rd_kafka_get_watermark_offsets(s->rk, s->topic, partition, lo, hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+           *hi >= 0;
+}
+
 void rt_kafka_source_close(RtKafkaSource *s)
 {
     if (!s)

@@ -98,6 +98,18 @@ bool rt_kafka_source_at_end(RtKafkaSource *s, int32_t partition);
 int rt_kafka_source_end_offsets(RtKafkaSource *s, int64_t *out, int timeout_ms,
                                 WError *err);
 
+/* Asks the broker, per partition, for the first offset whose record
+ * timestamp is at or after ts_ms (Kafka's ListOffsets by time); a partition
+ * with no such record gets RT_KAFKA_LATEST (only newer records). Writes
+ * partition_count entries to out. Errors: 08006 no answer within
+ * timeout_ms, 58030 the broker refused (e.g. it keeps no time index). */
+int rt_kafka_source_offsets_for_time(RtKafkaSource *s, int64_t ts_ms, int64_t *out, int timeout_ms, WError *err);
+
+/* The partition's first and end offsets as last reported by the broker in
+ * a fetch response (no request is made, so this never blocks). False while
+ * nothing was fetched yet for the partition. */
+bool rt_kafka_source_cached_offsets(RtKafkaSource *s, int32_t partition, int64_t *lo, int64_t *hi);
+
 /* Releases the consumer and every record returned by the last poll. NULL
  * is allowed. Commits nothing. */
 void rt_kafka_source_close(RtKafkaSource *s);

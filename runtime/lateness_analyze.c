@@ -31,7 +31,9 @@
 #include <strings.h>
 #include <time.h>
 
+#include "bytemap.h"
 #include "kafka.h"
+#include "row.h"
 
 #define READ_BATCH 1024
 #define READ_STALL_MS 30000     /* no record and no end of log for this long: give up */
@@ -40,17 +42,20 @@ typedef struct PartBuf {
     int64_t n, cap;
     int64_t *ts;
     int64_t *kts;               /* Kafka record timestamps, for the merge */
+    int32_t *key;               /* group key ids (PARTITION BY), for sessions */
 } PartBuf;
 
-static void pb_push(PartBuf *b, int64_t ts, int64_t kts)
+static void pb_push(PartBuf *b, int64_t ts, int64_t kts, int32_t key)
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 1024;
         b->ts = xrealloc(b->ts, sizeof(int64_t) * (size_t)b->cap);
         b->kts = xrealloc(b->kts, sizeof(int64_t) * (size_t)b->cap);
+        b->key = xrealloc(b->key, sizeof(int32_t) * (size_t)b->cap);
     }
     b->ts[b->n] = ts;
     b->kts[b->n] = kts;
+    b->key[b->n] = key;
     b->n++;
 }
 
@@ -78,6 +83,7 @@ static void merge_parts(PartBuf *pb, int n_parts, RtLatenessLog *out)
     out->n_rows = total;
     out->ts = xmalloc(sizeof(int64_t) * (size_t)(total ? total : 1));
     out->part = xmalloc(sizeof(int32_t) * (size_t)(total ? total : 1));
+    out->key = xmalloc(sizeof(int32_t) * (size_t)(total ? total : 1));
     out->part_rows = xcalloc((size_t)n_parts, sizeof(int64_t));
     int64_t *cur = xcalloc((size_t)n_parts, sizeof(int64_t));
     for (int64_t i = 0; i < total; i++) {
@@ -87,16 +93,21 @@ static void merge_parts(PartBuf *pb, int n_parts, RtLatenessLog *out)
                 best = p;
         out->ts[i] = pb[best].ts[cur[best]];
         out->part[i] = best;
+        out->key[i] = pb[best].key[cur[best]];
         out->part_rows[best]++;
         cur[best]++;
     }
     free(cur);
 }
 
-int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t tail, int64_t max_records, bool (*cancel)(void *),
-                         void *cancel_arg, RtLatenessLog *out, WError *err)
+int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_cols, const int *key_cols, int64_t tail,
+                         int64_t max_records, bool (*cancel)(void *), void *cancel_arg, RtLatenessLog *out, WError *err)
 {
     memset(out, 0, sizeof *out);
+    if (n_key_cols > 64)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "at most 64 PARTITION BY columns");
+    RtSkew skew;
+    rt_skew_init(&skew, src);
     const char *conn = cat_option(src, "connector");
     if (!conn || strcasecmp(conn, "kafka") != 0)
         return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
@@ -130,6 +141,11 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t tail,
     PartBuf *pb = xcalloc((size_t)n_parts, sizeof(PartBuf));
     RtKafkaRecord *recs = xmalloc(sizeof(RtKafkaRecord) * READ_BATCH);
     Arena *arena = arena_new(0);
+    /* Group keys get dense ids in order of appearance (0 when there are none). */
+    Arena *key_arena = arena_new(0);
+    ByteMap keys;
+    bytemap_init(&keys, key_arena);
+    Buf kb = BUF_INIT;
     out->n_parts = n_parts;
     if (rt_kafka_source_end_offsets(ks, end, 10000, err))
         goto done;
@@ -202,13 +218,27 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t tail,
                 out->bad_records++;
                 continue;
             }
+            rt_skew_apply(&skew, c, row, r->timestamp_ms); /* as the source operator does */
             const Column *tc = &c->cols[src->wm_col];
             int64_t ts = tc->nulls[row] ? TS_MINUS_INF : tc->v.i[row];
             if (ts != TS_MINUS_INF && ts > limit && !clamp) {
                 out->rejected++; /* op_watermark.c rejects it: no view ever sees it */
                 continue;
             }
-            pb_push(&pb[p], ts, r->timestamp_ms);
+            int32_t key = 0;
+            if (n_key_cols) {
+                Value kv[64];
+                for (int k = 0; k < n_key_cols; k++)
+                    chunk_get(c, key_cols[k], row, &kv[k]);
+                buf_reset(&kb);
+                key_encode(&kb, kv, n_key_cols);
+                int created;
+                ByteMapEntry *ke = bytemap_get(&keys, kb.data, kb.len, 1, &created);
+                if (created)
+                    ke->count = keys.n - 1;
+                key = (int32_t)ke->count;
+            }
+            pb_push(&pb[p], ts, r->timestamp_ms, key);
         }
     }
     merge_parts(pb, n_parts, out);
@@ -217,7 +247,11 @@ done:
     for (int p = 0; p < n_parts; p++) {
         free(pb[p].ts);
         free(pb[p].kts);
+        free(pb[p].key);
     }
+    out->n_keys = n_key_cols ? keys.n : 1;
+    buf_free(&kb);
+    arena_free(key_arena);
     free(pb);
     free(recs);
     free(end);
@@ -235,7 +269,9 @@ void rt_lateness_log_fini(RtLatenessLog *log)
 {
     free(log->ts);
     free(log->part);
+    free(log->key);
     free(log->part_rows);
+    log->key = NULL;
     log->ts = NULL;
     log->part = NULL;
     log->part_rows = NULL;
@@ -515,6 +551,244 @@ static int simulate_one(const RtLatenessLog *log, const RtWindowDef *wd, int64_t
     return rc;
 }
 
+/* ---- one candidate, session windows ---------------------------------------------------------------
+ * The session aggregation (op_agg.c session_push_row / session_advance) per
+ * group key: a row is late when its own [ts, ts + gap) is (rt_window_late);
+ * otherwise it merges every held session of its key that overlaps
+ * [ts, ts + gap) (start < ts + gap and ts < end) into one; the watermark
+ * fires sessions at their end and drops them at end + lateness. */
+
+typedef struct Sess {
+    int64_t start, end;
+    int32_t key;
+    bool held;                  /* in state: not merged away, not expired */
+    bool merged;                /* merged into a later session (not a final one) */
+    bool fired;
+    bool inexact;               /* a dropped row's [ts, ts + gap) overlaps it */
+} Sess;
+
+/* Heap entries: a session's end and index; stale ones (the session went) are skipped. */
+typedef struct SEnt {
+    int64_t end;
+    int64_t i;
+} SEnt;
+
+typedef struct SHeap {
+    SEnt *v;
+    int64_t n, cap;
+} SHeap;
+
+static void sheap_push(SHeap *h, int64_t end, int64_t i)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 1024;
+        h->v = xrealloc(h->v, sizeof(SEnt) * (size_t)h->cap);
+    }
+    int64_t k = h->n++;
+    while (k > 0 && h->v[(k - 1) / 2].end > end) {
+        h->v[k] = h->v[(k - 1) / 2];
+        k = (k - 1) / 2;
+    }
+    h->v[k] = (SEnt){end, i};
+}
+
+static SEnt sheap_pop(SHeap *h)
+{
+    SEnt top = h->v[0], x = h->v[--h->n];
+    int64_t k = 0;
+    for (;;) {
+        int64_t c = 2 * k + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && h->v[c + 1].end < h->v[c].end)
+            c++;
+        if (h->v[c].end >= x.end)
+            break;
+        h->v[k] = h->v[c];
+        k = c;
+    }
+    if (h->n)
+        h->v[k] = x;
+    return top;
+}
+
+/* The sessions a key holds: indexes into the session array. */
+typedef struct KeySess {
+    int64_t *i;
+    int n, cap;
+} KeySess;
+
+static void ks_remove(KeySess *k, int64_t i)
+{
+    for (int j = 0; j < k->n; j++)
+        if (k->i[j] == i) {
+            k->i[j] = k->i[--k->n];
+            return;
+        }
+}
+
+static int sess_cmp(const void *a, const void *b)
+{
+    const Sess *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int simulate_session(const RtLatenessLog *log, int64_t gap, int64_t bound, int64_t lateness,
+                            RtLatenessResult *r, bool (*cancel)(void *), void *cancel_arg)
+{
+    int rc = 0;
+    memset(r, 0, sizeof *r);
+    r->bound_us = bound;
+    r->lateness_us = lateness;
+    int n_parts = log->n_parts;
+    int64_t n_keys = log->key && log->n_keys > 0 ? log->n_keys : 1;
+    int64_t *part_max = xmalloc(sizeof(int64_t) * (size_t)(n_parts ? n_parts : 1));
+    bool *holds = xmalloc(sizeof(bool) * (size_t)(n_parts ? n_parts : 1));
+    for (int p = 0; p < n_parts; p++) {
+        part_max[p] = TS_MINUS_INF;
+        holds[p] = !log->idle_timeout || log->part_rows[p] > 0;
+    }
+    KeySess *ks = xcalloc((size_t)n_keys, sizeof(KeySess));
+    Sess *ss = NULL;
+    int64_t n_ss = 0, cap_ss = 0;
+    int64_t *dropped_ts = NULL, n_dropped = 0; /* dropped rows: ts, key pairs, for exactness */
+    SHeap to_fire = {0}, to_expire = {0};
+    int64_t wm = TS_MINUS_INF, max_seen = TS_MINUS_INF, open = 0;
+    for (int64_t i = 0; i < log->n_rows; i++) {
+        if ((i & 0xFFFFF) == 0xFFFFF && cancel && cancel(cancel_arg)) {
+            rc = -1;
+            break;
+        }
+        int64_t ts = log->ts[i];
+        if (ts == TS_MINUS_INF)
+            continue; /* a NULL time: no session, no watermark */
+        int32_t key = log->key ? log->key[i] : 0;
+        int64_t end = ts + gap;
+        r->pairs++;
+        if (rt_window_late(end, wm, lateness)) {
+            r->dropped++;
+            dropped_ts = xrealloc(dropped_ts, sizeof(int64_t) * (size_t)(2 * n_dropped + 2));
+            dropped_ts[2 * n_dropped] = ts;
+            dropped_ts[2 * n_dropped + 1] = key;
+            n_dropped++;
+        } else {
+            int64_t start = ts;
+            KeySess *k = &ks[key];
+            for (int j = 0; j < k->n;) {
+                Sess *o = &ss[k->i[j]];
+                if (o->start < ts + gap && ts < o->end) {
+                    if (o->start < start)
+                        start = o->start;
+                    if (o->end > end)
+                        end = o->end;
+                    o->held = false;
+                    o->merged = true;
+                    open--;
+                    k->i[j] = k->i[--k->n];
+                } else {
+                    j++;
+                }
+            }
+            if (n_ss == cap_ss) {
+                cap_ss = cap_ss ? cap_ss * 2 : 1024;
+                ss = xrealloc(ss, sizeof(Sess) * (size_t)cap_ss);
+            }
+            bool closed = rt_window_closed(end, wm);
+            ss[n_ss] = (Sess){.start = start, .end = end, .key = key, .held = true, .fired = closed};
+            if (closed)
+                r->late_updates++;
+            else
+                r->on_time++;
+            if (k->n == k->cap) {
+                k->cap = k->cap ? k->cap * 2 : 4;
+                k->i = xrealloc(k->i, sizeof(int64_t) * (size_t)k->cap);
+            }
+            k->i[k->n++] = n_ss;
+            if (++open > r->max_open)
+                r->max_open = open;
+            if (!closed)
+                sheap_push(&to_fire, end, n_ss);
+            sheap_push(&to_expire, end, n_ss);
+            n_ss++;
+        }
+        if (ts > max_seen)
+            max_seen = ts;
+        int p = log->part[i];
+        int64_t v = ts - bound;
+        if (v > log->clamp_limit_us)
+            v = log->clamp_limit_us;
+        if (v <= part_max[p])
+            continue;
+        part_max[p] = v;
+        int64_t m = min_over(part_max, holds, n_parts);
+        if (m <= wm)
+            continue;
+        wm = m;
+        while (to_fire.n && rt_window_closed(to_fire.v[0].end, wm)) {
+            Sess *o = &ss[sheap_pop(&to_fire).i];
+            if (!o->held || o->fired)
+                continue;
+            o->fired = true;
+            r->fired++;
+            r->wait_sum_us += max_seen - o->end;
+        }
+        while (to_expire.n && rt_window_late(to_expire.v[0].end, wm, lateness)) {
+            Sess *o = &ss[sheap_pop(&to_expire).i];
+            if (!o->held)
+                continue;
+            o->held = false;
+            ks_remove(&ks[o->key], o - ss);
+            open--;
+        }
+    }
+    /* Final sessions (not merged away), by key and start, for the exactness of each. */
+    int64_t n_final = 0;
+    for (int64_t j = 0; j < n_ss; j++) {
+        if (ss[j].merged)
+            continue;
+        r->fired_at_end += ss[j].held && !ss[j].fired;
+        ss[n_final++] = ss[j];
+    }
+    qsort(ss, (size_t)n_final, sizeof(Sess), sess_cmp);
+    /* The longest final session per key bounds the backward scan below. */
+    int64_t *longest = xcalloc((size_t)n_keys, sizeof(int64_t));
+    for (int64_t j = 0; j < n_final; j++)
+        if (ss[j].end - ss[j].start > longest[ss[j].key])
+            longest[ss[j].key] = ss[j].end - ss[j].start;
+    for (int64_t d = 0; d < n_dropped; d++) {
+        int64_t ts = dropped_ts[2 * d];
+        int32_t key = (int32_t)dropped_ts[2 * d + 1];
+        /* The first final session of key starting at or after ts + gap. */
+        int64_t lo = 0, hi = n_final;
+        while (lo < hi) {
+            int64_t mid = (lo + hi) / 2;
+            if (ss[mid].key < key || (ss[mid].key == key && ss[mid].start < ts + gap))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (int64_t j = lo - 1; j >= 0 && ss[j].key == key && ss[j].start >= ts - longest[key]; j--)
+            if (ts < ss[j].end)
+                ss[j].inexact = true;
+    }
+    r->windows = n_final;
+    for (int64_t j = 0; j < n_final; j++)
+        r->exact_windows += !ss[j].inexact;
+    for (int64_t k = 0; k < n_keys; k++)
+        free(ks[k].i);
+    free(ks);
+    free(ss);
+    free(longest);
+    free(dropped_ts);
+    free(to_fire.v);
+    free(to_expire.v);
+    free(part_max);
+    free(holds);
+    return rc;
+}
+
 int rt_lateness_simulate(const RtLatenessLog *log, const RtWindowDef *w, int n_bounds, const int64_t *bounds_us,
                          int n_lateness, const int64_t *lateness_us, RtDelayStats *delays_out,
                          RtLatenessResult *results, bool (*cancel)(void *), void *cancel_arg)
@@ -522,7 +796,11 @@ int rt_lateness_simulate(const RtLatenessLog *log, const RtWindowDef *w, int n_b
     delays(log, delays_out);
     for (int b = 0; b < n_bounds; b++)
         for (int l = 0; l < n_lateness; l++)
-            if (simulate_one(log, w, bounds_us[b], lateness_us[l], &results[b * n_lateness + l], cancel, cancel_arg))
+            if (w->kind == WIN_SESSION
+                    ? simulate_session(log, w->size_us, bounds_us[b], lateness_us[l], &results[b * n_lateness + l],
+                                       cancel, cancel_arg)
+                    : simulate_one(log, w, bounds_us[b], lateness_us[l], &results[b * n_lateness + l], cancel,
+                                   cancel_arg))
                 return -1;
     return 0;
 }

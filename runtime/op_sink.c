@@ -498,8 +498,9 @@ static int load_pending(RtSink *s)
     return got < 0 ? -1 : 0;
 }
 
-/* The view's current rows become the first epoch's inserts. */
-static int snapshot(RtSink *s, StorTable *view, int n_view_cols)
+/* The view's current rows become the open epoch's inserts (add) or
+ * retractions (!add), through s->cols and s->key. */
+static int snapshot(RtSink *s, StorTable *view, int n_view_cols, bool add)
 {
     WError *err = s->op.rc->err;
     StorIter *it;
@@ -521,7 +522,7 @@ static int snapshot(RtSink *s, StorTable *view, int n_view_cols)
             key[i] = vals[s->key[i]];
         int64_t copies = counted ? vals[n_view_cols].u.i : 1;
         for (int64_t c = 0; c < copies; c++)
-            if (add_change(s, row, key, true))
+            if (add_change(s, row, key, add))
                 goto done;
     }
 done:
@@ -561,7 +562,7 @@ int rt_dataflow_attach_sink(RtDataflow *df, const RtSinkSpec *spec, const int *v
     if (!rc)
         rc = load_pending(s);
     if (!rc && !s->started)
-        rc = snapshot(s, root->table, root->node->out.n);
+        rc = snapshot(s, root->table, root->node->out.n, true);
     s->op.rc->err = saved;
     if (rc || pthread_create(&s->thread, NULL, deliver_main, s) != 0) {
         if (!rc)
@@ -572,6 +573,36 @@ int rt_dataflow_attach_sink(RtDataflow *df, const RtSinkSpec *spec, const int *v
     rt_dataflow_add_fan(df, &s->op);
     *out = s;
     return 0;
+}
+
+int rt_sink_switch(RtSink *s, RtDataflow *from, RtDataflow *to, const int *view_cols, WError *err)
+{
+    if (!s->n_key)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                    "feature not supported: switching append-only sink \"%s\" to another view (it cannot retract)",
+                    s->spec->name);
+    RtOp *old = rt_dataflow_root(from), *root = rt_dataflow_root(to);
+    WError *saved = s->op.rc->err;
+    s->op.rc->err = err;
+    /* The old view's rows out, then the new view's in: per key, the first
+     * change carries the row the target has and the last the row it gets. */
+    int rc = snapshot(s, old->table, old->node->out.n, false);
+    s->op.rc->err = saved;
+    /* Whatever happened, s ends attached to `to` (the caller may detach it there). */
+    rt_dataflow_remove_fan(from, &s->op);
+    s->op.node = root->node;
+    s->op.rc = root->rc;
+    memcpy(s->cols, view_cols, sizeof(int) * (size_t)s->spec->n_cols);
+    for (int i = 0; i < s->n_key; i++)
+        s->key[i] = view_cols[s->spec->pk[i]];
+    rt_dataflow_add_fan(to, &s->op);
+    if (rc)
+        return -1;
+    saved = s->op.rc->err;
+    s->op.rc->err = err;
+    rc = snapshot(s, root->table, root->node->out.n, true);
+    s->op.rc->err = saved;
+    return rc;
 }
 
 void rt_dataflow_detach_sink(RtDataflow *df, RtSink *s)

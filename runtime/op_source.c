@@ -46,6 +46,13 @@ typedef struct SourceOp {
     bool replay;              /* VERIFY replay: bound = the live twin's positions */
     bool replay_inf;          /* ...and send +infinity at the end only if the twin had */
     int64_t last_tick_ms;     /* last idle tick sent downstream */
+    /* backfill_from = '<timestamp>' on a broker that cannot look offsets up
+     * by time: partitions still skipping records stamped before skip_ms
+     * (cleared at the partition's first record at or after it), or NULL. */
+    bool *skipping;
+    bool *skip_saved;         /* the partition's 'S' marker is in the table */
+    int64_t skip_ms;
+    RtSkew skew;              /* skew.send_time / skew.receive_time */
     const char **names;       /* column names for JSON decoding (NULL: a computed column) */
     bool names_owned;
     const bool *not_null;     /* NOT NULL columns, or NULL */
@@ -60,6 +67,49 @@ static void put_be32(unsigned char *p, uint32_t v)
     p[1] = (unsigned char)(v >> 16);
     p[2] = (unsigned char)(v >> 8);
     p[3] = (unsigned char)v;
+}
+
+#define SKEW_KAFKA_TS (-2)
+
+static int col_index(const CatRelation *r, const char *name)
+{
+    for (int i = 0; name && i < r->n_cols; i++)
+        if (strcmp(r->col_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+void rt_skew_init(RtSkew *k, const CatRelation *r)
+{
+    const char *recv = cat_option(r, "skew.receive_time");
+    k->send = col_index(r, cat_option(r, "skew.send_time"));
+    k->recv = recv && !strcasecmp(recv, "kafka_timestamp") ? SKEW_KAFKA_TS : col_index(r, recv);
+    k->ts = r->wm_col;
+    if (k->ts < 0 || (k->recv < 0 && k->recv != SKEW_KAFKA_TS))
+        k->send = -1;
+}
+
+void rt_skew_apply(const RtSkew *k, Chunk *c, int row, int64_t kafka_ts_ms)
+{
+    if (k->send < 0)
+        return;
+    Column *ts = &c->cols[k->ts], *send = &c->cols[k->send];
+    if (ts->nulls[row] || send->nulls[row])
+        return;
+    int64_t recv;
+    if (k->recv == SKEW_KAFKA_TS) {
+        if (kafka_ts_ms < 0)
+            return;
+        recv = kafka_ts_ms * 1000;
+    } else {
+        if (c->cols[k->recv].nulls[row])
+            return;
+        recv = c->cols[k->recv].v.i[row];
+    }
+    int64_t v;
+    if (__builtin_sub_overflow(recv, send->v.i[row], &v) || __builtin_add_overflow(ts->v.i[row], v, &v))
+        return;
+    ts->v.i[row] = v;
 }
 
 static int source_push(RtOp *op, Chunk *c) { return rt_emit(op, c); }
@@ -77,6 +127,15 @@ static int source_save(RtOp *op)
         put_be64(v, (uint64_t)s->next[p]);
         if (stor_table_put(op->table, k, 4, v, 8, op->rc->err))
             return -1;
+        /* A partition still skipping up to backfill_from's time: 'S' + partition. */
+        unsigned char sk[5] = {'S'};
+        put_be32(sk + 1, (uint32_t)p);
+        if (!s->skipping || s->skipping[p] == s->skip_saved[p])
+            continue;
+        if (s->skipping[p] ? stor_table_put(op->table, sk, 5, "1", 1, op->rc->err)
+                           : stor_table_delete(op->table, sk, 5, op->rc->err))
+            return -1;
+        s->skip_saved[p] = s->skipping[p];
     }
     return 0;
 }
@@ -90,6 +149,8 @@ static void source_close(RtOp *op)
     free(s->next);
     free(s->target);
     free(s->bound);
+    free(s->skipping);
+    free(s->skip_saved);
     stor_table_close(op->table);
     if (s->names_owned)
         free(s->names);
@@ -130,6 +191,40 @@ static int source_flush_target(RtOp *op, WError *err);
 static bool source_flushed(RtOp *op);
 static const RtSourceVt KAFKA_SRC = {source_poll, source_flush_target, source_flushed};
 
+/* backfill_from = '<timestamp>': per partition, the first offset whose
+ * record timestamp is at or after ts_us, asked of the broker. Where the
+ * broker has no answer (no such record, or no time index: the embedded
+ * broker answers none for any time) the partition is read from its earliest
+ * offset instead, skipping records stamped before ts_us until its first one
+ * at or after it: the same records, read rather than looked up. */
+static int start_at_time(SourceOp *s, int64_t ts_us, WError *err)
+{
+    int64_t ms = ts_us / 1000 + (ts_us % 1000 > 0); /* record timestamps are ms: round up */
+    int64_t *found = xcalloc((size_t)s->n_parts, sizeof(int64_t));
+    for (int p = 0; p < s->n_parts; p++)
+        found[p] = -1;
+    WError lerr = {0};
+    if (rt_kafka_source_offsets_for_time(s->ks, ms, found, 10000, &lerr) &&
+        strcmp(lerr.sqlstate, SQLSTATE_CONNECTION_FAILURE) == 0) {
+        free(found);
+        *err = lerr;
+        return -1;
+    }
+    s->skip_ms = ms;
+    s->skipping = xcalloc((size_t)s->n_parts, sizeof(bool));
+    s->skip_saved = xcalloc((size_t)s->n_parts, sizeof(bool));
+    for (int p = 0; p < s->n_parts; p++) {
+        if (found[p] >= 0) {
+            s->next[p] = found[p];
+        } else {
+            s->skipping[p] = true;
+            s->next[p] = RT_KAFKA_EARLIEST;
+        }
+    }
+    free(found);
+    return 0;
+}
+
 RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
 {
     const CatRelation *r = n->source;
@@ -150,6 +245,7 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
     }
     s->n_cols = r->n_cols;
     s->not_null = r->col_not_null;
+    rt_skew_init(&s->skew, r);
     s->format = r->format && !strcasecmp(r->format, "upsert")     ? FMT_UPSERT
               : r->format && !strcasecmp(r->format, "debezium") ? FMT_DEBEZIUM
                                                                  : FMT_PLAIN;
@@ -172,15 +268,23 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
         werr(rc->err, SQLSTATE_INVALID_PARAMETER, 0, "scan.startup.mode must be 'earliest' or 'latest', not '%s'", mode);
         goto fail;
     }
+    /* A view's backfill_from overrides the source's startup mode. */
+    if (n->start != PLAN_START_DEFAULT)
+        latest = n->start == PLAN_START_LATEST;
+    bool at_time = n->start == PLAN_START_TIMESTAMP;
     /* 'latest' is pinned to exact offsets now, so a restart before the first
      * checkpoint and FLUSH both see the same starting point. */
-    if (latest && rt_kafka_source_end_offsets(s->ks, s->next, 10000, rc->err)) {
+    if ((latest || at_time) && rt_kafka_source_end_offsets(s->ks, s->next, 10000, rc->err)) {
+        free(ids);
+        goto fail;
+    }
+    if (at_time && start_at_time(s, n->start_ts_us, rc->err)) {
         free(ids);
         goto fail;
     }
     for (int p = 0; p < s->n_parts; p++) {
         ids[p] = p;
-        if (!latest)
+        if (!latest && !at_time)
             s->next[p] = RT_KAFKA_EARLIEST;
         unsigned char k[4];
         put_be32(k, (uint32_t)p);
@@ -191,18 +295,30 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
             free(ids);
             goto fail;
         }
-        if (found && vl == 8)
+        if (found && vl == 8) {
             s->next[p] = (int64_t)get_be64(v); /* resume where the last checkpoint left off */
+            if (s->skipping) {
+                /* ...and keep skipping where it had not reached backfill_from's time yet. */
+                unsigned char sk[5] = {'S'};
+                put_be32(sk + 1, (uint32_t)p);
+                int still = stor_table_get(s->base.op.table, sk, 5, &v, &vl, rc->err);
+                if (still < 0) {
+                    free(ids);
+                    goto fail;
+                }
+                s->skipping[p] = s->skip_saved[p] = still == 1;
+            }
+        }
     }
     const char *bmode = cat_option(r, "scan.bounded.mode");
     if (rc->replay_of) {
         /* VERIFY: read from the first offsets to where the live view's twin is now. */
         RtOp *twin = rt_dataflow_op_of(rc->replay_of, n);
-        if (latest || !twin) {
+        if (latest || at_time || !twin) {
             free(ids);
             werr(rc->err, SQLSTATE_NOT_SUPPORTED, 0,
-                 "feature not supported: VERIFY of a view over a source with scan.startup.mode = 'latest' "
-                 "(its first offsets are not kept)");
+                 "feature not supported: VERIFY of a view that started after the first offsets (scan.startup.mode "
+                 "= 'latest' or backfill_from = 'latest' or a timestamp): its first offsets are not kept");
             goto fail;
         }
         const SourceOp *t = (const SourceOp *)(const void *)twin;
@@ -466,6 +582,13 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
             const RtKafkaRecord *rec = &s->recs[k];
             if (s->bound && part >= 0 && part < s->n_parts && rec->offset >= s->bound[part])
                 continue; /* past the end of a bounded source */
+            if (s->skipping && part >= 0 && part < s->n_parts && s->skipping[part]) {
+                if (rec->timestamp_ms >= 0 && rec->timestamp_ms < s->skip_ms) {
+                    s->next[part] = rec->offset + 1; /* before backfill_from: not part of the view */
+                    continue;
+                }
+                s->skipping[part] = false;
+            }
             rc->stats.records_in++;
             if (part >= 0 && part < s->n_parts)
                 s->next[part] = rec->offset + 1;
@@ -506,6 +629,7 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
                     continue;
                 }
             }
+            rt_skew_apply(&s->skew, c, row, rec->timestamp_ms);
             c->ops[row] = OP_INSERT;
             c->src_offsets[row] = rec->offset;
             c->n_rows++;
@@ -568,6 +692,28 @@ void rt_source_positions(RtOp *op, Buf *out)
         return;
     for (int p = 0; p < s->n_parts; p++)
         buf_printf(out, "%s%d:%lld", p ? " " : "", p, (long long)(s->next[p] > 0 ? s->next[p] : 0));
+}
+
+int rt_source_progress(RtOp *op, RtSourceProgress *out, int max)
+{
+    if (op->node->kind != PN_SOURCE || op->vt != &SOURCE_VT)
+        return 0;
+    SourceOp *s = (SourceOp *)(void *)op;
+    int n = 0;
+    for (int p = 0; p < s->n_parts && n < max; p++) {
+        RtSourceProgress *o = &out[n++];
+        memset(o, 0, sizeof *o);
+        snprintf(o->source, sizeof o->source, "%s", op->node->source->name);
+        o->partition = p;
+        int64_t lo = -1, hi = -1;
+        bool known = rt_kafka_source_cached_offsets(s->ks, p, &lo, &hi);
+        /* Before its first record a partition is at its first offset (or its pinned start). */
+        o->position = s->next[p] >= 0 ? s->next[p] : known ? lo : -1;
+        o->end_offset = known ? hi : -1;
+        if (s->bound && (o->end_offset < 0 || s->bound[p] < o->end_offset))
+            o->end_offset = s->bound[p];
+    }
+    return n;
 }
 
 int rt_source_partitions(RtOp *op)

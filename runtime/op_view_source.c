@@ -8,7 +8,8 @@
  * states always describe the same epoch and a restart needs no replay
  * between them. When the view is created it first reads the upstream
  * view's current rows as inserts; a marker in its table records that, so a
- * restart does not read them twice.
+ * restart does not read them twice. In a VERIFY replay (rc->replay_of)
+ * only the current rows are read: the recomputation of the view from them.
  */
 #include "runtime_int.h"
 
@@ -28,6 +29,7 @@ struct ViewSource {
     RtSource base;
     Bridge bridge;
     RtDataflow *up;           /* NULL once the upstream dataflow has gone */
+    bool attached;            /* the bridge is among up's consumers (not in a VERIFY replay) */
     bool started;             /* the upstream's rows were read (durable after a checkpoint) */
     bool marker_written;
 };
@@ -95,7 +97,7 @@ static int vs_start(RtOp *op)
 static void vs_close(RtOp *op)
 {
     ViewSource *vs = (ViewSource *)(void *)op;
-    if (vs->up)
+    if (vs->up && vs->attached)
         rt_dataflow_remove_fan(vs->up, &vs->bridge.op);
     stor_table_close(op->table);
     free(vs);
@@ -135,6 +137,11 @@ RtOp *rt_op_view_source_new(RtCtx *rc, const PlanNode *n)
     }
     vs->started = vs->marker_written = f == 1;
     vs->up = up;
-    rt_dataflow_add_fan(up, &vs->bridge.op);
+    /* A VERIFY replay reads the upstream's current rows (vs_start) and
+     * nothing after: it runs under the engine lock, so nothing changes. */
+    if (!rc->replay_of) {
+        rt_dataflow_add_fan(up, &vs->bridge.op);
+        vs->attached = true;
+    }
     return &vs->base.op;
 }

@@ -136,6 +136,18 @@ typedef struct RtPartitionWatermark {
  * track (at most max); returns how many. */
 int rt_dataflow_watermarks(RtDataflow *df, RtPartitionWatermark *out, int max);
 
+/* Where one Kafka source partition of a dataflow is (weir_backfills). */
+typedef struct RtSourceProgress {
+    char source[64];
+    int32_t partition;
+    int64_t position;           /* the next offset it reads; -1 before it knows */
+    int64_t end_offset;         /* the partition's end as the broker last reported it (capped by a bounded
+                                   source's end); -1 before the first fetch answered */
+} RtSourceProgress;
+/* Fills out with every partition of the dataflow's Kafka sources (at most
+ * max); returns how many. Asks the broker nothing (never blocks). */
+int rt_dataflow_source_progress(RtDataflow *df, RtSourceProgress *out, int max);
+
 /* The counters of one operator of a dataflow (weir_operators). */
 typedef struct RtOpCounters {
     uint64_t rows_in;           /* rows pushed into it (changes count one row each) */
@@ -164,9 +176,11 @@ void rt_dataflow_close(RtDataflow *df);
  * +infinity only where live's bounded source ended. Step it with
  * rt_dataflow_step until rt_dataflow_flushed, then read
  * rt_dataflow_view_table; close it with rt_dataflow_close (its tables are
- * never checkpointed). Only plans whose inputs are all Kafka sources
- * (0A000 otherwise, and for scan.startup.mode = 'latest', whose first
- * offsets are not kept). */
+ * never checkpointed). Tables and views the plan reads are read as their
+ * current rows. 0A000: a non-Kafka source, a source that started at
+ * 'latest' or a timestamp (its first offsets are not kept), and a plan
+ * over tables or views whose result depends on the order of their
+ * changes (windows, interval and temporal joins, string_agg/first/last). */
 int rt_dataflow_replay_open(const RtEnv *env, const PlanView *plan, RtDataflow *live, RtDataflow **out, WError *err);
 /* The live dataflow's source positions as text, per source: "name 0:12 1:40; ..." */
 void rt_dataflow_positions(RtDataflow *df, Buf *out);
@@ -196,6 +210,15 @@ typedef struct RtSinkStatus {
  * thread and retries until the target accepts. */
 int rt_dataflow_attach_sink(RtDataflow *df, const RtSinkSpec *spec, const int *view_cols, uint64_t table_id,
                             RtSink **out, WError *err);
+/* ALTER MATERIALIZED VIEW ... SWAP WITH: moves sink s from dataflow from
+ * (the view it delivers now) to to, without a gap or a duplicate: the open
+ * epoch gets the difference between the two views' rows (netted per key:
+ * only keys whose row differs reach the target), and from then on s
+ * delivers to's changes. view_cols: to's column of each sink column (the
+ * two views have the same visible columns). Engine lock held, between
+ * steps. Errors: 0A000 an append-only sink (the difference retracts). On
+ * another error s may be half-way: the caller stops the sink. */
+int rt_sink_switch(RtSink *s, RtDataflow *from, RtDataflow *to, const int *view_cols, WError *err);
 /* Stops and frees the sink (its table stays; drop it with stor_table_drop). */
 void rt_dataflow_detach_sink(RtDataflow *df, RtSink *s);
 void rt_sink_status(RtSink *s, RtSinkStatus *out);
@@ -274,6 +297,9 @@ typedef struct RtLatenessLog {
     int64_t n_rows;             /* rows kept, in read order */
     int64_t *ts;                /* event time per row (TS_MINUS_INF for a NULL time), owned */
     int32_t *part;              /* partition per row, owned */
+    int32_t *key;               /* group key id per row (0..n_keys-1; all 0 without PARTITION BY), owned; may be
+                                   NULL in a hand-made log (all 0) */
+    int64_t n_keys;
     int64_t *part_rows;         /* rows per partition (n_parts), owned */
     int64_t records;            /* records read (kept + bad + rejected) */
     int64_t bad_records;        /* undecodable or NOT NULL-violating records, skipped as a view skips them */
@@ -290,12 +316,14 @@ typedef struct RtLatenessLog {
  * decodes the WATERMARK column as the source operator does (bad records and
  * far-future rows are skipped and counted as a view would) and merges the
  * partitions into one order: by Kafka record timestamp, then partition,
- * never reordering a partition. src must be a Kafka source in FORMAT PLAIN
+ * never reordering a partition. Each row also gets the id of its value of
+ * the key_cols columns (SESSION windows are per group key; n_key_cols 0:
+ * one key). src must be a Kafka source in FORMAT PLAIN
  * with a WATERMARK. On success *out owns arrays freed by
  * rt_lateness_log_fini. Errors: 0A000 other connectors or formats, 42P20
  * no WATERMARK, 08006/42704 broker or topic, 57014 cancelled (cancel() true). */
-int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int64_t tail, int64_t max_records, bool (*cancel)(void *),
-                         void *cancel_arg, RtLatenessLog *out, WError *err);
+int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_cols, const int *key_cols, int64_t tail,
+                         int64_t max_records, bool (*cancel)(void *), void *cancel_arg, RtLatenessLog *out, WError *err);
 void rt_lateness_log_fini(RtLatenessLog *log);
 
 /* Arrival delay of rows: the largest event time seen before the row in its
@@ -328,7 +356,11 @@ typedef struct RtLatenessResult {
 /* Computes the delay distribution (delays[0] all partitions, then one per
  * partition; n_parts + 1 entries, caller-allocated) and one result per
  * (bounds[i], lateness[j]) pair, bound-major (n_bounds * n_lateness,
- * caller-allocated). w must not be a SESSION window. cancel (may be NULL)
+ * caller-allocated). For a SESSION window (gap = size_us) sessions are kept
+ * per key of the log (log->key) as the session aggregation keeps them, and a
+ * result's counts are of rows (each row is in one session), windows are the
+ * final sessions (after merges), and a session is exact when no dropped
+ * row's own [ts, ts + gap) overlaps it. cancel (may be NULL)
  * is asked every million rows; returns 0, or -1 when it said stop. */
 int rt_lateness_simulate(const RtLatenessLog *log, const RtWindowDef *w, int n_bounds, const int64_t *bounds_us,
                          int n_lateness, const int64_t *lateness_us, RtDelayStats *delays,

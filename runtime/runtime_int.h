@@ -104,6 +104,20 @@ void rt_row_error(RtCtx *rc, const char *fmt, ...) __attribute__((format(printf,
 int rt_source_error(RtOp *op, const CatRelation *src, int32_t partition, int64_t offset, const char *record,
                     size_t record_len, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
+/* Clock-skew correction of a source (skew.send_time, skew.receive_time,
+ * checked at CREATE SOURCE): the WATERMARK's time column of a decoded row
+ * is shifted by receive - send before any watermark sees it. The source
+ * operator and ANALYZE LATENESS's log reader apply the same function. */
+typedef struct RtSkew {
+    int send;                 /* send-time column, -1: no correction */
+    int recv;                 /* receive-time column, or -2: the Kafka record timestamp */
+    int ts;                   /* the corrected column (the WATERMARK's) */
+} RtSkew;
+void rt_skew_init(RtSkew *k, const CatRelation *r);
+/* Corrects row of c (ts + receive - send); a NULL time, send or receive
+ * time, or a record without a timestamp (kafka_ts_ms < 0) leaves it as is. */
+void rt_skew_apply(const RtSkew *k, Chunk *c, int row, int64_t kafka_ts_ms);
+
 /* The Kafka bootstrap of source r: its properties.bootstrap.server(s), else the server's. */
 const char *rt_source_bootstrap(const CatRelation *r, const RtEnv *env);
 
@@ -187,6 +201,9 @@ RtOp *rt_dataflow_op_of(RtDataflow *df, const PlanNode *n);
 void rt_source_positions(RtOp *src, Buf *out);
 /* A Kafka source operator's partition count (0 for other operators). */
 int rt_source_partitions(RtOp *src);
+/* A Kafka source operator's read position and end offset per partition
+ * (at most max); 0 for other operators. */
+int rt_source_progress(RtOp *src, RtSourceProgress *out, int max);
 
 /* A writable table's input (op_table_write.c), and the dataflow's one, or NULL. */
 RtOp *rt_op_table_write_new(RtCtx *rc, const PlanNode *n);

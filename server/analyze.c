@@ -98,17 +98,13 @@ static int window_of(const AstAnalyze *a, RtWindowDef *w, WError *err)
         return 0;
     }
     w->kind = a->win_kind;
-    if (w->kind == WIN_SESSION)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, a->win_pos,
-                    "feature not supported: ANALYZE LATENESS FOR SESSION (sessions depend on the group keys; "
-                    "analyze with TUMBLE, HOP or CUMULATE)");
     int64_t v[3] = {0, 0, 0};
     int n = ast_list_len(a->win_args);
     for (int i = 0; i < n && i < 3; i++)
         if (duration_of(AST_AT(a->win_args, i), "window sizes", &v[i], err))
             return -1;
-    if (w->kind == WIN_TUMBLE) {
-        w->size_us = w->slide_us = v[0];
+    if (w->kind == WIN_TUMBLE || w->kind == WIN_SESSION) {
+        w->size_us = w->slide_us = v[0]; /* SESSION: the gap */
         w->offset_us = v[1];
     } else {
         w->slide_us = v[0];
@@ -120,6 +116,34 @@ static int window_of(const AstAnalyze *a, RtWindowDef *w, WError *err)
     if (w->size_us % w->slide_us || w->size_us / w->slide_us > 1000)
         return werr(err, SQLSTATE_INVALID_PARAMETER, a->win_pos,
                     "the window size must be a multiple of the slide (step), at most 1000 times it");
+    return 0;
+}
+
+/* PARTITION BY: the source columns that key the sessions (SESSION only). */
+static int partition_of(const AstAnalyze *a, const RtWindowDef *w, const CatRelation *src, int *cols, int *n,
+                        WError *err)
+{
+    *n = 0;
+    if (!a->partition)
+        return 0;
+    if (w->kind != WIN_SESSION)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, a->partition_pos,
+                    "PARTITION BY goes with FOR SESSION (tumbling, hopping and cumulative windows do not depend on "
+                    "the group keys)");
+    int len = ast_list_len(a->partition);
+    if (len > 64)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, a->partition_pos, "at most 64 PARTITION BY columns");
+    for (int i = 0; i < len; i++) {
+        const AstExpr *x = AST_AT(a->partition, i);
+        int k = -1;
+        for (int c = 0; x->kind == AST_COLUMN && !x->qualifier && c < src->n_cols; c++)
+            if (strcmp(src->col_names[c], x->text) == 0)
+                k = c;
+        if (k < 0)
+            return werr(err, SQLSTATE_UNDEFINED_COLUMN, x->pos, "PARTITION BY takes columns of source \"%s\"",
+                        src->name);
+        cols[(*n)++] = k;
+    }
     return 0;
 }
 
@@ -363,7 +387,8 @@ int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvRe
     int64_t bounds[ANALYZE_MAX_CANDIDATES + 8], lateness[ANALYZE_MAX_CANDIDATES + 8];
     int nb = 0, nl = 0;
     double target = 99.9;
-    if (window_of(a, &w, err) || options_of(a, &opts, err))
+    int key_cols[64], n_key_cols = 0;
+    if (window_of(a, &w, err) || options_of(a, &opts, err) || partition_of(a, &w, &o->rel, key_cols, &n_key_cols, err))
         return -1;
     if (a->bounds) {
         if (duration_list(a->bounds, a->bounds_pos, "BOUNDS", bounds, &nb, err))
@@ -408,7 +433,7 @@ int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvRe
     RtLatenessLog log;
     /* The log is read without the engine lock: views keep running meanwhile. */
     pthread_mutex_unlock(&e->lock);
-    int rc = rt_lateness_read_log(&env, src, opts.tail, opts.max_rows, cancelled, out, &log, err);
+    int rc = rt_lateness_read_log(&env, src, n_key_cols, key_cols, opts.tail, opts.max_rows, cancelled, out, &log, err);
     RtDelayStats *delays = NULL;
     RtLatenessResult *res = NULL;
     /* The replays cost rows x windows per row x candidates: refuse what would run for hours. */

@@ -63,7 +63,8 @@ void cat_obj_free(CatObj *o)
 
 /* ---- catalog persistence ---------------------------------------------------- */
 
-static int persist(Engine *e, CatObj *o, WError *err)
+/* The entry's body: kind, name, statement, state table ids. */
+static void catalog_body(const CatObj *o, Buf *b)
 {
     int n = 4 + o->n_table_ids;
     Value *vals = xcalloc((size_t)n, sizeof(Value));
@@ -73,9 +74,14 @@ static int persist(Engine *e, CatObj *o, WError *err)
     vals[3] = value_int(TYPE_INT8, o->n_table_ids);
     for (int i = 0; i < o->n_table_ids; i++)
         vals[4 + i] = value_int(TYPE_INT8, (int64_t)o->table_ids[i]);
-    Buf b = BUF_INIT;
-    row_encode(&b, vals, n);
+    row_encode(b, vals, n);
     free(vals);
+}
+
+static int persist(Engine *e, CatObj *o, WError *err)
+{
+    Buf b = BUF_INIT;
+    catalog_body(o, &b);
     StorCatalogEntry ce = {.id = o->id, .kind = o->kind, .name = o->name, .body = b.data, .body_len = b.len};
     int rc = stor_catalog_put(e->stor, &ce, err);
     buf_free(&b);
@@ -121,8 +127,28 @@ int engine_rename_object(Engine *e, CatObj *o, const char *new_name, WError *err
     return 0;
 }
 
+void engine_swap_names(Engine *e, CatObj *a, CatObj *b)
+{
+    /* Running operators and changefeeds borrow the old strings: keep them. */
+    char *na = xstrdup(b->name), *nb = xstrdup(a->name);
+    CatObj *objs[2] = {a, b};
+    char *names[2] = {na, nb};
+    for (int k = 0; k < 2; k++) {
+        CatObj *o = objs[k];
+        o->old_names = xrealloc(o->old_names, sizeof(char *) * (size_t)(o->n_old_names + 1));
+        o->old_names[o->n_old_names++] = o->name;
+        o->name = names[k];
+        o->rel.name = o->name;
+        if (o->df)
+            rt_dataflow_set_name(o->df, o->name);
+        o->cat_dirty = true;
+    }
+    e->dirty = true;
+}
+
 int engine_remove_object(Engine *e, CatObj *o, WError *err)
 {
+    engine_checkpoint_wait(e, NULL); /* it may carry o's catalog entry */
     /* A view's late-rows relation goes with it (its table is among the view's). */
     for (int i = 0; i < e->n_objs; i++)
         if (e->objs[i]->late_of == o) {
@@ -346,6 +372,17 @@ static void *ck_writer(void *arg)
     return NULL;
 }
 
+/* A checkpoint that could not be assembled: catalog entries it took go to the next one. */
+static void checkpoint_abort(Engine *e, StorCheckpoint *ck)
+{
+    stor_checkpoint_abort(ck);
+    for (int i = 0; i < e->n_objs; i++) {
+        if (e->objs[i]->cat_in_ck)
+            e->objs[i]->cat_dirty = true;
+        e->objs[i]->cat_in_ck = false;
+    }
+}
+
 /* Snapshot every dataflow into a new checkpoint and start writing it on
  * ck_thread. The engine keeps stepping meanwhile: writes after the
  * snapshot belong to the next epoch. Lock held, nothing in flight. */
@@ -363,12 +400,26 @@ static int checkpoint_start(Engine *e, WError *err)
             snprintf(key, sizeof key, "alter/%llu", (unsigned long long)o->id);
             const char *v = o->alter_sql ? o->alter_sql : "";
             if (stor_checkpoint_put_meta(ck, key, v, strlen(v), err)) {
-                stor_checkpoint_abort(ck);
+                checkpoint_abort(e, ck);
                 return -1;
             }
         }
+        if (o->cat_dirty) {
+            Buf body = BUF_INIT;
+            catalog_body(o, &body);
+            StorCatalogEntry ce = {.id = o->id, .kind = o->kind, .name = o->name, .body = body.data,
+                                   .body_len = body.len};
+            int rc = stor_checkpoint_put_catalog(ck, &ce, err);
+            buf_free(&body);
+            if (rc) {
+                checkpoint_abort(e, ck);
+                return -1;
+            }
+            o->cat_dirty = false;
+            o->cat_in_ck = true;
+        }
         if (o->df && rt_dataflow_checkpoint(o->df, ck, epoch, err)) {
-            stor_checkpoint_abort(ck);
+            checkpoint_abort(e, ck);
             return -1;
         }
         crashpoint("checkpoint_mid");
@@ -414,6 +465,11 @@ static int checkpoint_finish(Engine *e, WError *err)
     int rc = e->ck_rc;
     stor_checkpoint_finish(e->ck);
     e->ck = NULL;
+    for (int i = 0; i < e->n_objs; i++) {
+        if (rc && e->objs[i]->cat_in_ck)
+            e->objs[i]->cat_dirty = true;
+        e->objs[i]->cat_in_ck = false;
+    }
     if (rc) {
         e->dirty = true;
         checkpoint_failed(e, e->ck_err.msg);
@@ -629,8 +685,12 @@ static int replay_catalog(Engine *e, WError *err)
     if (stor_catalog_scan(e->stor, load_entry, &l, err))
         return -1;
     int rc = 0;
-    for (int i = 0; i < l.n && !rc; i++) {
-        Loaded *it = &l.items[i];
+    /* Sinks last: a sink's statement names its view, and after ALTER
+     * MATERIALIZED VIEW ... SWAP WITH that name may belong to a view created
+     * after the sink. Nothing depends on a sink, so this order is safe. */
+    for (int k = 0; k < 2 * l.n && !rc; k++) {
+        int pass = k / l.n; /* 0: everything but sinks, 1: sinks */
+        Loaded *it = &l.items[k % l.n];
         Value head[4];
         size_t used;
         if (row_decode_prefix(it->body, it->len, head, 4, &used) || head[0].null || head[3].null ||
@@ -644,6 +704,10 @@ static int replay_catalog(Engine *e, WError *err)
             free(vals);
             rc = werr(err, SQLSTATE_INTERNAL, 0, "corrupt catalog entry %llu", (unsigned long long)it->id);
             break;
+        }
+        if ((vals[0].u.i == CAT_SINK) != (pass == 1)) {
+            free(vals);
+            continue;
         }
         if (vals[0].u.i == CATALOG_KIND_USER) {
             char *name = strndup(vals[1].u.s.p, vals[1].u.s.len);
@@ -752,7 +816,15 @@ void engine_close(Engine *e)
         if (engine_checkpoint(e, &err))
             fprintf(stderr, "weir: final checkpoint failed: %s\n", err.msg);
     }
+    /* Sinks first: after a SWAP a sink may hang off a view created after it. */
+    for (int i = e->n_objs - 1; i >= 0; i--)
+        if (e->objs[i]->kind == CAT_SINK) {
+            cat_obj_free(e->objs[i]);
+            e->objs[i] = NULL;
+        }
     for (int i = e->n_objs - 1; i >= 0; i--) {
+        if (!e->objs[i])
+            continue;
         subs_view_stopped(e, e->objs[i]);
         cat_obj_free(e->objs[i]);
     }

@@ -54,6 +54,12 @@ typedef struct CatObj {
      * is freed, since running operators and changefeeds borrow o->name. */
     int n_old_names;
     char **old_names;
+    /* The catalog entry changed in memory and goes into the next
+     * checkpoint's transaction (ALTER MATERIALIZED VIEW ... SWAP WITH: the
+     * names commit together with the sinks' switch-over); cat_in_ck: it is
+     * in the checkpoint in flight (dirty again if that one fails). */
+    bool cat_dirty;
+    bool cat_in_ck;
 } CatObj;
 
 /* One taken checkpoint, for the weir_checkpoints system view. */
@@ -172,6 +178,11 @@ PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_
 int engine_start_view(Engine *e, CatObj *view, WError *err);
 /* Detaches a view's sinks and stops its dataflow. */
 void engine_stop_view(Engine *e, CatObj *view);
+/* Swaps the names of a and b (in memory; both entries are written by the
+ * next checkpoint). */
+void engine_swap_names(Engine *e, CatObj *a, CatObj *b);
+/* swap.c: ALTER MATERIALIZED VIEW a SWAP WITH b (lock held). */
+int session_swap_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 /* ALTER MATERIALIZED VIEW v RESUME: a view stopped by a bad record skips
  * that record and runs again; a view stopped otherwise is retried now; a
  * running view is left alone. Lock held. */
@@ -229,6 +240,11 @@ void sub_events_free(SubEvent *ev);
 const SubSchema *sub_schema(const Subscription *s);
 /* Detaches and frees s. Engine lock held. NULL is allowed. */
 void sub_close(Subscription *s);
+/* ALTER MATERIALIZED VIEW a SWAP WITH b, before the names change: every
+ * subscription on a gets the difference a -> b (a's rows not in b as -1,
+ * b's rows not in a as +1, in the open epoch) and then b's changes, and the
+ * other way round. Lock held. */
+int subs_view_swap(Engine *e, CatObj *a, CatObj *b, WError *err);
 /* v's dataflow is about to stop: end every subscription on it (lock held). */
 void subs_view_stopped(Engine *e, CatObj *v);
 /* The visible columns of v (names borrowed from v); vis gets their indexes if not NULL. */

@@ -273,6 +273,47 @@ static int source_props(const CatRelation *r, RtKafkaProp *props, int max)
     return n;
 }
 
+/* A TIMESTAMP column of r named name: its index, or -1 with err (42703, 42804). */
+static int skew_column(const CatRelation *r, const char *opt, const char *name, int pos, WError *err)
+{
+    for (int i = 0; i < r->n_cols; i++)
+        if (strcmp(r->col_names[i], name) == 0) {
+            if (r->col_types[i] != TYPE_TIMESTAMP && r->col_types[i] != TYPE_TIMESTAMPTZ)
+                return werr(err, SQLSTATE_DATATYPE_MISMATCH, pos, "%s column \"%s\" must be a timestamp, not %s",
+                            opt, name, type_name(r->col_types[i])),
+                       -1;
+            return i;
+        }
+    return werr(err, SQLSTATE_UNDEFINED_COLUMN, pos, "%s names column \"%s\", which the source does not have", opt,
+                name),
+           -1;
+}
+
+/* skew.send_time / skew.receive_time (clock-skew correction, docs/time.md):
+ * both or neither, the send time a TIMESTAMP column, the receive time
+ * 'kafka_timestamp' or another TIMESTAMP column, and a WATERMARK whose time
+ * column they correct. The source operator applies them (op_source.c). */
+static int check_skew_options(const CatRelation *r, bool table, int pos, WError *err)
+{
+    const char *send = cat_option(r, "skew.send_time"), *recv = cat_option(r, "skew.receive_time");
+    if (!send && !recv)
+        return 0;
+    if (table)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, pos, "feature not supported: clock-skew correction on a table"), -1;
+    if (!send || !recv)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, pos, "skew.send_time and skew.receive_time go together"),
+               werr_hint(err, "skew.send_time names the column with the sender's clock at sending; "
+                              "skew.receive_time is 'kafka_timestamp' or a column with the receiver's clock."), -1;
+    if (r->wm_col < 0)
+        return werr(err, "42P20", pos, "clock-skew correction needs a WATERMARK: it corrects the watermark's time column"),
+               -1;
+    if (skew_column(r, "skew.send_time", send, pos, err) < 0)
+        return -1;
+    if (strcasecmp(recv, "kafka_timestamp") != 0 && skew_column(r, "skew.receive_time", recv, pos, err) < 0)
+        return -1;
+    return 0;
+}
+
 /* The on_error and error.topic options of r, as CREATE and ALTER SOURCE check them. */
 static int check_error_options(const CatRelation *r, int pos, WError *err)
 {
@@ -468,7 +509,8 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         goto fail;
     }
     static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions", "scan.bounded.mode",
-                                  "idle_timeout", "max_future", "far_future", "on_error", "error.topic"};
+                                  "idle_timeout", "max_future", "far_future", "on_error", "error.topic",
+                                  "skew.send_time", "skew.receive_time"};
     for (int i = 0; i < n_opts; i++) {
         bool ok = strncasecmp(opts[i].key, "properties.", 11) == 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0] && !ok; k++)
@@ -477,7 +519,8 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
             werr(err, SQLSTATE_INVALID_PARAMETER, ((AstOption *)AST_AT(cs->options, i))->pos,
                  "unknown option \"%s\" for a Kafka source", opts[i].key);
             werr_hint(err, "Options: connector, topic, scan.startup.mode, scan.bounded.mode, topic.partitions, idle_timeout, "
-                           "max_future, far_future, on_error, error.topic, properties.<librdkafka setting>.");
+                           "max_future, far_future, on_error, error.topic, skew.send_time, skew.receive_time, "
+                           "properties.<librdkafka setting>.");
             goto fail;
         }
     }
@@ -526,6 +569,8 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         goto fail;
     }
     if (!table && plan_source(cs, r, o->arena, err))
+        goto fail;
+    if (check_skew_options(r, table, st->pos, err))
         goto fail;
     if (!replay) {
         /* Reach the broker now (creating the topic if it is missing), so a
@@ -1536,6 +1581,9 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     case STMT_ALTER_USER:
     case STMT_DROP_USER:
         rc = users_exec(e, st, out, err);
+        break;
+    case STMT_SWAP_VIEW:
+        rc = session_swap_view(e, st, out, err);
         break;
     case STMT_ALTER_RENAME:
         rc = rename_one(e, st, out, err);

@@ -356,6 +356,139 @@ void subs_view_stopped(Engine *e, CatObj *v)
     }
 }
 
+/* ---- ALTER MATERIALIZED VIEW ... SWAP WITH ------------------------------------------------ */
+
+/* A view's rows as text, each encoded as one byte string (per column a
+ * 4-byte length, 0xffffffff for NULL, then the bytes), so the two views'
+ * rows compare with memcmp. */
+typedef struct TextRows {
+    int n, cap;
+    Buf *rows;
+} TextRows;
+
+static int collect_row(void *arg, int n, const char *const *vals, const int *lens)
+{
+    TextRows *t = arg;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 64;
+        t->rows = xrealloc(t->rows, sizeof(Buf) * (size_t)t->cap);
+    }
+    Buf *b = &t->rows[t->n++];
+    *b = (Buf)BUF_INIT;
+    for (int i = 0; i < n; i++) {
+        uint32_t len = vals[i] ? (uint32_t)(lens && lens[i] >= 0 ? lens[i] : (int)strlen(vals[i])) : UINT32_MAX;
+        buf_append(b, &len, 4);
+        if (vals[i])
+            buf_append(b, vals[i], len);
+    }
+    return 0;
+}
+
+static int buf_cmp(const void *x, const void *y)
+{
+    const Buf *a = x, *b = y;
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->data, b->data, n);
+    return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+static void text_rows_free(TextRows *t)
+{
+    for (int i = 0; i < t->n; i++)
+        buf_free(&t->rows[i]);
+    free(t->rows);
+}
+
+/* Queues the decoded row r as a change of diff (uncounted: a swap's
+ * difference is bounded by the views' sizes, like a snapshot). */
+static void queue_text_row(Subscription *s, const Buf *r, uint64_t epoch, int diff)
+{
+    const char *vals[SUB_MAX_COLS];
+    int lens[SUB_MAX_COLS];
+    size_t off = 0;
+    int n = 0;
+    while (off + 4 <= r->len && n < SUB_MAX_COLS) {
+        uint32_t len;
+        memcpy(&len, r->data + off, 4);
+        off += 4;
+        vals[n] = len == UINT32_MAX ? NULL : r->data + off;
+        lens[n] = len == UINT32_MAX ? -1 : (int)len;
+        off += len == UINT32_MAX ? 0 : len;
+        n++;
+    }
+    SubEvent *ev = event_new(SUB_ROW, epoch, diff, n, vals, lens);
+    pthread_mutex_lock(&s->mu);
+    enqueue_locked(s, ev, false);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Moves s to view to: queues the difference (rows of `gone` retracted,
+ * rows of `came` inserted) and taps to's changes from the open epoch. */
+static int move_sub(Engine *e, Subscription *s, CatObj *to, const TextRows *gone, const TextRows *came, WError *err)
+{
+    uint64_t epoch = engine_open_epoch(e);
+    detach(s);
+    for (int i = 0; i < gone->n; i++)
+        queue_text_row(s, &gone->rows[i], epoch, -1);
+    for (int i = 0; i < came->n; i++)
+        queue_text_row(s, &came->rows[i], epoch, 1);
+    SubSchema tmp;
+    sub_schema_init(to, &tmp, s->vis);
+    s->view = to;
+    if (rt_dataflow_subscribe(to->df, epoch, on_change, on_progress, s, &s->rs)) {
+        s->view = NULL;
+        pthread_mutex_lock(&s->mu);
+        s->ended = true;
+        werr(&s->end_err, SQLSTATE_INTERNAL, 0, "cannot subscribe to \"%s\" after the swap", s->schema.view);
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->mu);
+        return werr(err, SQLSTATE_INTERNAL, 0, "cannot move a subscription of \"%s\"", s->schema.view);
+    }
+    return 0;
+}
+
+int subs_view_swap(Engine *e, CatObj *a, CatObj *b, WError *err)
+{
+    bool any = false;
+    for (Subscription *s = e->subs; s && !any; s = s->next)
+        any = s->view == a || s->view == b;
+    if (!any)
+        return 0;
+    TextRows ra = {0}, rb = {0}, a_only = {0}, b_only = {0};
+    int rc = view_snapshot(e, a, collect_row, &ra, err);
+    if (!rc)
+        rc = view_snapshot(e, b, collect_row, &rb, err);
+    if (!rc) {
+        /* Multiset difference by a merge of the sorted rows. The entries of
+         * a_only and b_only borrow ra's and rb's buffers. */
+        qsort(ra.rows, (size_t)ra.n, sizeof(Buf), buf_cmp);
+        qsort(rb.rows, (size_t)rb.n, sizeof(Buf), buf_cmp);
+        a_only.rows = xcalloc((size_t)ra.n + 1, sizeof(Buf));
+        b_only.rows = xcalloc((size_t)rb.n + 1, sizeof(Buf));
+        int i = 0, j = 0;
+        while (i < ra.n || j < rb.n) {
+            int c = i == ra.n ? 1 : j == rb.n ? -1 : buf_cmp(&ra.rows[i], &rb.rows[j]);
+            if (c < 0)
+                a_only.rows[a_only.n++] = ra.rows[i++];
+            else if (c > 0)
+                b_only.rows[b_only.n++] = rb.rows[j++];
+            else
+                i++, j++;
+        }
+        for (Subscription *s = e->subs; s && !rc; s = s->next) {
+            if (s->view == a && s->rs)
+                rc = move_sub(e, s, b, &a_only, &b_only, err);
+            else if (s->view == b && s->rs)
+                rc = move_sub(e, s, a, &b_only, &a_only, err);
+        }
+    }
+    free(a_only.rows);
+    free(b_only.rows);
+    text_rows_free(&ra);
+    text_rows_free(&rb);
+    return rc;
+}
+
 /* ---- SUBSCRIBE over pgwire ----------------------------------------------------------------- */
 
 static int bool_option(const AstOption *o, bool *out, WError *err)

@@ -14,6 +14,9 @@
  *                     largest event time, lag behind the clock, idleness
  *   weir_source_errors the last source records each view could not use
  *   weir_verifications the last VERIFY result per view (verify.c)
+ *   weir_backfills    per view created WITH (backfill_from = ...), source and
+ *                     partition: read position, end offset, lag, watermark,
+ *                     and whether the whole view has caught up
  *
  * They are ordinary relations to the planner (CAT_SYSTEM with their rows),
  * built in the statement's arena under the engine lock, so one query sees
@@ -251,6 +254,49 @@ static const CatRelation *watermarks(Engine *e, Arena *a)
     return b.r;
 }
 
+/* The end offsets are those the broker reported in its last fetch answer
+ * (nothing is asked under the engine lock), so lag is at most one fetch
+ * old; caught_up is true once every partition of the view has lag 0. */
+static const CatRelation *backfills(Engine *e, Arena *a)
+{
+    static const char *names[] = {"view", "backfill_from", "source", "partition", "position", "end_offset",
+                                  "lag", "watermark", "caught_up"};
+    static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_TEXT, TYPE_INT4, TYPE_INT8,
+                                   TYPE_INT8, TYPE_INT8, TYPE_TIMESTAMP, TYPE_BOOL};
+    enum { MAX_PARTS = 4096 };
+    SysBuild b = {a, sys_new(a, "weir_backfills", 9, names, types), 0};
+    RtSourceProgress *sp = arena_alloc(a, sizeof *sp * MAX_PARTS);
+    RtPartitionWatermark *pw = arena_alloc(a, sizeof *pw * MAX_PARTS);
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if (o->kind != CAT_VIEW || !o->df || !o->plan || !o->plan->backfill_from)
+            continue;
+        int n = rt_dataflow_source_progress(o->df, sp, MAX_PARTS);
+        int nw = rt_dataflow_watermarks(o->df, pw, MAX_PARTS);
+        bool caught_up = true;
+        for (int k = 0; k < n; k++)
+            caught_up &= sp[k].position >= 0 && sp[k].end_offset >= 0 && sp[k].position >= sp[k].end_offset;
+        for (int k = 0; k < n; k++) {
+            Value *row = sys_row(&b);
+            row[0] = text(a, o->name);
+            row[1] = text(a, o->plan->backfill_from);
+            row[2] = text(a, sp[k].source);
+            row[3] = value_int(TYPE_INT4, sp[k].partition);
+            row[4] = sp[k].position >= 0 ? value_int(TYPE_INT8, sp[k].position) : value_null(TYPE_INT8);
+            row[5] = sp[k].end_offset >= 0 ? value_int(TYPE_INT8, sp[k].end_offset) : value_null(TYPE_INT8);
+            bool known = sp[k].position >= 0 && sp[k].end_offset >= 0;
+            int64_t lag = known && sp[k].end_offset > sp[k].position ? sp[k].end_offset - sp[k].position : 0;
+            row[6] = known ? value_int(TYPE_INT8, lag) : value_null(TYPE_INT8);
+            row[7] = value_null(TYPE_TIMESTAMP);
+            for (int w = 0; w < nw; w++)
+                if (pw[w].partition == sp[k].partition && strcmp(pw[w].source, sp[k].source) == 0)
+                    row[7] = ts_or_null(pw[w].watermark);
+            row[8] = value_bool(caught_up);
+        }
+    }
+    return b.r;
+}
+
 static const CatRelation *source_errors(Engine *e, Arena *a)
 {
     static const char *names[] = {"view", "source", "partition", "record_offset", "seen_at", "error", "record"};
@@ -286,6 +332,7 @@ static const struct {
     {"weir_views", views},         {"weir_sinks", sinks},           {"weir_checkpoints", checkpoints},
     {"weir_state", state},         {"weir_operators", operators},   {"weir_watermarks", watermarks},
     {"weir_source_errors", source_errors}, {"weir_verifications", verify_sysview},
+    {"weir_backfills", backfills},
 };
 
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a)

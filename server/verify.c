@@ -4,7 +4,9 @@
  * Recomputes the view from its input and compares. The runtime opens a
  * second instance of the view's stored plan with empty temporary state
  * (rt_dataflow_replay_open) whose Kafka sources read from their first
- * offsets up to the positions the running view has reached now; the engine
+ * offsets up to the positions the running view has reached now (and whose
+ * view sources read the current rows of the tables and views it reads,
+ * when the plan does not depend on their order of changes); the engine
  * lock is held throughout, so the running view does not move and its state
  * reflects exactly those positions. The replay applies the same operators,
  * so the same watermark and lateness rules: rows the view dropped as late

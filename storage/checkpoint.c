@@ -36,6 +36,8 @@ struct StorCheckpoint {
     CkTable *tabs;
     size_t n_tabs, cap_tabs;
     Buf meta;           /* TabRec records: name, value; del = delete */
+    int n_cat;          /* catalog entries to write (copies, owned) */
+    StorCatalogEntry *cat;
     uint64_t payload;   /* key + value bytes to write */
     uint64_t n_rows;
     bool written;       /* the LMDB transaction committed */
@@ -111,6 +113,21 @@ int stor_checkpoint_put_meta(StorCheckpoint *ck, const char *name, const void *v
 int stor_checkpoint_delete_meta(StorCheckpoint *ck, const char *name, WError *err)
 {
     return add_meta(ck, name, NULL, 0, true, err);
+}
+
+int stor_checkpoint_put_catalog(StorCheckpoint *ck, const StorCatalogEntry *e, WError *err)
+{
+    if (!e->name || strlen(e->name) > STOR_MAX_NAME)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "storage: catalog name too long (max %d bytes)", STOR_MAX_NAME);
+    ck->cat = xrealloc(ck->cat, sizeof *ck->cat * (size_t)(ck->n_cat + 1));
+    StorCatalogEntry *c = &ck->cat[ck->n_cat++];
+    *c = *e;
+    c->name = xstrdup(e->name);
+    void *body = xmalloc(e->body_len ? e->body_len : 1);
+    memcpy(body, e->body, e->body_len);
+    c->body = body;
+    ck->payload += e->body_len + strlen(e->name) + 64;
+    return 0;
 }
 
 static int cktab_cmp(const void *a, const void *b)
@@ -250,6 +267,9 @@ static int commit_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
                             h.vlen, h.del, kb, 0)))
             return rc;
     }
+    for (int i = 0; i < ck->n_cat; i++)
+        if ((rc = catalog_put_txn(env, txn, &ck->cat[i])))
+            return rc;
     uint8_t eb[8];
     put_u64be(eb, ck->epoch);
     MDB_val k = {5, "epoch"}, d = {8, eb};
@@ -265,6 +285,11 @@ static void ck_free(StorCheckpoint *ck, bool committed)
     }
     free(ck->tabs);
     buf_free(&ck->meta);
+    for (int i = 0; i < ck->n_cat; i++) {
+        free((char *)ck->cat[i].name);
+        free((void *)ck->cat[i].body);
+    }
+    free(ck->cat);
     pthread_mutex_lock(&env->mu);
     env->ck_open = false;
     pthread_mutex_unlock(&env->mu);

@@ -386,9 +386,8 @@ int stor_last_epoch(StorEnv *env, uint64_t *epoch, WError *err)
  * Catalog. Value layout: kind (i32 BE), name length (u32 BE), name, body.
  * ------------------------------------------------------------------------- */
 
-static int catalog_put_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
+int catalog_put_txn(StorEnv *env, MDB_txn *txn, const StorCatalogEntry *e)
 {
-    const StorCatalogEntry *e = arg;
     size_t nlen = strlen(e->name);
     uint8_t kb[8];
     Buf v = BUF_INIT;
@@ -412,6 +411,11 @@ static int catalog_put_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
     if (e->id >= next)
         rc = sys_put_u64(txn, env->dbi_sys, "next_id", e->id + 1);
     return rc;
+}
+
+static int catalog_put_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
+{
+    return catalog_put_txn(env, txn, arg);
 }
 
 int stor_catalog_put(StorEnv *env, const StorCatalogEntry *e, WError *err)

@@ -242,6 +242,13 @@ int stor_checkpoint_put_meta(StorCheckpoint *ck, const char *name, const void *v
 /* Record the deletion of metadata name. @return 0 or <0. */
 int stor_checkpoint_delete_meta(StorCheckpoint *ck, const char *name, WError *err);
 
+/* Record catalog entry e (copied) to be written by the checkpoint's own
+ * transaction, so a catalog change commits atomically with the state it
+ * goes with (ALTER MATERIALIZED VIEW ... SWAP WITH: both names and the
+ * sinks' switch-over batches). Same limits as stor_catalog_put.
+ * @return 0, or <0 (54000 name too long). */
+int stor_checkpoint_put_catalog(StorCheckpoint *ck, const StorCatalogEntry *e, WError *err);
+
 /* Write everything in one durable LMDB transaction (fsync'd). Grows the
  * map as needed (retrying after MDB_MAP_FULL). On success the snapshotted
  * dirty entries of the added tables become clean. Frees ck in every case.

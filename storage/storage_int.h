@@ -62,6 +62,9 @@ void env_read_end(StorEnv *env, MDB_txn *txn);
  * after filling err. Returns 0 or <0 with err filled (53100 past the cap). */
 typedef int (*WriteBody)(StorEnv *env, MDB_txn *txn, void *arg, WError *err);
 int env_write(StorEnv *env, uint64_t need, WriteBody body, void *arg, WError *err);
+/* Writes one catalog entry in txn (stor_catalog_put's body; also used by a
+ * checkpoint that carries catalog changes). Returns an LMDB code. */
+int catalog_put_txn(StorEnv *env, MDB_txn *txn, const StorCatalogEntry *e);
 
 /* Big-endian helpers for keys. */
 static inline void put_u64be(uint8_t *p, uint64_t v)

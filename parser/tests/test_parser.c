@@ -628,6 +628,10 @@ static void test_select(void)
            strcmp(s->u.rename->new_name, "T") == 0, "alter source rename");
     s = one("ALTER SINK k RENAME TO l");
     ok(s && s->kind == STMT_ALTER_RENAME && s->u.rename->obj == OBJ_SINK, "alter sink rename");
+    s = one("ALTER MATERIALIZED VIEW v SWAP WITH v2");
+    ok(s && s->kind == STMT_SWAP_VIEW && strcmp(s->u.rename->name, "v") == 0 &&
+           strcmp(s->u.rename->new_name, "v2") == 0 && s->u.rename->new_pos == 37,
+       "alter materialized view swap with");
     s = one("VALUES (1, 2), (3, 4)");
     ok(s && s->kind == STMT_SELECT && ast_list_len(s->u.select->values) == 2 && !s->u.select->targets, "values query");
     s = one("SELECT * FROM (VALUES (1)) v(a)");

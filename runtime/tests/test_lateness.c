@@ -84,10 +84,48 @@ static void test_simulate(void)
     is_int(r[0].fired, 1, "clamped at :11: only [:00, :10) fires before the end");
 }
 
+static void test_session(void)
+{
+    /* Gap 5 s, keys 0 and 1: (0,:01) (0,:03) (1,:04) (0,:20) (0,:06) (1,:19). */
+    int64_t ts[] = {1 * S, 3 * S, 4 * S, 20 * S, 6 * S, 19 * S};
+    int32_t part[6] = {0}, key[] = {0, 0, 1, 0, 0, 1};
+    int64_t prows[1] = {6};
+    RtLatenessLog log = {.n_parts = 1, .n_rows = 6, .ts = ts, .part = part, .key = key, .n_keys = 2,
+                         .part_rows = prows, .clamp_limit_us = TS_PLUS_INF};
+    RtWindowDef w = {WIN_SESSION, 5 * S, 5 * S, 0};
+    int64_t bounds[] = {0}, lat[] = {0, 10 * S};
+    RtDelayStats d[2];
+    RtLatenessResult r[2];
+    rt_lateness_simulate(&log, &w, 1, bounds, 2, lat, d, r, NULL, NULL);
+    /* (0, 0): :03 merges into [:01, :08); :20 fires [:01, :08) and [:04, :09) (waits 12 s
+     * and 11 s) and drops them; :06's own [:06, :11) is then late. */
+    is_int(r[0].pairs, 6, "session: every row counts once");
+    is_int(r[0].dropped, 1, "session (0, 0): :06 dropped");
+    is_int(r[0].on_time, 5, "session (0, 0): the others on time");
+    is_int(r[0].windows, 4, "session (0, 0): four sessions after the merge");
+    is_int(r[0].exact_windows, 3, "session (0, 0): [:01, :08) lost :06");
+    is_int(r[0].fired, 2, "session (0, 0): two fired by the watermark");
+    is_int(r[0].wait_sum_us, 23 * S, "session (0, 0): waits 12 s and 11 s");
+    is_int(r[0].fired_at_end, 2, "session (0, 0): two open at the end");
+    is_int(r[0].max_open, 3, "session (0, 0): at most three held");
+    /* (0, 10 s): [:01, :08) is gone from state at :20 (8 + 10 <= 20), so :06 starts
+     * [:06, :11), already closed: an update, not a merge. */
+    is_int(r[1].dropped, 0, "session (0, 10 s): nothing dropped");
+    is_int(r[1].late_updates, 1, "session (0, 10 s): :06 is an update");
+    is_int(r[1].windows, 5, "session (0, 10 s): :06 is a session of its own");
+    is_int(r[1].exact_windows, 5, "session (0, 10 s): all exact");
+    /* Without keys the rows share sessions: :04 joins [:01, :08). */
+    log.key = NULL;
+    rt_lateness_simulate(&log, &w, 1, bounds, 1, lat, d, r, NULL, NULL);
+    is_int(r[0].windows, 2, "session without keys: [:01, :09) and [:19, :25)");
+    is_int(r[0].dropped, 1, "session without keys: :06 still late");
+}
+
 int main(void)
 {
     test_assign();
     test_late();
     test_simulate();
+    test_session();
     return tap_done();
 }

@@ -150,6 +150,50 @@ static void test_catalog(void)
     stor_close(env);
 }
 
+/* Catalog entries carried by a checkpoint commit with it, and only then. */
+static void test_catalog_in_checkpoint(void)
+{
+    char *dir = new_dir();
+    StorEnv *env = open_env(dir, NULL);
+    WError err = {0};
+    StorCatalogEntry a = {1, 2, "v", "view one", 8}, b = {2, 2, "v2", "view two", 8};
+    stor_catalog_put(env, &a, &err);
+    stor_catalog_put(env, &b, &err);
+    /* An aborted checkpoint writes nothing. */
+    StorCheckpoint *ck;
+    stor_checkpoint_begin(env, 1, &ck, &err);
+    StorCatalogEntry a2 = {1, 2, "v2", "view one", 8}, b2 = {2, 2, "v", "view two", 8};
+    is_int(stor_checkpoint_put_catalog(ck, &a2, &err), 0, "catalog entry into a checkpoint");
+    stor_checkpoint_abort(ck);
+    CatSeen s = {0};
+    stor_catalog_scan(env, cat_cb, &s, &err);
+    is_str(s.names[0], "v/2", "aborted: the catalog is unchanged");
+    /* A committed one writes both entries (the names swapped). */
+    stor_checkpoint_begin(env, 1, &ck, &err);
+    stor_checkpoint_put_catalog(ck, &a2, &err);
+    stor_checkpoint_put_catalog(ck, &b2, &err);
+    is_int(stor_checkpoint_commit(ck, &err), 0, "checkpoint with catalog entries commits");
+    stor_close(env);
+    env = open_env(dir, NULL);
+    memset(&s, 0, sizeof s);
+    stor_catalog_scan(env, cat_cb, &s, &err);
+    ok(s.n == 2 && !strcmp(s.names[0], "v2/2") && !strcmp(s.names[1], "v/2") && !strcmp(s.bodies[0], "view one"),
+       "committed: both entries changed, after a reopen");
+    uint64_t id;
+    stor_next_id(env, &id, &err);
+    is_int(id, 3, "ids stay past the entries");
+    char big[STOR_MAX_NAME + 2];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    StorCatalogEntry e = {5, 1, big, "", 0};
+    stor_checkpoint_begin(env, 2, &ck, &err);
+    werr_clear(&err);
+    ok(stor_checkpoint_put_catalog(ck, &e, &err) < 0 && strcmp(err.sqlstate, "54000") == 0,
+       "checkpoint catalog name too long -> 54000");
+    stor_checkpoint_abort(ck);
+    stor_close(env);
+}
+
 static void test_table_basic(void)
 {
     char *dir = new_dir();
@@ -1079,6 +1123,7 @@ int main(void)
         return 1;
     }
     test_catalog();
+    test_catalog_in_checkpoint();
     test_table_basic();
     test_scan();
     test_abort_and_snapshot();

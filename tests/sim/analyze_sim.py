@@ -5,14 +5,15 @@ It generates out-of-order events with a known delay distribution (95% arrive up 
 after their event time, 5% are stragglers 2 to 45 s late), spreads them over three Kafka
 partitions with explicit record timestamps (their arrival times), adds a record that is not
 JSON and a row without an event time, and runs ANALYZE LATENESS for TUMBLE and HOP
-windows. A plain Python model of DESIGN.md's rules, written without looking at the engine's
+windows, and for SESSION windows per key (PARTITION BY k). A plain Python model of DESIGN.md's rules, written without looking at the engine's
 simulation, predicts every figure of the three result sets (delay percentiles per partition
 and overall, every candidate's counts, waits and open windows, the two recommendations),
 and they must agree exactly. The read order it assumes is the documented one: by Kafka
 record timestamp, then partition, each partition in offset order.
 
-It also ties the analysis to the engine itself: on a one-partition topic, live views with
-several (bound, lateness) pairs must drop exactly the rows ANALYZE LATENESS says they drop.
+It also ties the analysis to the engine itself: on a one-partition topic, live views (HOP
+and SESSION) with several (bound, lateness) pairs must drop exactly the rows ANALYZE LATENESS
+says they drop, and a session view holds as many sessions as it counts.
 
     /usr/bin/python3 tests/sim/analyze_sim.py --weir build/server/weir [--rows N] [--seed S] [--table]
 
@@ -42,6 +43,8 @@ BOUNDS_MS = [0, 500, 1_000, 2_000, 5_000, 10_000]
 LATENESS_MS = [0, 5_000, 30_000]
 TARGET = 99.0
 WINDOWS = [("TUMBLE('10s')", 10_000, 10_000), ("HOP('2500ms', '10s')", 2_500, 10_000)]
+GAP_MS = 700       # SESSION('700ms') PARTITION BY k: rows of a key are 500 ms apart, so gaps split some
+N_KEYS = 5         # k = row index % 5
 US = 1000  # microseconds per ms
 
 
@@ -60,14 +63,15 @@ def generate(n, seed):
     return out
 
 
-def read_order(rows):
-    """The documented merge: by record timestamp, then partition; offset order kept."""
+def read_order(rows, with_key=False):
+    """The documented merge: by record timestamp, then partition; offset order kept.
+    with_key: (partition, ts, k) with k the row's key (its index in rows % N_KEYS)."""
     per = {}
-    for p, arr, ts in rows:
-        per.setdefault(p, []).append((arr, ts))
-    keyed = [(arr, p, off, ts) for p, lst in per.items() for off, (arr, ts) in enumerate(lst)]
+    for i, (p, arr, ts) in enumerate(rows):
+        per.setdefault(p, []).append((arr, ts, i % N_KEYS))
+    keyed = [(arr, p, off, ts, k) for p, lst in per.items() for off, (arr, ts, k) in enumerate(lst)]
     keyed.sort()
-    return [(p, ts) for arr, p, off, ts in keyed]
+    return [(p, ts, k) if with_key else (p, ts) for arr, p, off, ts, k in keyed]
 
 
 def nearest_rank(sorted_vals, permille):
@@ -154,6 +158,71 @@ def model_candidate(order, bound, lateness, slide, size):
     return r
 
 
+def model_session(order, bound, lateness, gap):
+    """Session windows per key, as DESIGN.md and docs/time.md state them: a row is late when
+    its own [ts, ts + gap) is (end + lateness <= watermark); otherwise it joins every session
+    of its key still kept that overlaps [ts, ts + gap) (they merge into one); a session fires
+    when the watermark reaches its end and is forgotten at end + lateness. Counts are of rows;
+    windows are the sessions left after merging; a session is exact when no dropped row's
+    [ts, ts + gap) overlaps it (same key)."""
+    pmax, wm, max_seen = {}, None, None
+    sessions = []      # dicts: key, start, end, kept, merged, fired
+    kept = {}          # key -> list of kept sessions
+    lost = []          # (key, ts) of dropped rows
+    r = dict(pairs=0, on_time=0, late_updates=0, dropped=0, fired=0, wait_sum=0, max_open=0)
+    n_kept = 0
+    for p, ts, k in order:
+        if ts is None:
+            continue
+        r["pairs"] += 1
+        end = ts + gap
+        if wm is not None and end + lateness <= wm:
+            r["dropped"] += 1
+            lost.append((k, ts))
+        else:
+            start = ts
+            mine = kept.setdefault(k, [])
+            for o in [o for o in mine if o["start"] < ts + gap and ts < o["end"]]:
+                start, end = min(start, o["start"]), max(end, o["end"])
+                o["kept"], o["merged"] = False, True
+                mine.remove(o)
+                n_kept -= 1
+            closed = wm is not None and end <= wm
+            r["late_updates" if closed else "on_time"] += 1
+            sess = dict(key=k, start=start, end=end, kept=True, merged=False, fired=closed)
+            sessions.append(sess)
+            mine.append(sess)
+            n_kept += 1
+            r["max_open"] = max(r["max_open"], n_kept)
+        max_seen = ts if max_seen is None else max(max_seen, ts)
+        v = ts - bound
+        if p in pmax and v <= pmax[p]:
+            continue
+        pmax[p] = v
+        if len(pmax) < N_PARTS:
+            continue
+        m = min(pmax.values())
+        if wm is not None and m <= wm:
+            continue
+        wm = m
+        for sess in sessions:
+            if sess["kept"] and not sess["fired"] and sess["end"] <= wm:
+                sess["fired"] = True
+                r["fired"] += 1
+                r["wait_sum"] += max_seen - sess["end"]
+        for key, mine in kept.items():
+            for o in [o for o in mine if o["end"] + lateness <= wm]:
+                o["kept"] = False
+                mine.remove(o)
+                n_kept -= 1
+    final = [x for x in sessions if not x["merged"]]
+    r["windows"] = len(final)
+    r["exact"] = sum(1 for x in final
+                     if not any(k == x["key"] and x["start"] < ts + gap and ts < x["end"] for k, ts in lost))
+    r["fired_at_end"] = sum(1 for x in final if x["kept"] and not x["fired"])
+    return r
+
+
 def iv(ms):
     return datetime.timedelta(milliseconds=ms)
 
@@ -167,11 +236,11 @@ def pct(num, den):
     return f"{100.0 * num / den:.3f}" if den else None
 
 
-def expected_rows(order, slide, size):
+def expected_rows(order, slide, size, model=None):
     cands = []
     for b in BOUNDS_MS:
         for lt in LATENESS_MS:
-            r = model_candidate(order, b, lt, slide, size)
+            r = model(b, lt) if model else model_candidate(order, b, lt, slide, size)
             cands.append((b, lt, r))
     cand_rows = []
     for b, lt, r in cands:
@@ -274,6 +343,24 @@ def main():
                 check(f"{wname}: recommendation '{want[0]}'", g[:len(want)] == want, f"\n# got  {g}\n# want {want}")
                 check(f"{wname}: records read, skipped, complete", g[len(want):] == (len(rows) + 1, 1, True),
                       f"{g[len(want):]}")
+        # SESSION per key: the same comparison, with the session model.
+        korder = read_order(rows, with_key=True)
+        sql = (f"ANALYZE LATENESS ON an FOR SESSION('{GAP_MS}ms') PARTITION BY k BOUNDS ({bounds}) "
+               f"LATENESS ({lats}) TARGET {TARGET}")
+        cand_rows, rec_rows = expected_rows(None, 0, 0, lambda b, lt: model_session(korder, b, lt, GAP_MS))
+        got = [norm_row(r) for r in w.q(sql + " WITH (report = 'candidates')")]
+        for i, want in enumerate(cand_rows):
+            g = got[i] if i < len(got) else None
+            check(f"SESSION('{GAP_MS}ms') PARTITION BY k: bound {BOUNDS_MS[i // len(LATENESS_MS)]} ms, lateness "
+                  f"{LATENESS_MS[i % len(LATENESS_MS)]} ms: every figure", g == want, f"\n# got  {g}\n# want {want}")
+        got = [norm_row(r) for r in w.q(sql + " WITH (report = 'recommendation')")]
+        for want, g in zip(rec_rows, got):
+            check(f"SESSION: recommendation '{want[0]}'", g[:len(want)] == want, f"\n# got  {g}\n# want {want}")
+        merges = model_session(korder, 0, 0, GAP_MS)
+        check(f"the session log merges and splits sessions ({merges['windows']} sessions of "
+              f"{merges['pairs']} rows, {merges['dropped']} dropped at (0, 0))",
+              N_KEYS < merges["windows"] < merges["pairs"] and merges["dropped"] > 0)
+
         # The stragglers make the candidates differ: tight bounds drop rows, loose ones do not.
         tight = model_candidate(order, 0, 0, 10_000, 10_000)["dropped"]
         loose = model_candidate(order, 10_000, 30_000, 10_000, 10_000)["dropped"]
@@ -284,9 +371,9 @@ def main():
         topic1 = "an_one"
         w.q(f"CREATE SOURCE one_probe (k BIGINT, ts TIMESTAMP) WITH (connector = 'kafka', topic = '{topic1}', "
                 f"properties.bootstrap.server = '{w.kafka}')")
-        for part, arr, ts in rows:
+        for j, (part, arr, ts) in enumerate(rows):
             if ts is not None:
-                p.produce(topic1, json.dumps({"k": 0, "ts": ts_text(ts)}).encode(), partition=0)
+                p.produce(topic1, json.dumps({"k": j % N_KEYS, "ts": ts_text(ts)}).encode(), partition=0)
         if p.flush(30) != 0:
             raise RuntimeError("could not produce the events")
         pairs = [(0, 0), (2_000, 0), (2_000, 5_000), (500, 30_000)]
@@ -298,6 +385,9 @@ def main():
             w.q(f"CREATE MATERIALIZED VIEW hop{i} AS SELECT window_start, count(*) AS n FROM "
                     f"HOP(one{i}, ts, INTERVAL '2500 milliseconds', INTERVAL '10 seconds') GROUP BY window_start "
                     f"EMIT ON WINDOW CLOSE{allow}")
+            w.q(f"CREATE MATERIALIZED VIEW sess{i} AS SELECT k, window_start, window_end, count(*) AS n FROM "
+                    f"SESSION(one{i}, ts, INTERVAL '{GAP_MS} milliseconds') GROUP BY k, window_start, window_end "
+                    f"EMIT ON WINDOW CLOSE{allow}")
         w.q("FLUSH")
         for i, (b, lt) in enumerate(pairs):
             live = w.q(f"SELECT late_rows FROM weir_views WHERE name = 'hop{i}'")[0][0]
@@ -305,6 +395,12 @@ def main():
                           f"LATENESS ('{lt}ms') WITH (report = 'candidates')")[0]
             check(f"live HOP view, bound {b} ms, lateness {lt} ms: late_rows {live} = analysis dropped {rep[5]}",
                   live == rep[5])
+            live = w.q(f"SELECT late_rows FROM weir_views WHERE name = 'sess{i}'")[0][0]
+            n_sess = w.q(f"SELECT count(*) FROM sess{i}")[0][0]
+            rep = w.q(f"ANALYZE LATENESS ON one{i} FOR SESSION('{GAP_MS}ms') PARTITION BY k BOUNDS ('{b}ms') "
+                          f"LATENESS ('{lt}ms') WITH (report = 'candidates')")[0]
+            check(f"live SESSION view, bound {b} ms, lateness {lt} ms: late_rows {live} = analysis dropped "
+                  f"{rep[5]}, sessions {n_sess} = analysis windows {rep[6]}", live == rep[5] and n_sess == rep[6])
     except Exception as e:  # a harness failure is a failed test, with the reason
         failed += 1
         print(f"not ok - harness: {e!r}")
