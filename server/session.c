@@ -282,6 +282,10 @@ static int skew_column(const CatRelation *r, const char *opt, const char *name, 
                 return werr(err, SQLSTATE_DATATYPE_MISMATCH, pos, "%s column \"%s\" must be a timestamp, not %s",
                             opt, name, type_name(r->col_types[i])),
                        -1;
+            if (r->col_gen && r->col_gen[i]) /* computed after the correction runs */
+                return werr(err, SQLSTATE_NOT_SUPPORTED, pos, "feature not supported: %s on computed column \"%s\"",
+                            opt, name),
+                       -1;
             return i;
         }
     return werr(err, SQLSTATE_UNDEFINED_COLUMN, pos, "%s names column \"%s\", which the source does not have", opt,
@@ -307,6 +311,10 @@ static int check_skew_options(const CatRelation *r, bool table, int pos, WError 
     if (r->wm_col < 0)
         return werr(err, "42P20", pos, "clock-skew correction needs a WATERMARK: it corrects the watermark's time column"),
                -1;
+    if (r->col_gen && r->col_gen[r->wm_col])
+        return werr(err, SQLSTATE_NOT_SUPPORTED, pos,
+                    "feature not supported: clock-skew correction of a computed time column"),
+               werr_hint(err, "Correct the time in the computed column's expression instead."), -1;
     if (skew_column(r, "skew.send_time", send, pos, err) < 0)
         return -1;
     if (strcasecmp(recv, "kafka_timestamp") != 0 && skew_column(r, "skew.receive_time", recv, pos, err) < 0)
