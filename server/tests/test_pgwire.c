@@ -465,7 +465,14 @@ static void test_extended(PGconn *c)
     PQclear(r);
 
     r = PQexecParams(c, "ECHO $1", 1, NULL, vals, NULL, NULL, 1);
-    is_str(PQresultErrorField(r, PG_DIAG_SQLSTATE), "0A000", "binary results refused");
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQfformat(r, 0) == 1 && PQgetlength(r, 0, 0) == (int)strlen(vals[0]) &&
+           memcmp(PQgetvalue(r, 0, 0), vals[0], strlen(vals[0])) == 0,
+       "binary result of a text column: its bytes");
+    PQclear(r);
+    r = PQexecParams(c, "SELECT 2", 0, NULL, NULL, NULL, NULL, 1);
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 2 && PQgetlength(r, 1, 0) == 4 &&
+           memcmp(PQgetvalue(r, 1, 0), "\0\0\0\2", 4) == 0,
+       "binary result of an int4 column: four big-endian bytes");
     PQclear(r);
 
     r = PQexecParams(c, "ECHO $1 $2", 1, NULL, vals, NULL, NULL, 0);
