@@ -147,4 +147,8 @@ int plan_cte_ref(PlanCtx *p, const AstTableRef *t, CteEnv *ce, Rel *out);
 /* explain.c helpers used by plan.c too */
 void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out);
 
+/* plan_lookup.c: turns view scans under an equality (or range) filter on a
+ * prefix of the view's key into key lookups (PlanNode.scan_eq ...). */
+void plan_key_lookups(PlanQuery *q, Arena *a);
+
 #endif
