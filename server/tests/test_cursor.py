@@ -6,7 +6,8 @@ DECLARE (by another session) in later FETCHes, as rows (epoch, diff, the
 view's columns); FETCH n takes at most n; WITH (timeout) answers empty when
 nothing comes; without a timeout FETCH waits for a row while other sessions
 are served; a waiting FETCH is cancelled with 57014. A SELECT cursor reads
-one snapshot in pieces, and psycopg2's named (server-side) cursors work.
+one snapshot in pieces, and psycopg2's named (server-side) cursors work, over
+SELECT and over SUBSCRIBE (a live feed).
 Errors: DECLARE outside a transaction block 25P01, an unknown cursor 34000,
 a duplicate 42P03, WITH HOLD and FETCH BACKWARD 0A000; COMMIT closes every
 cursor. TAP output.
@@ -155,6 +156,16 @@ def main():
         everything = part + named.fetchall()
         t.ok([r[0] for r in everything] == [1, 2, 3, 4, 5, 6, 7, 8], "psycopg2 named cursor", everything)
         named.close()
+        tx.commit()
+
+        # A named cursor over SUBSCRIBE is a live feed: iterating waits for changes.
+        feed = tx.cursor("feed")
+        feed.itersize = 100
+        feed.execute("SUBSCRIBE mv WITH (snapshot = false)")
+        threading.Timer(0.3, lambda: ocur.execute("INSERT INTO t VALUES (9, 90)")).start()
+        live = next(iter(feed))
+        t.ok(live[1:] == (1, 9, 90), "psycopg2 named cursor over SUBSCRIBE: a change as it happens", live)
+        feed.close()
         tx.commit()
         tx.close()
 
