@@ -57,7 +57,7 @@ struct Subscription {
 
 /* One allocation: the event, then vals[n], lens[n], then the text. */
 SubEvent *sub_event_new(SubEventKind kind, uint64_t epoch, int diff, int n, const char *const *vals,
-                           const int *lens)
+                        const int *lens)
 {
     size_t text = 0;
     for (int i = 0; i < n; i++)
