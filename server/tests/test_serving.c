@@ -426,6 +426,28 @@ static void test_binary(PGconn *c)
     ok(same, "binary parameters round-trip byte for byte");
     PQclear(r);
 
+    /* jsonb: a version byte (1), then the text; and back as a binary parameter. */
+    const char *jq = "SELECT CAST('{\"a\": [1, -2]}' AS JSONB) AS j";
+    PGresult *rt = PQexec(c, jq);
+    r = PQexecParams(c, jq, 0, NULL, NULL, NULL, NULL, 1);
+    const char *jtext = PQresultStatus(rt) == PGRES_TUPLES_OK ? PQgetvalue(rt, 0, 0) : "";
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQftype(r, 0) == 3802 && PQgetlength(r, 0, 0) == (int)strlen(jtext) + 1 &&
+           PQgetvalue(r, 0, 0)[0] == 1 && memcmp(PQgetvalue(r, 0, 0) + 1, jtext, strlen(jtext)) == 0,
+       "binary jsonb: version 1, then the text");
+    PQclear(r);
+    char jb[64];
+    jb[0] = 1;
+    snprintf(jb + 1, sizeof jb - 1, "%s", "{\"b\": true}");
+    const Oid jo = 3802;
+    const char *jv[1] = {jb};
+    int jl = (int)strlen(jb + 1) + 1, jf = 1;
+    r = PQexecParams(c, "SELECT CAST($1 AS JSONB) -> 'b'", 1, &jo, jv, &jl, &jf, 0);
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "true") == 0, "binary jsonb parameter");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        diag("%s", PQresultErrorMessage(r));
+    PQclear(r);
+    PQclear(rt);
+
     /* A parameter of the wrong width, a type with no binary form, and the
      * connection still serves. */
     const char two[2] = {0, 1};
