@@ -60,8 +60,14 @@ static void answer(const char *sql, int n_params, const char *const *params, boo
                 srv_result_complete(out, "OK");
             continue;
         }
+        /* The parameter's column takes a type picked by the parameter's first
+         * byte, so a portal bound with binary result formats sends arbitrary
+         * text through every binary encoder (pgbinary.c). */
+        static const uint32_t OIDS[] = {25, 16, 17, 20, 21, 23, 700, 701, 1082, 1114, 1184, 1186, 3802, 18, 26, 1700};
         const char *names[2] = {"stmt", "param"};
         uint32_t types[2] = {25, 25};
+        if (n_params > 0 && params[0] && params[0][0])
+            types[1] = OIDS[(unsigned char)params[0][0] % (sizeof OIDS / sizeof OIDS[0])];
         srv_result_columns(out, 2, names, types);
         if (describe_only)
             continue;

@@ -73,15 +73,16 @@ def startup(extra=b""):
     return struct.pack("!I", len(body) + 4) + body
 
 
-def extended(sql, params=(), binary=False):
+def extended(sql, params=(), binary=False, binary_results=False):
     p = msg(b"P", cstr("") + cstr(sql) + struct.pack("!h", len(params)) +
             b"".join(struct.pack("!I", oid) for oid, _ in params))
     fmts = struct.pack("!h", 1) + struct.pack("!h", 1 if binary else 0)
     vals = b""
     for oid, v in params:
         vals += struct.pack("!i", -1) if v is None else struct.pack("!i", len(v)) + v
+    rfmts = struct.pack("!hh", 1, 1) if binary_results else struct.pack("!h", 0)
     b = msg(b"B", cstr("") + cstr("") + (fmts if params else struct.pack("!h", 0)) +
-            struct.pack("!h", len(params)) + vals + struct.pack("!h", 0))
+            struct.pack("!h", len(params)) + vals + rfmts)
     return p + b + msg(b"D", b"P" + cstr("")) + msg(b"E", cstr("") + struct.pack("!i", 0)) + msg(b"S", b"")
 
 
@@ -100,6 +101,9 @@ def pgwire_inputs(stmts):
     out.append(startup() + extended("SELECT $1", [(701, struct.pack("!d", 1.5))], binary=True))
     out.append(startup() + extended("SELECT $1", [(16, b"\x01")], binary=True) + msg(b"C", b"S" + cstr("")))
     out.append(startup() + extended("SELECT $1", [(25, None)]))
+    # Binary results: the fuzz engine types the parameter's column by its first byte.
+    for v in (b"\x01t", b"\x0212", b"\x05-1.5", b"\x082024-01-01", b"\x0b1 day 02:00:00", b"\x02\\x00ff"):
+        out.append(startup() + extended("SELECT $1", [(25, v)], binary_results=True))
     out.append(startup() + msg(b"d", b"abc") + msg(b"c", b"") + msg(b"H", b"") + msg(b"F", b"\0\0"))
     out.append(startup() + msg(b"Q", cstr("SET a = 1; SELECT 1")) + msg(b"S", b""))
     for d in deep_inputs():

@@ -17,6 +17,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <strings.h>
 
@@ -1182,6 +1183,94 @@ AstStmt *ast_subscribe(ParseCtx *c, Token t, const char *view, AstList *options)
     sub->view = view;
     sub->options = options;
     s->u.subscribe = sub;
+    return s;
+}
+
+/* ---- cursors ---------------------------------------------------------------- */
+
+enum { CURSOR_WORD_NO = 1 };   /* the last word was NO (NO SCROLL) */
+
+int ast_cursor_word(ParseCtx *c, int words, Token w)
+{
+    const char *v = ast_ident(c, w);
+    if (!strcmp(v, "no"))
+        return CURSOR_WORD_NO;
+    if (!strcmp(v, "scroll") && (words & CURSOR_WORD_NO))
+        return 0;
+    if (!strcmp(v, "insensitive") || !strcmp(v, "asensitive"))
+        return 0;   /* a weir cursor is a snapshot or a changefeed: never sensitive */
+    if (!strcmp(v, "scroll") || !strcmp(v, "binary"))
+        werr(c->err, SQLSTATE_NOT_SUPPORTED, w.pos, "feature not supported: %s cursors", v);
+    else
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, w.pos, "syntax error at or near \"%.*s\"", w.n, w.z);
+    return 0;
+}
+
+int ast_cursor_hold(ParseCtx *c, bool with, Token w)
+{
+    if (strcmp(ast_ident(c, w), "hold") != 0)
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, w.pos, "syntax error at or near \"%.*s\"", w.n, w.z);
+    else if (with)
+        werr(c->err, SQLSTATE_NOT_SUPPORTED, w.pos, "feature not supported: WITH HOLD cursors");
+    return with;
+}
+
+AstStmt *ast_declare(ParseCtx *c, Token t, Token name, int words, int hold, AstStmt *query)
+{
+    (void)words;
+    (void)hold;
+    AstStmt *s = new_stmt(c, STMT_DECLARE, t.pos, t.off);
+    AstDeclare *d = arena_zalloc(c->a, sizeof *d);
+    d->name = ast_ident(c, name);
+    d->query = query;
+    s->u.declare = d;
+    return s;
+}
+
+long ast_fetch_count(ParseCtx *c, Token n)
+{
+    long v = 0;
+    for (int i = 0; i < n.n; i++) {
+        if (n.z[i] < '0' || n.z[i] > '9' || v > (LONG_MAX - 9) / 10) {
+            werr(c->err, SQLSTATE_SYNTAX_ERROR, n.pos, "FETCH count out of range at or near \"%.*s\"", n.n, n.z);
+            return 0;
+        }
+        v = v * 10 + (n.z[i] - '0');
+    }
+    return v;
+}
+
+long ast_fetch_direction(ParseCtx *c, Token d, long count)
+{
+    const char *v = ast_ident(c, d);
+    if (!strcmp(v, "next") && count == 1)
+        return 1;
+    if (!strcmp(v, "forward"))
+        return count;
+    if (!strcmp(v, "backward") || !strcmp(v, "prior") || !strcmp(v, "first") || !strcmp(v, "last") ||
+        !strcmp(v, "absolute") || !strcmp(v, "relative"))
+        werr(c->err, SQLSTATE_NOT_SUPPORTED, d.pos, "feature not supported: FETCH %s (cursors only move forward)",
+             v);
+    else
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, d.pos, "syntax error at or near \"%.*s\"", d.n, d.z);
+    return 0;
+}
+
+AstStmt *ast_fetch(ParseCtx *c, Token t, long count, Token name, AstList *options)
+{
+    AstStmt *s = new_stmt(c, STMT_FETCH, t.pos, t.off);
+    AstFetch *f = arena_zalloc(c->a, sizeof *f);
+    f->name = ast_ident(c, name);
+    f->count = count;
+    f->options = options;
+    s->u.fetch = f;
+    return s;
+}
+
+AstStmt *ast_close(ParseCtx *c, Token t, const Token *name)
+{
+    AstStmt *s = new_stmt(c, STMT_CLOSE, t.pos, t.off);
+    s->u.close_name = name ? ast_ident(c, *name) : NULL;
     return s;
 }
 

@@ -57,7 +57,8 @@
   RESTRICT ROLLBACK ROWS SAVEPOINT SECOND SESSION SET SHOW SINK SOURCE START STREAM SYSTEM
   SYSTEM_TIME TIME TRANSACTION UNKNOWN UPDATE VALUES VARYING VIEW WATERMARK WINDOW
   WITHOUT WORK YEAR ZONE OF BOTH LEADING TRAILING
-  SUBSCRIBE COPY STDOUT ANALYZE VERIFY USER PASSWORD RECURSIVE RENAME.
+  SUBSCRIBE COPY STDOUT ANALYZE VERIFY USER PASSWORD RECURSIVE RENAME
+  DECLARE CURSOR FETCH.
 
 /* Precedence, lowest first, as in Postgres's gram.y. */
 %left UNION EXCEPT.
@@ -149,6 +150,33 @@ cmd(A) ::= ALTER(T) MATERIALIZED VIEW dotted(N) nm(W) WITH nm(M). { A = ast_swap
 /* ALTER SOURCE s SET (key = value, ...): which keys may change is the server's business. */
 cmd(A) ::= ALTER(T) SOURCE dotted(N) SET LP optlist(L) RP. { A = ast_alter_source(ctx, T, N, L); }
 cmd(A) ::= ALTER(T) TABLE dotted(N) SET LP optlist(L) RP.  { A = ast_alter_source(ctx, T, N, L); }
+
+/* Cursors: DECLARE name [words] CURSOR [WITH[OUT] HOLD] FOR {SELECT | SUBSCRIBE},
+ * FETCH [n | ALL | FORWARD [n | ALL] | NEXT] [FROM | IN] name [WITH (...)],
+ * CLOSE name | ALL. The words (NO SCROLL, ...) and HOLD are checked by the
+ * builders; what the inner statement may be, by the server. */
+%type cursor_words {int}
+%type cursor_hold {int}
+%type fetch_count {long}
+cmd(A) ::= DECLARE(T) nm(N) cursor_words(W) CURSOR cursor_hold(H) FOR cmd(S). { A = ast_declare(ctx, T, N, W, H, S); }
+cursor_words(A) ::= .                          { A = 0; }
+cursor_words(A) ::= cursor_words(L) nm(W).     { A = ast_cursor_word(ctx, L, W); }
+cursor_hold(A) ::= .                           { A = 0; }
+cursor_hold(A) ::= WITHOUT nm(H).              { A = ast_cursor_hold(ctx, false, H); }
+cursor_hold(A) ::= WITH nm(H).                 { A = ast_cursor_hold(ctx, true, H); }
+cmd(A) ::= FETCH(T) nm(N) with_opt(W).         { A = ast_fetch(ctx, T, 1, N, W); }
+cmd(A) ::= FETCH(T) fetch_from nm(N) with_opt(W). { A = ast_fetch(ctx, T, 1, N, W); }
+cmd(A) ::= FETCH(T) fetch_count(C) nm(N) with_opt(W). { A = ast_fetch(ctx, T, C, N, W); }
+cmd(A) ::= FETCH(T) fetch_count(C) fetch_from nm(N) with_opt(W). { A = ast_fetch(ctx, T, C, N, W); }
+fetch_from ::= FROM.
+fetch_from ::= IN.
+fetch_count(A) ::= INTEGER(N).                 { A = ast_fetch_count(ctx, N); }
+fetch_count(A) ::= ALL.                        { A = -1; }
+fetch_count(A) ::= nm(D).                      { A = ast_fetch_direction(ctx, D, 1); }
+fetch_count(A) ::= nm(D) INTEGER(N).           { A = ast_fetch_direction(ctx, D, ast_fetch_count(ctx, N)); }
+fetch_count(A) ::= nm(D) ALL.                  { A = ast_fetch_direction(ctx, D, -1); }
+cmd(A) ::= CLOSE(T) nm(N).                     { A = ast_close(ctx, T, &N); }
+cmd(A) ::= CLOSE(T) ALL.                       { A = ast_close(ctx, T, NULL); }
 
 /* transactions */
 cmd(A) ::= BEGIN(T) txn_opt.                   { A = ast_txn(ctx, T, TXN_BEGIN); }

@@ -217,6 +217,9 @@ typedef enum AstStmtKind {
     STMT_DROP_USER,          /* DROP USER [IF EXISTS] name */
     STMT_ALTER_RENAME,       /* ALTER {SOURCE|TABLE|VIEW|MATERIALIZED VIEW|SINK} [IF EXISTS] name RENAME TO new */
     STMT_SWAP_VIEW,          /* ALTER MATERIALIZED VIEW name SWAP WITH other (u.rename: new_name = other) */
+    STMT_DECLARE,            /* DECLARE name CURSOR FOR {SELECT ... | SUBSCRIBE ...} */
+    STMT_FETCH,              /* FETCH [n | ALL] [FROM] name [WITH (...)] */
+    STMT_CLOSE,              /* CLOSE name | CLOSE ALL */
 } AstStmtKind;
 
 typedef enum AstObjectKind {
@@ -379,6 +382,18 @@ typedef struct AstAlterSource {  /* ALTER SOURCE|TABLE name SET (key = value, ..
     AstList *options;            /* AstOption* */
 } AstAlterSource;
 
+typedef struct AstDeclare {     /* DECLARE name CURSOR FOR query */
+    const char *name;
+    struct AstStmt *query;       /* any statement the grammar took; the server accepts SELECT and SUBSCRIBE */
+} AstDeclare;
+
+#define AST_FETCH_ALL (-1L)
+typedef struct AstFetch {        /* FETCH [count] [FROM] name [WITH (...)] */
+    const char *name;
+    long count;                  /* >= 0, or AST_FETCH_ALL */
+    AstList *options;            /* AstOption*: timeout (checked by the server), or NULL */
+} AstFetch;
+
 typedef enum AstTxnKind { TXN_BEGIN, TXN_COMMIT, TXN_ROLLBACK } AstTxnKind;
 
 typedef struct AstStmt {
@@ -406,6 +421,9 @@ typedef struct AstStmt {
         const char *savepoint_dir;   /* STMT_CHECKPOINT: ALTER SYSTEM SAVEPOINT TO 'dir', else NULL */
         const char *resume_view;     /* STMT_RESUME: the view's (or table's) name */
         AstUser *user;               /* STMT_CREATE_USER, STMT_ALTER_USER, STMT_DROP_USER */
+        AstDeclare *declare;
+        AstFetch *fetch;
+        const char *close_name;      /* STMT_CLOSE: the cursor, NULL for CLOSE ALL */
     } u;
 } AstStmt;
 

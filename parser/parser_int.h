@@ -198,6 +198,16 @@ AstStmt *ast_show(ParseCtx *c, Token t, const char *what, AstObjectKind obj, con
 AstStmt *ast_set(ParseCtx *c, Token t, AstStmtKind k, const char *name, const char *value);
 AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k);
 AstStmt *ast_subscribe(ParseCtx *c, Token t, const char *view, AstList *options);
+/* Cursors. ast_cursor_word folds DECLARE's words before CURSOR into flags
+ * (refusing SCROLL and BINARY); ast_cursor_hold refuses WITH HOLD;
+ * ast_fetch_direction takes FORWARD and NEXT (the others are refused). */
+AstStmt *ast_declare(ParseCtx *c, Token t, Token name, int words, int hold, AstStmt *query);
+int ast_cursor_word(ParseCtx *c, int words, Token w);
+int ast_cursor_hold(ParseCtx *c, bool with, Token w);
+long ast_fetch_count(ParseCtx *c, Token n);
+long ast_fetch_direction(ParseCtx *c, Token d, long count);
+AstStmt *ast_fetch(ParseCtx *c, Token t, long count, Token name, AstList *options);
+AstStmt *ast_close(ParseCtx *c, Token t, const Token *name);
 /* ANALYZE LATENESS and VERIFY (ast_analyze.c). */
 AstAnalyze *ast_analyze_new(ParseCtx *c);
 /* PARTITION BY cols of ANALYZE LATENESS (given once). */

@@ -212,6 +212,14 @@ static void node_params(const PlanNode *n, Buf *out)
     case PN_VIEW_SCAN:
     case PN_VIEW_SOURCE:
         buf_printf(out, "view: %s", n->scan_rel->name);
+        if (n->n_scan_eq || n->scan_lo || n->scan_hi) {
+            /* The key columns a lookup or range scan is bounded on. */
+            buf_puts(out, n->scan_lo || n->scan_hi ? ", range on key: [" : ", lookup on key: [");
+            int m = n->n_scan_eq + (n->scan_lo || n->scan_hi ? 1 : 0);
+            for (int i = 0; i < m && i < n->n_keys; i++)
+                buf_printf(out, "%s%s", i ? ", " : "", n->out.names[n->keys[i]]);
+            buf_putc(out, ']');
+        }
         break;
     case PN_VALUES:
         buf_printf(out, "rows: %d", n->n_rows);

@@ -1858,6 +1858,7 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
     q->n_nodes = p.n_nodes;
     q->nodes = p.nodes;
     q->schema = r.node->out;
+    plan_key_lookups(q, a);
     return q;
 }
 

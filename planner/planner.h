@@ -243,6 +243,13 @@ typedef struct PlanNode {
                                    stored row), and changes that change nothing are dropped */
     /* PN_VIEW_SCAN, PN_VIEW_SOURCE */
     const CatRelation *scan_rel;
+    /* PN_VIEW_SCAN (plan_lookup.c): read only the rows whose first n_scan_eq key columns
+     * equal scan_eq[] and whose next key column lies in [scan_lo, scan_hi] (NULL: open);
+     * a key lookup or range scan instead of the whole view. The filter above still
+     * checks every row, so the bounds may be wider than the predicate. */
+    int n_scan_eq;
+    Value *scan_eq;
+    Value *scan_lo, *scan_hi;
     /* PN_SETOP: SETOP_INTERSECT, SETOP_EXCEPT or their _ALL forms */
     AstSetOp set_op;
     /* PN_SEMI_JOIN: output = the left columns (+ one column for MARK and SCALAR). The

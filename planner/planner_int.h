@@ -193,4 +193,8 @@ PlanExpr *bind_subquery(BindCtx *b, const Scope *s, const AstExpr *e);
 /* explain.c helpers used by plan.c too */
 void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out);
 
+/* plan_lookup.c: turns view scans under an equality (or range) filter on a
+ * prefix of the view's key into key lookups (PlanNode.scan_eq ...). */
+void plan_key_lookups(PlanQuery *q, Arena *a);
+
 #endif

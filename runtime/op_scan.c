@@ -3,7 +3,9 @@
  *
  * ViewScan reads a materialized view's rows from the running view's state
  * table (so a query sees every change applied so far, committed to a
- * checkpoint or not) in key order, as +I chunks. Values emits literal
+ * checkpoint or not) in key order, as +I chunks: all of them, or only the
+ * keys within the bounds the planner found in the filter above it
+ * (PlanNode.scan_eq/scan_lo/scan_hi, a key lookup or a range scan). Values emits literal
  * rows. Both produce everything on rt_op_produce(); the query then
  * finishes the operators in plan order.
  */
@@ -38,12 +40,10 @@ RtOp *rt_op_values_new(RtCtx *rc, const PlanNode *n)
     return op;
 }
 
-int rt_emit_view_rows(RtOp *op, StorTable *t, int ncols, const TypeId *types, bool counted, const char *name)
+/* Emits the rows it returns, and closes it. */
+static int emit_rows(RtOp *op, StorIter *it, int ncols, const TypeId *types, bool counted, const char *name)
 {
     RtCtx *rc = op->rc;
-    StorIter *it;
-    if (stor_iter_open(t, NULL, 0, &it, rc->err))
-        return -1;
     Chunk *c = NULL;
     const void *k, *v;
     size_t kl, vl;
@@ -83,6 +83,47 @@ int rt_emit_view_rows(RtOp *op, StorTable *t, int ncols, const TypeId *types, bo
     return rcode;
 }
 
+int rt_emit_view_rows(RtOp *op, StorTable *t, int ncols, const TypeId *types, bool counted, const char *name)
+{
+    StorIter *it;
+    if (stor_iter_open(t, NULL, 0, &it, op->rc->err))
+        return -1;
+    return emit_rows(op, it, ncols, types, counted, name);
+}
+
+/* The scan's key bounds (plan_lookup.c) as an iterator over only those keys:
+ * the encoded equal prefix, and within it [lo, hi] on the next key column
+ * (an encoded key column always starts with a tag byte below 0xff, so the
+ * encoding of hi followed by 0xff is above every key that starts with it). */
+static int open_bounded(const PlanNode *n, StorTable *t, StorIter **it, WError *err)
+{
+    Value vals[1602];
+    if (n->n_scan_eq + 1 > 1601)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "too many key columns");
+    Buf prefix = BUF_INIT, lo = BUF_INIT, hi = BUF_INIT;
+    memcpy(vals, n->scan_eq, sizeof(Value) * (size_t)n->n_scan_eq);
+    key_encode(&prefix, vals, n->n_scan_eq);
+    if (n->scan_lo) {
+        vals[n->n_scan_eq] = *n->scan_lo;
+        key_encode(&lo, vals, n->n_scan_eq + 1);
+    }
+    if (n->scan_hi) {
+        vals[n->n_scan_eq] = *n->scan_hi;
+        key_encode(&hi, vals, n->n_scan_eq + 1);
+        buf_put_u8(&hi, 0xff);
+    }
+    int rc;
+    if (n->scan_lo || n->scan_hi)
+        rc = stor_iter_open_range(t, prefix.data, prefix.len, n->scan_lo ? lo.data : NULL, lo.len,
+                                  n->scan_hi ? hi.data : NULL, hi.len, it, err);
+    else
+        rc = stor_iter_open(t, prefix.data, prefix.len, it, err);
+    buf_free(&prefix);
+    buf_free(&lo);
+    buf_free(&hi);
+    return rc;
+}
+
 static int produce_scan(RtOp *op)
 {
     RtCtx *rc = op->rc;
@@ -90,7 +131,12 @@ static int produce_scan(RtOp *op)
     StorTable *t = rc->env->view_table ? rc->env->view_table(rc->env->ctx, n->scan_rel->table_id) : NULL;
     if (!t)
         return werr(rc->err, "55000", 0, "materialized view \"%s\" is not running", n->scan_rel->name);
-    return rt_emit_view_rows(op, t, n->out.n, n->out.types, n->scan_rel->counted, n->scan_rel->name);
+    if (n->n_scan_eq == 0 && !n->scan_lo && !n->scan_hi)
+        return rt_emit_view_rows(op, t, n->out.n, n->out.types, n->scan_rel->counted, n->scan_rel->name);
+    StorIter *it;
+    if (open_bounded(n, t, &it, rc->err))
+        return -1;
+    return emit_rows(op, it, n->out.n, n->out.types, n->scan_rel->counted, n->scan_rel->name);
 }
 
 static int produce_values(RtOp *op)

@@ -151,6 +151,8 @@ typedef struct Session {
     int64_t started_us, query_start_us;   /* wall clock */
     char *query;              /* the last query string (at most 1024 bytes), NULL before one */
     bool active;              /* a query string is running */
+    struct Cursor *cursors;   /* DECLAREd and not yet closed (cursor.c); engine lock held to change */
+    int n_cursors;
 } Session;
 
 /* engine.c */
@@ -236,6 +238,14 @@ int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *er
  * and its queue is empty. */
 int sub_take(Subscription *s, int timeout_ms, SubEvent **events, WError *err);
 void sub_events_free(SubEvent *ev);
+/* A SUB_ROW or SUB_PROGRESS event with copies of vals[0..n) (NULL = SQL NULL,
+ * lens[i] their lengths), in one malloc'd block: free with sub_events_free. */
+SubEvent *sub_event_new(SubEventKind kind, uint64_t epoch, int diff, int n, const char *const *vals, const int *lens);
+/* SUBSCRIBE's WITH options (snapshot, progress) and COPY's (FORMAT text).
+ * Returns 0, or -1 with err (42601 unknown option, 22023 bad value, 0A000). */
+int sub_options(const AstSubscribe *sb, bool *snapshot, bool *progress, WError *err);
+/* The view or table a SUBSCRIBE statement names, or NULL with err (42P01, 42809). Lock held. */
+CatObj *sub_view(Engine *e, const AstStmt *st, WError *err);
 /* Valid until sub_close. */
 const SubSchema *sub_schema(const Subscription *s);
 /* Detaches and frees s. Engine lock held. NULL is allowed. */
@@ -254,6 +264,15 @@ int view_snapshot(Engine *e, CatObj *v, RtRowFn fn, void *arg, WError *err);
 /* The SUBSCRIBE statement: streams COPY rows until the client cancels.
  * Called with the engine lock held; releases it while streaming. */
 int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+
+/* cursor.c: DECLARE ... CURSOR FOR {SELECT | SUBSCRIBE}, FETCH, CLOSE. Lock
+ * held; FETCH releases it while it waits for a subscription's changes.
+ * describe_only: emit FETCH's columns only. */
+int cursor_declare(Engine *e, Session *s, const AstStmt *st, bool describe_only, SrvResult *out, WError *err);
+int cursor_fetch(Engine *e, Session *s, const AstStmt *st, bool describe_only, SrvResult *out, WError *err);
+int cursor_close(Engine *e, Session *s, const AstStmt *st, bool describe_only, SrvResult *out, WError *err);
+/* COMMIT, ROLLBACK and the end of the session close every cursor. Lock held. */
+void cursors_close_all(Session *s);
 
 /* sysviews.c: weir_* system relations, NULL if name is not one. */
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a);

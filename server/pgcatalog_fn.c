@@ -303,6 +303,118 @@ static void fn_array_len(sqlite3_context *cx, int n, sqlite3_value **v)
         sqlite3_result_int(cx, k);
 }
 
+/* array_lower(arr, dim): arrays here are one-dimensional and start at 1. */
+static void fn_array_lower(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL || sqlite3_value_int(v[1]) != 1) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    Arena *a = arena_new(0);
+    char **el;
+    int k = array_parse(arg_text(v[0]), a, &el, NULL);
+    arena_free(a);
+    if (k == 0)
+        sqlite3_result_null(cx);
+    else
+        sqlite3_result_int(cx, 1);
+}
+
+/* string_to_array(s, sep[, null_string]): s split at every sep (NULL sep:
+ * one element per character), elements equal to null_string are NULL. */
+static void fn_string_to_array(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    const char *s = arg_text(v[0]);
+    const char *sep = sqlite3_value_type(v[1]) == SQLITE_NULL ? NULL : arg_text(v[1]);
+    const char *null_str = n > 2 && sqlite3_value_type(v[2]) != SQLITE_NULL ? arg_text(v[2]) : NULL;
+    Buf b = BUF_INIT, el = BUF_INIT;
+    buf_putc(&b, '{');
+    size_t seplen = sep ? strlen(sep) : 0;
+    bool first = true;
+    for (const char *p = s; *s;) {
+        const char *end;
+        if (!sep)
+            end = p + 1;
+        else if (seplen == 0)
+            end = p + strlen(p);
+        else if (!(end = strstr(p, sep)))
+            end = p + strlen(p);
+        buf_reset(&el);
+        buf_append(&el, p, (size_t)(end - p));
+        pgcat_array_put(&b, null_str && !strcmp(el.data ? el.data : "", null_str) ? NULL : (el.data ? el.data : ""),
+                        first);
+        first = false;
+        if (!*end)
+            break;
+        p = end + (sep ? seplen : 0);
+        if (sep && !*p) {          /* a trailing separator: one more, empty element */
+            pgcat_array_put(&b, "", false);
+            break;
+        }
+    }
+    buf_putc(&b, '}');
+    buf_free(&el);
+    result_buf(cx, &b);
+}
+
+/* parse_ident(s[, strict]): the parts of a qualified identifier, unquoted
+ * ones folded to lower case, quoted ones as written ("" is a quote). */
+static void fn_parse_ident(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+        sqlite3_result_null(cx);
+        return;
+    }
+    const char *p = arg_text(v[0]);
+    Buf b = BUF_INIT, part = BUF_INIT;
+    buf_putc(&b, '{');
+    bool first = true;
+    for (;;) {
+        while (isspace((unsigned char)*p))
+            p++;
+        buf_reset(&part);
+        buf_puts(&part, "");
+        if (*p == '"') {
+            for (p++; *p && !(*p == '"' && p[1] != '"'); p++) {
+                if (*p == '"')
+                    p++;
+                buf_putc(&part, *p);
+            }
+            if (*p != '"')
+                goto bad;
+            p++;
+        } else {
+            while (*p && (isalnum((unsigned char)*p) || *p == '_' || *p == '$' || (unsigned char)*p >= 0x80))
+                buf_putc(&part, (char)tolower((unsigned char)*p++));
+            if (part.len == 0)
+                goto bad;
+        }
+        pgcat_array_put(&b, part.data, first);
+        first = false;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p == '.') {
+            p++;
+            continue;
+        }
+        if (*p && (n < 2 || sqlite3_value_int(v[1])))
+            goto bad;
+        break;
+    }
+    buf_putc(&b, '}');
+    buf_free(&part);
+    result_buf(cx, &b);
+    return;
+bad:
+    buf_free(&b);
+    buf_free(&part);
+    sqlite3_result_error(cx, "22023:string is not a valid identifier", -1);
+}
+
 /* unnest(arr) and generate_subscripts(arr, dim) in a select list: SQLite has
  * no set-returning scalar functions. Clients use them over pg_index, which
  * weir leaves empty, so the call never happens on a real array; when it
@@ -943,6 +1055,9 @@ int pgcat_register_functions(sqlite3 *db, PgCtx *c)
         {"pg_array", -1, fn_pg_array}, {"pg_array_json", 1, fn_array_json}, {"pg_unnest_json", 1, fn_array_json},
         {"pg_options_json", 1, fn_options_json}, {"pg_generate_series_json", 2, fn_series_json},
         {"pg_generate_series_json", 3, fn_series_json}, {"pg_array_get", 2, fn_array_get},
+        {"array_lower", 2, fn_array_lower}, {"string_to_array", 2, fn_string_to_array},
+        {"string_to_array", 3, fn_string_to_array}, {"parse_ident", 1, fn_parse_ident},
+        {"parse_ident", 2, fn_parse_ident},
         {"array_upper", 2, fn_array_len}, {"array_length", 2, fn_array_len}, {"cardinality", 1, fn_array_len},
         {"array_to_string", 2, fn_array_to_string}, {"array_to_string", 3, fn_array_to_string},
         {"pg_get_userbyid", 1, fn_get_userbyid}, {"pg_table_is_visible", 1, fn_table_is_visible},

@@ -39,7 +39,8 @@
  *     and x = ANY(SELECT ...) is x IN (SELECT ...);
  *   - unnest(a) t, generate_series(a, b) t and pg_options_to_table(o) in a
  *     FROM list become subqueries over json_each with the column names
- *     Postgres gives them;
+ *     Postgres gives them; any other call there, f(x) s, returns one value
+ *     and becomes (SELECT f(x) AS s) AS s (Grafana's search_path expansion);
  *   - IS [NOT] DISTINCT FROM is IS [NOT] with the sense inverted;
  *     trim(LEADING|TRAILING|BOTH c FROM s) is pg_trim('...', c, s);
  *     a word after AS (outside CAST) is quoted: Postgres takes any word as
@@ -48,7 +49,8 @@
  *     string_agg is group_concat; array_agg is pg_array_agg; left( and
  *     right( are pg_left( and pg_right( (LEFT is a keyword in SQLite);
  *   - current_user, session_user, current_role, current_catalog and a bare
- *     current_schema become calls of functions of those names.
+ *     current_schema become calls of functions of those names, and so does
+ *     a bare user (Postgres' synonym of current_user).
  */
 #include "pgcatalog.h"
 
@@ -585,6 +587,55 @@ static void table_function(Tr *t, int i, int open)
     push(t, '(', arena_printf(t->a, ") ) ) AS %s", name), NULL);
 }
 
+/* Whether input token i is at the top level of a FROM list (not inside a
+ * call's arguments): the nearest clause word before it, at its own
+ * bracket depth, is FROM or JOIN. */
+static bool in_from_list(const Tr *t, int i)
+{
+    static const char *const CLAUSES[] = {"select", "where", "on", "group", "order", "having", "limit", "values",
+                                          "using", "set", "returning", NULL};
+    int depth = 0;
+    for (int k = i - 1; k >= 0; k--) {
+        const Tok *x = &t->in[k];
+        if (is_punct(x, ')') || is_punct(x, ']')) {
+            depth++;
+        } else if (is_punct(x, '(') || is_punct(x, '[')) {
+            if (depth == 0)
+                return false;
+            depth--;
+        } else if (depth == 0 && x->k == TK_IDENT) {
+            if (!strcmp(x->text, "from") || !strcmp(x->text, "join"))
+                return true;
+            if (in_list(x->text, CLAUSES))
+                return false;
+        }
+    }
+    return false;
+}
+
+/* A function that returns one value, in a FROM list (Postgres makes it a
+ * one-row relation whose column is named by the alias): a subquery. */
+static void scalar_in_from(Tr *t, int i, int open)
+{
+    const char *fn = t->in[i].text;
+    int close = t->match[open];
+    const char *alias = NULL;
+    int k = close + 1;
+    if (at(t, k, "as"))
+        k++;
+    if (k < t->n_in && ((t->in[k].k == TK_IDENT && !in_list(t->in[k].text, NOT_ALIAS)) || t->in[k].k == TK_QIDENT)) {
+        alias = t->in[k].text;
+        for (int m = close + 1; m <= k; m++)
+            t->skip[m] = true;
+    }
+    const char *name = alias ? alias : fn;
+    emit_words(t, "( SELECT");
+    emit(t, fn);
+    emit(t, "(");
+    t->skip[open] = true;   /* the '(' is written above */
+    push(t, '(', arena_printf(t->a, ") AS %s ) AS %s", name, name), NULL);
+}
+
 int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)
 {
     Tr t = {.a = a};
@@ -739,6 +790,15 @@ int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)
                 (!strcmp(w, "unnest") || !strcmp(w, "generate_series") || !strcmp(w, "pg_options_to_table")) &&
                 (!strcasecmp(prev, "from") || !strcmp(prev, ",") || !strcasecmp(prev, "join"))) {
                 table_function(&t, i, nx);
+                continue;
+            }
+            if (call && !qualified && (!strcasecmp(prev, "from") || !strcmp(prev, ",") || !strcasecmp(prev, "join")) &&
+                in_from_list(&t, i)) {
+                scalar_in_from(&t, i, nx);
+                continue;
+            }
+            if (!call && !qualified && !strcmp(w, "user") && strcasecmp(prev, "as") != 0 && !(next && is_punct(next, '.'))) {
+                emit_words(&t, "current_user ( )");   /* USER is CURRENT_USER in Postgres */
                 continue;
             }
             if (!call && !qualified && in_list(w, SESSION_WORDS)) {

@@ -29,6 +29,7 @@
 #include "arena.h"
 #include "buf.h"
 #include "crypto.h"
+#include "pgbinary.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -160,6 +161,8 @@ struct Portal {
     char *sql;
     int n_params;
     char **params;        /* n_params entries, NULL = SQL NULL; owned */
+    int n_rfmt;           /* result format codes from Bind: 0 = all text, */
+    int16_t *rfmt;        /* 1 = one code for every column, else one per column */
 };
 
 typedef enum { RES_SIMPLE, RES_EXECUTE, RES_DESCRIBE } ResMode;
@@ -177,6 +180,10 @@ struct SrvResult {
     struct timespec next_probe;
     struct timespec deadline;  /* statement_timeout; tv_sec 0 = none */
     bool timed_out;
+    int n_rfmt;           /* the portal's result format codes (borrowed) */
+    const int16_t *rfmt;
+    bool *binary;         /* per column of the current statement: send binary */
+    uint32_t *oids;       /* per column: its type, for the binary encoding */
 };
 
 /* ---- output: message framing and sending ---- */
@@ -558,6 +565,7 @@ static void portal_free(Portal *p)
     for (int i = 0; i < p->n_params; i++)
         free(p->params[i]);
     free(p->params);
+    free(p->rfmt);
     free(p->name);
     free(p->sql);
     free(p);
@@ -635,12 +643,55 @@ static void result_init(SrvResult *r, SrvConn *c, ResMode mode)
     r->n_cols = -1;
 }
 
+static void result_fini(SrvResult *r)
+{
+    free(r->binary);
+    free(r->oids);
+    r->binary = NULL;
+    r->oids = NULL;
+}
+
+/* The formats of a statement's columns, from the portal's Bind (Postgres'
+ * rules: no code = text, one code = every column, else one per column).
+ * Returns 0, or -1 with an ERROR sent: a code count that fits neither rule
+ * (08P01), or binary asked for a type with no binary encoding (0A000). */
+static int result_formats(SrvResult *r, int n_cols, const uint32_t *type_oids)
+{
+    result_fini(r);
+    if (r->n_rfmt == 0)
+        return 0;
+    WError e;
+    werr_clear(&e);
+    if (r->n_rfmt > 1 && r->n_rfmt != n_cols) {
+        werr(&e, SQLSTATE_PROTOCOL_VIOLATION, 0, "bind message has %d result formats but query has %d columns",
+             r->n_rfmt, n_cols);
+        srv_result_error(r, &e);
+        return -1;
+    }
+    r->binary = xcalloc((size_t)n_cols + 1, sizeof *r->binary);
+    r->oids = xcalloc((size_t)n_cols + 1, sizeof *r->oids);
+    for (int i = 0; i < n_cols; i++) {
+        uint32_t oid = type_oids ? type_oids[i] : SRV_OID_TEXT;
+        r->oids[i] = oid;
+        r->binary[i] = r->rfmt[r->n_rfmt == 1 ? 0 : i] == 1;
+        if (r->binary[i] && !pgbin_result_supported(oid)) {
+            werr(&e, SQLSTATE_NOT_SUPPORTED, 0,
+                 "feature not supported: binary format for result column %d of type %u", i + 1, oid);
+            srv_result_error(r, &e);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 void srv_result_columns(SrvResult *r, int n_cols, const char *const *names,
                         const uint32_t *type_oids)
 {
     if (r->errored || n_cols < 0 || n_cols > 0x7fff)
         return;
     r->any = true;
+    if (r->mode != RES_SIMPLE && result_formats(r, n_cols, type_oids))
+        return;
     r->n_cols = n_cols;
     r->n_rows = 0;
     r->completed = false;
@@ -658,7 +709,7 @@ void srv_result_columns(SrvResult *r, int n_cols, const char *const *names,
         put_i32(c, (int32_t)oid);
         put_i16(c, oid_typlen(oid));
         put_i32(c, -1);                 /* typmod */
-        put_i16(c, 0);                  /* text format */
+        put_i16(c, r->binary && r->binary[i] ? 1 : 0);
     }
     msg_end(c);
 }
@@ -678,6 +729,24 @@ int srv_result_row(SrvResult *r, const char *const *values, const int *lens)
             continue;
         }
         size_t n = lens && lens[i] >= 0 ? (size_t)lens[i] : strlen(values[i]);
+        if (r->binary && r->binary[i]) {
+            size_t at = c->out.len;
+            put_i32(c, 0);
+            WError e;
+            werr_clear(&e);
+            if (pgbin_encode(r->oids[i], values[i], n, &c->out, &e)) {
+                c->out.len = c->msg_start;
+                srv_result_error(r, &e);
+                return -1;
+            }
+            size_t vlen = c->out.len - at - 4;
+            unsigned char *p = (unsigned char *)c->out.data + at;
+            p[0] = (unsigned char)(vlen >> 24);
+            p[1] = (unsigned char)(vlen >> 16);
+            p[2] = (unsigned char)(vlen >> 8);
+            p[3] = (unsigned char)vlen;
+            continue;
+        }
         if (n > 0x7fffffffu - 1024 || c->out.len - c->msg_start + n > 0x7fffffffu - 1024) {
             c->out.len = c->msg_start;   /* cannot be framed: drop the row */
             return -1;
@@ -1149,37 +1218,6 @@ static int on_parse(SrvConn *c)
     return 0;
 }
 
-/* Shortest text that reads back as the same double (Postgres 12+ style). */
-static void fmt_float8(char *out, size_t n, double v)
-{
-    if (isnan(v)) {
-        snprintf(out, n, "NaN");
-        return;
-    }
-    if (isinf(v)) {
-        snprintf(out, n, v > 0 ? "Infinity" : "-Infinity");
-        return;
-    }
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(out, n, "%.*g", prec, v);
-        if (strtod(out, NULL) == v)
-            return;
-    }
-}
-
-static void fmt_float4(char *out, size_t n, float v)
-{
-    if (isnan(v) || isinf(v)) {
-        fmt_float8(out, n, v);
-        return;
-    }
-    for (int prec = 1; prec <= 9; prec++) {
-        snprintf(out, n, "%.*g", prec, (double)v);
-        if (strtof(out, NULL) == v)
-            return;
-    }
-}
-
 static uint64_t be_u(const unsigned char *p, int n)
 {
     uint64_t v = 0;
@@ -1194,69 +1232,14 @@ static uint64_t be_u(const unsigned char *p, int n)
 static char *param_to_text(SrvConn *c, int idx, uint32_t oid, int fmt,
                            const unsigned char *v, size_t len)
 {
-    if (fmt == 0 || oid == SRV_OID_TEXT || oid == SRV_OID_VARCHAR || oid == SRV_OID_UNKNOWN) {
-        if (memchr(v, 0, len)) {
-            ext_error(c, "22021", "invalid byte sequence for encoding \"UTF8\": 0x00");
-            return NULL;
-        }
-        char *s = xmalloc(len + 1);
-        memcpy(s, v, len);
-        s[len] = 0;
-        return s;
+    WError e;
+    werr_clear(&e);
+    char *s = pgbin_param_to_text(idx, fmt == 0 ? SRV_OID_TEXT : oid, v, len, &e);
+    if (!s) {
+        send_error_fields(c, 'E', "ERROR", &e);
+        c->skip_till_sync = true;
     }
-    char tmp[64];
-    int want = 0;
-    switch (oid) {
-    case SRV_OID_BOOL: want = 1; break;
-    case SRV_OID_INT2: want = 2; break;
-    case SRV_OID_INT4: case SRV_OID_FLOAT4: want = 4; break;
-    case SRV_OID_INT8: case SRV_OID_FLOAT8: want = 8; break;
-    case SRV_OID_BYTEA: {
-        if (len > (SIZE_MAX - 3) / 2) {
-            ext_error(c, SQLSTATE_PROGRAM_LIMIT, "parameter $%d is too large", idx + 1);
-            return NULL;
-        }
-        static const char hex[] = "0123456789abcdef";
-        char *s = xmalloc(2 * len + 3), *o = s;
-        *o++ = '\\';
-        *o++ = 'x';
-        for (size_t i = 0; i < len; i++) {
-            *o++ = hex[v[i] >> 4];
-            *o++ = hex[v[i] & 15];
-        }
-        *o = 0;
-        return s;
-    }
-    default:
-        ext_error(c, SQLSTATE_NOT_SUPPORTED,
-                  "binary format for parameter $%d of type %u is not supported", idx + 1, oid);
-        return NULL;
-    }
-    if (len != (size_t)want) {
-        ext_error(c, "22P03", "incorrect binary data format in bind parameter %d", idx + 1);
-        return NULL;
-    }
-    uint64_t u = be_u(v, want);
-    switch (oid) {
-    case SRV_OID_BOOL: snprintf(tmp, sizeof tmp, "%s", u ? "t" : "f"); break;
-    case SRV_OID_INT2: snprintf(tmp, sizeof tmp, "%d", (int)(int16_t)u); break;
-    case SRV_OID_INT4: snprintf(tmp, sizeof tmp, "%d", (int)(int32_t)u); break;
-    case SRV_OID_INT8: snprintf(tmp, sizeof tmp, "%lld", (long long)(int64_t)u); break;
-    case SRV_OID_FLOAT4: {
-        uint32_t bits = (uint32_t)u;
-        float f;
-        memcpy(&f, &bits, 4);
-        fmt_float4(tmp, sizeof tmp, f);
-        break;
-    }
-    default: {
-        double d;
-        memcpy(&d, &u, 8);
-        fmt_float8(tmp, sizeof tmp, d);
-        break;
-    }
-    }
-    return xstrdup(tmp);
+    return s;
 }
 
 static int on_bind(SrvConn *c)
@@ -1311,11 +1294,7 @@ static int on_bind(SrvConn *c)
     }
     for (int i = 0; i < n_rfmt; i++) {
         int f = (int16_t)be_u(rfmt + 2 * i, 2);
-        if (f == 1) {
-            ext_error(c, SQLSTATE_NOT_SUPPORTED, "binary result format is not supported");
-            goto out;
-        }
-        if (f != 0) {
+        if (f != 0 && f != 1) {
             ext_error(c, SQLSTATE_INVALID_PARAMETER, "unsupported format code: %d", f);
             goto out;
         }
@@ -1350,6 +1329,16 @@ static int on_bind(SrvConn *c)
     p->n_params = n_params;
     p->params = params;
     params = NULL;
+    /* All-text result codes are kept as none, so text portals pay nothing. */
+    bool any_binary = false;
+    for (int i = 0; i < n_rfmt; i++)
+        any_binary |= be_u(rfmt + 2 * i, 2) == 1;
+    if (any_binary) {
+        p->n_rfmt = n_rfmt;
+        p->rfmt = xcalloc((size_t)n_rfmt, sizeof *p->rfmt);
+        for (int i = 0; i < n_rfmt; i++)
+            p->rfmt[i] = (int16_t)be_u(rfmt + 2 * i, 2);
+    }
     p->next = c->portals;
     c->portals = p;
     c->n_objects++;
@@ -1366,7 +1355,8 @@ out:
 }
 
 /* RowDescription or NoData for sql, by asking the engine to describe it. */
-static void describe_rows(SrvConn *c, const char *sql, int n_params, const char *const *params)
+static void describe_rows(SrvConn *c, const char *sql, int n_params, const char *const *params,
+                          const Portal *p)
 {
     if (query_is_empty(sql)) {
         send_simple(c, 'n');
@@ -1375,7 +1365,12 @@ static void describe_rows(SrvConn *c, const char *sql, int n_params, const char 
     const SrvEngine *eng = &c->srv->eng;
     SrvResult r;
     result_init(&r, c, RES_DESCRIBE);
+    if (p) {
+        r.n_rfmt = p->n_rfmt;
+        r.rfmt = p->rfmt;
+    }
     eng->execute(eng->ctx, c->sess, sql, n_params, params, true, 0, &r);
+    result_fini(&r);
     if (!r.errored && !r.described)
         send_simple(c, 'n');
 }
@@ -1397,13 +1392,13 @@ static int on_describe(SrvConn *c)
             put_i32(c, (int32_t)(s->types[i] ? s->types[i] : SRV_OID_TEXT));
         msg_end(c);
         const char **nulls = xcalloc((size_t)s->n_params + 1, sizeof *nulls);
-        describe_rows(c, s->sql, s->n_params, nulls);
+        describe_rows(c, s->sql, s->n_params, nulls, NULL);
         free(nulls);
     } else {
         Portal *p = *portal_find(c, name);
         if (!p)
             return ext_error(c, "34000", "portal \"%s\" does not exist", name);
-        describe_rows(c, p->sql, p->n_params, (const char *const *)p->params);
+        describe_rows(c, p->sql, p->n_params, (const char *const *)p->params, p);
     }
     return 0;
 }
@@ -1425,9 +1420,12 @@ static int on_execute(SrvConn *c)
     const SrvEngine *eng = &c->srv->eng;
     SrvResult r;
     result_init(&r, c, RES_EXECUTE);
+    r.n_rfmt = p->n_rfmt;
+    r.rfmt = p->rfmt;
     atomic_store(&c->cancel, false);
     eng->execute(eng->ctx, c->sess, p->sql, p->n_params, (const char *const *)p->params,
                  false, max_rows > 0 ? max_rows : 0, &r);
+    result_fini(&r);
     if (r.in_copy)
         srv_result_copy_end(&r, "COPY");
     if (!r.errored && !r.completed) {

@@ -209,6 +209,7 @@ void session_close(void *ctx, void *sess)
         return;
     Engine *e = s->e;
     pthread_mutex_lock(&e->lock);
+    cursors_close_all(s);
     for (Session **pp = &e->sessions; *pp; pp = &(*pp)->next)
         if (*pp == s) {
             *pp = s->next;
@@ -1518,6 +1519,8 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
          * The session remembers being "in" one for ReadyForQuery ('T') and
          * for idle_in_transaction_session_timeout. */
         s->in_txn = st->u.txn == TXN_BEGIN;
+        if (!s->in_txn)
+            cursors_close_all(s);
         srv_result_complete(out, st->u.txn == TXN_BEGIN ? "BEGIN" : st->u.txn == TXN_COMMIT ? "COMMIT" : "ROLLBACK");
         break;
     case STMT_CHECKPOINT:
@@ -1556,6 +1559,15 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         break;
     case STMT_DELETE:
         rc = table_delete(e, st, out, err);
+        break;
+    case STMT_DECLARE:
+        rc = cursor_declare(e, s, st, describe_only, out, err);
+        break;
+    case STMT_FETCH:
+        rc = cursor_fetch(e, s, st, describe_only, out, err);
+        break;
+    case STMT_CLOSE:
+        rc = cursor_close(e, s, st, describe_only, out, err);
         break;
     case STMT_SUBSCRIBE:
         rc = session_subscribe(e, st, out, err);
@@ -1641,7 +1653,8 @@ static int run_weir(Session *s, const char *sql, bool describe_only, int n_param
          * first. Queries need not wait. */
         AstStmtKind k = stmts[i]->kind;
         if (k != STMT_SELECT && k != STMT_EXPLAIN && k != STMT_SHOW && k != STMT_SET && k != STMT_RESET &&
-            k != STMT_TRANSACTION && k != STMT_EMPTY && k != STMT_INSERT)
+            k != STMT_TRANSACTION && k != STMT_EMPTY && k != STMT_INSERT && k != STMT_DECLARE && k != STMT_FETCH &&
+            k != STMT_CLOSE)
             engine_checkpoint_wait(e, NULL);
         srv_result_set_timeout(out, setting_ms(s, "statement_timeout"));
         rc = exec_stmt(e, s, sql, stmts[i], describe_only, out, &err);

@@ -56,8 +56,8 @@ struct Subscription {
 /* ---- events ------------------------------------------------------------------- */
 
 /* One allocation: the event, then vals[n], lens[n], then the text. */
-static SubEvent *event_new(SubEventKind kind, uint64_t epoch, int diff, int n, const char *const *vals,
-                           const int *lens)
+SubEvent *sub_event_new(SubEventKind kind, uint64_t epoch, int diff, int n, const char *const *vals,
+                        const int *lens)
 {
     size_t text = 0;
     for (int i = 0; i < n; i++)
@@ -147,7 +147,7 @@ static void on_change(void *arg, uint64_t epoch, int n_cols, const Value *row, i
     }
     for (int i = 0; i < n; i++)
         vals[i] = offs[i] == (size_t)-1 ? NULL : text.data + offs[i];
-    SubEvent *ev = event_new(SUB_ROW, epoch, diff, n, vals, lens);
+    SubEvent *ev = sub_event_new(SUB_ROW, epoch, diff, n, vals, lens);
     buf_free(&text);
     pthread_mutex_lock(&s->mu);
     enqueue_locked(s, ev, true);
@@ -157,7 +157,7 @@ static void on_change(void *arg, uint64_t epoch, int n_cols, const Value *row, i
 static void on_progress(void *arg, uint64_t epoch)
 {
     Subscription *s = arg;
-    SubEvent *ev = event_new(SUB_PROGRESS, epoch, 0, 0, NULL, NULL);
+    SubEvent *ev = sub_event_new(SUB_PROGRESS, epoch, 0, 0, NULL, NULL);
     pthread_mutex_lock(&s->mu);
     enqueue_locked(s, ev, true);
     pthread_mutex_unlock(&s->mu);
@@ -225,7 +225,7 @@ static int snapshot_row(void *arg, int n, const char *const *vals, const int *le
     int l[SUB_MAX_COLS];
     for (int i = 0; i < n; i++)
         l[i] = vals[i] ? (lens && lens[i] >= 0 ? lens[i] : (int)strlen(vals[i])) : -1;
-    SubEvent *ev = event_new(SUB_ROW, c->epoch, 1, n, vals, l);
+    SubEvent *ev = sub_event_new(SUB_ROW, c->epoch, 1, n, vals, l);
     ev->snapshot = true;
     pthread_mutex_lock(&s->mu);
     enqueue_locked(s, ev, false);
@@ -416,7 +416,7 @@ static void queue_text_row(Subscription *s, const Buf *r, uint64_t epoch, int di
         off += len == UINT32_MAX ? 0 : len;
         n++;
     }
-    SubEvent *ev = event_new(SUB_ROW, epoch, diff, n, vals, lens);
+    SubEvent *ev = sub_event_new(SUB_ROW, epoch, diff, n, vals, lens);
     pthread_mutex_lock(&s->mu);
     enqueue_locked(s, ev, false);
     pthread_mutex_unlock(&s->mu);
@@ -573,9 +573,8 @@ static int stream_copy(Subscription *s, bool progress, SrvResult *out, WError *e
     return rc;
 }
 
-int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+int sub_options(const AstSubscribe *sb, bool *snapshot_out, bool *progress_out, WError *err)
 {
-    const AstSubscribe *sb = st->u.subscribe;
     bool snapshot = true, progress = false;
     for (int i = 0; i < ast_list_len(sb->options); i++) {
         const AstOption *o = AST_AT(sb->options, i);
@@ -597,13 +596,32 @@ int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
                         "feature not supported: COPY option %s %s (only FORMAT text)", o->key,
                         o->value ? o->value : "");
     }
+    *snapshot_out = snapshot;
+    *progress_out = progress;
+    return 0;
+}
+
+CatObj *sub_view(Engine *e, const AstStmt *st, WError *err)
+{
+    const AstSubscribe *sb = st->u.subscribe;
     CatObj *v = engine_find(e, sb->view);
     if (!v)
-        return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", sb->view);
+        return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", sb->view), NULL;
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "cannot subscribe to \"%s\": not a materialized view or table",
                     v->name),
-               werr_hint(err, "Create a materialized view over it and subscribe to that."), -1;
+               werr_hint(err, "Create a materialized view over it and subscribe to that."), NULL;
+    return v;
+}
+
+int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+{
+    bool snapshot, progress;
+    if (sub_options(st->u.subscribe, &snapshot, &progress, err))
+        return -1;
+    CatObj *v = sub_view(e, st, err);
+    if (!v)
+        return -1;
     Subscription *s;
     if (sub_open(e, v, snapshot, &s, err))
         return err->pos = st->pos, -1;

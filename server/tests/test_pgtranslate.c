@@ -65,6 +65,16 @@ int main(void)
        "from (SELECT value AS x FROM json_each(pg_unnest_json(tc.reloptions))) AS x");
     tr("FROM pg_catalog.generate_series(0, 3) s WHERE true",
        "from (SELECT value AS s FROM json_each(pg_generate_series_json(0, 3))) AS s where true");
+    /* A function of one value in a FROM list is a one-row subquery named by its alias;
+     * the same call among a function's arguments is left alone. */
+    tr("FROM generate_series(1, 2) as i, string_to_array(current_setting('x'), ',') s",
+       "from (SELECT value AS i FROM json_each(pg_generate_series_json(1, 2))) AS i, "
+       "(SELECT string_to_array(current_setting('x'), ',') AS s) AS s");
+    tr("SELECT f(a, g(b)) FROM t", "select f(a, g(b)) from t");
+    tr("SELECT x FROM t WHERE y IN (1, lower(z))", "select x from t where y in (1, lower(z))");
+    /* USER is CURRENT_USER; a label or a qualified column named user is not. */
+    tr("SELECT CASE WHEN a THEN user ELSE b END", "select case when a then current_user() else b end");
+    tr("SELECT t.user, 1 AS user", "select t.user, 1 as \"user\"");
     tr("FROM pg_catalog.pg_options_to_table(ftoptions)",
        "from (SELECT key AS option_name, value AS option_value FROM json_each(pg_options_json(ftoptions))) AS "
        "pg_options_to_table");

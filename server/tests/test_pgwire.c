@@ -465,7 +465,14 @@ static void test_extended(PGconn *c)
     PQclear(r);
 
     r = PQexecParams(c, "ECHO $1", 1, NULL, vals, NULL, NULL, 1);
-    is_str(PQresultErrorField(r, PG_DIAG_SQLSTATE), "0A000", "binary results refused");
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQfformat(r, 0) == 1 && PQgetlength(r, 0, 0) == (int)strlen(vals[0]) &&
+           memcmp(PQgetvalue(r, 0, 0), vals[0], strlen(vals[0])) == 0,
+       "binary result of a text column: its bytes");
+    PQclear(r);
+    r = PQexecParams(c, "SELECT 2", 0, NULL, NULL, NULL, NULL, 1);
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 2 && PQgetlength(r, 1, 0) == 4 &&
+           memcmp(PQgetvalue(r, 1, 0), "\0\0\0\2", 4) == 0,
+       "binary result of an int4 column: four big-endian bytes");
     PQclear(r);
 
     r = PQexecParams(c, "ECHO $1 $2", 1, NULL, vals, NULL, NULL, 0);
@@ -746,6 +753,43 @@ static void test_scram(void)
     srv_server_stop(s);
 }
 
+/* Result format codes that fit neither rule (one code, or one per column):
+ * 08P01 at Execute, and Describe of a binary portal reports format 1. */
+static void test_result_formats(int port)
+{
+    int fd = raw_connect(port);
+    ok(fd >= 0 && raw_startup(fd, "alice") == 0, "formats: startup");
+    unsigned char parse[] = {0, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '2', 0, 0, 0};
+    unsigned char bind2[] = {0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 0, 1};        /* 2 result formats, 1 column */
+    unsigned char bind1[] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 1};              /* one code: binary for all */
+    unsigned char describe[] = {'P', 0}, execute[] = {0, 0, 0, 0, 0};
+    send_msg(fd, 'P', parse, sizeof parse);
+    send_msg(fd, 'B', bind2, sizeof bind2);
+    send_msg(fd, 'E', execute, sizeof execute);
+    send_msg(fd, 'S', NULL, 0);
+    char body[2048];
+    int t;
+    const char *code = "";
+    while ((t = read_msg(fd, body, sizeof body)) >= 0 && t != 'Z')
+        if (t == 'E')
+            code = strcmp(error_code(body, sizeof body), "08P01") == 0 ? "08P01" : "other";
+    is_str(code, "08P01", "two result formats for one column: 08P01");
+    send_msg(fd, 'P', parse, sizeof parse);
+    send_msg(fd, 'B', bind1, sizeof bind1);
+    send_msg(fd, 'D', describe, sizeof describe);
+    send_msg(fd, 'S', NULL, 0);
+    int fmt = -1;
+    while ((t = read_msg(fd, body, sizeof body)) >= 0 && t != 'Z')
+        if (t == 'T') {
+            /* count, then name "n\0", table oid, attnum, type oid, typlen, typmod, format */
+            const unsigned char *f = (const unsigned char *)body + 2 + 2 + 4 + 2 + 4 + 2 + 4;
+            fmt = f[0] << 8 | f[1];
+        }
+    is_int(fmt, 1, "Describe of a binary portal: format 1 in RowDescription");
+    if (fd >= 0)
+        close(fd);
+}
+
 static void test_hostile(int port)
 {
     unsigned char b[64];
@@ -1020,6 +1064,7 @@ int main(int argc, char **argv)
     test_prepared(c);
     PQfinish(c);
     test_cancel(port);
+    test_result_formats(port);
     test_hostile(port);
     test_limit();
     test_slow_clients();

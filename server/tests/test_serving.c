@@ -3,6 +3,8 @@
  *
  * Starts `weir broker` and `weir serve` on free loopback ports (the weir
  * executable is argv[1]), creates a source and a view, then:
+ *   - binary format (libpq resultFormat 1, binary parameters) for every
+ *     common type, NULLs and negative values;
  *   - SUBSCRIBE v WITH (progress = true) over libpq (COPY OUT): the snapshot,
  *     a change after an INSERT (retraction + insertion, same epoch), the
  *     progress row for that epoch, then a CancelRequest ends it with 57014;
@@ -299,6 +301,171 @@ static const char *copy_result_state(PGconn *c, char *state, double timeout_s)
 
 /* ---- the test --------------------------------------------------------------------- */
 
+/* ---- binary format ---------------------------------------------------------- */
+
+/* The value in binary result cell (row, col) as lowercase hex. */
+static const char *cell_hex(const PGresult *r, int row, int col, char *out, size_t cap)
+{
+    const unsigned char *v = (const unsigned char *)PQgetvalue(r, row, col);
+    int n = PQgetlength(r, row, col);
+    out[0] = 0;
+    for (int i = 0; i < n && (size_t)(2 * i + 2) < cap; i++)
+        snprintf(out + 2 * i, 3, "%02x", v[i]);
+    return out;
+}
+
+static int unhex(const char *h, char *out)
+{
+    int n = 0;
+    for (; h[0] && h[1]; h += 2) {
+        unsigned v;
+        sscanf(h, "%2x", &v);
+        out[n++] = (char)v;
+    }
+    return n;
+}
+
+/* Columns of bt after k, their OIDs, and the binary form Postgres gives the
+ * row inserted as text below (negative values and a pre-2000, pre-1970
+ * timestamp on purpose: sign extension and the epoch shift). */
+static const char *const BT_COLS = "b, s, i, r, d, x, y, dt, ts, tz, iv";
+static const Oid BT_OIDS[11] = {16, 21, 23, 700, 701, 1043, 17, 1082, 1114, 1184, 1186};
+static const char *const BT_HEX[11] = {
+    "01", "fffd", "fffeee90", "bfc00000", "c002000000000000", "68c3a96c6c6f", "00ff",
+    "ffffffff",                       /* 1999-12-31: day -1 */
+    "fffc96188bb60220",               /* 1969-07-20 20:17:40.5 */
+    "0002b0d5d4e94000",               /* 2024-01-01 00:00:00+00 */
+    "ffffffffffbb55e0" "00000003" "fffffff2",  /* -4.5 s, 3 days, -14 months */
+};
+
+static void test_binary(PGconn *c)
+{
+    ok(exec_ok(c, "CREATE TABLE bt (k BIGINT PRIMARY KEY, b BOOLEAN, s SMALLINT, i INT, r REAL, "
+                  "d DOUBLE PRECISION, x TEXT, y BYTEA, dt DATE, ts TIMESTAMP, tz TIMESTAMPTZ, iv INTERVAL)") &&
+       exec_ok(c, "INSERT INTO bt VALUES (-1, true, -3, -70000, -1.5, -2.25, 'h\xc3\xa9llo', '\\x00ff', "
+                  "'1999-12-31', '1969-07-20 20:17:40.5', '2024-01-01 00:00:00+00', "
+                  "'-1 years -2 mons 3 days -00:00:04.5')") &&
+       exec_ok(c, "INSERT INTO bt (k) VALUES (2)"),
+       "binary: table with every common type");
+
+    /* Results in binary, selected by a binary int8 parameter. */
+    char sql[200], hex[80];
+    snprintf(sql, sizeof sql, "SELECT %s FROM bt WHERE k = $1", BT_COLS);
+    const Oid i8 = 20;
+    const char minus1[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    const char *pv[1] = {minus1};
+    const int pl[1] = {8}, pf[1] = {1};
+    PGresult *r = PQexecParams(c, sql, 1, &i8, pv, pl, pf, 1);
+    if (!ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1, "binary: result rows"))
+        diag("%s", PQresultErrorMessage(r));
+    for (int i = 0; i < 11 && PQntuples(r) == 1; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "binary result: %s (oid %u, format %d)", PQfname(r, i), PQftype(r, i),
+                 PQfformat(r, i));
+        cell_hex(r, 0, i, hex, sizeof hex);
+        ok(PQfformat(r, i) == 1 && PQftype(r, i) == BT_OIDS[i] && strcmp(hex, BT_HEX[i]) == 0, name);
+        if (strcmp(hex, BT_HEX[i]) != 0)
+            diag("got %s want %s", hex, BT_HEX[i]);
+    }
+    PQclear(r);
+
+    /* NULLs in binary. */
+    snprintf(sql, sizeof sql, "SELECT %s FROM bt WHERE k = 2", BT_COLS);
+    r = PQexecParams(c, sql, 0, NULL, NULL, NULL, NULL, 1);
+    bool all_null = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    for (int i = 0; all_null && i < 11; i++)
+        all_null = PQgetisnull(r, 0, i);
+    ok(all_null, "binary result: NULL in every type");
+    PQclear(r);
+
+    /* Every type as a binary parameter: the same bytes inserted, then read
+     * back in text and in binary; NULL parameters too. */
+    char bufs[11][32];
+    const char *vals[12];
+    int lens[12], fmts[12];
+    Oid types[12];
+    const char three[8] = {0, 0, 0, 0, 0, 0, 0, 3};
+    vals[0] = three;
+    lens[0] = 8;
+    fmts[0] = 1;
+    types[0] = i8;
+    for (int i = 0; i < 11; i++) {
+        vals[i + 1] = bufs[i];
+        lens[i + 1] = unhex(BT_HEX[i], bufs[i]);
+        fmts[i + 1] = 1;
+        types[i + 1] = BT_OIDS[i];
+    }
+    r = PQexecParams(c, "INSERT INTO bt VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)", 12, types, vals,
+                     lens, fmts, 0);
+    if (!ok(PQresultStatus(r) == PGRES_COMMAND_OK, "binary parameters: insert every type"))
+        diag("%s", PQresultErrorMessage(r));
+    PQclear(r);
+    const char four[8] = {0, 0, 0, 0, 0, 0, 0, 4};
+    vals[0] = four;
+    for (int i = 1; i < 12; i++)
+        vals[i] = NULL;
+    r = PQexecParams(c, "INSERT INTO bt VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)", 12, types, vals,
+                     lens, fmts, 0);
+    ok(PQresultStatus(r) == PGRES_COMMAND_OK, "binary parameters: NULLs");
+    PQclear(r);
+    snprintf(sql, sizeof sql, "SELECT %s FROM bt WHERE k IN (-1, 3, 4) ORDER BY k", BT_COLS);
+    r = PQexec(c, sql);
+    bool same = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 3;
+    for (int i = 0; same && i < 11; i++) {
+        same = strcmp(PQgetvalue(r, 0, i), PQgetvalue(r, 1, i)) == 0 && PQgetisnull(r, 2, i);
+        if (!same)
+            diag("%s: %s vs %s", PQfname(r, i), PQgetvalue(r, 0, i), PQgetvalue(r, 1, i));
+    }
+    ok(same, "binary parameters read back as the same text values, NULLs as NULL");
+    PQclear(r);
+    snprintf(sql, sizeof sql, "SELECT %s FROM bt WHERE k = 3", BT_COLS);
+    r = PQexecParams(c, sql, 0, NULL, NULL, NULL, NULL, 1);
+    same = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    for (int i = 0; same && i < 11; i++)
+        same = strcmp(cell_hex(r, 0, i, hex, sizeof hex), BT_HEX[i]) == 0;
+    ok(same, "binary parameters round-trip byte for byte");
+    PQclear(r);
+
+    /* jsonb: a version byte (1), then the text; and back as a binary parameter. */
+    const char *jq = "SELECT CAST('{\"a\": [1, -2]}' AS JSONB) AS j";
+    PGresult *rt = PQexec(c, jq);
+    r = PQexecParams(c, jq, 0, NULL, NULL, NULL, NULL, 1);
+    const char *jtext = PQresultStatus(rt) == PGRES_TUPLES_OK ? PQgetvalue(rt, 0, 0) : "";
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQftype(r, 0) == 3802 && PQgetlength(r, 0, 0) == (int)strlen(jtext) + 1 &&
+           PQgetvalue(r, 0, 0)[0] == 1 && memcmp(PQgetvalue(r, 0, 0) + 1, jtext, strlen(jtext)) == 0,
+       "binary jsonb: version 1, then the text");
+    PQclear(r);
+    char jb[64];
+    jb[0] = 1;
+    snprintf(jb + 1, sizeof jb - 1, "%s", "{\"b\": true}");
+    const Oid jo = 3802;
+    const char *jv[1] = {jb};
+    int jl = (int)strlen(jb + 1) + 1, jf = 1;
+    r = PQexecParams(c, "SELECT CAST($1 AS JSONB) -> 'b'", 1, &jo, jv, &jl, &jf, 0);
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "true") == 0, "binary jsonb parameter");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        diag("%s", PQresultErrorMessage(r));
+    PQclear(r);
+    PQclear(rt);
+
+    /* A parameter of the wrong width, a type with no binary form, and the
+     * connection still serves. */
+    const char two[2] = {0, 1};
+    pv[0] = two;
+    int l2 = 2;
+    r = PQexecParams(c, "SELECT k FROM bt WHERE k = $1", 1, &i8, pv, &l2, pf, 0);
+    is_str(PQresultErrorField(r, PG_DIAG_SQLSTATE), "22P03", "binary parameter of the wrong length: 22P03");
+    PQclear(r);
+    r = PQexecParams(c, "SELECT typname, typinput FROM pg_catalog.pg_type LIMIT 1", 0, NULL, NULL, NULL, NULL, 1);
+    is_str(PQresultErrorField(r, PG_DIAG_SQLSTATE), "0A000", "binary result of a type without one (regproc): 0A000");
+    PQclear(r);
+    r = PQexecParams(c, "SELECT count(*) FROM bt", 0, NULL, NULL, NULL, NULL, 1);
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQgetlength(r, 0, 0) == 8 &&
+           ((const unsigned char *)PQgetvalue(r, 0, 0))[7] == 4,
+       "binary count(*) after the errors");
+    PQclear(r);
+}
+
 static void test_subscribe(PGconn *c)
 {
     PGconn *s = connect_pg(5);
@@ -512,6 +679,7 @@ int main(int argc, char **argv)
        "create view");
     ok(exec_ok(c, "INSERT INTO ev VALUES (1, 10), (2, 5)") && exec_ok(c, "FLUSH"), "first rows");
     exec_ok(c, "CHECKPOINT");
+    test_binary(c);
     test_subscribe(c);
     test_http(c);
     test_drop_ends_subscribe(c);

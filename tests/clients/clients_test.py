@@ -5,7 +5,7 @@ Starts an embedded broker and weir on free ports, creates a source and a view, a
 - pgbench (-M extended and -M prepared) with a parameterized point query on the view, for a
   bounded number of transactions: none may fail;
 - node-postgres (`pg` from npm, installed once into --node-dir): parameters ($1), a named
-  prepared statement run twice, a plain query, type OIDs, an error's SQLSTATE;
+  prepared statement run twice, a plain query, type OIDs, binary results, an error's SQLSTATE;
 - psycopg2 with a bound parameter (psycopg2 interpolates parameters on the client, so this is
   the simple protocol).
 
@@ -102,6 +102,10 @@ def main():
         check(got.get("plain") == [{"k": "1", "total": "10"}, {"k": "2", "total": "20"}, {"k": "3", "total": "30"}],
               "node pg: a plain query", got.get("plain"))
         check(got.get("types") == [20, 20], "node pg: bigint columns have OID 20", got.get("types"))
+        check(got.get("binary_formats") == ["binary"] * 3 and
+              got.get("binary") == [{"k": "2", "total": "20", "big": True}],
+              "node pg: binary results (bigint, boolean)",
+              (got.get("binary_formats"), got.get("binary")))
         check(got.get("error") == "42P01", "node pg: an error carries its SQLSTATE", got.get("error"))
     except Exception as e:  # a harness failure is a failed test, with the reason
         check(False, "harness", e)

@@ -1,6 +1,6 @@
 // node_pg.js: node-postgres (the `pg` package) against weir: connect, a parameterized query
-// ($1, extended protocol), a named prepared statement run twice, a plain query, and an error
-// with its SQLSTATE. Prints one JSON line per check; clients_test.py compares them.
+// ($1, extended protocol), a named prepared statement run twice, a plain query, results in binary
+// (binary: true), and an error with its SQLSTATE. Prints one JSON line per check; clients_test.py compares them.
 // usage: NODE_PATH=<dir>/node_modules node node_pg.js PORT
 const { Client } = require('pg');
 
@@ -15,6 +15,12 @@ const { Client } = require('pg');
   out('prepared2', (await c.query({ ...q, values: [25] })).rows);
   out('plain', (await c.query('SELECT k, total FROM mv ORDER BY k')).rows);
   out('types', (await c.query('SELECT k, total FROM mv LIMIT 1')).fields.map((f) => f.dataTypeID));
+  // binary: true asks for every result column in binary (Bind's result format 1). node-postgres
+  // decodes each field as UTF-8 before its binary parser runs (brianc/node-postgres#3495), so
+  // only values whose bytes are all ASCII survive: small integers and booleans.
+  const b = await c.query({ text: 'SELECT k, total, total > 15 AS big FROM mv WHERE k = $1', values: [2], binary: true });
+  out('binary', b.rows);
+  out('binary_formats', b.fields.map((f) => f.format));
   try {
     await c.query('SELECT * FROM no_such_view WHERE k = $1', [1]);
     out('error', null);
