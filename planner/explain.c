@@ -291,6 +291,10 @@ static void node_state(const PlanNode *n, Buf *out)
             }
             buf_puts(out, ", lateness ");
             fmt_us(n->lateness_us, out);
+        } else if (n->state_ttl_us) {
+            buf_puts(out, "; bounded by state_ttl ");
+            fmt_us(n->state_ttl_us, out);
+            buf_puts(out, " (a group idle that long, in processing time, is dropped)");
         } else {
             buf_puts(out, "; no time bound (one entry per group)");
         }
@@ -313,7 +317,11 @@ static void node_state(const PlanNode *n, Buf *out)
         else if (n->interval)
             buf_printf(out, "; bounded by watermarks on %s and %s", in->names[n->left_time_col],
                        n->inputs[1]->out.names[n->right_time_col]);
-        else
+        else if (n->state_ttl_us) {
+            buf_puts(out, "; bounded by state_ttl ");
+            fmt_us(n->state_ttl_us, out);
+            buf_puts(out, " (a key's rows idle that long, in processing time, are dropped)");
+        } else
             buf_puts(out, "; UNBOUNDED (no time bound)");
         break;
     }

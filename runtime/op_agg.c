@@ -29,6 +29,11 @@
  * last window is past end + lateness. The live pane ends and the last
  * window emitted are kept under PANE_META, so a restart neither loses nor
  * repeats a window.
+ *
+ * With WITH (state_ttl) an unwindowed aggregation touches each row's group
+ * in processing time (state_ttl.c); a group idle for the TTL is dropped
+ * silently, with its multiset entries, and its next row starts it again
+ * from empty state (+I, which the view's materialize applies as an upsert).
  */
 #include "runtime_int.h"
 
@@ -126,6 +131,9 @@ typedef struct AggOp {
     Ends wins;
     Value *upd_before;        /* pane_push: the old states of the windows a late row updates */
     int64_t *upd_ws;          /* ... and their starts; both for size/slide windows */
+    bool has_ttl;             /* WITH (state_ttl): idle groups expire (see the file comment) */
+    RtTtl ttl;
+    Buf dbuf;                 /* expire_group's scratch */
 } AggOp;
 
 /* Where a pane aggregation keeps its pane list: 0xFF never starts a
@@ -1274,6 +1282,7 @@ static int agg_push(RtOp *op, Chunk *c)
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
     Value group[MAX_VALS], kv[MAX_VALS + 1], st[MAX_VALS], out[MAX_VALS];
+    int64_t now = a->has_ttl ? rt_proc_now_us() : 0;
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < a->n_group; i++)
             chunk_get(c, n->group_cols[i], r, &group[i]);
@@ -1299,6 +1308,8 @@ static int agg_push(RtOp *op, Chunk *c)
         for (int i = 0; i < a->n_group; i++)
             kv[nk++] = group[i];
         make_key(a, kv, nk);
+        if (a->has_ttl && rt_ttl_touch(&a->ttl, a->kbuf.data, a->kbuf.len, now, true, rc->err))
+            return -1;
         int created;
         ByteMapEntry *e = bytemap_get(&a->touched, a->kbuf.data, a->kbuf.len, 1, &created);
         int f = state_load(a, a->kbuf.data, a->kbuf.len, st);
@@ -1355,6 +1366,53 @@ static int agg_watermark(RtOp *op, int64_t wm)
     return rt_emit_watermark(op, wm);
 }
 
+/* state_ttl: deletes a group's state and its multiset entries. */
+static int expire_group(void *arg, const void *key, size_t klen, WError *err)
+{
+    AggOp *a = arg;
+    if (stor_table_delete(a->op.table, key, klen, err))
+        return -1;
+    buf_reset(&a->dbuf);
+    buf_append(&a->dbuf, key, klen);
+    buf_put_u8(&a->dbuf, 0xfd);
+    size_t plen = a->dbuf.len;
+    StorIter *it;
+    if (stor_iter_open(a->op.table, a->dbuf.data, plen, &it, err))
+        return -1;
+    const void *k, *v;
+    size_t kl, vl;
+    int got;
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
+        buf_put_u32be(&a->dbuf, (uint32_t)kl);
+        buf_append(&a->dbuf, k, kl);
+    }
+    stor_iter_close(it);
+    if (got < 0)
+        return -1;
+    for (size_t off = plen; off + 4 <= a->dbuf.len;) {
+        const unsigned char *p = (const unsigned char *)a->dbuf.data + off;
+        uint32_t l = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        if (stor_table_delete(a->op.table, p + 4, l, err))
+            return -1;
+        off += 4 + l;
+    }
+    return 0;
+}
+
+/* Before a checkpoint: drops the groups past their TTL, so it deletes them from LMDB. */
+static int agg_flush_state(RtOp *op, uint64_t epoch)
+{
+    AggOp *a = (AggOp *)op;
+    (void)epoch;
+    return a->has_ttl ? rt_ttl_sweep(&a->ttl, rt_proc_now_us(), op->rc->err) : 0;
+}
+
+static int agg_expiry_due(RtOp *op, int64_t now)
+{
+    WError err = {0};
+    return rt_ttl_due(&((AggOp *)op)->ttl, now, &err);
+}
+
 static int agg_finish(RtOp *op)
 {
     AggOp *a = (AggOp *)op;
@@ -1373,6 +1431,8 @@ static void agg_close(RtOp *op)
     free(a->upd_before);
     free(a->wins.v);
     free(a->upd_ws);
+    rt_ttl_fini(&a->ttl);
+    buf_free(&a->dbuf);
     free(a);
 }
 
@@ -1416,7 +1476,8 @@ static int64_t agg_open_windows(RtOp *op)
     return count;
 }
 
-static const RtOpVt AGG_VT = {.push = agg_push, .watermark = agg_watermark, .finish = agg_finish, .close = agg_close, .start = agg_start};
+static const RtOpVt AGG_VT = {.push = agg_push, .watermark = agg_watermark, .flush_state = agg_flush_state,
+                              .finish = agg_finish, .close = agg_close, .start = agg_start};
 
 RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
 {
@@ -1459,5 +1520,10 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
     }
     if (a->windowed || a->panes)
         a->op.open_windows = agg_open_windows;
+    a->has_ttl = n->state_ttl_us > 0 && !a->windowed && !a->panes && !a->session;
+    if (a->has_ttl) {
+        rt_ttl_init(&a->ttl, a->op.table, n->state_ttl_us, expire_group, a, &a->op.counters.expired_keys);
+        a->op.expiry_due = agg_expiry_due;
+    }
     return &a->op;
 }
