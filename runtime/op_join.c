@@ -207,11 +207,12 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
         return 0; /* no time, no window of partners */
     size_t plen;
     state_key(j, s, vals, &j->kbuf, &plen, &j->obuf);
-    if (j->has_ttl && !null_key) {
+    if (j->has_ttl) {
         /* Before reading: a key past its TTL must not be seen. A row writes
-         * its own side's key and reads the other side's. */
+         * its own side's key (rows with a NULL key too: an outer join keeps
+         * them) and reads the other side's. */
         if (rt_ttl_touch(&me->ttl, j->kbuf.data, plen, j->now, sign > 0, rc->err) ||
-            rt_ttl_touch(&ot->ttl, j->kbuf.data, plen, j->now, false, rc->err))
+            (!null_key && rt_ttl_touch(&ot->ttl, j->kbuf.data, plen, j->now, false, rc->err)))
             return -1;
     }
     const void *v;

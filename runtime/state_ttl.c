@@ -33,6 +33,7 @@
 
 #define TTL_AT 0xFC
 #define TTL_IX 0xFB
+#define SWEEP_MAX 100000
 
 int64_t rt_proc_now_us(void)
 {
@@ -181,13 +182,18 @@ int rt_ttl_sweep(RtTtl *t, int64_t now, WError *err)
         return -1;
     const void *k, *v;
     size_t kl, vl;
-    int got;
+    int got = 0;
     Buf dead = BUF_INIT; /* length-prefixed index keys, dropped after the scan */
-    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
+    int n = 0;
+    /* At most SWEEP_MAX keys per checkpoint, so one checkpoint stays short;
+     * the rest stay due, and the engine checkpoints again. Until then they
+     * are dropped on access, so results do not depend on the sweep. */
+    while (n < SWEEP_MAX && (got = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
         if (kl < 9)
             continue;
         buf_put_u32be(&dead, (uint32_t)kl);
         buf_append(&dead, k, kl);
+        n++;
     }
     stor_iter_close(it);
     int rc = got < 0 ? -1 : 0;
