@@ -135,6 +135,7 @@ struct RtTtl {
     int64_t grain_us;         /* access times are kept to this (ttl / 100, at least 1 ms) */
     int64_t next_due;         /* no key expires before this; INT64_MAX none, INT64_MIN unknown */
     uint64_t *expired;        /* counts the keys dropped (weir_operators.expired_keys), borrowed */
+    int sweep_max;            /* keys one sweep drops at most (100,000; the rest stay due) */
     RtTtlDrop drop;
     void *arg;
     Buf kbuf, ibuf;
@@ -150,7 +151,7 @@ void rt_ttl_fini(RtTtl *t);
 int rt_ttl_touch(RtTtl *t, const void *key, size_t klen, int64_t now, bool create, WError *err);
 /* 1 if some key has expired by now, 0 if not, -1 with err. */
 int rt_ttl_due(RtTtl *t, int64_t now, WError *err);
-/* Drops every key expired by now. 0, or -1 with err. */
+/* Drops the keys expired by now, oldest first, at most sweep_max. 0, or -1 with err. */
 int rt_ttl_sweep(RtTtl *t, int64_t now, WError *err);
 
 /* Operator constructors (op_*.c). Each returns NULL with rc->err set on failure. */

@@ -33,7 +33,6 @@
 
 #define TTL_AT 0xFC
 #define TTL_IX 0xFB
-#define SWEEP_MAX 100000
 
 int64_t rt_proc_now_us(void)
 {
@@ -71,6 +70,7 @@ void rt_ttl_init(RtTtl *t, StorTable *table, int64_t ttl_us, RtTtlDrop drop, voi
     t->drop = drop;
     t->arg = arg;
     t->expired = expired;
+    t->sweep_max = 100000;
 }
 
 void rt_ttl_fini(RtTtl *t)
@@ -125,6 +125,8 @@ int rt_ttl_touch(RtTtl *t, const void *key, size_t klen, int64_t now, bool creat
         /* Expired but not swept yet: the row must not see the old state. */
         if (drop_key(t, key, klen, old, err))
             return -1;
+        if (t->next_due == old + t->grain_us + t->ttl_us)
+            t->next_due = INT64_MIN; /* it may have been this key's: find out when asked */
         if (!create)
             return 0; /* a read: the key has no state any more */
     } else if (old != INT64_MIN) {
@@ -185,10 +187,10 @@ int rt_ttl_sweep(RtTtl *t, int64_t now, WError *err)
     int got = 0;
     Buf dead = BUF_INIT; /* length-prefixed index keys, dropped after the scan */
     int n = 0;
-    /* At most SWEEP_MAX keys per checkpoint, so one checkpoint stays short;
+    /* At most sweep_max keys per checkpoint, so one checkpoint stays short;
      * the rest stay due, and the engine checkpoints again. Until then they
      * are dropped on access, so results do not depend on the sweep. */
-    while (n < SWEEP_MAX && (got = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
+    while (n < t->sweep_max && (got = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
         if (kl < 9)
             continue;
         buf_put_u32be(&dead, (uint32_t)kl);
