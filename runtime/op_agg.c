@@ -1372,31 +1372,12 @@ static int expire_group(void *arg, const void *key, size_t klen, WError *err)
     AggOp *a = arg;
     if (stor_table_delete(a->op.table, key, klen, err))
         return -1;
-    buf_reset(&a->dbuf);
-    buf_append(&a->dbuf, key, klen);
-    buf_put_u8(&a->dbuf, 0xfd);
-    size_t plen = a->dbuf.len;
-    StorIter *it;
-    if (stor_iter_open(a->op.table, a->dbuf.data, plen, &it, err))
-        return -1;
-    const void *k, *v;
-    size_t kl, vl;
-    int got;
-    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
-        buf_put_u32be(&a->dbuf, (uint32_t)kl);
-        buf_append(&a->dbuf, k, kl);
-    }
-    stor_iter_close(it);
-    if (got < 0)
-        return -1;
-    for (size_t off = plen; off + 4 <= a->dbuf.len;) {
-        const unsigned char *p = (const unsigned char *)a->dbuf.data + off;
-        uint32_t l = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-        if (stor_table_delete(a->op.table, p + 4, l, err))
-            return -1;
-        off += 4 + l;
-    }
-    return 0;
+    Buf prefix = BUF_INIT;
+    buf_append(&prefix, key, klen);
+    buf_put_u8(&prefix, 0xfd);
+    int rc = rt_ttl_drop_prefix(a->op.table, prefix.data, prefix.len, &a->dbuf, err);
+    buf_free(&prefix);
+    return rc;
 }
 
 /* Before a checkpoint: drops the groups past their TTL, so it deletes them from LMDB. */

@@ -415,28 +415,7 @@ static int expire(JoinOp *j)
 static int expire_key(void *arg, const void *key, size_t klen, WError *err)
 {
     Side *sd = arg;
-    StorIter *it;
-    if (stor_iter_open(sd->t, key, klen, &it, err))
-        return -1;
-    const void *k, *v;
-    size_t kl, vl;
-    int got;
-    buf_reset(&sd->dead);
-    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
-        buf_put_u32be(&sd->dead, (uint32_t)kl);
-        buf_append(&sd->dead, k, kl);
-    }
-    stor_iter_close(it);
-    if (got < 0)
-        return -1;
-    for (size_t off = 0; off + 4 <= sd->dead.len;) {
-        const unsigned char *p = (const unsigned char *)sd->dead.data + off;
-        uint32_t l = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-        if (stor_table_delete(sd->t, p + 4, l, err))
-            return -1;
-        off += 4 + l;
-    }
-    return 0;
+    return rt_ttl_drop_prefix(sd->t, key, klen, &sd->dead, err);
 }
 
 static int side_push(JoinOp *j, int s, Chunk *c)

@@ -153,6 +153,9 @@ int rt_ttl_touch(RtTtl *t, const void *key, size_t klen, int64_t now, bool creat
 int rt_ttl_due(RtTtl *t, int64_t now, WError *err);
 /* Drops the keys expired by now, oldest first, at most sweep_max. 0, or -1 with err. */
 int rt_ttl_sweep(RtTtl *t, int64_t now, WError *err);
+/* For drop callbacks: deletes every key of table starting with prefix
+ * (scratch holds them during the scan). 0, or -1 with err. */
+int rt_ttl_drop_prefix(StorTable *table, const void *prefix, size_t plen, Buf *scratch, WError *err);
 
 /* Operator constructors (op_*.c). Each returns NULL with rc->err set on failure. */
 RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n);

@@ -210,3 +210,29 @@ int rt_ttl_sweep(RtTtl *t, int64_t now, WError *err)
         return -1;
     return find_next_due(t, err);
 }
+
+int rt_ttl_drop_prefix(StorTable *table, const void *prefix, size_t plen, Buf *scratch, WError *err)
+{
+    StorIter *it;
+    if (stor_iter_open(table, prefix, plen, &it, err))
+        return -1;
+    const void *k, *v;
+    size_t kl, vl;
+    int got;
+    buf_reset(scratch);
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
+        buf_put_u32be(scratch, (uint32_t)kl);
+        buf_append(scratch, k, kl);
+    }
+    stor_iter_close(it);
+    if (got < 0)
+        return -1;
+    for (size_t off = 0; off + 4 <= scratch->len;) {
+        const unsigned char *p = (const unsigned char *)scratch->data + off;
+        uint32_t l = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        if (stor_table_delete(table, p + 4, l, err))
+            return -1;
+        off += 4 + l;
+    }
+    return 0;
+}
