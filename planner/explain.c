@@ -266,7 +266,11 @@ static void node_state(const PlanNode *n, Buf *out)
         buf_puts(out, n->inputs[0]->append_only ? "; the first N only (append-only input)" : "; all of them (retracting input)");
         if (n->win_group_idx >= 0)
             buf_printf(out, "; bounded by watermark on %s", in->names[n->part_cols[n->win_group_idx]]);
-        else
+        else if (n->state_ttl_us) {
+            buf_puts(out, "; bounded by state_ttl ");
+            fmt_us(n->state_ttl_us, out);
+            buf_puts(out, " (a partition idle that long, in processing time, is dropped)");
+        } else
             buf_puts(out, "; no time bound");
         break;
     case PN_WATERMARK:

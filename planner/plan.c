@@ -1521,23 +1521,25 @@ static void init_ctx(PlanCtx *p, const PlanCatalog *cat, Arena *a, WError *err, 
 
 
 /* WITH (state_ttl): bounds every operator whose state is kept per key with
- * no event-time bound (regular joins, unwindowed aggregations and DISTINCT).
- * Other stateful operators are bounded by watermarks already, or (INTERSECT,
- * EXCEPT, Top-N) do not expire keys; a view with nothing to bound is an
- * error, so a user does not believe an option protects what it does not. */
+ * no event-time bound (regular joins, unwindowed aggregations and DISTINCT,
+ * unwindowed Top-N and DISTINCT ON). Other stateful operators are bounded by
+ * watermarks already, or (INTERSECT, EXCEPT) do not expire keys; a view with
+ * nothing to bound is an error, so a user does not believe an option
+ * protects what it does not. */
 static int set_state_ttl(PlanCtx *p, const AstOption *o)
 {
     int n = 0;
     for (int i = 0; i < p->n_nodes; i++) {
         PlanNode *x = p->nodes[i];
-        if ((x->kind == PN_JOIN && !x->interval) || (x->kind == PN_AGG && x->win_group_idx < 0 && !x->session)) {
+        if ((x->kind == PN_JOIN && !x->interval) || (x->kind == PN_AGG && x->win_group_idx < 0 && !x->session) ||
+            (x->kind == PN_TOPN && x->win_group_idx < 0)) {
             x->state_ttl_us = p->state_ttl_us;
             n++;
         }
     }
     if (n == 0) {
         werr(p->b.err, SQLSTATE_INVALID_PARAMETER, o->pos,
-             "state_ttl bounds regular joins and aggregations without a window, and this view has none");
+             "state_ttl bounds regular joins, aggregations and Top-N without a window, and this view has none");
         werr_hint(p->b.err, "Its state is bounded by watermarks already (or not by keys): drop the option.");
         return -1;
     }
