@@ -1,7 +1,7 @@
 /*
  * state_ttl.c: expiry of idle keys (CREATE MATERIALIZED VIEW ... WITH (state_ttl)).
  *
- * A regular join or an unwindowed aggregation keeps state per key with no
+ * A regular join, an unwindowed aggregation or Top-N keeps state per key with no
  * event-time bound. With a TTL, each key's last access (read or write) in
  * processing time is part of the operator's state, in the operator's own
  * table, beside the key's rows:
