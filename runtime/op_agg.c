@@ -1308,10 +1308,11 @@ static int agg_push(RtOp *op, Chunk *c)
         for (int i = 0; i < a->n_group; i++)
             kv[nk++] = group[i];
         make_key(a, kv, nk);
-        if (a->has_ttl && rt_ttl_touch(&a->ttl, a->kbuf.data, a->kbuf.len, now, true, rc->err))
-            return -1;
         int created;
         ByteMapEntry *e = bytemap_get(&a->touched, a->kbuf.data, a->kbuf.len, 1, &created);
+        /* Once per group and chunk (now is the chunk's): before its state is read. */
+        if (a->has_ttl && created && rt_ttl_touch(&a->ttl, a->kbuf.data, a->kbuf.len, now, true, rc->err))
+            return -1;
         int f = state_load(a, a->kbuf.data, a->kbuf.len, st);
         if (f < 0)
             return -1;
