@@ -340,6 +340,11 @@ optval(A) ::= FALSE.                           { A = "false"; }
 %type collist_opt {AstList*}
 cmd(A) ::= view_head select(Q) view_tail.     { A = ast_view_finish(ctx, Q); }
 view_head ::= CREATE(T) orreplace(R) materialized(M) VIEW ifnotexists(E) nm(N) collist_opt(C) AS. { ast_view_begin(ctx, T, R, M, E, N, C); }
+/* WITH (...) before AS, as in PostgreSQL; the same options as WITH after the query. */
+view_head ::= CREATE(T) orreplace(R) materialized(M) VIEW ifnotexists(E) nm(N) collist_opt(C) WITH(W) LP optlist(L) RP AS. {
+  ast_view_begin(ctx, T, R, M, E, N, C);
+  ast_view_options(ctx, W, L);
+}
 orreplace(A) ::= .                             { A = false; }
 orreplace(A) ::= OR REPLACE.                   { A = true; }
 materialized(A) ::= .                          { A = false; }

@@ -307,7 +307,11 @@ static void node_state(const PlanNode *n, Buf *out)
         buf_puts(out, n->inputs[0]->append_only ? "; the first N only (append-only input)" : "; all of them (retracting input)");
         if (n->win_group_idx >= 0)
             buf_printf(out, "; bounded by watermark on %s", in->names[n->part_cols[n->win_group_idx]]);
-        else
+        else if (n->state_ttl_us) {
+            buf_puts(out, "; bounded by state_ttl ");
+            fmt_us(n->state_ttl_us, out);
+            buf_puts(out, " (a partition idle that long, in processing time, is dropped)");
+        } else
             buf_puts(out, "; no time bound");
         break;
     case PN_WATERMARK:
@@ -332,6 +336,10 @@ static void node_state(const PlanNode *n, Buf *out)
             }
             buf_puts(out, ", lateness ");
             fmt_us(n->lateness_us, out);
+        } else if (n->state_ttl_us) {
+            buf_puts(out, "; bounded by state_ttl ");
+            fmt_us(n->state_ttl_us, out);
+            buf_puts(out, " (a group idle that long, in processing time, is dropped)");
         } else {
             buf_puts(out, "; no time bound (one entry per group)");
         }
@@ -360,7 +368,11 @@ static void node_state(const PlanNode *n, Buf *out)
         else if (n->interval)
             buf_printf(out, "; bounded by watermarks on %s and %s", in->names[n->left_time_col],
                        n->inputs[1]->out.names[n->right_time_col]);
-        else
+        else if (n->state_ttl_us) {
+            buf_puts(out, "; bounded by state_ttl ");
+            fmt_us(n->state_ttl_us, out);
+            buf_puts(out, " (a key's rows idle that long, in processing time, are dropped)");
+        } else
             buf_puts(out, "; UNBOUNDED (no time bound)");
         break;
     }

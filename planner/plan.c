@@ -502,11 +502,14 @@ int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_co
             residual = a;
         }
     }
-    if (p->streaming && !interval && l->node->append_only && r->node->append_only && !p->allow_unbounded) {
+    if (p->streaming && !interval && l->node->append_only && r->node->append_only && !p->allow_unbounded &&
+        !p->state_ttl_us) {
         werr(b->err, SQLSTATE_NOT_SUPPORTED, pos,
              "a join of two append-only streams keeps every row of both forever (unbounded state)");
         werr_hint(b->err, "Bound it in time with an interval join (ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '..' "
-                          "AND a.ts + INTERVAL '..' over watermarked sources), or SET streaming_allow_unbounded_state = true.");
+                          "AND a.ts + INTERVAL '..' over watermarked sources), bound each key's state with "
+                          "CREATE MATERIALIZED VIEW ... WITH (state_ttl = '1 hour'), "
+                          "or SET streaming_allow_unbounded_state = true.");
         return -1;
     }
     if (interval && lo > hi)
@@ -1062,14 +1065,15 @@ PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, in
     for (int i = 0; i < n; i++)
         if (scope->cols[i].role == ROLE_WINDOW_START || scope->cols[i].role == ROLE_WINDOW_END)
             bounded = true;
-    if (p->streaming && cur->append_only && !bounded && !p->allow_unbounded) {
+    if (p->streaming && cur->append_only && !bounded && !p->allow_unbounded && !p->state_ttl_us) {
         werr(b->err, SQLSTATE_NOT_SUPPORTED, pos, "%s over a stream keeps every distinct row forever (unbounded state)",
              what);
         if (strcmp(what, "UNION") == 0)
             werr_hint(b->err, "Use UNION ALL (it keeps no state), or "
                               "SET streaming_allow_unbounded_state = true to accept unbounded state.");
         else
-            werr_hint(b->err, "Group by a window (window_start or window_end) to bound it, or "
+            werr_hint(b->err, "Group by a window (window_start or window_end) to bound it, expire idle rows with "
+                              "WITH (state_ttl = '1 hour'), or "
                               "SET streaming_allow_unbounded_state = true to accept unbounded state.");
         return NULL;
     }
@@ -1573,6 +1577,32 @@ static void init_ctx(PlanCtx *p, const PlanCatalog *cat, Arena *a, WError *err, 
 }
 
 
+/* WITH (state_ttl): bounds every operator whose state is kept per key with
+ * no event-time bound (regular joins, unwindowed aggregations and DISTINCT,
+ * unwindowed Top-N and DISTINCT ON). Other stateful operators are bounded by
+ * watermarks already, or (INTERSECT, EXCEPT) do not expire keys; a view with
+ * nothing to bound is an error, so a user does not believe an option
+ * protects what it does not. */
+static int set_state_ttl(PlanCtx *p, const AstOption *o)
+{
+    int n = 0;
+    for (int i = 0; i < p->n_nodes; i++) {
+        PlanNode *x = p->nodes[i];
+        if ((x->kind == PN_JOIN && !x->interval) || (x->kind == PN_AGG && x->win_group_idx < 0 && !x->session) ||
+            (x->kind == PN_TOPN && x->win_group_idx < 0)) {
+            x->state_ttl_us = p->state_ttl_us;
+            n++;
+        }
+    }
+    if (n == 0) {
+        werr(p->b.err, SQLSTATE_INVALID_PARAMETER, o->pos,
+             "state_ttl bounds regular joins, aggregations and Top-N without a window, and this view has none");
+        werr_hint(p->b.err, "Its state is bounded by watermarks already (or not by keys): drop the option.");
+        return -1;
+    }
+    return 0;
+}
+
 /* The planned view whose root (materialize) node is m, over p's nodes. */
 static PlanView *view_of(Arena *a, const PlanCtx *p, PlanNode *m)
 {
@@ -1648,19 +1678,31 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         werr_hint(err, "Drop the view and create it again.");
         return NULL;
     }
-    const AstOption *backfill = NULL;
+    const AstOption *backfill = NULL, *ttl_opt = NULL;
     PlanStart start = PLAN_START_DEFAULT;
     int64_t start_ts = 0;
     for (int i = 0; i < ast_list_len(cv->options); i++) {
         const AstOption *o = AST_AT(cv->options, i);
-        if (strcasecmp(o->key, "backfill_from") != 0) {
+        if (strcasecmp(o->key, "backfill_from") == 0) {
+            if (backfill_option(o, &start, &start_ts, err))
+                return NULL;
+            backfill = o;
+            continue;
+        }
+        if (strcasecmp(o->key, "state_ttl") != 0) {
             werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
-            werr_hint(err, "View options: backfill_from.");
+            werr_hint(err, "View options: backfill_from, state_ttl.");
             return NULL;
         }
-        if (backfill_option(o, &start, &start_ts, err))
+        Interval iv;
+        int64_t us;
+        if (!o->value || parse_interval(o->value, strlen(o->value), &iv) || interval_to_usecs(&iv, &us) ||
+            us <= 0) {
+            werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "state_ttl must be a positive interval such as '1 hour'");
             return NULL;
-        backfill = o;
+        }
+        ttl_opt = o;
+        p.state_ttl_us = us;
     }
     /* A view's rows have no order to cut (a LIMIT inside it is a Top-N). */
     if (plan_limit(&p, cv->query, NULL))
@@ -1669,6 +1711,8 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     if (plan_select(&p, cv->query, &r, NULL))
         return NULL;
     PlanNode *in = r.node;
+    if (ttl_opt && set_state_ttl(&p, ttl_opt))
+        return NULL;
 
     /* Emit mode and lateness apply to a window-bounded aggregation at the top. */
     PlanNode *agg = NULL;

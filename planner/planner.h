@@ -206,6 +206,9 @@ typedef struct PlanNode {
     int64_t session_gap_us;
     int64_t win_end_offset_us;  /* window end = that column's value + this (0 for window_end) */
     int64_t lateness_us;        /* ALLOW LATENESS */
+    /* WITH (state_ttl = ...) on a regular join or an unwindowed aggregation: a key's
+     * state not read or written for this long (processing time) is dropped; 0 = never */
+    int64_t state_ttl_us;
     PlanEmit emit;
     /* pane_us > 0: the input holds panes (window_start/end = pane bounds); windows of
      * win_size_us every win_slide_us (offset win_offset_us) are merged from them */

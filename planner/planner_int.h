@@ -125,6 +125,7 @@ typedef struct PlanCtx {
     int64_t topn_n;
     bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
     bool allow_unbounded;    /* the user accepted operators with unbounded state */
+    int64_t state_ttl_us;    /* the view's WITH (state_ttl): bounds regular joins and aggregations; 0 none */
     int n_nodes, cap_nodes;
     PlanNode **nodes;
 } PlanCtx;

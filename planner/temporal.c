@@ -61,10 +61,16 @@ int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
                     "feature not supported: FOR SYSTEM_TIME AS OF an event time in an ad hoc query"),
                werr_hint(b->err, "An ad hoc query sees only the current rows of a table, not its history: use "
                                  "AS OF PROCTIME(), or the temporal join in a materialized view."), -1;
+    /* As in Flink: a version of the table has no time of its own at which it
+     * could be declared unmatched (probe rows can still arrive for it), so
+     * there is no row to pad on that side. */
     if (t->join_type != JOIN_INNER && t->join_type != JOIN_LEFT)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, t->pos,
-                    "feature not supported: %s temporal joins (a temporal join is INNER or LEFT)",
-                    t->join_type == JOIN_RIGHT ? "RIGHT" : t->join_type == JOIN_FULL ? "FULL" : "CROSS");
+                    "feature not supported: %s temporal joins (a temporal join is INNER or LEFT, as in Flink)",
+                    t->join_type == JOIN_RIGHT ? "RIGHT" : t->join_type == JOIN_FULL ? "FULL" : "CROSS"),
+               werr_hint(b->err, "Keep the stream on the left with JOIN or LEFT JOIN; to see the table's rows "
+                                 "that no stream row matched, use a regular join (without FOR SYSTEM_TIME AS OF)."),
+               -1;
     if (t->using_cols || !t->on)
         return werr(b->err, SQLSTATE_INVALID_OBJECT_DEFINITION, t->pos,
                     "Temporal Table Join requires an ON condition with an equality on the primary key of \"%s\"",

@@ -483,7 +483,26 @@ void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out)
 
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i)
 {
-    return i >= 0 && i < df->n_ops && df->ops[i]->table ? stor_table_size_bytes(df->ops[i]->table) : 0;
+    if (i < 0 || i >= df->n_ops || !df->ops[i])
+        return 0;
+    RtOp *op = df->ops[i];
+    return (op->table ? stor_table_size_bytes(op->table) : 0) + (op->table2 ? stor_table_size_bytes(op->table2) : 0);
+}
+
+bool rt_dataflow_expiry_due(RtDataflow *df)
+{
+    int64_t now = INT64_MIN;
+    for (int i = 0; i < df->n_ops; i++) {
+        RtOp *op = df->ops[i];
+        if (!op || !op->expiry_due)
+            continue;
+        if (now == INT64_MIN)
+            now = rt_proc_now_us();
+        /* An error (-1) shows again, and is reported, at the checkpoint's sweep. */
+        if (op->expiry_due(op, now) != 0)
+            return true;
+    }
+    return false;
 }
 
 void rt_dataflow_close(RtDataflow *df)

@@ -29,6 +29,11 @@
  * last window is past end + lateness. The live pane ends and the last
  * window emitted are kept under PANE_META, so a restart neither loses nor
  * repeats a window.
+ *
+ * With WITH (state_ttl) an unwindowed aggregation touches each row's group
+ * in processing time (state_ttl.c); a group idle for the TTL is dropped
+ * silently, with its multiset entries, and its next row starts it again
+ * from empty state (+I, which the view's materialize applies as an upsert).
  */
 #include "runtime_int.h"
 
@@ -126,6 +131,9 @@ typedef struct AggOp {
     Ends wins;
     Value *upd_before;        /* pane_push: the old states of the windows a late row updates */
     int64_t *upd_ws;          /* ... and their starts; both for size/slide windows */
+    bool has_ttl;             /* WITH (state_ttl): idle groups expire (see the file comment) */
+    RtTtl ttl;
+    Buf dbuf;                 /* expire_group's scratch */
 } AggOp;
 
 /* Where a pane aggregation keeps its pane list: 0xFF never starts a
@@ -1274,6 +1282,7 @@ static int agg_push(RtOp *op, Chunk *c)
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
     Value group[MAX_VALS], kv[MAX_VALS + 1], st[MAX_VALS], out[MAX_VALS];
+    int64_t now = a->has_ttl ? rt_proc_now_us() : 0;
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < a->n_group; i++)
             chunk_get(c, n->group_cols[i], r, &group[i]);
@@ -1301,6 +1310,9 @@ static int agg_push(RtOp *op, Chunk *c)
         make_key(a, kv, nk);
         int created;
         ByteMapEntry *e = bytemap_get(&a->touched, a->kbuf.data, a->kbuf.len, 1, &created);
+        /* Once per group and chunk (now is the chunk's): before its state is read. */
+        if (a->has_ttl && created && rt_ttl_touch(&a->ttl, a->kbuf.data, a->kbuf.len, now, true, rc->err))
+            return -1;
         int f = state_load(a, a->kbuf.data, a->kbuf.len, st);
         if (f < 0)
             return -1;
@@ -1355,6 +1367,34 @@ static int agg_watermark(RtOp *op, int64_t wm)
     return rt_emit_watermark(op, wm);
 }
 
+/* state_ttl: deletes a group's state and its multiset entries. */
+static int expire_group(void *arg, const void *key, size_t klen, WError *err)
+{
+    AggOp *a = arg;
+    if (stor_table_delete(a->op.table, key, klen, err))
+        return -1;
+    Buf prefix = BUF_INIT;
+    buf_append(&prefix, key, klen);
+    buf_put_u8(&prefix, 0xfd);
+    int rc = rt_ttl_drop_prefix(a->op.table, prefix.data, prefix.len, &a->dbuf, err);
+    buf_free(&prefix);
+    return rc;
+}
+
+/* Before a checkpoint: drops the groups past their TTL, so it deletes them from LMDB. */
+static int agg_flush_state(RtOp *op, uint64_t epoch)
+{
+    AggOp *a = (AggOp *)op;
+    (void)epoch;
+    return a->has_ttl ? rt_ttl_sweep(&a->ttl, rt_proc_now_us(), op->rc->err) : 0;
+}
+
+static int agg_expiry_due(RtOp *op, int64_t now)
+{
+    WError err = {0};
+    return rt_ttl_due(&((AggOp *)op)->ttl, now, &err);
+}
+
 static int agg_finish(RtOp *op)
 {
     AggOp *a = (AggOp *)op;
@@ -1373,6 +1413,8 @@ static void agg_close(RtOp *op)
     free(a->upd_before);
     free(a->wins.v);
     free(a->upd_ws);
+    rt_ttl_fini(&a->ttl);
+    buf_free(&a->dbuf);
     free(a);
 }
 
@@ -1416,7 +1458,8 @@ static int64_t agg_open_windows(RtOp *op)
     return count;
 }
 
-static const RtOpVt AGG_VT = {.push = agg_push, .watermark = agg_watermark, .finish = agg_finish, .close = agg_close, .start = agg_start};
+static const RtOpVt AGG_VT = {.push = agg_push, .watermark = agg_watermark, .flush_state = agg_flush_state,
+                              .finish = agg_finish, .close = agg_close, .start = agg_start};
 
 RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
 {
@@ -1459,5 +1502,10 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
     }
     if (a->windowed || a->panes)
         a->op.open_windows = agg_open_windows;
+    a->has_ttl = n->state_ttl_us > 0 && !a->windowed && !a->panes && !a->session;
+    if (a->has_ttl) {
+        rt_ttl_init(&a->ttl, a->op.table, n->state_ttl_us, expire_group, a, &a->op.counters.expired_keys);
+        a->op.expiry_due = agg_expiry_due;
+    }
     return &a->op;
 }

@@ -18,6 +18,13 @@
  * have, a row is dropped, and in an outer join an unmatched row's padded
  * row is emitted then, so the output stays append-only. A row older than
  * its own input's watermark is late and dropped.
+ *
+ * A regular join with WITH (state_ttl) tracks each side's join keys in
+ * processing time (state_ttl.c): a row arriving touches its key on its own
+ * side (a write) and on the other side (a read of its rows); a key idle for
+ * the TTL loses its rows on that side, silently, as in Flink: pairs already
+ * emitted stay, a later retraction of an expired row is dropped, and outer
+ * rows keep their match counts.
  */
 #include "runtime_int.h"
 
@@ -42,6 +49,8 @@ typedef struct Side {
     bool outer;               /* unmatched rows of this side appear padded with NULLs */
     int64_t wm;
     int64_t min_ts;           /* interval joins: no row in state is older (INT64_MIN: unknown) */
+    RtTtl ttl;                /* with state_ttl: the access times of this side's join keys */
+    Buf dead;                 /* expire_key: keys to delete after the scan */
 } Side;
 
 struct JoinOp {
@@ -53,6 +62,8 @@ struct JoinOp {
     Chunk *out;
     Buf kbuf, obuf, vbuf, tbuf;
     int64_t emitted_wm;
+    bool has_ttl;             /* WITH (state_ttl) */
+    int64_t now;              /* processing time of the chunk being pushed (state_ttl) */
 };
 
 static int emit_row(JoinOp *j, RowOp op, const Value *vals)
@@ -196,6 +207,14 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
         return 0; /* no time, no window of partners */
     size_t plen;
     state_key(j, s, vals, &j->kbuf, &plen, &j->obuf);
+    if (j->has_ttl) {
+        /* Before reading: a key past its TTL must not be seen. A row writes
+         * its own side's key (rows with a NULL key too: an outer join keeps
+         * them) and reads the other side's. */
+        if (rt_ttl_touch(&me->ttl, j->kbuf.data, plen, j->now, sign > 0, rc->err) ||
+            (!null_key && rt_ttl_touch(&ot->ttl, j->kbuf.data, plen, j->now, false, rc->err)))
+            return -1;
+    }
     const void *v;
     size_t vl;
     int f = stor_table_get(me->t, j->kbuf.data, j->kbuf.len, &v, &vl, rc->err);
@@ -205,6 +224,8 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
     if (f == 1 && vl >= 16)
         count = (int64_t)get_be64(v);
     if (sign < 0 && count <= 0) {
+        if (j->has_ttl)
+            return 0; /* its row may have expired: the retraction has nothing to undo */
         rt_row_error(rc, "join: a retraction of a row that is not there");
         rc->stats.eval_errors++;
         return 0;
@@ -390,12 +411,21 @@ static int expire(JoinOp *j)
     return 0;
 }
 
+/* state_ttl: deletes every row of one side (arg) under a join key. */
+static int expire_key(void *arg, const void *key, size_t klen, WError *err)
+{
+    Side *sd = arg;
+    return rt_ttl_drop_prefix(sd->t, key, klen, &sd->dead, err);
+}
+
 static int side_push(JoinOp *j, int s, Chunk *c)
 {
     const PlanNode *n = j->op.node;
     RtCtx *rc = j->op.rc;
     Side *me = &j->side[s];
     Value vals[MAXC];
+    if (j->has_ttl)
+        j->now = rt_proc_now_us();
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < me->n_cols; i++)
             chunk_get(c, i, r, &vals[i]);
@@ -449,6 +479,25 @@ static int join_push(RtOp *op, Chunk *c) { return side_push((JoinOp *)op, 0, c);
 static int join_watermark(RtOp *op, int64_t wm) { return side_watermark((JoinOp *)op, 0, wm); }
 static int join_finish(RtOp *op) { return emit_pending((JoinOp *)op); }
 
+/* Before a checkpoint: drops the keys past their TTL, so it deletes them from LMDB. */
+static int join_flush_state(RtOp *op, uint64_t epoch)
+{
+    JoinOp *j = (JoinOp *)op;
+    (void)epoch;
+    if (!j->has_ttl)
+        return 0;
+    int64_t now = rt_proc_now_us();
+    return rt_ttl_sweep(&j->side[0].ttl, now, op->rc->err) || rt_ttl_sweep(&j->side[1].ttl, now, op->rc->err) ? -1 : 0;
+}
+
+static int join_expiry_due(RtOp *op, int64_t now)
+{
+    JoinOp *j = (JoinOp *)op;
+    WError err = {0};
+    int due = rt_ttl_due(&j->side[0].ttl, now, &err);
+    return due ? due : rt_ttl_due(&j->side[1].ttl, now, &err);
+}
+
 static RtOp *join_input(RtOp *op, int k)
 {
     JoinOp *j = (JoinOp *)op;
@@ -464,11 +513,15 @@ static void join_close(RtOp *op)
     buf_free(&j->obuf);
     buf_free(&j->vbuf);
     buf_free(&j->tbuf);
+    for (int s = 0; s < 2; s++) {
+        rt_ttl_fini(&j->side[s].ttl);
+        buf_free(&j->side[s].dead);
+    }
     free(j);
 }
 
 static const RtOpVt JOIN_VT = {.push = join_push, .watermark = join_watermark, .finish = join_finish,
-                               .close = join_close, .input = join_input};
+                               .flush_state = join_flush_state, .close = join_close, .input = join_input};
 
 RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
 {
@@ -499,5 +552,13 @@ RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
     /* Both sides' state goes into every checkpoint (the join owns and closes them). */
     j->op.table = j->side[0].t;
     j->op.table2 = j->side[1].t;
+    j->has_ttl = n->state_ttl_us > 0 && !n->interval;
+    if (j->has_ttl) {
+        for (int s = 0; s < 2; s++) {
+            rt_ttl_init(&j->side[s].ttl, j->side[s].t, n->state_ttl_us, expire_key, &j->side[s],
+                        &j->op.counters.expired_keys);
+        }
+        j->op.expiry_due = join_expiry_due;
+    }
     return &j->op;
 }

@@ -12,6 +12,12 @@
  * the partition includes a window bound with a watermark, a window's rows
  * are dropped from the state once the watermark passes its end (rows for it
  * arriving later are late), so the state holds the open windows only.
+ *
+ * Without a window, WITH (state_ttl) bounds the partitions instead
+ * (state_ttl.c): each row touches its partition in processing time, and a
+ * partition idle for the TTL loses its rows silently. Its next row ranks
+ * from empty state: +I at rank 1, an upsert of the view's row of that rank
+ * (rows at higher ranks stay in the view until overwritten).
  */
 #include "runtime_int.h"
 
@@ -23,6 +29,10 @@ typedef struct TopOp {
     Chunk *out;
     Buf pbuf, kbuf, vbuf;
     int64_t min_end;          /* windowed: no stored partition's window ends earlier (INT64_MIN: unknown) */
+    bool has_ttl;             /* WITH (state_ttl), unwindowed */
+    RtTtl ttl;
+    int64_t now;              /* processing time of the chunk being pushed (state_ttl) */
+    Buf dbuf;                 /* expire_part's scratch */
 } TopOp;
 
 typedef struct Ranked {
@@ -111,6 +121,8 @@ static int apply(TopOp *t, const Value *vals, int sign)
     RtCtx *rc = t->op.rc;
     int nin = n->inputs[0]->out.n;
     part_key(n, vals, &t->pbuf);
+    if (t->has_ttl && rt_ttl_touch(&t->ttl, t->pbuf.data, t->pbuf.len, t->now, sign > 0, rc->err))
+        return -1;
     Ranked before, after;
     if (read_top(t, n->topn_limit, &before, NULL))
         return -1;
@@ -207,6 +219,8 @@ static int topn_push(RtOp *op, Chunk *c)
     if (nin > 1601)
         return werr(op->rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
     const PlanNode *n = op->node;
+    if (t->has_ttl)
+        t->now = rt_proc_now_us();
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < nin; i++)
             chunk_get(c, i, r, &vals[i]);
@@ -287,6 +301,27 @@ static int topn_watermark(RtOp *op, int64_t wm)
 }
 static int topn_finish(RtOp *op) { return 0; }
 
+/* state_ttl: deletes a partition's rows (the key is the partition prefix). */
+static int expire_part(void *arg, const void *key, size_t klen, WError *err)
+{
+    TopOp *t = arg;
+    return rt_ttl_drop_prefix(t->op.table, key, klen, &t->dbuf, err);
+}
+
+/* Before a checkpoint: drops the partitions past their TTL, so it deletes them from LMDB. */
+static int topn_flush_state(RtOp *op, uint64_t epoch)
+{
+    TopOp *t = (TopOp *)op;
+    (void)epoch;
+    return t->has_ttl ? rt_ttl_sweep(&t->ttl, rt_proc_now_us(), op->rc->err) : 0;
+}
+
+static int topn_expiry_due(RtOp *op, int64_t now)
+{
+    WError err = {0};
+    return rt_ttl_due(&((TopOp *)op)->ttl, now, &err);
+}
+
 static void topn_close(RtOp *op)
 {
     TopOp *t = (TopOp *)op;
@@ -294,11 +329,13 @@ static void topn_close(RtOp *op)
     buf_free(&t->pbuf);
     buf_free(&t->kbuf);
     buf_free(&t->vbuf);
+    buf_free(&t->dbuf);
+    rt_ttl_fini(&t->ttl);
     free(t);
 }
 
 static const RtOpVt TOPN_VT = {.push = topn_push, .watermark = topn_watermark, .finish = topn_finish,
-                               .close = topn_close};
+                               .flush_state = topn_flush_state, .close = topn_close};
 
 RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n)
 {
@@ -311,6 +348,11 @@ RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n)
     if (rt_op_open_table(&t->op, rc->err)) {
         topn_close(&t->op);
         return NULL;
+    }
+    t->has_ttl = n->state_ttl_us > 0 && n->win_group_idx < 0;
+    if (t->has_ttl) {
+        rt_ttl_init(&t->ttl, t->op.table, n->state_ttl_us, expire_part, t, &t->op.counters.expired_keys);
+        t->op.expiry_due = topn_expiry_due;
     }
     return &t->op;
 }

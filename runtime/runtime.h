@@ -155,11 +155,15 @@ typedef struct RtOpCounters {
     uint64_t late_rows;         /* rows it dropped as late */
     uint64_t bad_records;       /* source records it rejected (sources and watermark operators) */
     int64_t open_windows;       /* windows it holds state for (not past end + lateness); -1 if not windowed */
+    uint64_t expired_keys;      /* keys whose state it dropped after state_ttl without access (since start) */
 } RtOpCounters;
 /* The counters of the operator of plan node i (zeros if out of range). */
 void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out);
 /* Approximate bytes of state held by plan node i (0 for stateless nodes). */
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i);
+/* True when some operator holds state that its view's state_ttl has expired
+ * (so a checkpoint, which sweeps it, is due even if no row came). */
+bool rt_dataflow_expiry_due(RtDataflow *df);
 /* Writes rows into a writable table's dataflow (plan input TABLE_WRITE):
  * rows[i] is a full row (the plan's column types) with ops[i] OP_INSERT
  * (insert or replace the row of its key) or OP_DELETE (remove the row of

@@ -17,6 +17,7 @@
 #include "runtime.h"
 
 typedef struct RtOp RtOp;
+typedef struct RtTtl RtTtl;
 
 typedef struct RtOpVt {
     /* A chunk from the input. Returns 0, or -1 when the dataflow must stop. */
@@ -64,6 +65,9 @@ struct RtOp {
     int (*partitions)(RtOp *op, RtPartitionWatermark *out, int max);
     /* Optional: windows whose state the operator holds (windowed aggregations). */
     int64_t (*open_windows)(RtOp *op);
+    /* Optional (state_ttl): 1 if some key's state has expired by now (the
+     * next checkpoint sweeps it), 0 if not, -1 on error. */
+    int (*expiry_due)(RtOp *op, int64_t now);
 };
 
 /* What operators share within one dataflow or query. */
@@ -142,6 +146,40 @@ int rt_bad_records_check(RtCtx *rc, WError *err);
 void rt_bad_records_free(RtCtx *rc);
 bool rt_dataflow_failed_record_rc(RtCtx *rc, RtFailedRecord *out);
 void rt_dataflow_skip_record_rc(RtCtx *rc, const char *source, int32_t partition, int64_t offset);
+
+/* state_ttl.c: expiry of keys idle for a view's state_ttl (see the file
+ * comment). The operator calls rt_ttl_touch for every key a row reads or
+ * writes, before it reads the key's state, and rt_ttl_sweep before each
+ * checkpoint; drop(arg, key, klen, err) must delete the operator's state of
+ * key (0, or -1 with err) and must not call back into the RtTtl. */
+typedef int (*RtTtlDrop)(void *arg, const void *key, size_t klen, WError *err);
+struct RtTtl {
+    StorTable *table;         /* where the access times live (the operator's, borrowed) */
+    int64_t ttl_us;
+    int64_t grain_us;         /* access times are kept to this (ttl / 100, at least 1 ms) */
+    int64_t next_due;         /* no key expires before this; INT64_MAX none, INT64_MIN unknown */
+    uint64_t *expired;        /* counts the keys dropped (weir_operators.expired_keys), borrowed */
+    int sweep_max;            /* keys one sweep drops at most (100,000; the rest stay due) */
+    RtTtlDrop drop;
+    void *arg;
+    Buf kbuf, ibuf;
+};
+/* Processing time (microseconds since the epoch): the wall clock, or the
+ * time in the file named by WEIR_TEST_CLOCK (tests). */
+int64_t rt_proc_now_us(void);
+void rt_ttl_init(RtTtl *t, StorTable *table, int64_t ttl_us, RtTtlDrop drop, void *arg, uint64_t *expired);
+void rt_ttl_fini(RtTtl *t);
+/* key (klen bytes) is accessed at now: if it had expired, its state is
+ * dropped first; then its access time becomes now. With create false, a key
+ * never touched (so without state) is left alone. 0, or -1 with err. */
+int rt_ttl_touch(RtTtl *t, const void *key, size_t klen, int64_t now, bool create, WError *err);
+/* 1 if some key has expired by now, 0 if not, -1 with err. */
+int rt_ttl_due(RtTtl *t, int64_t now, WError *err);
+/* Drops the keys expired by now, oldest first, at most sweep_max. 0, or -1 with err. */
+int rt_ttl_sweep(RtTtl *t, int64_t now, WError *err);
+/* For drop callbacks: deletes every key of table starting with prefix
+ * (scratch holds them during the scan). 0, or -1 with err. */
+int rt_ttl_drop_prefix(StorTable *table, const void *prefix, size_t plen, Buf *scratch, WError *err);
 
 /* Operator constructors (op_*.c). Each returns NULL with rc->err set on failure. */
 RtOp *rt_op_source_new(RtCtx *rc, const PlanNode *n);

@@ -576,6 +576,10 @@ static void *engine_main(void *arg)
         }
         if (any)
             e->dirty = true;
+        /* A view's state past its state_ttl is deleted by a checkpoint, even when no row comes. */
+        for (int i = 0; i < e->n_objs && !e->dirty; i++)
+            if (e->objs[i]->df && rt_dataflow_expiry_due(e->objs[i]->df))
+                e->dirty = true;
         int64_t now = now_ms();
         /* Checkpoints are asynchronous: the snapshot is taken here, the
          * LMDB write runs on its own thread while the views keep stepping,

@@ -9,7 +9,7 @@
  *   weir_checkpoints  the last checkpoints: epoch, start, duration, size
  *   weir_state        state size per stateful operator
  *   weir_operators    per operator: rows in and out, late rows, bad records,
- *                     windows held open
+ *                     windows held open, keys expired by state_ttl
  *   weir_watermarks   per view, source and partition: the watermark, the
  *                     largest event time, lag behind the clock, idleness
  *   weir_source_errors the last source records each view could not use
@@ -185,9 +185,10 @@ static const char *op_name(Arena *a, const PlanNode *n)
 static const CatRelation *operators(Engine *e, Arena *a)
 {
     static const char *names[] = {"view", "operator", "rows_in", "rows_out", "late_rows", "bad_records",
-                                  "open_windows"};
-    static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8};
-    SysBuild b = {a, sys_new(a, "weir_operators", 7, names, types), 0};
+                                  "open_windows", "expired_keys"};
+    static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8,
+                                   TYPE_INT8};
+    SysBuild b = {a, sys_new(a, "weir_operators", 8, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->plan || o->late_of)
@@ -204,6 +205,8 @@ static const CatRelation *operators(Engine *e, Arena *a)
             row[4] = value_int(TYPE_INT8, (int64_t)c.late_rows);
             row[5] = value_int(TYPE_INT8, (int64_t)c.bad_records);
             row[6] = c.open_windows >= 0 ? value_int(TYPE_INT8, c.open_windows) : value_null(TYPE_INT8);
+            row[7] = o->plan->nodes[k]->state_ttl_us ? value_int(TYPE_INT8, (int64_t)c.expired_keys)
+                                                     : value_null(TYPE_INT8);
         }
     }
     return b.r;
