@@ -33,6 +33,21 @@ const char *cat_option(const CatRelation *r, const char *key)
     return NULL;
 }
 
+/* A Top-N's output: its input's columns and a hidden row_number. */
+void topn_schema(BindCtx *b, PlanNode *t, const PlanNode *cur)
+{
+    int n = cur->out.n;
+    alloc_schema(b->a, &t->out, n + 1);
+    for (int i = 0; i < n; i++) {
+        t->out.names[i] = cur->out.names[i];
+        t->out.types[i] = cur->out.types[i];
+        t->out.hidden[i] = cur->out.hidden[i];
+    }
+    t->out.names[n] = "row_number";
+    t->out.types[n] = TYPE_INT8;
+    t->out.hidden[n] = true;
+}
+
 PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input)
 {
     PlanNode *n = arena_zalloc(p->b.a, sizeof *n);
@@ -1107,15 +1122,7 @@ static PlanNode *make_distinct_on(PlanCtx *p, PlanNode *cur, const Scope *scope,
     t->append_only = false;
     t->wm_col = -1;
     int n = cur->out.n;
-    alloc_schema(b->a, &t->out, n + 1);
-    for (int i = 0; i < n; i++) {
-        t->out.names[i] = cur->out.names[i];
-        t->out.types[i] = cur->out.types[i];
-        t->out.hidden[i] = cur->out.hidden[i];
-    }
-    t->out.names[n] = "row_number";
-    t->out.types[n] = TYPE_INT8;
-    t->out.hidden[n] = true;
+    topn_schema(b, t, cur);
     /* One row per key: the DISTINCT ON columns are the key. */
     t->n_keys = n_part;
     t->keys = t->part_cols;

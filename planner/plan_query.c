@@ -507,15 +507,7 @@ int make_limit_topn(PlanCtx *p, const AstSelect *sel, Rel *r, int n_order, const
     t->table_id = new_table(p);
     t->append_only = false;
     t->wm_col = -1;
-    alloc_schema(b->a, &t->out, n + 1);
-    for (int i = 0; i < n; i++) {
-        t->out.names[i] = cur->out.names[i];
-        t->out.types[i] = cur->out.types[i];
-        t->out.hidden[i] = cur->out.hidden[i];
-    }
-    t->out.names[n] = "row_number";
-    t->out.types[n] = TYPE_INT8;
-    t->out.hidden[n] = true;
+    topn_schema(b, t, cur);
     t->n_keys = 1;
     t->keys = arena_alloc(b->a, sizeof(int));
     t->keys[0] = n;

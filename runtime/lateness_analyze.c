@@ -458,6 +458,25 @@ static int64_t min_over(const int64_t *part_max, const bool *holds, int n_parts)
     return any ? m : TS_MINUS_INF;
 }
 
+/* Row i moves its partition's watermark to v (ts - bound, clamped, as
+ * op_watermark.c does) and the source's to the minimum over partitions.
+ * Returns whether the source's watermark *wm moved. */
+static bool move_wm(const RtLatenessLog *log, int64_t i, int64_t v, int64_t *part_max, const bool *holds, int n_parts,
+                    int64_t *wm)
+{
+    int p = log->part[i];
+    if (v > log->clamp_limit_us)
+        v = log->clamp_limit_us;
+    if (v <= part_max[p])
+        return false;
+    part_max[p] = v;
+    int64_t m = min_over(part_max, holds, n_parts);
+    if (m <= *wm)
+        return false;
+    *wm = m;
+    return true;
+}
+
 static int simulate_one(const RtLatenessLog *log, const RtWindowDef *wd, int64_t bound, int64_t lateness,
                         RtLatenessResult *r, bool (*cancel)(void *), void *cancel_arg)
 {
@@ -512,18 +531,8 @@ static int simulate_one(const RtLatenessLog *log, const RtWindowDef *wd, int64_t
         }
         if (ts > max_seen)
             max_seen = ts;
-        /* The row moves its partition's watermark (op_watermark.c): ts - bound, clamped. */
-        int p = log->part[i];
-        int64_t v = ts - bound;
-        if (v > log->clamp_limit_us)
-            v = log->clamp_limit_us;
-        if (v <= part_max[p])
+        if (!move_wm(log, i, ts - bound, part_max, holds, n_parts, &wm))
             continue;
-        part_max[p] = v;
-        int64_t m = min_over(part_max, holds, n_parts);
-        if (m <= wm)
-            continue;
-        wm = m;
         while (to_fire.n && rt_window_closed(to_fire.v[0], wm)) {
             int64_t end = heap_pop(&to_fire);
             win_get(&ws, end)->fired = true;
@@ -715,17 +724,8 @@ static int simulate_session(const RtLatenessLog *log, int64_t gap, int64_t bound
         }
         if (ts > max_seen)
             max_seen = ts;
-        int p = log->part[i];
-        int64_t v = ts - bound;
-        if (v > log->clamp_limit_us)
-            v = log->clamp_limit_us;
-        if (v <= part_max[p])
+        if (!move_wm(log, i, ts - bound, part_max, holds, n_parts, &wm))
             continue;
-        part_max[p] = v;
-        int64_t m = min_over(part_max, holds, n_parts);
-        if (m <= wm)
-            continue;
-        wm = m;
         while (to_fire.n && rt_window_closed(to_fire.v[0].end, wm)) {
             Sess *o = &ss[sheap_pop(&to_fire).i];
             if (!o->held || o->fired)
