@@ -158,22 +158,26 @@ static size_t rec_size(const char *rec)
     return sizeof h + h.klen + h.vlen;
 }
 
-/* A row of a table's snapshot by its key's first 24 bytes (big-endian,
- * zero-padded), so most comparisons need no pointer chase. */
+/* A row of a table's snapshot by its key's first PFX bytes (big-endian,
+ * zero-padded), so most comparisons need no pointer chase. 32 bytes hold
+ * the keys of most operators (a windowed aggregation's index key is a
+ * window end and a group key: 26 bytes for one BIGINT column). */
+#define PFX_WORDS 4
+#define PFX (8 * PFX_WORDS)
 typedef struct RecRef {
-    uint64_t p[3];
+    uint64_t p[PFX_WORDS];
     const SnapRec *rec;
 } RecRef;
 
 static int recref_cmp(const void *a, const void *b)
 {
     const RecRef *x = a, *y = b;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < PFX_WORDS; i++)
         if (x->p[i] != y->p[i])
             return x->p[i] < y->p[i] ? -1 : 1;
     uint32_t xl = x->rec->klen, yl = y->rec->klen;
     size_t n = xl < yl ? xl : yl;
-    int c = n > 24 ? memcmp(x->rec->data + 24, y->rec->data + 24, n - 24) : 0;
+    int c = n > PFX ? memcmp(x->rec->data + PFX, y->rec->data + PFX, n - PFX) : 0;
     if (c)
         return c;
     return (xl > yl) - (xl < yl);
@@ -181,9 +185,9 @@ static int recref_cmp(const void *a, const void *b)
 
 static unsigned recref_byte(const RecRef *r, int b) { return (unsigned)(r->p[b / 8] >> (56 - 8 * (b % 8))) & 0xff; }
 
-/* Sorts v[0..n) by key: a stable LSD radix sort on the keys' first 24
+/* Sorts v[0..n) by key: a stable LSD radix sort on the keys' first PFX
  * bytes, skipping the bytes every key shares (a window's start, a
- * table's prefix), then qsort within the rare runs whose first 24 bytes
+ * table's prefix), then qsort within the rare runs whose first PFX bytes
  * tie. A checkpoint sorts hundreds of thousands of rows: comparison
  * sorting them was a third of the writer's time. */
 static void radix_sort(RecRef *v, size_t n)
@@ -193,12 +197,12 @@ static void radix_sort(RecRef *v, size_t n)
             qsort(v, n, sizeof *v, recref_cmp);
         return;
     }
-    size_t(*hist)[256] = xcalloc(24, sizeof *hist);
+    size_t(*hist)[256] = xcalloc(PFX, sizeof *hist);
     for (size_t i = 0; i < n; i++)
-        for (int b = 0; b < 24; b++)
+        for (int b = 0; b < PFX; b++)
             hist[b][recref_byte(&v[i], b)]++;
     RecRef *tmp = xmalloc(n * sizeof *tmp), *src = v, *dst = tmp;
-    for (int b = 23; b >= 0; b--) {
+    for (int b = PFX - 1; b >= 0; b--) {
         if (hist[b][recref_byte(&v[0], b)] == n)
             continue; /* every key has this byte */
         size_t pos[256], sum = 0;
@@ -235,9 +239,11 @@ static void sort_recs(CkTable *c)
     RecRef *v = xmalloc((c->n_rows + 1) * sizeof *v);
     for (size_t n = 0; n < c->n_rows; n++) {
         const SnapRec *r = &c->recs[n];
-        uint8_t b[24] = {0};
-        memcpy(b, r->data, r->klen < 24 ? r->klen : 24);
-        v[n] = (RecRef){{get_u64be(b), get_u64be(b + 8), get_u64be(b + 16)}, r};
+        uint8_t b[PFX] = {0};
+        memcpy(b, r->data, r->klen < PFX ? r->klen : PFX);
+        v[n].rec = r;
+        for (int w = 0; w < PFX_WORDS; w++)
+            v[n].p[w] = get_u64be(b + 8 * w);
     }
     radix_sort(v, c->n_rows);
     c->order = v;
