@@ -273,7 +273,6 @@ static void evict(StorTable *t, size_t extra)
     }
 }
 
-
 /* Drops the index; the next scan rebuilds it from the map. */
 static void ix_invalidate(StorTable *t)
 {
