@@ -1913,6 +1913,48 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
     return q;
 }
 
+/* INCLUDE key | partition | offset | timestamp [AS name]: columns n_decl..
+ * after the declared ones, filled by the source from each Kafka record
+ * (RisingWave's default names when there is no AS). */
+static int include_columns(const AstCreateSource *cs, int n_decl, const char **names, TypeId *types, Scope *s,
+                           CatRelation *rel, Arena *a, WError *err)
+{
+    static const struct {
+        const char *what, *name;
+        CatMeta meta;
+        TypeId type;
+    } KINDS[] = {{"key", "_rw_kafka_key", CAT_META_KEY, TYPE_BYTEA},
+                 {"partition", "_rw_kafka_partition", CAT_META_PARTITION, TYPE_INT4},
+                 {"offset", "_rw_kafka_offset", CAT_META_OFFSET, TYPE_INT8},
+                 {"timestamp", "_rw_kafka_timestamp", CAT_META_TIMESTAMP, TYPE_TIMESTAMPTZ}};
+    int n = n_decl + ast_list_len(cs->includes);
+    uint8_t *meta = arena_zalloc(a, (size_t)n);
+    for (int i = n_decl; i < n; i++) {
+        const AstInclude *inc = AST_AT(cs->includes, i - n_decl);
+        int k = -1;
+        for (int j = 0; j < 4 && k < 0; j++)
+            if (strcasecmp(inc->what, KINDS[j].what) == 0)
+                k = j;
+        if (k < 0)
+            return werr(err, SQLSTATE_SYNTAX_ERROR, inc->pos, "INCLUDE %s: the record has key, partition, offset and "
+                        "timestamp", inc->what);
+        for (int j = n_decl; j < i; j++)
+            if (meta[j] == KINDS[k].meta)
+                return werr(err, SQLSTATE_DUPLICATE_COLUMN, inc->pos, "INCLUDE %s specified more than once",
+                            KINDS[k].what);
+        names[i] = arena_strdup(a, inc->alias ? inc->alias : KINDS[k].name);
+        for (int j = 0; j < i; j++)
+            if (strcmp(names[j], names[i]) == 0)
+                return werr(err, SQLSTATE_DUPLICATE_COLUMN, inc->pos, "column \"%s\" specified more than once",
+                            names[i]);
+        types[i] = KINDS[k].type;
+        meta[i] = (uint8_t)KINDS[k].meta;
+        s->cols[i] = (ScopeCol){.name = names[i], .type = types[i]};
+    }
+    rel->col_meta = meta;
+    return 0;
+}
+
 /* The columns, primary key (tables only) and watermark of CREATE SOURCE or
  * CREATE TABLE, bound into rel. */
 static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table, Arena *a, WError *err)
@@ -1921,9 +1963,17 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
     init_ctx(&p, NULL, a, err, false);
     BindCtx *b = &p.b;
     const char *what = table ? "table" : "source";
-    int n = ast_list_len(cs->columns);
-    if (n == 0)
+    int n_decl = ast_list_len(cs->columns), n_inc = ast_list_len(cs->includes), n = n_decl + n_inc;
+    if (n_decl == 0)
         return werr(err, SQLSTATE_SYNTAX_ERROR, 0, "a %s needs at least one column", what);
+    if (cs->includes) {
+        const AstInclude *inc = AST_AT(cs->includes, 0);
+        const char *conn = cat_option(rel, "connector");
+        if (table || !conn || strcasecmp(conn, "kafka") != 0)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, inc->pos, "feature not supported: INCLUDE on a %s",
+                        table ? "table" : "source that does not read Kafka"),
+                   werr_hint(err, "INCLUDE adds the Kafka record's key, partition, offset or timestamp to a source."), -1;
+    }
     if (n > 1600)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%ss can have at most 1600 columns", what);
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)n);
@@ -1932,7 +1982,7 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
     Scope s;
     alloc_scope(a, &s, n);
     const PlanExpr **gen = NULL;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n_decl; i++) {
         const AstColumnDef *c = AST_AT(cs->columns, i);
         for (int j = 0; j < i; j++)
             if (strcmp(names[j], c->name) == 0)
@@ -1962,7 +2012,9 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
         not_null[i] = c->not_null;
         s.cols[i] = (ScopeCol){.name = names[i], .type = t};
     }
-    for (int i = 0; gen && i < n; i++) {
+    if (n_inc && include_columns(cs, n_decl, names, types, &s, rel, a, err))
+        return -1;
+    for (int i = 0; gen && i < n_decl; i++) {
         const AstColumnDef *c = AST_AT(cs->columns, i);
         if (!c->generated)
             continue;
@@ -1990,9 +2042,8 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
         if (gen[i])
             s.cols[i] = (ScopeCol){.name = names[i], .type = types[i]};
     rel->col_gen = gen;
-    if ((cs->primary_key && !table) || cs->includes)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: %s on a %s",
-                    cs->includes ? "INCLUDE" : "PRIMARY KEY", what);
+    if (cs->primary_key && !table)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: PRIMARY KEY on a %s", what);
     if (table) {
         /* The key: a table-level PRIMARY KEY (a, b) or one column-level PRIMARY KEY. */
         int npk = ast_list_len(cs->primary_key), *pk = arena_alloc(a, sizeof(int) * (size_t)(n + 1));

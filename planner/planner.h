@@ -30,6 +30,10 @@
 
 typedef enum CatKind { CAT_SOURCE = 1, CAT_TABLE = 2, CAT_VIEW = 3, CAT_SINK = 4, CAT_SYSTEM = 5 } CatKind;
 
+/* INCLUDE key | partition | offset | timestamp: a source column filled from
+ * the Kafka record instead of its JSON value. */
+typedef enum CatMeta { CAT_META_NONE, CAT_META_KEY, CAT_META_PARTITION, CAT_META_OFFSET, CAT_META_TIMESTAMP } CatMeta;
+
 typedef struct CatOption {
     const char *key;
     const char *value;
@@ -47,6 +51,8 @@ typedef struct CatRelation {
     const TypeId *col_types;
     const bool *col_hidden;     /* NULL = all visible (hidden: _row_id and key columns of views) */
     const bool *col_not_null;   /* NULL = all nullable (sources: NOT NULL columns) */
+    const uint8_t *col_meta;    /* Kafka sources: per column, the record metadata an INCLUDE column
+                                 * carries (CatMeta), CAT_META_NONE for the rest; NULL when none */
     const struct PlanExpr *const *col_gen; /* sources: per column, its expression for a computed column
                                  * (`name AS expr`, over the other columns), NULL for a column read
                                  * from the records; NULL when there are none */
@@ -69,6 +75,13 @@ typedef struct CatRelation {
     int n_rows;                 /* CAT_SYSTEM: the rows, computed when the statement is planned */
     Value **rows;
 } CatRelation;
+
+/* Is column i of a source read from the record's value (not computed, not
+ * record metadata)? */
+static inline bool cat_col_in_value(const CatRelation *r, int i)
+{
+    return !(r->col_gen && r->col_gen[i]) && !(r->col_meta && r->col_meta[i]);
+}
 
 typedef struct PlanCatalog {
     void *ctx;

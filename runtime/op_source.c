@@ -235,13 +235,14 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
     s->base.op.rc = rc;
     s->base.op.wm = TS_MINUS_INF;
     s->names = (const char **)r->col_names;
-    if (r->col_gen) {
-        /* Computed columns are not in the records: no field fills them (NULL
-         * until the projection after the source computes them). */
+    if (r->col_gen || r->col_meta) {
+        /* Computed and INCLUDE columns are not in the JSON value: no field
+         * fills them (the record's metadata fills INCLUDE columns below; the
+         * projection after the source computes the others). */
         s->names = xcalloc((size_t)r->n_cols, sizeof(char *));
         s->names_owned = true;
         for (int i = 0; i < r->n_cols; i++)
-            s->names[i] = r->col_gen[i] ? NULL : r->col_names[i];
+            s->names[i] = cat_col_in_value(r, i) ? r->col_names[i] : NULL;
     }
     s->n_cols = r->n_cols;
     s->not_null = r->col_not_null;
@@ -377,6 +378,24 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
 fail:
     source_close(&s->base.op);
     return NULL;
+}
+
+/* The INCLUDE columns of row from the record's metadata. */
+static void fill_meta(Chunk *c, int row, const RtKafkaRecord *rec, const uint8_t *meta, int n_cols)
+{
+    for (int i = 0; i < n_cols; i++) {
+        Value v;
+        switch ((CatMeta)meta[i]) {
+        case CAT_META_NONE: continue;
+        case CAT_META_KEY: v = rec->key ? value_str(TYPE_BYTEA, rec->key, rec->key_len) : value_null(TYPE_BYTEA); break;
+        case CAT_META_PARTITION: v = value_int(TYPE_INT4, rec->partition); break;
+        case CAT_META_OFFSET: v = value_int(TYPE_INT8, rec->offset); break;
+        case CAT_META_TIMESTAMP:
+            v = rec->timestamp_ms >= 0 ? value_int(TYPE_TIMESTAMPTZ, rec->timestamp_ms * 1000) : value_null(TYPE_TIMESTAMPTZ);
+            break;
+        }
+        chunk_set(c, i, row, &v);
+    }
 }
 
 static bool is_key_col(const CatRelation *r, int col)
@@ -629,6 +648,8 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
                     continue;
                 }
             }
+            if (src->col_meta)
+                fill_meta(c, row, rec, src->col_meta, s->n_cols);
             rt_skew_apply(&s->skew, c, row, rec->timestamp_ms);
             c->ops[row] = OP_INSERT;
             c->src_offsets[row] = rec->offset;

@@ -414,9 +414,10 @@ int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvRe
             return werr(err, SQLSTATE_INVALID_PARAMETER, a->target_pos, "TARGET must be a percentage in (0, 100]");
     }
 
-    if (o->rel.col_gen && o->rel.wm_col >= 0 && o->rel.col_gen[o->rel.wm_col])
+    if (o->rel.wm_col >= 0 && !cat_col_in_value(&o->rel, o->rel.wm_col))
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos,
-                    "feature not supported: ANALYZE LATENESS of a source whose event time is a computed column");
+                    "feature not supported: ANALYZE LATENESS of a source whose event time is a computed column or "
+                    "an INCLUDE column");
     if (describe_only) {
         /* The extended protocol describes one result set: the first one asked for. */
         if (opts.report[0])

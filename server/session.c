@@ -1096,13 +1096,13 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
                     connector ? connector : "");
     int ncols = r->n_cols, nphys = 0;
     for (int k = 0; k < ncols; k++)
-        nphys += !(r->col_gen && r->col_gen[k]);
+        nphys += cat_col_in_value(r, k);
     /* Computed columns are not written: the records carry the others. */
     int n_target = ins->columns ? ast_list_len(ins->columns) : nphys;
     int *map = xcalloc((size_t)(n_target ? n_target : 1), sizeof(int));
     for (int i = 0, k = 0; i < n_target; i++) {
         if (!ins->columns) {
-            while (r->col_gen && r->col_gen[k])
+            while (!cat_col_in_value(r, k))
                 k++;
             map[i] = k++;
             continue;
@@ -1117,10 +1117,12 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
             return werr(err, SQLSTATE_UNDEFINED_COLUMN, st->pos, "column \"%s\" of relation \"%s\" does not exist", c,
                         o->name);
         }
-        if (r->col_gen && r->col_gen[map[i]]) {
+        if (!cat_col_in_value(r, map[i])) {
             free(map);
             return werr(err, "428C9", st->pos, "cannot insert a value into column \"%s\"", c),
-                   werr_hint(err, "Column \"%s\" is computed from the others (a computed column).", c), -1;
+                   werr_hint(err, r->col_gen && r->col_gen[map[i]]
+                                      ? "Column \"%s\" is computed from the others (a computed column)."
+                                      : "Column \"%s\" comes from the Kafka record (INCLUDE).", c), -1;
         }
         for (int j = 0; j < i; j++)
             if (map[j] == map[i]) {
@@ -1174,7 +1176,7 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
         buf_reset(&json);
         int nw = 0;
         for (int k = 0; k < ncols; k++)
-            if (!(r->col_gen && r->col_gen[k])) {
+            if (cat_col_in_value(r, k)) {
                 wnames[nw] = r->col_names[k];
                 vals[nw++] = vals[k]; /* k >= nw: compacts in place */
             }
