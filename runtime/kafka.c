@@ -145,10 +145,8 @@ static int topic_partitions(rd_kafka_t *rk, const char *bootstrap, const char *t
     return n;
 }
 
-/* Creates topic through the Admin API; an existing topic is fine (another
- * client may have won the race). */
-static int create_topic(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms,
-                        WError *err)
+int rt_kafka_create_topic(rd_kafka_t *rk, const char *topic, int partitions, const char *cleanup_policy,
+                          int timeout_ms, WError *err)
 {
     char errstr[512];
     rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, -1, errstr, sizeof errstr);
@@ -158,6 +156,11 @@ static int create_topic(rd_kafka_t *rk, const char *topic, int partitions, int t
     rd_kafka_resp_err_t e;
     int rc = -1;
 
+    if (nt && cleanup_policy && rd_kafka_NewTopic_set_config(nt, "cleanup.policy", cleanup_policy)) {
+        snprintf(errstr, sizeof errstr, "cleanup.policy '%s' refused", cleanup_policy);
+        rd_kafka_NewTopic_destroy(nt);
+        nt = NULL;
+    }
     if (!nt)
         return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "cannot create topic \"%s\": %s", topic,
                     errstr);
@@ -248,7 +251,7 @@ int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_pa
         goto fail;
     }
     if (n == 0) {
-        if (create_topic(s->rk, topic, create_partitions, remaining_ms(deadline), err) < 0)
+        if (rt_kafka_create_topic(s->rk, topic, create_partitions, NULL, remaining_ms(deadline), err) < 0)
             goto fail;
         /* Real brokers publish a new topic's metadata a moment later. */
         while ((n = topic_partitions(s->rk, bootstrap, topic, remaining_ms(deadline), err)) == 0 &&

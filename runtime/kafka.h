@@ -55,6 +55,15 @@ typedef struct RtKafkaProp {
     const char *value;
 } RtKafkaProp;
 
+struct rd_kafka_s; /* librdkafka's rd_kafka_t */
+
+/* Creates topic (partitions; cleanup.policy when not NULL) through the Admin
+ * API of the client rk; an existing topic is fine (another client may have
+ * won the race). 08006 when the broker does not answer within timeout_ms,
+ * 58030 when it refuses. */
+int rt_kafka_create_topic(struct rd_kafka_s *rk, const char *topic, int partitions, const char *cleanup_policy,
+                          int timeout_ms, WError *err);
+
 typedef struct RtKafkaSource RtKafkaSource;
 
 /* Connects to bootstrap ("host:port[,host:port...]") and checks topic

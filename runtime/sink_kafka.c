@@ -218,10 +218,6 @@ static int create_progress_topic(RtSinkWriter *w, WError *err)
     char errstr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_t *rk = NULL;
-    rd_kafka_NewTopic_t *nt = NULL;
-    rd_kafka_AdminOptions_t *opt = NULL;
-    rd_kafka_queue_t *q = NULL;
-    rd_kafka_event_t *ev = NULL;
     int rc = -1;
 
     rd_kafka_conf_set_log_cb(conf, admin_log_cb);
@@ -235,55 +231,13 @@ static int create_progress_topic(RtSinkWriter *w, WError *err)
         goto badconf;
     conf = NULL;
 
-    nt = rd_kafka_NewTopic_new(PROGRESS_TOPIC, 1, -1, errstr, sizeof errstr);
-    if (!nt || rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact")) {
-        werr(err, SQLSTATE_INTERNAL, 0, "cannot describe topic " PROGRESS_TOPIC ": %s", errstr);
-        goto out;
-    }
-    q = rd_kafka_queue_new(rk);
-    opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    rd_kafka_AdminOptions_set_request_timeout(opt, OP_TIMEOUT_MS, errstr, sizeof errstr);
-    rd_kafka_AdminOptions_set_operation_timeout(opt, OP_TIMEOUT_MS, errstr, sizeof errstr);
-    rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
-    if (!(ev = rd_kafka_queue_poll(q, OP_TIMEOUT_MS + 1000))) {
-        werr(err, SQLSTATE_CONNECTION_FAILURE, 0,
-             "creating topic " PROGRESS_TOPIC " at %s got no answer within %d ms", w->bootstrap,
-             OP_TIMEOUT_MS);
-        goto out;
-    }
-    rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
-    if (e) {
-        werr(err, e == RD_KAFKA_RESP_ERR__TIMED_OUT || e == RD_KAFKA_RESP_ERR__TRANSPORT
-                      ? SQLSTATE_CONNECTION_FAILURE : SQLSTATE_IO_ERROR,
-             0, "could not create topic " PROGRESS_TOPIC ": %s", rd_kafka_event_error_string(ev));
-        goto out;
-    }
-    size_t n = 0;
-    const rd_kafka_topic_result_t **res =
-        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
-    for (size_t i = 0; i < n; i++) {
-        e = rd_kafka_topic_result_error(res[i]);
-        if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-            const char *m = rd_kafka_topic_result_error_string(res[i]);
-            werr(err, SQLSTATE_IO_ERROR, 0, "could not create topic " PROGRESS_TOPIC ": %s",
-                 m ? m : rd_kafka_err2str(e));
-            werr_hint(err, "Create it yourself: 1 partition, cleanup.policy=compact.");
-            goto out;
-        }
-    }
-    rc = 0;
+    rc = rt_kafka_create_topic(rk, PROGRESS_TOPIC, 1, "compact", OP_TIMEOUT_MS, err);
+    if (rc)
+        werr_hint(err, "Create it yourself: 1 partition, cleanup.policy=compact.");
     goto out;
 badconf:
     werr(err, SQLSTATE_INVALID_PARAMETER, 0, "invalid kafka property: %s", errstr);
 out:
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    if (opt)
-        rd_kafka_AdminOptions_destroy(opt);
-    if (q)
-        rd_kafka_queue_destroy(q);
-    if (nt)
-        rd_kafka_NewTopic_destroy(nt);
     if (rk)
         rd_kafka_destroy(rk);
     if (conf)
