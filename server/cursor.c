@@ -177,7 +177,8 @@ static int declare_select(Engine *e, Cursor *c, const AstStmt *q, SrvResult *out
 static int declare_subscribe(Engine *e, Cursor *c, const AstStmt *q, WError *err)
 {
     bool snapshot;
-    if (sub_options(q->u.subscribe, &snapshot, &c->progress, err))
+    int64_t after;
+    if (sub_options(q->u.subscribe, &snapshot, &c->progress, &after, err))
         return -1;
     if (q->u.subscribe->copy)
         return werr(err, SQLSTATE_SYNTAX_ERROR, q->pos, "syntax error at or near \"COPY\""),
@@ -185,7 +186,7 @@ static int declare_subscribe(Engine *e, Cursor *c, const AstStmt *q, WError *err
     CatObj *v = sub_view(e, q, err);
     if (!v)
         return -1;
-    if (sub_open(e, v, snapshot, &c->sub, err))
+    if (sub_open_opts(e, v, snapshot, after, &c->sub, err))
         return err->pos = q->pos, -1;
     /* The columns of COPY (SUBSCRIBE v) TO STDOUT, named. */
     const SubSchema *sc = sub_schema(c->sub);

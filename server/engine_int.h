@@ -36,6 +36,10 @@ typedef struct CatObj {
     /* CAT_VIEW: RtStats.rows_out when the last checkpoint committed; equal to
      * the current count means nothing changed since (an SSE resume needs no snapshot). */
     uint64_t changes_at_commit;
+    /* CAT_VIEW, CAT_TABLE: its recent changes, kept from its first subscriber
+     * on (SUB_HISTORY changes at most), so a consumer that reconnects can
+     * resume after an epoch it has (subscribe.c); NULL before. */
+    struct Subscription *history;
     /* CAT_VIEW, CAT_TABLE: why the dataflow is not running ("" when it
      * runs, or has not failed yet). failed: it stopped at a bad record of a
      * source with on_error = 'fail' and waits for ALTER MATERIALIZED VIEW
@@ -201,6 +205,7 @@ const CatRelation *verify_sysview(Engine *e, Arena *a);
 /* subscribe.c: changefeeds over a view (SUBSCRIBE, HTTP Server-Sent Events). */
 #define SUB_MAX_COLS 1600
 #define SUB_MAX_QUEUE 100000      /* events a consumer may fall behind before it is cut off */
+#define SUB_HISTORY 100000        /* recent changes a view keeps for consumers that resume */
 
 typedef struct Subscription Subscription;
 
@@ -232,6 +237,12 @@ typedef struct SubEvent {
 /* Takes v's snapshot (if asked) and taps its changes, in one critical
  * section: engine lock held. Errors: 42809 not a view, 55000 not running. */
 int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *err);
+/* A subscription that resumes after epoch `after` (the consumer has every
+ * change up to it and its progress event): the view's retained changes of
+ * later epochs, then live ones, no snapshot. 55000 when those changes are
+ * no longer (or not yet) retained, 22023 for an epoch not committed yet.
+ * Engine lock held. */
+int sub_open_after(Engine *e, CatObj *v, uint64_t after, Subscription **out, WError *err);
 /* Waits up to timeout_ms (no engine lock needed) and takes every queued
  * event (*events, NULL on timeout; free with sub_events_free). Returns -1
  * with err once the subscription has ended (view stopped, consumer too slow)
@@ -243,7 +254,10 @@ void sub_events_free(SubEvent *ev);
 SubEvent *sub_event_new(SubEventKind kind, uint64_t epoch, int diff, int n, const char *const *vals, const int *lens);
 /* SUBSCRIBE's WITH options (snapshot, progress) and COPY's (FORMAT text).
  * Returns 0, or -1 with err (42601 unknown option, 22023 bad value, 0A000). */
-int sub_options(const AstSubscribe *sb, bool *snapshot, bool *progress, WError *err);
+/* SUBSCRIBE's WITH options; *after is the resume_after epoch, -1 when not given. */
+int sub_options(const AstSubscribe *sb, bool *snapshot, bool *progress, int64_t *after, WError *err);
+/* sub_open, or sub_open_after when after >= 0. */
+int sub_open_opts(Engine *e, CatObj *v, bool snapshot, int64_t after, Subscription **out, WError *err);
 /* The view or table a SUBSCRIBE statement names, or NULL with err (42P01, 42809). Lock held. */
 CatObj *sub_view(Engine *e, const AstStmt *st, WError *err);
 /* Valid until sub_close. */

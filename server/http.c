@@ -731,15 +731,18 @@ static enum MHD_Result get_stream(SrvHttp *h, struct MHD_Connection *c, const ch
     CatObj *v = find_view(e, name, c, &res);
     WError err = {0};
     if (v) {
-        /* Resuming without a snapshot is exact only if the client has every
-         * change up to the last committed epoch and the view has not changed
-         * since: then nothing was missed and nothing is in flight. Older
-         * epochs are not kept, so any other id gets a fresh snapshot. */
+        /* Resuming without a snapshot is exact when the view still has every
+         * change after the client's epoch (its recent changes are kept from its
+         * first subscriber on), or when the client has the last committed
+         * epoch and the view has not changed since: then nothing was missed
+         * and nothing is in flight. Any other id gets a fresh snapshot. */
         RtStats st = {0};
         if (v->df)
             rt_dataflow_stats(v->df, &st);
-        bool resume = have_last && last == e->epoch && v->df && st.rows_out == v->changes_at_commit;
-        if (sub_open(e, v, !resume, &s->sub, &err)) {
+        WError miss = {0};
+        bool resume = have_last && v->df && sub_open_after(e, v, last, &s->sub, &miss) == 0;
+        bool unchanged = !resume && have_last && last == e->epoch && v->df && st.rows_out == v->changes_at_commit;
+        if (!resume && sub_open(e, v, !unchanged, &s->sub, &err)) {
             res = respond_error(c, strcmp(err.sqlstate, "55000") == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
                                                                        : MHD_HTTP_INTERNAL_SERVER_ERROR,
                                 err.sqlstate, "%s", err.msg);
@@ -747,7 +750,7 @@ static enum MHD_Result get_stream(SrvHttp *h, struct MHD_Connection *c, const ch
         } else {
             s->sc = sub_schema(s->sub);
             buf_puts(&s->out, "retry: 3000\n\n");
-            if (resume) {
+            if (resume || unchanged) {
                 char id[32];
                 snprintf(id, sizeof id, "%llu", (unsigned long long)last);
                 sse_event(&s->out, "resumed", id);

@@ -51,6 +51,11 @@ struct Subscription {
     long n_queued;            /* events in the queue, snapshot rows excluded */
     bool ended;
     WError end_err;           /* why it ended */
+    /* A view's history (CatObj.history): nobody reads the queue; over
+     * SUB_HISTORY events the oldest go, and every change of an epoch after
+     * `complete_after` is still in it. */
+    bool history;
+    uint64_t complete_after;
 };
 
 /* ---- events ------------------------------------------------------------------- */
@@ -102,6 +107,16 @@ static void enqueue_locked(Subscription *s, SubEvent *ev, bool counted)
     if (s->ended) {
         free(ev);
         return;
+    }
+    while (s->history && s->n_queued >= SUB_HISTORY && s->head) {
+        SubEvent *old = s->head;
+        s->head = old->next;
+        if (!s->head)
+            s->tail = NULL;
+        if (old->kind == SUB_ROW && old->epoch > s->complete_after)
+            s->complete_after = old->epoch; /* a change of that epoch is gone */
+        free(old);
+        s->n_queued--;
     }
     if (counted && s->n_queued >= SUB_MAX_QUEUE) {
         free(ev);
@@ -247,7 +262,10 @@ static void sub_free(Subscription *s)
     free(s);
 }
 
-int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *err)
+static void history_start(Engine *e, CatObj *v);
+
+/* A subscription to v, with or without its snapshot (engine lock held). */
+static int open_sub(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *err)
 {
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
@@ -278,6 +296,78 @@ int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *er
     s->next = e->subs;
     e->subs = s;
     e->n_subs++;
+    *out = s;
+    return 0;
+}
+
+int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *err)
+{
+    if (open_sub(e, v, snapshot, out, err))
+        return -1;
+    if (!v->history)
+        history_start(e, v);
+    return 0;
+}
+
+/* Starts keeping v's changes, from the epoch in progress on (engine lock
+ * held). A view without subscribers keeps none: its changes are not
+ * formatted for nobody. */
+static void history_start(Engine *e, CatObj *v)
+{
+    Subscription *h;
+    WError err = {0};
+    if (open_sub(e, v, false, &h, &err) == 0) {
+        h->history = true;
+        h->complete_after = h->schema.epoch - 1;
+        e->n_subs--; /* not a changefeed anyone reads (/metrics counts those) */
+        v->history = h;
+    }
+}
+
+/* Drops v's history (its view stopped or was swapped: the changes kept
+ * no longer lead to what the name shows). Engine lock held. */
+static void history_drop(Engine *e, CatObj *v)
+{
+    Subscription *h = v->history;
+    if (!h)
+        return;
+    v->history = NULL;
+    e->n_subs++; /* sub_close counts it out */
+    sub_close(h);
+}
+
+int sub_open_after(Engine *e, CatObj *v, uint64_t after, Subscription **out, WError *err)
+{
+    if (after > e->epoch)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "epoch %llu of \"%s\" is not committed yet (the last is %llu)",
+                    (unsigned long long)after, v->name, (unsigned long long)e->epoch);
+    Subscription *h = v->history;
+    bool kept = false;
+    if (h) {
+        pthread_mutex_lock(&h->mu);
+        kept = !h->ended && after >= h->complete_after;
+        pthread_mutex_unlock(&h->mu);
+    }
+    if (!kept)
+        return werr(err, "55000", 0, "cannot resume \"%s\" after epoch %llu: its changes since are not retained",
+                    v->name, (unsigned long long)after),
+               werr_hint(err, "weir keeps the last %d changes of a view from its first subscriber on, not across "
+                              "restarts or a SWAP; subscribe with a snapshot.", SUB_HISTORY), -1;
+    Subscription *s;
+    if (open_sub(e, v, false, &s, err))
+        return -1;
+    /* The engine lock is held: nothing reaches either queue meanwhile, so
+     * the copied history and the live changes neither overlap nor leave a gap. */
+    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&s->mu);
+    for (const SubEvent *ev = h->head; ev; ev = ev->next) {
+        if (ev->epoch <= after)
+            continue;
+        SubEvent *c = sub_event_new(ev->kind, ev->epoch, ev->diff, ev->n_vals, ev->vals, ev->lens);
+        enqueue_locked(s, c, true);
+    }
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&h->mu);
     *out = s;
     return 0;
 }
@@ -341,6 +431,7 @@ void sub_close(Subscription *s)
 
 void subs_view_stopped(Engine *e, CatObj *v)
 {
+    history_drop(e, v);
     for (Subscription *s = e->subs; s; s = s->next) {
         if (s->view != v)
             continue;
@@ -449,6 +540,8 @@ static int move_sub(Engine *e, Subscription *s, CatObj *to, const TextRows *gone
 
 int subs_view_swap(Engine *e, CatObj *a, CatObj *b, WError *err)
 {
+    history_drop(e, a);
+    history_drop(e, b);
     bool any = false;
     for (Subscription *s = e->subs; s && !any; s = s->next)
         any = s->view == a || s->view == b;
@@ -573,22 +666,36 @@ static int stream_copy(Subscription *s, bool progress, SrvResult *out, WError *e
     return rc;
 }
 
-int sub_options(const AstSubscribe *sb, bool *snapshot_out, bool *progress_out, WError *err)
+int sub_options(const AstSubscribe *sb, bool *snapshot_out, bool *progress_out, int64_t *after_out, WError *err)
 {
-    bool snapshot = true, progress = false;
+    bool snapshot = true, progress = false, snapshot_given = false;
+    int64_t after = -1;
     for (int i = 0; i < ast_list_len(sb->options); i++) {
         const AstOption *o = AST_AT(sb->options, i);
         if (!strcasecmp(o->key, "snapshot")) {
             if (bool_option(o, &snapshot, err))
                 return -1;
+            snapshot_given = true;
         } else if (!strcasecmp(o->key, "progress")) {
             if (bool_option(o, &progress, err))
                 return -1;
+        } else if (!strcasecmp(o->key, "resume_after")) {
+            char *end;
+            errno = 0;
+            long long v = o->value ? strtoll(o->value, &end, 10) : -1;
+            if (!o->value || errno || *end || v < 0)
+                return werr(err, SQLSTATE_INVALID_PARAMETER, o->pos,
+                            "resume_after must be an epoch (a number from the stream's epoch column)");
+            after = v;
         } else {
             return werr(err, SQLSTATE_SYNTAX_ERROR, o->pos, "unrecognized SUBSCRIBE option \"%s\"", o->key),
-                   werr_hint(err, "Options: snapshot, progress."), -1;
+                   werr_hint(err, "Options: snapshot, progress, resume_after."), -1;
         }
     }
+    if (after >= 0 && snapshot_given && snapshot)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "resume_after continues a stream: it takes no snapshot");
+    if (after >= 0)
+        snapshot = false;
     for (int i = 0; i < ast_list_len(sb->copy_options); i++) {
         const AstOption *o = AST_AT(sb->copy_options, i);
         if (strcasecmp(o->key, "format") != 0 || !o->value || strcasecmp(o->value, "text") != 0)
@@ -598,7 +705,13 @@ int sub_options(const AstSubscribe *sb, bool *snapshot_out, bool *progress_out, 
     }
     *snapshot_out = snapshot;
     *progress_out = progress;
+    *after_out = after;
     return 0;
+}
+
+int sub_open_opts(Engine *e, CatObj *v, bool snapshot, int64_t after, Subscription **out, WError *err)
+{
+    return after >= 0 ? sub_open_after(e, v, (uint64_t)after, out, err) : sub_open(e, v, snapshot, out, err);
 }
 
 CatObj *sub_view(Engine *e, const AstStmt *st, WError *err)
@@ -617,13 +730,14 @@ CatObj *sub_view(Engine *e, const AstStmt *st, WError *err)
 int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 {
     bool snapshot, progress;
-    if (sub_options(st->u.subscribe, &snapshot, &progress, err))
+    int64_t after;
+    if (sub_options(st->u.subscribe, &snapshot, &progress, &after, err))
         return -1;
     CatObj *v = sub_view(e, st, err);
     if (!v)
         return -1;
     Subscription *s;
-    if (sub_open(e, v, snapshot, &s, err))
+    if (sub_open_opts(e, v, snapshot, after, &s, err))
         return err->pos = st->pos, -1;
     int rc = 0;
     if (srv_result_copy_begin(out, 2 + s->schema.n_cols) == 0) {

@@ -574,6 +574,7 @@ static void test_http(PGconn *c)
     ok(read_until(fd, sse, sizeof sse, &len, "event: progress", 10), "progress event arrives");
     const char *idp = strstr(strstr(sse, "\"row\":[3,1,1]"), "id: ");
     ok(idp && strtoull(idp + 4, NULL, 10) >= 1, "progress carries id: epoch");
+    unsigned long long seen = idp ? strtoull(idp + 4, NULL, 10) : 0;
     http("GET", "/metrics", NULL, NULL, resp, sizeof resp);
     is_int((int)metric(resp, "weir_http_streams"), 1, "one stream open");
     close(fd);
@@ -595,6 +596,22 @@ static void test_http(PGconn *c)
     sse[0] = 0;
     ok(read_until(fd, sse, sizeof sse, &len, "]}\n\n", 10) && strstr(sse, "\"resumed\":false,\"note\":\"epoch 0"),
        "old Last-Event-ID gets a fresh snapshot with a note");
+    close(fd);
+
+    /* A change made while the client is away: a reconnect with the last
+     * progress id it saw gets the changes since from the view's history. */
+    ok(exec_ok(c, "INSERT INTO ev VALUES (4, 2)") && exec_ok(c, "FLUSH") && exec_ok(c, "CHECKPOINT"),
+       "a change while no stream is open");
+    fd = tcp_connect(hport);
+    char get3[200];
+    snprintf(get3, sizeof get3, "GET /api/views/v/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: %llu\r\n\r\n",
+             seen);
+    ok(fd >= 0 && write(fd, get3, strlen(get3)) == (ssize_t)strlen(get3), "reconnect with the last progress id");
+    len = 0;
+    sse[0] = 0;
+    ok(read_until(fd, sse, sizeof sse, &len, "\"row\":[4,1,2]", 10) && strstr(sse, "event: resumed") &&
+           !strstr(sse, "event: snapshot") && !strstr(sse, "[3,1,1]"),
+       "resumed from the view's history: the missed change, nothing seen before, no snapshot");
     close(fd);
 }
 
