@@ -1118,11 +1118,11 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
                         o->name);
         }
         if (!cat_col_in_value(r, map[i])) {
+            bool computed = r->col_gen && r->col_gen[map[i]];
             free(map);
             return werr(err, "428C9", st->pos, "cannot insert a value into column \"%s\"", c),
-                   werr_hint(err, r->col_gen && r->col_gen[map[i]]
-                                      ? "Column \"%s\" is computed from the others (a computed column)."
-                                      : "Column \"%s\" comes from the Kafka record (INCLUDE).", c), -1;
+                   werr_hint(err, computed ? "Column \"%s\" is computed from the others (a computed column)."
+                                           : "Column \"%s\" comes from the Kafka record (INCLUDE).", c), -1;
         }
         for (int j = 0; j < i; j++)
             if (map[j] == map[i]) {
