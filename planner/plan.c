@@ -33,21 +33,6 @@ const char *cat_option(const CatRelation *r, const char *key)
     return NULL;
 }
 
-/* A Top-N's output: its input's columns and a hidden row_number. */
-void topn_schema(BindCtx *b, PlanNode *t, const PlanNode *cur)
-{
-    int n = cur->out.n;
-    alloc_schema(b->a, &t->out, n + 1);
-    for (int i = 0; i < n; i++) {
-        t->out.names[i] = cur->out.names[i];
-        t->out.types[i] = cur->out.types[i];
-        t->out.hidden[i] = cur->out.hidden[i];
-    }
-    t->out.names[n] = "row_number";
-    t->out.types[n] = TYPE_INT8;
-    t->out.hidden[n] = true;
-}
-
 PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input)
 {
     PlanNode *n = arena_zalloc(p->b.a, sizeof *n);
@@ -70,6 +55,35 @@ PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input)
     }
     p->nodes[p->n_nodes++] = n;
     return n;
+}
+
+/* A Top-N node over cur ordered by order[0..n_order): its output is cur's
+ * columns and a hidden row_number. The caller sets the partition, limit,
+ * key and state. */
+PlanNode *topn_new(PlanCtx *p, PlanNode *cur, int n_order, const PlanOrder *order)
+{
+    BindCtx *b = &p->b;
+    PlanNode *t = new_node(p, PN_TOPN, cur);
+    t->n_order_cols = n_order;
+    t->order_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_order + 1));
+    t->order_desc = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
+    t->order_nulls_first = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
+    for (int i = 0; i < n_order; i++) {
+        t->order_cols[i] = order[i].col;
+        t->order_desc[i] = order[i].desc;
+        t->order_nulls_first[i] = order[i].nulls_first;
+    }
+    int n = cur->out.n;
+    alloc_schema(b->a, &t->out, n + 1);
+    for (int i = 0; i < n; i++) {
+        t->out.names[i] = cur->out.names[i];
+        t->out.types[i] = cur->out.types[i];
+        t->out.hidden[i] = cur->out.hidden[i];
+    }
+    t->out.names[n] = "row_number";
+    t->out.types[n] = TYPE_INT8;
+    t->out.hidden[n] = true;
+    return t;
 }
 
 void alloc_schema(Arena *a, PlanSchema *s, int n)
@@ -1103,26 +1117,16 @@ static PlanNode *make_distinct_on(PlanCtx *p, PlanNode *cur, const Scope *scope,
                                   int n_order, const PlanOrder *order, int n_visible, bool keep_hidden)
 {
     BindCtx *b = &p->b;
-    PlanNode *t = new_node(p, PN_TOPN, cur);
+    PlanNode *t = topn_new(p, cur, n_order, order);
     t->n_part = n_part;
     t->part_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_part + 1));
     memcpy(t->part_cols, part, sizeof(int) * (size_t)n_part);
-    t->n_order_cols = n_order;
-    t->order_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_order + 1));
-    t->order_desc = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
-    t->order_nulls_first = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
-    for (int i = 0; i < n_order; i++) {
-        t->order_cols[i] = order[i].col;
-        t->order_desc[i] = order[i].desc;
-        t->order_nulls_first[i] = order[i].nulls_first;
-    }
     t->topn_limit = 1;
     topn_window_bound(t, scope);
     t->table_id = new_table(p);
     t->append_only = false;
     t->wm_col = -1;
     int n = cur->out.n;
-    topn_schema(b, t, cur);
     /* One row per key: the DISTINCT ON columns are the key. */
     t->n_keys = n_part;
     t->keys = t->part_cols;

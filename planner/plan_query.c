@@ -492,22 +492,12 @@ int make_limit_topn(PlanCtx *p, const AstSelect *sel, Rel *r, int n_order, const
                     "a LIMIT inside a query keeps at most 10000 rows (LIMIT + OFFSET)");
     PlanNode *cur = r->node;
     int n = cur->out.n;
-    PlanNode *t = new_node(p, PN_TOPN, cur);
-    t->n_order_cols = n_order;
-    t->order_cols = arena_alloc(b->a, sizeof(int) * (size_t)(n_order + 1));
-    t->order_desc = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
-    t->order_nulls_first = arena_zalloc(b->a, sizeof(bool) * (size_t)(n_order + 1));
-    for (int i = 0; i < n_order; i++) {
-        t->order_cols[i] = order[i].col;
-        t->order_desc[i] = order[i].desc;
-        t->order_nulls_first[i] = order[i].nulls_first;
-    }
+    PlanNode *t = topn_new(p, cur, n_order, order);
     t->topn_limit = limit + offset;
     t->win_group_idx = -1;
     t->table_id = new_table(p);
     t->append_only = false;
     t->wm_col = -1;
-    topn_schema(b, t, cur);
     t->n_keys = 1;
     t->keys = arena_alloc(b->a, sizeof(int));
     t->keys[0] = n;

@@ -131,7 +131,7 @@ typedef struct PlanCtx {
 } PlanCtx;
 
 /* A new node (appended to p's nodes) reading input (may be NULL). */
-void topn_schema(BindCtx *b, PlanNode *t, const PlanNode *cur);
+PlanNode *topn_new(PlanCtx *p, PlanNode *cur, int n_order, const PlanOrder *order);
 PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input);
 void alloc_schema(Arena *a, PlanSchema *s, int n);
 void alloc_scope(Arena *a, Scope *s, int n);
