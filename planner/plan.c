@@ -991,9 +991,8 @@ int plan_limit(PlanCtx *p, const AstSelect *sel, PlanQuery *q)
 int limit_values(PlanCtx *p, const AstSelect *sel, int64_t *limit, int64_t *offset)
 {
     BindCtx *b = &p->b;
-    PlanQuery qq, *q = &qq;
-    q->limit = -1;
-    q->offset = 0;
+    *limit = -1;
+    *offset = 0;
     Scope empty = {0};
     if (sel->limit) {
         PlanExpr *l = bind_expr(b, &empty, sel->limit);
@@ -1002,7 +1001,7 @@ int limit_values(PlanCtx *p, const AstSelect *sel, int64_t *limit, int64_t *offs
             return -1;
         if (!v.null && v.u.i < 0)
             return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->limit->pos, "LIMIT must not be negative");
-        q->limit = v.null ? -1 : v.u.i;
+        *limit = v.null ? -1 : v.u.i;
     }
     if (sel->offset) {
         PlanExpr *l = bind_expr(b, &empty, sel->offset);
@@ -1011,10 +1010,8 @@ int limit_values(PlanCtx *p, const AstSelect *sel, int64_t *limit, int64_t *offs
             return -1;
         if (!v.null && v.u.i < 0)
             return werr(b->err, SQLSTATE_INVALID_ROW_COUNT, sel->offset->pos, "OFFSET must not be negative");
-        q->offset = v.null ? 0 : v.u.i;
+        *offset = v.null ? 0 : v.u.i;
     }
-    *limit = q->limit;
-    *offset = q->offset;
     return 0;
 }
 
