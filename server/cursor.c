@@ -176,25 +176,26 @@ static int declare_select(Engine *e, Cursor *c, const AstStmt *q, SrvResult *out
 
 static int declare_subscribe(Engine *e, Cursor *c, const AstStmt *q, WError *err)
 {
-    bool snapshot;
-    int64_t after;
-    if (sub_options(q->u.subscribe, &snapshot, &c->progress, &after, err))
+    SubOpts o;
+    if (sub_options(q->u.subscribe, &o, err))
         return -1;
+    c->progress = o.progress;
     if (q->u.subscribe->copy)
         return werr(err, SQLSTATE_SYNTAX_ERROR, q->pos, "syntax error at or near \"COPY\""),
                werr_hint(err, "Write DECLARE c CURSOR FOR SUBSCRIBE v."), -1;
     CatObj *v = sub_view(e, q, err);
     if (!v)
         return -1;
-    if (sub_open_opts(e, v, snapshot, after, &c->sub, err))
+    if (sub_open_opts(e, v, &o, &c->sub, err))
         return err->pos = q->pos, -1;
     /* The columns of COPY (SUBSCRIBE v) TO STDOUT, named. */
     const SubSchema *sc = sub_schema(c->sub);
     const char *names[SUB_MAX_COLS + 2];
     uint32_t oids[SUB_MAX_COLS + 2];
     names[0] = "epoch";
-    names[1] = "diff";
-    oids[0] = oids[1] = SRV_OID_INT8;
+    names[1] = sc->upsert ? "state" : "diff";
+    oids[0] = SRV_OID_INT8;
+    oids[1] = sc->upsert ? SRV_OID_TEXT : SRV_OID_INT8;
     int n = 2;
     for (int i = 0; i < sc->n_cols && n < SUB_MAX_COLS + 2; i++) {
         names[n] = sc->names[i];
@@ -296,7 +297,8 @@ static int emit_row(Cursor *c, const SubEvent *ev, SrvResult *out, Buf *tmp)
     buf_reset(tmp);
     buf_printf(tmp, "%llu", (unsigned long long)ev->epoch);
     size_t epoch_len = tmp->len;
-    buf_puts(tmp, ev->diff > 0 ? "1" : "-1");
+    const SubSchema *sc = sub_schema(c->sub);
+    buf_puts(tmp, sub_diff_text(sc, ev));
     vals[0] = tmp->data;
     lens[0] = (int)epoch_len;
     if (ev->kind == SUB_PROGRESS) {
@@ -306,8 +308,9 @@ static int emit_row(Cursor *c, const SubEvent *ev, SrvResult *out, Buf *tmp)
         vals[1] = tmp->data + epoch_len;
         lens[1] = (int)(tmp->len - epoch_len);
         for (int i = 2; i < c->n_cols; i++) {
-            vals[i] = i - 2 < ev->n_vals ? ev->vals[i - 2] : NULL;
-            lens[i] = i - 2 < ev->n_vals ? ev->lens[i - 2] : -1;
+            bool shown = i - 2 < ev->n_vals && sub_value_shown(sc, ev, i - 2);
+            vals[i] = shown ? ev->vals[i - 2] : NULL;
+            lens[i] = shown ? ev->lens[i - 2] : -1;
         }
     }
     return srv_result_row(out, vals, lens);

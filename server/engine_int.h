@@ -216,7 +216,18 @@ typedef struct SubSchema {
     int n_cols;
     const char *names[SUB_MAX_COLS];
     TypeId types[SUB_MAX_COLS];
+    /* WITH (envelope = 'upsert'): a change is an upsert (diff +1) or a
+     * delete (diff -1) of the key in columns key[0..n_key) of the row. */
+    bool upsert;
+    int n_key;
+    int key[SUB_MAX_COLS];
 } SubSchema;
+
+/* SUBSCRIBE's WITH options. */
+typedef struct SubOpts {
+    bool snapshot, progress, upsert;
+    int64_t after;                /* resume_after, -1 when not given */
+} SubOpts;
 
 typedef enum SubEventKind { SUB_ROW, SUB_PROGRESS } SubEventKind;
 
@@ -254,10 +265,15 @@ void sub_events_free(SubEvent *ev);
 SubEvent *sub_event_new(SubEventKind kind, uint64_t epoch, int diff, int n, const char *const *vals, const int *lens);
 /* SUBSCRIBE's WITH options (snapshot, progress) and COPY's (FORMAT text).
  * Returns 0, or -1 with err (42601 unknown option, 22023 bad value, 0A000). */
-/* SUBSCRIBE's WITH options; *after is the resume_after epoch, -1 when not given. */
-int sub_options(const AstSubscribe *sb, bool *snapshot, bool *progress, int64_t *after, WError *err);
-/* sub_open, or sub_open_after when after >= 0. */
-int sub_open_opts(Engine *e, CatObj *v, bool snapshot, int64_t after, Subscription **out, WError *err);
+int sub_options(const AstSubscribe *sb, SubOpts *o, WError *err);
+/* A change's second column: 1 / -1, or upsert / delete in the upsert envelope. */
+const char *sub_diff_text(const SubSchema *sc, const SubEvent *ev);
+/* Does the change show column i (a delete in the upsert envelope shows only its key)? */
+bool sub_value_shown(const SubSchema *sc, const SubEvent *ev, int i);
+/* A subscription as the options ask: sub_open or sub_open_after, in the
+ * upsert envelope or not (42P10 for the upsert envelope of a view without
+ * a key). Engine lock held. */
+int sub_open_opts(Engine *e, CatObj *v, const SubOpts *o, Subscription **out, WError *err);
 /* The view or table a SUBSCRIBE statement names, or NULL with err (42P01, 42809). Lock held. */
 CatObj *sub_view(Engine *e, const AstStmt *st, WError *err);
 /* Valid until sub_close. */

@@ -56,6 +56,7 @@ struct Subscription {
      * `complete_after` is still in it. */
     bool history;
     uint64_t complete_after;
+    SubEvent *pending;        /* upsert envelope: a -1 waiting to see whether a +1 of its key follows */
 };
 
 /* ---- events ------------------------------------------------------------------- */
@@ -140,6 +141,41 @@ static void enqueue_locked(Subscription *s, SubEvent *ev, bool counted)
     pthread_cond_broadcast(&s->cond);
 }
 
+/* Do rows a and b have the same key (upsert envelope)? */
+static bool same_key(const SubSchema *sc, const SubEvent *a, const SubEvent *b)
+{
+    for (int k = 0; k < sc->n_key; k++) {
+        int i = sc->key[k];
+        if (a->lens[i] != b->lens[i] || (a->lens[i] > 0 && memcmp(a->vals[i], b->vals[i], (size_t)a->lens[i])))
+            return false;
+    }
+    return true;
+}
+
+/* Queues a change or progress event; in the upsert envelope a -1 waits for
+ * the next event: followed by a +1 of its key it was the first half of an
+ * update and goes away (the +1 is the upsert), otherwise it is a delete.
+ * The end of an epoch (its progress event) settles it too. s->mu held. */
+static void deliver_locked(Subscription *s, SubEvent *ev)
+{
+    if (!s->schema.upsert) {
+        enqueue_locked(s, ev, true);
+        return;
+    }
+    if (s->pending) {
+        SubEvent *p = s->pending;
+        s->pending = NULL;
+        if (ev->kind == SUB_ROW && ev->diff > 0 && same_key(&s->schema, p, ev))
+            free(p);
+        else
+            enqueue_locked(s, p, true);
+    }
+    if (ev->kind == SUB_ROW && ev->diff < 0 && !s->ended)
+        s->pending = ev;
+    else
+        enqueue_locked(s, ev, true);
+}
+
 /* ---- runtime callbacks (engine thread, engine lock held) ---------------------------- */
 
 static void on_change(void *arg, uint64_t epoch, int n_cols, const Value *row, int diff)
@@ -165,7 +201,7 @@ static void on_change(void *arg, uint64_t epoch, int n_cols, const Value *row, i
     SubEvent *ev = sub_event_new(SUB_ROW, epoch, diff, n, vals, lens);
     buf_free(&text);
     pthread_mutex_lock(&s->mu);
-    enqueue_locked(s, ev, true);
+    deliver_locked(s, ev);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -174,7 +210,7 @@ static void on_progress(void *arg, uint64_t epoch)
     Subscription *s = arg;
     SubEvent *ev = sub_event_new(SUB_PROGRESS, epoch, 0, 0, NULL, NULL);
     pthread_mutex_lock(&s->mu);
-    enqueue_locked(s, ev, true);
+    deliver_locked(s, ev);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -252,6 +288,7 @@ static int snapshot_row(void *arg, int n, const char *const *vals, const int *le
 
 static void sub_free(Subscription *s)
 {
+    free(s->pending);
     sub_events_free(s->head);
     free((char *)s->schema.view);
     for (int i = 0; i < s->schema.n_cols; i++)
@@ -336,7 +373,9 @@ static void history_drop(Engine *e, CatObj *v)
     sub_close(h);
 }
 
-int sub_open_after(Engine *e, CatObj *v, uint64_t after, Subscription **out, WError *err)
+static int upsert_key(CatObj *v, SubSchema *sc, const int *vis, WError *err);
+
+static int open_after(Engine *e, CatObj *v, uint64_t after, bool upsert, Subscription **out, WError *err)
 {
     if (after > e->epoch)
         return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "epoch %llu of \"%s\" is not committed yet (the last is %llu)",
@@ -356,6 +395,10 @@ int sub_open_after(Engine *e, CatObj *v, uint64_t after, Subscription **out, WEr
     Subscription *s;
     if (open_sub(e, v, false, &s, err))
         return -1;
+    if (upsert && upsert_key(v, &s->schema, s->vis, err)) {
+        sub_close(s);
+        return -1;
+    }
     /* The engine lock is held: nothing reaches either queue meanwhile, so
      * the copied history and the live changes neither overlap nor leave a gap. */
     pthread_mutex_lock(&h->mu);
@@ -364,10 +407,55 @@ int sub_open_after(Engine *e, CatObj *v, uint64_t after, Subscription **out, WEr
         if (ev->epoch <= after)
             continue;
         SubEvent *c = sub_event_new(ev->kind, ev->epoch, ev->diff, ev->n_vals, ev->vals, ev->lens);
-        enqueue_locked(s, c, true);
+        deliver_locked(s, c);
     }
     pthread_mutex_unlock(&s->mu);
     pthread_mutex_unlock(&h->mu);
+    *out = s;
+    return 0;
+}
+
+int sub_open_after(Engine *e, CatObj *v, uint64_t after, Subscription **out, WError *err)
+{
+    return open_after(e, v, after, false, out, err);
+}
+
+/* The upsert envelope's key: v's primary key, every column of it visible. */
+static int upsert_key(CatObj *v, SubSchema *sc, const int *vis, WError *err)
+{
+    const CatRelation *r = &v->rel;
+    sc->n_key = 0;
+    for (int k = 0; k < r->n_pk; k++) {
+        int at = -1;
+        for (int i = 0; i < sc->n_cols; i++)
+            if (vis[i] == r->pk[k])
+                at = i;
+        if (at < 0) {
+            sc->n_key = 0;
+            break;
+        }
+        sc->key[sc->n_key++] = at;
+    }
+    if (sc->n_key == 0)
+        return werr(err, "42P10", 0, "envelope 'upsert' needs a key, and \"%s\" has none", v->name),
+               werr_hint(err, "A view's key is its GROUP BY columns (or a table's PRIMARY KEY); subscribe to this "
+                              "one with diffs."), -1;
+    sc->upsert = true;
+    return 0;
+}
+
+int sub_open_opts(Engine *e, CatObj *v, const SubOpts *o, Subscription **out, WError *err)
+{
+    if (o->after >= 0)
+        return open_after(e, v, (uint64_t)o->after, o->upsert, out, err);
+    Subscription *s;
+    if (sub_open(e, v, o->snapshot, &s, err))
+        return -1;
+    /* Set before the engine lock is released: no change was delivered yet. */
+    if (o->upsert && upsert_key(v, &s->schema, s->vis, err)) {
+        sub_close(s);
+        return -1;
+    }
     *out = s;
     return 0;
 }
@@ -620,6 +708,23 @@ static void copy_field(Buf *b, const char *v, int len)
 /* Streams s to the client until it cancels, hangs up, or s ends. Runs
  * without the engine lock. Returns 0 when the client went away, -1 with
  * err otherwise (cancel: 57014). */
+const char *sub_diff_text(const SubSchema *sc, const SubEvent *ev)
+{
+    if (sc->upsert)
+        return ev->diff > 0 ? "upsert" : "delete";
+    return ev->diff > 0 ? "1" : "-1";
+}
+
+bool sub_value_shown(const SubSchema *sc, const SubEvent *ev, int i)
+{
+    if (!sc->upsert || ev->diff > 0)
+        return true;
+    for (int k = 0; k < sc->n_key; k++)
+        if (sc->key[k] == i)
+            return true;
+    return false; /* a delete carries only its key */
+}
+
 static int stream_copy(Subscription *s, bool progress, SrvResult *out, WError *err)
 {
     Buf line = BUF_INIT;
@@ -649,10 +754,11 @@ static int stream_copy(Subscription *s, bool progress, SrvResult *out, WError *e
                 for (int i = 0; i < n; i++)
                     buf_puts(&line, "\t\\N");
             } else {
-                buf_puts(&line, ev->diff > 0 ? "1" : "-1");
+                buf_puts(&line, sub_diff_text(&s->schema, ev));
                 for (int i = 0; i < n; i++) {
                     buf_putc(&line, '\t');
-                    copy_field(&line, ev->vals[i], ev->lens[i]);
+                    bool shown = sub_value_shown(&s->schema, ev, i);
+                    copy_field(&line, shown ? ev->vals[i] : NULL, shown ? ev->lens[i] : -1);
                 }
             }
             buf_putc(&line, '\n');
@@ -666,9 +772,9 @@ static int stream_copy(Subscription *s, bool progress, SrvResult *out, WError *e
     return rc;
 }
 
-int sub_options(const AstSubscribe *sb, bool *snapshot_out, bool *progress_out, int64_t *after_out, WError *err)
+int sub_options(const AstSubscribe *sb, SubOpts *out, WError *err)
 {
-    bool snapshot = true, progress = false, snapshot_given = false;
+    bool snapshot = true, progress = false, snapshot_given = false, upsert = false;
     int64_t after = -1;
     for (int i = 0; i < ast_list_len(sb->options); i++) {
         const AstOption *o = AST_AT(sb->options, i);
@@ -687,9 +793,13 @@ int sub_options(const AstSubscribe *sb, bool *snapshot_out, bool *progress_out, 
                 return werr(err, SQLSTATE_INVALID_PARAMETER, o->pos,
                             "resume_after must be an epoch (a number from the stream's epoch column)");
             after = v;
+        } else if (!strcasecmp(o->key, "envelope")) {
+            if (!o->value || (strcasecmp(o->value, "upsert") && strcasecmp(o->value, "diff")))
+                return werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "envelope must be 'diff' or 'upsert'");
+            upsert = !strcasecmp(o->value, "upsert");
         } else {
             return werr(err, SQLSTATE_SYNTAX_ERROR, o->pos, "unrecognized SUBSCRIBE option \"%s\"", o->key),
-                   werr_hint(err, "Options: snapshot, progress, resume_after."), -1;
+                   werr_hint(err, "Options: snapshot, progress, resume_after, envelope."), -1;
         }
     }
     if (after >= 0 && snapshot_given && snapshot)
@@ -703,16 +813,10 @@ int sub_options(const AstSubscribe *sb, bool *snapshot_out, bool *progress_out, 
                         "feature not supported: COPY option %s %s (only FORMAT text)", o->key,
                         o->value ? o->value : "");
     }
-    *snapshot_out = snapshot;
-    *progress_out = progress;
-    *after_out = after;
+    *out = (SubOpts){.snapshot = snapshot, .progress = progress, .upsert = upsert, .after = after};
     return 0;
 }
 
-int sub_open_opts(Engine *e, CatObj *v, bool snapshot, int64_t after, Subscription **out, WError *err)
-{
-    return after >= 0 ? sub_open_after(e, v, (uint64_t)after, out, err) : sub_open(e, v, snapshot, out, err);
-}
 
 CatObj *sub_view(Engine *e, const AstStmt *st, WError *err)
 {
@@ -729,22 +833,21 @@ CatObj *sub_view(Engine *e, const AstStmt *st, WError *err)
 
 int session_subscribe(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 {
-    bool snapshot, progress;
-    int64_t after;
-    if (sub_options(st->u.subscribe, &snapshot, &progress, &after, err))
+    SubOpts o;
+    if (sub_options(st->u.subscribe, &o, err))
         return -1;
     CatObj *v = sub_view(e, st, err);
     if (!v)
         return -1;
     Subscription *s;
-    if (sub_open_opts(e, v, snapshot, after, &s, err))
+    if (sub_open_opts(e, v, &o, &s, err))
         return err->pos = st->pos, -1;
     int rc = 0;
     if (srv_result_copy_begin(out, 2 + s->schema.n_cols) == 0) {
         /* Stream without the engine lock: the engine keeps running and the
          * callbacks fill the queue. The caller holds the lock around us. */
         pthread_mutex_unlock(&e->lock);
-        rc = stream_copy(s, progress, out, err);
+        rc = stream_copy(s, o.progress, out, err);
         pthread_mutex_lock(&e->lock);
     }
     sub_close(s);

@@ -228,6 +228,30 @@ def main():
              "resume_after an epoch not committed yet: 22023")
         cur.execute("ROLLBACK")
 
+        # The upsert envelope: an update is one upsert, a delete carries only its key.
+        ocur.execute("CREATE MATERIALIZED VIEW sums AS SELECT k, sum(v) AS s FROM t GROUP BY k")
+        cur.execute("BEGIN")
+        cur.execute("DECLARE u CURSOR FOR SUBSCRIBE sums WITH (envelope = 'upsert', snapshot = false, progress = true)")
+        ocur.execute("UPDATE t SET v = v + 1 WHERE k = 2")
+        ocur.execute("DELETE FROM t WHERE k = 5")
+        ocur.execute("INSERT INTO t VALUES (40, 400)")
+        ocur.execute("CHECKPOINT")
+        got = []
+        read_past_changes(cur, "u", got)
+        t.ok([d[0] for d in cur.description][:3] == ["epoch", "state", "k"], "upsert envelope: epoch, state, columns",
+             cur.description)
+        ocur.execute("SELECT s FROM sums WHERE k = 2")
+        s2 = ocur.fetchone()[0]
+        changes = [r[1:] for r in got if r[1] is not None]
+        t.ok(sorted(changes) == sorted([("upsert", 2, s2), ("delete", 5, None), ("upsert", 40, 400)]),
+             "upsert envelope: one upsert per update, a delete by key, an insert as an upsert", got)
+        cur.execute("COMMIT")
+        ocur.execute("CREATE MATERIALIZED VIEW vals AS SELECT v FROM t")
+        cur.execute("BEGIN")
+        t.ok(error_code(cur, "DECLARE u2 CURSOR FOR SUBSCRIBE vals WITH (envelope = 'upsert')") == "42P10",
+             "upsert envelope on a view without a key: 42P10")
+        cur.execute("ROLLBACK")
+
         ocur.execute("SELECT 1")
         t.ok(ocur.fetchone() == (1,), "the server still serves")
         conn.close()
