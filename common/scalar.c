@@ -83,11 +83,11 @@ static int int_overflow(TypeId t, WError *err)
     return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "%s out of range", type_name(t));
 }
 
-bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase)
+bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, int esc)
 {
     size_t i = 0, j = 0, star_j = (size_t)-1, star_i = 0;
     while (i < n) {
-        if (j < m && p[j] == '\\' && j + 1 < m) {
+        if (j < m && esc >= 0 && (unsigned char)p[j] == esc && j + 1 < m) {
             char a = s[i], b = p[j + 1];
             if (icase ? tolower((unsigned char)a) == tolower((unsigned char)b) : a == b) {
                 i++;
@@ -548,9 +548,18 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         return 0;
     }
     case FN_LIKE:
-    case FN_ILIKE:
-        out->u.i = like_match(x->u.s.p, x->u.s.len, y->u.s.p, y->u.s.len, fn == FN_ILIKE);
+    case FN_ILIKE: {
+        /* LIKE p ESCAPE e: e is one character, or '' for none; the default is a backslash. */
+        int esc = '\\';
+        if (n == 3) {
+            if (args[2].u.s.len > 1)
+                return werr(err, "22025", 0, "invalid escape string"),
+                       werr_hint(err, "Escape string must be empty or one character."), -1;
+            esc = args[2].u.s.len ? (unsigned char)args[2].u.s.p[0] : -1;
+        }
+        out->u.i = like_match(x->u.s.p, x->u.s.len, y->u.s.p, y->u.s.len, fn == FN_ILIKE, esc);
         return 0;
+    }
     case FN_CAST: return scalar_cast(x, result, a, out, err);
     case FN_CASE:
         for (int i = 0; i + 1 < n; i += 2)

@@ -118,6 +118,6 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err);
 int scalar_check_field(ScalarFn fn, TypeId t, const char *field, size_t len, WError *err);
 
 /* SQL LIKE matching (with '\' as the escape character). */
-bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase);
+bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, int esc);
 
 #endif

@@ -1096,14 +1096,13 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
         PlanExpr *x = bind_expr(b, s, e->arg), *p = x ? bind_expr(b, s, e->lo) : NULL;
         if (!p)
             return NULL;
-        if (e->hi) {
-            werr(b->err, SQLSTATE_NOT_SUPPORTED, e->hi->pos, "feature not supported: LIKE ... ESCAPE");
+        PlanExpr *esc = e->hi ? bind_expr(b, s, e->hi) : NULL;
+        if (e->hi && (!esc || !(esc = coerce_expr(b, esc, TYPE_TEXT, e->hi->pos))))
             return NULL;
-        }
         if (!(x = coerce_expr(b, x, TYPE_TEXT, e->pos)) || !(p = coerce_expr(b, p, TYPE_TEXT, e->pos)))
             return NULL;
-        PlanExpr *args[2] = {x, p};
-        PlanExpr *r = make_call(b, e->ilike ? FN_ILIKE : FN_LIKE, TYPE_BOOL, e->pos, 2, args);
+        PlanExpr *args[3] = {x, p, esc};
+        PlanExpr *r = make_call(b, e->ilike ? FN_ILIKE : FN_LIKE, TYPE_BOOL, e->pos, esc ? 3 : 2, args);
         return e->negated ? make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &r) : r;
     }
     case AST_CASE: {

@@ -45,11 +45,16 @@ void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out)
             buf_puts(out, "CAST(");
             expr_to_text(e->args[0], in, out);
             buf_printf(out, " AS %s)", type_name(e->type));
-        } else if (scalar_fn_is_infix(e->fn) && e->n_args == 2) {
+        } else if (scalar_fn_is_infix(e->fn) && (e->n_args == 2 || ((e->fn == FN_LIKE || e->fn == FN_ILIKE) &&
+                                                                    e->n_args == 3))) {
             buf_putc(out, '(');
             expr_to_text(e->args[0], in, out);
             buf_printf(out, " %s ", scalar_fn_name(e->fn));
             expr_to_text(e->args[1], in, out);
+            if (e->n_args == 3) {
+                buf_puts(out, " ESCAPE ");
+                expr_to_text(e->args[2], in, out);
+            }
             buf_putc(out, ')');
         } else if (e->fn >= FN_IS_NULL && e->fn <= FN_IS_NOT_FALSE) {
             buf_putc(out, '(');
