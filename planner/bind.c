@@ -447,9 +447,13 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
         return NULL;
     }
     const char *f = e->text;
-    if (e->distinct && strcmp(f, "count") != 0) {
+    /* min, max, bool_and/every and bool_or do not change with duplicates:
+     * their DISTINCT form is the plain one. */
+    bool distinct_is_plain = !strcmp(f, "min") || !strcmp(f, "max") || !strcmp(f, "bool_and") ||
+                             !strcmp(f, "bool_or") || !strcmp(f, "every");
+    if (e->distinct && strcmp(f, "count") != 0 && !distinct_is_plain) {
         werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: %s(DISTINCT ...)", e->text);
-        werr_hint(b->err, "count(DISTINCT ...) is supported.");
+        werr_hint(b->err, "count(DISTINCT ...) is supported, and min, max, bool_and, bool_or ignore DISTINCT.");
         return NULL;
     }
     PlanAgg agg = {.arg = -1, .filter_col = -1};
