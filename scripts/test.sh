@@ -97,7 +97,7 @@ run_fuzz() {
 # server/ (planner/ has none of its own: the SQL tests cover it) under
 # valgrind memcheck from the normal build, then two SQL files with the broker
 # and the server under valgrind (tests/valgrind/weir-vg.sh). A memory error or
-# a definite leak fails the test. About two minutes.
+# a definite leak fails the test. About one minute.
 VALGRIND_UNIT=(common scalar parser parse_analyze storage runtime lateness pgwire pgtranslate)
 VALGRIND_SQL=(smoke windows)
 run_valgrind() {
@@ -107,11 +107,12 @@ run_valgrind() {
         return
     fi
     echo "== $label: ${VALGRIND_UNIT[*]} (unit), ${VALGRIND_SQL[*]} (sql)"
-    rm -f "$dir/meson-logs/valgrind.json"
+    # With --wrap, meson names the log LOGBASE-WRAPPER: valgrind-valgrind.json.
+    rm -f "$dir/meson-logs/valgrind-valgrind.json"
     meson test -C "$dir" --no-rebuild --print-errorlogs --logbase valgrind --timeout-multiplier 10 \
         --wrap='valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite' \
         "${VALGRIND_UNIT[@]}"
-    collect "$dir" valgrind "$label"
+    collect "$dir" valgrind-valgrind "$label"
     local f
     for f in "${VALGRIND_SQL[@]}"; do
         if WEIR_VG_EXE="$PWD/$dir/server/weir" timeout 600 "$dir/sql-tests/slt_runner" \
