@@ -3,9 +3,10 @@
 
 Needs a weir built with -Dfault_injection=true (common/fault.h); run it from an ASan build so
 a leak or a memory error on any failure path fails the run. One broker and one PostgreSQL serve
-every run. The workload: a Kafka source (input produced once), a windowed view and a per-key
-view, a PostgreSQL sink and a SQLite sink on the windowed view, an exactly-once Kafka sink on
-the per-key view, CHECKPOINT, and client queries that read both views.
+every run. The workload: a Kafka source (input produced once, with one malformed record that goes
+to the dead-letter topic), a windowed view and a per-key view, a PostgreSQL sink and a SQLite
+sink on the windowed view, an exactly-once Kafka sink on the per-key view, CHECKPOINT, and
+client queries that read both views. "Expected" includes exactly one dead letter.
 
 A counting run (no fault, WEIR_FAULT_COUNTS) learns how many calls each point gets. Then, for
 each point, runs with WEIR_FAULT=point:N:once for N spread over 1..calls, and one with
