@@ -21,14 +21,21 @@
  * epoch writes them as one batch into its metadata ("dlq/VIEW/EPOCH"), in
  * the same LMDB transaction as the offsets that move past them. Once that
  * checkpoint has committed, the batch is produced in one Kafka transaction
- * per cluster, together with a progress record "weir-dlq/VIEW" -> epoch in
- * the control topic (kafka.h); the next checkpoint deletes the batch's
+ * per cluster, together with a progress record "weir-dlq/ID/VIEW" -> epoch
+ * in the control topic (kafka.h); the next checkpoint deletes the batch's
  * metadata. A crash before the checkpoint commits loses the batch, but the
  * records are read again and rejected again; a crash after it finds the
  * batch in the metadata, and the progress record tells whether its
  * transaction committed, so each batch reaches the topic once. The producer's
- * transactional.id is stable ("weir-dlq-VIEW@BOOTSTRAP"), so a restarted
+ * transactional.id is stable ("weir-dlq-ID-VIEW@BOOTSTRAP"), so a restarted
  * server fences the old one and aborts its open transaction first.
+ *
+ * ID is random, made once per data directory and kept in its metadata
+ * ("dlq-instance", committed with the first batch): epochs start again at 1
+ * in a new data directory, so without it a second server (or a wiped data
+ * directory) with a view of the same name on the same Kafka would find
+ * "its" epochs already recorded and skip them. Within one data directory
+ * epochs only grow, so a view dropped and created again needs nothing.
  *
  * Delivery runs on the engine thread when a checkpoint commits (dead
  * letters are rare; a batch is small). A delivery that fails leaves the
@@ -43,6 +50,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "buf.h"
 
@@ -51,6 +61,7 @@
 #define DLQ_TXN_TIMEOUT_MS 15000  /* init / commit / abort of a dead-letter transaction */
 #define DLQ_META "dlq/"           /* metadata name prefix: dlq/VIEW/EPOCH (16 hex digits) */
 #define NO_LEN 0xffffffffu        /* an absent key or value in a batch */
+#define DLQ_INSTANCE "dlq-instance" /* metadata: this data directory's random id (16 hex digits) */
 
 typedef struct Skip {
     char source[64];
@@ -342,6 +353,26 @@ int rt_bad_records_checkpoint(RtCtx *rc, StorCheckpoint *ck, uint64_t epoch, WEr
         buf_append(&t->data, b->open.data, b->open.len);
         buf_reset(&b->open);
     }
+    bool any = false;
+    for (DlqBatch *t = b->batches; t && !any; t = t->next)
+        any = !t->committed;
+    if (any) {
+        /* The id goes with the first batch (see the file comment). */
+        Buf cur = {0};
+        int found = stor_meta_get(rc->env->stor, DLQ_INSTANCE, &cur, err);
+        buf_free(&cur);
+        if (found < 0)
+            return -1;
+        if (!found) {
+            uint64_t r = 0;
+            char hex[17];
+            if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+                r = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+            snprintf(hex, sizeof hex, "%016" PRIx64, r);
+            if (stor_checkpoint_put_meta(ck, DLQ_INSTANCE, hex, 16, err))
+                return -1;
+        }
+    }
     for (DlqBatch *t = b->batches; t; t = t->next) {
         if (t->committed)
             continue;
@@ -354,11 +385,11 @@ int rt_bad_records_checkpoint(RtCtx *rc, StorCheckpoint *ck, uint64_t epoch, WEr
 
 /* Opens cluster d's transactional producer (fencing an older incarnation)
  * and learns the last epoch its control topic has for this view. */
-static int dlq_ready(RtCtx *rc, Dlq *d, const char *progress_key, WError *err)
+static int dlq_ready(RtCtx *rc, Dlq *d, const char *instance, const char *progress_key, WError *err)
 {
     if (!d->p) {
         char txn_id[512];
-        snprintf(txn_id, sizeof txn_id, "weir-dlq-%s@%s", rc->name ? rc->name : "", d->bootstrap);
+        snprintf(txn_id, sizeof txn_id, "weir-dlq-%s-%s@%s", instance, rc->name ? rc->name : "", d->bootstrap);
         RtKafkaProp props[] = {{"transactional.id", txn_id}};
         if (rt_kafka_producer_open(d->bootstrap, props, 1, &d->p, err))
             return -1;
@@ -380,9 +411,10 @@ static int dlq_ready(RtCtx *rc, Dlq *d, const char *progress_key, WError *err)
 /* Produces the records of batch t that go to cluster d, and the progress
  * record, in one transaction. On failure the producer is aborted (or
  * dropped when its state is unknown) and the batch is left for a retry. */
-static int deliver_to(RtCtx *rc, Dlq *d, const DlqBatch *t, const char *progress_key, Arena *a, WError *err)
+static int deliver_to(RtCtx *rc, Dlq *d, const DlqBatch *t, const char *instance, const char *progress_key,
+                      Arena *a, WError *err)
 {
-    if (dlq_ready(rc, d, progress_key, err))
+    if (dlq_ready(rc, d, instance, progress_key, err))
         return -1;
     if (t->epoch <= d->last)
         return 0; /* committed before a crash: exactly-once */
@@ -433,8 +465,21 @@ static int deliver_to(RtCtx *rc, Dlq *d, const DlqBatch *t, const char *progress
 static int deliver(RtCtx *rc, DlqBatch *t, WError *err)
 {
     RtBadRecords *b = rc->bad;
-    char key[320];
-    snprintf(key, sizeof key, "weir-dlq/%s", rc->name ? rc->name : "");
+    char key[320], instance[17];
+    Buf id = {0};
+    int found = stor_meta_get(rc->env->stor, DLQ_INSTANCE, &id, err);
+    if (found == 0)
+        werr(err, SQLSTATE_INTERNAL, 0, "dead letters: metadata \"" DLQ_INSTANCE "\" is missing");
+    if (found <= 0 || id.len != 16) {
+        if (found > 0)
+            werr(err, SQLSTATE_IO_ERROR, 0, "dead letters: metadata \"" DLQ_INSTANCE "\" is damaged");
+        buf_free(&id);
+        return -1;
+    }
+    memcpy(instance, id.data, 16);
+    instance[16] = 0;
+    buf_free(&id);
+    snprintf(key, sizeof key, "weir-dlq/%s/%s", instance, rc->name ? rc->name : "");
     Arena *a = arena_new(0);
     int rc_ = 0;
     Reader r = {(const unsigned char *)t->data.data, (const unsigned char *)t->data.data + t->data.len, false};
@@ -455,7 +500,7 @@ static int deliver(RtCtx *rc, DlqBatch *t, WError *err)
             rc_ = -1;
         else if (d && !seen[d - b->dlq]) {
             seen[d - b->dlq] = true;
-            rc_ = deliver_to(rc, d, t, key, a, err);
+            rc_ = deliver_to(rc, d, t, instance, key, a, err);
         }
     }
     if (rc_ == 0 && r.bad)

@@ -151,7 +151,7 @@ void rt_kafka_producer_close(RtKafkaProducer *p);
  * implemented in sink_kafka.c, which owns it): a writer commits, in the same
  * Kafka transaction as its records, a progress record key -> epoch, and after
  * a crash reads the highest epoch committed under its key. The Kafka sink
- * uses its sink name as key; dead letters (bad_records.c) use "weir-dlq/VIEW".
+ * uses its sink name as key; dead letters (bad_records.c) use "weir-dlq/ID/VIEW".
  * prepare creates the topic if missing; read returns 0 for a key never
  * written. Errors as rt_kafka_source_open / rt_kafka_produce; read: 08006
  * when the topic's end is not reached in 15 s. */
