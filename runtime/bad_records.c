@@ -39,8 +39,10 @@
  *
  * Delivery runs on the engine thread when a checkpoint commits (dead
  * letters are rare; a batch is small). A delivery that fails leaves the
- * batch in the metadata and is tried again at the next commit; the view is
- * not stopped for it. A view renamed while a batch is pending delivers it
+ * batch in the metadata and is tried again at the first commit
+ * DLQ_RETRY_MS later; the view is not stopped for it. The price: while the
+ * error topic's Kafka is unreachable, one commit every DLQ_RETRY_MS waits
+ * up to the Kafka timeouts (15 s) on the engine thread. A view renamed while a batch is pending delivers it
  * under the new name's progress key (and so may repeat it).
  */
 #include "runtime_int.h"
@@ -62,6 +64,7 @@
 #define DLQ_META "dlq/"           /* metadata name prefix: dlq/VIEW/EPOCH (16 hex digits) */
 #define NO_LEN 0xffffffffu        /* an absent key or value in a batch */
 #define DLQ_INSTANCE "dlq-instance" /* metadata: this data directory's random id (16 hex digits) */
+#define DLQ_RETRY_MS 10000        /* after a failed delivery, commits in between do not try */
 
 typedef struct Skip {
     char source[64];
@@ -100,6 +103,7 @@ typedef struct RtBadRecords {
     int n_gone;
     uint64_t *gone;               /* delivered epochs whose metadata the next checkpoint deletes */
     bool warned;                  /* a delivery failure was logged (until one succeeds) */
+    int64_t retry_ms;             /* after a failure: no new try before this (CLOCK_MONOTONIC ms) */
 } RtBadRecords;
 
 static RtBadRecords *bad_of(RtCtx *rc)
@@ -566,13 +570,20 @@ void rt_bad_records_committed(RtCtx *rc, uint64_t epoch)
         }
         b->loaded = true;
     }
-    while (b->batches && b->batches->epoch <= epoch) {
-        DlqBatch *t = b->batches;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    for (DlqBatch *t = b->batches; t && t->epoch <= epoch; t = t->next)
         t->committed = true;
+    if (now < b->retry_ms)
+        return;
+    while (b->batches && b->batches->committed) {
+        DlqBatch *t = b->batches;
         if (deliver(rc, t, &err)) {
+            b->retry_ms = now + DLQ_RETRY_MS;
             if (!b->warned)
-                fprintf(stderr, "weir: view %s: dead letters of epoch %" PRIu64 " not delivered yet (retried at "
-                                "the next checkpoint): %s\n", rc->name ? rc->name : "?", t->epoch, err.msg);
+                fprintf(stderr, "weir: view %s: dead letters of epoch %" PRIu64 " not delivered yet (retried every "
+                                "%d s): %s\n", rc->name ? rc->name : "?", t->epoch, DLQ_RETRY_MS / 1000, err.msg);
             b->warned = true;
             return;
         }
