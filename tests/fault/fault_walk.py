@@ -435,6 +435,8 @@ class Walk:
                 how = "startup refused with a clear error"
             else:
                 return False, "the server died (exit %s)" % died, log[-3000:]
+        elif rc != 0 and point == "alloc" and rc == -signal.SIGABRT and "weir: out of memory allocating" in log:
+            how = "explained abort at shutdown"
         elif rc != 0:
             return False, "unclean shutdown (exit %s)" % rc, log[-3000:]
         elif not bad:
