@@ -436,11 +436,16 @@ class Soak:
         self.broker.send_signal(signal.SIGUSR1)
         try:
             ok = s.recv(1) == b""
-        except OSError:
-            ok = True
+        except socket.timeout:
+            ok = False      # still open 5 s later
+        except ConnectionError:
+            ok = True       # reset: closed too
         finally:
             s.close()
-        tap(ok, "the broker drops client connections on SIGUSR1")
+        time.sleep(0.2)
+        alive = self.broker.poll() is None
+        tap(ok and alive, "the broker drops client connections on SIGUSR1 and keeps running",
+            "connection closed: %s, broker alive: %s" % (ok, alive))
 
     def run(self):
         t_start = time.time()
