@@ -353,6 +353,11 @@ class Soak:
                       "auto.offset.reset": "earliest", "enable.partition.eof": True})
         out = []
         try:
+            # The embedded broker drops the oldest records of a partition past about 5 MiB: then
+            # the topic is no longer the input, and the comparison would mean nothing.
+            lows = [c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[0] for p in range(PARTITIONS)]
+            tap(not any(lows), "the broker kept the whole input (partition start offsets %s)" % lows,
+                "lower --rate or --minutes: the embedded broker keeps about 5 MiB per partition")
             c.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
             at_end = set()
             deadline = time.time() + 120
