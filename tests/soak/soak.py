@@ -363,6 +363,7 @@ class Soak:
             # Up to each partition's end offset (the embedded broker returns one message set per
             # fetch, so a long input takes a while).
             next_off = [lo for lo in lows]
+            seen = set()
             t0 = time.time()
             deadline = t0 + 900
             while any(next_off[p] < marks[p][1] for p in range(PARTITIONS)) and time.time() < deadline:
@@ -370,6 +371,9 @@ class Soak:
                     if m.error():
                         continue
                     next_off[m.partition()] = m.offset() + 1
+                    if (m.partition(), m.offset()) in seen:
+                        continue  # a record fetched twice is still one record
+                    seen.add((m.partition(), m.offset()))
                     d = json.loads(m.value())
                     ms = int((datetime.datetime.fromisoformat(d["ts"]) - BASE).total_seconds() * 1000 + 0.5)
                     out.append((d["id"], d["k"], d["v"], ms))
