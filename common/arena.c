@@ -1,5 +1,6 @@
 /* arena.c: see arena.h. A singly linked list of blocks; the newest first. */
 #include "arena.h"
+#include "fault.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -28,7 +29,7 @@ static void oom(size_t n)
 
 void *xmalloc(size_t n)
 {
-    void *p = malloc(n ? n : 1);
+    void *p = FAULT("alloc") ? NULL : malloc(n ? n : 1);
     if (!p)
         oom(n);
     return p;
@@ -36,7 +37,7 @@ void *xmalloc(size_t n)
 
 void *xcalloc(size_t n, size_t size)
 {
-    void *p = calloc(n ? n : 1, size ? size : 1);
+    void *p = FAULT("alloc") ? NULL : calloc(n ? n : 1, size ? size : 1);
     if (!p)
         oom(n * size);
     return p;
@@ -44,7 +45,7 @@ void *xcalloc(size_t n, size_t size)
 
 void *xrealloc(void *p, size_t n)
 {
-    void *q = realloc(p, n ? n : 1);
+    void *q = FAULT("alloc") ? NULL : realloc(p, n ? n : 1);
     if (!q)
         oom(n);
     return q;

@@ -12,29 +12,59 @@
  *                     The engine keeps the view stopped until ALTER
  *                     MATERIALIZED VIEW ... RESUME, which reopens it with
  *                     that one record marked to be skipped.
- *   'dead_letter'     the raw record (key and value unchanged) is produced
- *                     to the error topic with headers saying where it came
- *                     from and why it was rejected, and the view goes on.
+ *   'dead_letter'     the raw record (key and value unchanged) goes to the
+ *                     error topic with headers saying where it came from
+ *                     and why it was rejected, and the view goes on.
  *
- * Dead letters are at-least-once: they are produced as they are found, and
- * rt_bad_records_flush (called first by rt_dataflow_checkpoint) waits for
- * their acknowledgements before the checkpoint that moves the offsets past
- * them can commit. A crash between the produce and the checkpoint reads the
- * records again and produces them again (the headers' partition and offset
- * identify duplicates). A delivery that fails breaks the dataflow: its next
- * step fails and the engine restarts it from the last checkpoint, which
- * produces them again.
+ * Dead letters are exactly-once, the way the Kafka sink is: the records
+ * found during an epoch are kept in memory, and the checkpoint of that
+ * epoch writes them as one batch into its metadata ("dlq/VIEW/EPOCH"), in
+ * the same LMDB transaction as the offsets that move past them. Once that
+ * checkpoint has committed, the batch is produced in one Kafka transaction
+ * per cluster, together with a progress record "weir-dlq/ID/VIEW" -> epoch
+ * in the control topic (kafka.h); the next checkpoint deletes the batch's
+ * metadata. A crash before the checkpoint commits loses the batch, but the
+ * records are read again and rejected again; a crash after it finds the
+ * batch in the metadata, and the progress record tells whether its
+ * transaction committed, so each batch reaches the topic once. The producer's
+ * transactional.id is stable ("weir-dlq-ID-VIEW@BOOTSTRAP"), so a restarted
+ * server fences the old one and aborts its open transaction first.
+ *
+ * ID is random, made once per data directory and kept in its metadata
+ * ("dlq-instance", committed with the first batch): epochs start again at 1
+ * in a new data directory, so without it a second server (or a wiped data
+ * directory) with a view of the same name on the same Kafka would find
+ * "its" epochs already recorded and skip them. Within one data directory
+ * epochs only grow, so a view dropped and created again needs nothing.
+ *
+ * Delivery runs on the engine thread when a checkpoint commits (dead
+ * letters are rare; a batch is small). A delivery that fails leaves the
+ * batch in the metadata and is tried again at the first commit
+ * DLQ_RETRY_MS later; the view is not stopped for it. The price: while the
+ * error topic's Kafka is unreachable, one commit every DLQ_RETRY_MS waits
+ * up to the Kafka timeouts (15 s) on the engine thread. A view renamed while a batch is pending delivers it
+ * under the new name's progress key (and so may repeat it).
  */
 #include "runtime_int.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
 
 #define SQLSTATE_DATA_EXCEPTION "22000"
-#define MAX_DLQ 4                 /* producers per dataflow: one per bootstrap address */
-#define DLQ_FLUSH_MS 10000
+#define MAX_DLQ 4                 /* Kafka clusters per dataflow: one per bootstrap address */
+#define DLQ_TXN_TIMEOUT_MS 15000  /* init / commit / abort of a dead-letter transaction */
+#define DLQ_META "dlq/"           /* metadata name prefix: dlq/VIEW/EPOCH (16 hex digits) */
+#define NO_LEN 0xffffffffu        /* an absent key or value in a batch */
+#define DLQ_INSTANCE "dlq-instance" /* metadata: this data directory's random id (16 hex digits) */
+#define DLQ_RETRY_MS 10000        /* after a failed delivery, commits in between do not try */
 
 typedef struct Skip {
     char source[64];
@@ -42,11 +72,22 @@ typedef struct Skip {
     int64_t offset;
 } Skip;
 
+/* One Kafka cluster dead letters go to. */
 typedef struct Dlq {
     char *bootstrap;
-    RtKafkaProducer *p;
-    bool pending;                 /* produced since the last flush */
+    RtKafkaProducer *p;           /* transactional; NULL until needed, and after a failure */
+    bool last_known;              /* last reflects the control topic */
+    uint64_t last;                /* highest epoch committed to this cluster */
 } Dlq;
+
+/* One epoch's dead letters: in the checkpoint's metadata from the moment
+ * that checkpoint commits until every cluster has them. */
+typedef struct DlqBatch {
+    struct DlqBatch *next;        /* ascending epochs */
+    uint64_t epoch;
+    bool committed;               /* its checkpoint committed: deliverable */
+    Buf data;                     /* records, encoded by put_record */
+} DlqBatch;
 
 typedef struct RtBadRecords {
     bool failed;                  /* the step stopped at a record (on_error = 'fail') */
@@ -55,8 +96,14 @@ typedef struct RtBadRecords {
     Skip *skips;                  /* records RESUME said to skip */
     int n_dlq;
     Dlq dlq[MAX_DLQ];
-    bool broken;                  /* a dead letter was lost: restart from the checkpoint */
-    WError broken_err;
+    bool dead_letters;            /* a source dead-letters: checkpoint, deliver, recover batches */
+    bool loaded;                  /* batches of an earlier run read back from the metadata */
+    Buf open;                     /* records found in the epoch in progress */
+    DlqBatch *batches;            /* sealed, not yet delivered everywhere */
+    int n_gone;
+    uint64_t *gone;               /* delivered epochs whose metadata the next checkpoint deletes */
+    bool warned;                  /* a delivery failure was logged (until one succeeds) */
+    int64_t retry_ms;             /* after a failure: no new try before this (CLOCK_MONOTONIC ms) */
 } RtBadRecords;
 
 static RtBadRecords *bad_of(RtCtx *rc)
@@ -87,10 +134,9 @@ void rt_dead_letter_topic(const CatRelation *src, char *out, size_t cap)
         snprintf(out, cap, "%s.dlq", cat_option(src, "topic") ? cat_option(src, "topic") : src->name);
 }
 
-static Dlq *dlq_for(RtCtx *rc, const CatRelation *src, WError *err)
+/* The cluster entry for bootstrap (added when new); NULL with err past MAX_DLQ. */
+static Dlq *dlq_for(RtBadRecords *b, const char *boot, WError *err)
 {
-    RtBadRecords *b = bad_of(rc);
-    const char *boot = rt_source_bootstrap(src, rc->env);
     for (int i = 0; i < b->n_dlq; i++)
         if (!strcmp(b->dlq[i].bootstrap, boot))
             return &b->dlq[i];
@@ -98,12 +144,8 @@ static Dlq *dlq_for(RtCtx *rc, const CatRelation *src, WError *err)
         werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "a view may dead-letter to at most %d Kafka clusters", MAX_DLQ);
         return NULL;
     }
-    Dlq *d = &b->dlq[b->n_dlq];
-    if (rt_kafka_producer_open(boot, NULL, 0, &d->p, err))
-        return NULL;
-    d->bootstrap = xstrdup(boot);
-    d->pending = false;
-    b->n_dlq++;
+    Dlq *d = &b->dlq[b->n_dlq++];
+    *d = (Dlq){.bootstrap = xstrdup(boot)};
     return d;
 }
 
@@ -122,7 +164,8 @@ int rt_dead_letter_prepare(const CatRelation *src, const RtEnv *env, WError *err
         return -1;
     }
     rt_kafka_source_close(ks);
-    return 0;
+    /* The control topic the dead-letter transactions record their epochs in. */
+    return rt_kafka_progress_prepare(rt_source_bootstrap(src, env), err);
 }
 
 int rt_bad_records_prepare(RtCtx *rc, const CatRelation *src, WError *err)
@@ -131,7 +174,9 @@ int rt_bad_records_prepare(RtCtx *rc, const CatRelation *src, WError *err)
         return 0;
     if (rt_dead_letter_prepare(src, rc->env, err))
         return -1;
-    return dlq_for(rc, src, err) ? 0 : -1;
+    RtBadRecords *b = bad_of(rc);
+    b->dead_letters = true;
+    return dlq_for(b, rt_source_bootstrap(src, rc->env), err) ? 0 : -1;
 }
 
 static const RtKafkaRecord *find_record(const RtCtx *rc, int32_t partition, int64_t offset)
@@ -142,11 +187,81 @@ static const RtKafkaRecord *find_record(const RtCtx *rc, int32_t partition, int6
     return NULL;
 }
 
+/* ---- batch encoding: per record the bootstrap, topic, key, value (each a
+ * u32 length, NO_LEN for an absent key or value, then the bytes), then a
+ * u32 header count and each header's name and value the same way. ---- */
+
+static void put_bytes(Buf *out, const void *p, size_t n, bool present)
+{
+    buf_put_u32be(out, present ? (uint32_t)n : NO_LEN);
+    if (present && n)
+        buf_append(out, p, n);
+}
+
+static void put_str(Buf *out, const char *s) { put_bytes(out, s, strlen(s), true); }
+
+static void put_record(Buf *out, const char *boot, const char *topic, const RtKafkaRecord *rec,
+                       const RtKafkaProp *h, int n_h)
+{
+    put_str(out, boot);
+    put_str(out, topic);
+    put_bytes(out, rec ? rec->key : NULL, rec ? rec->key_len : 0, rec && rec->key);
+    put_bytes(out, rec ? rec->value : NULL, rec ? rec->value_len : 0, rec && rec->value);
+    buf_put_u32be(out, (uint32_t)n_h);
+    for (int i = 0; i < n_h; i++) {
+        put_str(out, h[i].key);
+        put_str(out, h[i].value);
+    }
+}
+
+/* A reader over an encoded batch; bad is set on a malformed one. */
+typedef struct Reader {
+    const unsigned char *p, *end;
+    bool bad;
+} Reader;
+
+static uint32_t get_u32(Reader *r)
+{
+    if (r->end - r->p < 4) {
+        r->bad = true;
+        return 0;
+    }
+    uint32_t v = (uint32_t)r->p[0] << 24 | (uint32_t)r->p[1] << 16 | (uint32_t)r->p[2] << 8 | r->p[3];
+    r->p += 4;
+    return v;
+}
+
+/* The next length-prefixed field: *n bytes at the result, NULL when absent. */
+static const char *get_bytes(Reader *r, size_t *n)
+{
+    uint32_t len = get_u32(r);
+    *n = 0;
+    if (r->bad || len == NO_LEN)
+        return NULL;
+    if ((size_t)(r->end - r->p) < len) {
+        r->bad = true;
+        return NULL;
+    }
+    const char *v = (const char *)r->p;
+    r->p += len;
+    *n = len;
+    return v;
+}
+
+/* Strings in a batch are not NUL-terminated: copies them into arena a. */
+static char *get_str(Reader *r, Arena *a)
+{
+    size_t n;
+    const char *v = get_bytes(r, &n);
+    return arena_strndup(a, v ? v : "", n);
+}
+
 static int dead_letter(RtOp *op, const CatRelation *src, int32_t partition, int64_t offset, const char *message)
 {
     RtCtx *rc = op->rc;
-    Dlq *d = dlq_for(rc, src, rc->err);
-    if (!d)
+    RtBadRecords *b = bad_of(rc);
+    const char *boot = rt_source_bootstrap(src, rc->env);
+    if (!dlq_for(b, boot, rc->err))
         return -1;
     const RtKafkaRecord *rec = find_record(rc, partition, offset);
     char topic[256], part[16], off[24], ts[24];
@@ -163,11 +278,10 @@ static int dead_letter(RtOp *op, const CatRelation *src, int32_t partition, int6
         {"weir.timestamp", ts},
         {"weir.error", message},
     };
-    if (rt_kafka_produce_headers(d->p, topic, -1, rec ? rec->key : NULL, rec ? rec->key_len : 0,
-                                 rec ? rec->value : NULL, rec ? rec->value_len : 0, h,
-                                 (int)(sizeof h / sizeof h[0]), rc->err))
-        return -1;
-    d->pending = true;
+    /* Produced once the checkpoint that covers this record has committed.
+     * (The policy may have changed under a running view: ALTER SOURCE.) */
+    b->dead_letters = true;
+    put_record(&b->open, boot, topic, rec, h, (int)(sizeof h / sizeof h[0]));
     return 0;
 }
 
@@ -199,36 +313,289 @@ int rt_bad_record_route(RtOp *op, const CatRelation *src, int32_t partition, int
     return -1;
 }
 
-int rt_bad_records_flush(RtCtx *rc, WError *err)
+/* ---- checkpoint, delivery, recovery ---- */
+
+static void meta_name(const RtCtx *rc, uint64_t epoch, char *out, size_t cap)
+{
+    snprintf(out, cap, DLQ_META "%s/%016" PRIx64, rc->name ? rc->name : "", epoch);
+}
+
+/* Inserts batch in epoch order. */
+static void batch_insert(RtBadRecords *b, DlqBatch *n)
+{
+    DlqBatch **pp = &b->batches;
+    while (*pp && (*pp)->epoch < n->epoch)
+        pp = &(*pp)->next;
+    n->next = *pp;
+    *pp = n;
+}
+
+int rt_bad_records_checkpoint(RtCtx *rc, StorCheckpoint *ck, uint64_t epoch, WError *err)
 {
     RtBadRecords *b = rc->bad;
-    if (!b)
+    char name[320];
+    if (!b || !b->dead_letters || rc->batch)
         return 0;
-    if (rt_bad_records_check(rc, err))
-        return -1;
-    for (int i = 0; i < b->n_dlq; i++) {
-        Dlq *d = &b->dlq[i];
-        if (!d->pending)
-            continue;
-        WError ferr = {0};
-        if (rt_kafka_producer_flush(d->p, DLQ_FLUSH_MS, &ferr)) {
-            b->broken = true;
-            werr(&b->broken_err, ferr.sqlstate[0] ? ferr.sqlstate : SQLSTATE_IO_ERROR, 0,
-                 "dead-letter records were not delivered: %s", ferr.msg);
-            *err = b->broken_err;
+    /* Delivered batches: a failed checkpoint leaves their metadata, which
+     * recovery then finds already delivered. */
+    for (int i = 0; i < b->n_gone; i++) {
+        meta_name(rc, b->gone[i], name, sizeof name);
+        if (stor_checkpoint_delete_meta(ck, name, err))
             return -1;
+    }
+    b->n_gone = 0;
+    if (b->open.len) {
+        DlqBatch *t = b->batches;
+        while (t && t->next)
+            t = t->next;
+        if (!t || t->committed || t->epoch != epoch) {
+            /* (a failed checkpoint is retried under the same epoch: its batch grows) */
+            t = xcalloc(1, sizeof *t);
+            t->epoch = epoch;
+            batch_insert(b, t);
         }
-        d->pending = false;
+        buf_append(&t->data, b->open.data, b->open.len);
+        buf_reset(&b->open);
+    }
+    bool any = false;
+    for (DlqBatch *t = b->batches; t && !any; t = t->next)
+        any = !t->committed;
+    if (any) {
+        /* The id goes with the first batch (see the file comment). */
+        Buf cur = {0};
+        int found = stor_meta_get(rc->env->stor, DLQ_INSTANCE, &cur, err);
+        buf_free(&cur);
+        if (found < 0)
+            return -1;
+        if (!found) {
+            uint64_t r = 0;
+            char hex[17];
+            if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+                r = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+            snprintf(hex, sizeof hex, "%016" PRIx64, r);
+            if (stor_checkpoint_put_meta(ck, DLQ_INSTANCE, hex, 16, err))
+                return -1;
+        }
+    }
+    for (DlqBatch *t = b->batches; t; t = t->next) {
+        if (t->committed)
+            continue;
+        meta_name(rc, t->epoch, name, sizeof name);
+        if (stor_checkpoint_put_meta(ck, name, t->data.data, t->data.len, err))
+            return -1;
     }
     return 0;
 }
 
-int rt_bad_records_check(RtCtx *rc, WError *err)
+/* Opens cluster d's transactional producer (fencing an older incarnation)
+ * and learns the last epoch its control topic has for this view. */
+static int dlq_ready(RtCtx *rc, Dlq *d, const char *instance, const char *progress_key, WError *err)
 {
-    if (!rc->bad || !rc->bad->broken)
+    if (!d->p) {
+        char txn_id[512];
+        snprintf(txn_id, sizeof txn_id, "weir-dlq-%s-%s@%s", instance, rc->name ? rc->name : "", d->bootstrap);
+        RtKafkaProp props[] = {{"transactional.id", txn_id}};
+        if (rt_kafka_producer_open(d->bootstrap, props, 1, &d->p, err))
+            return -1;
+        if (rt_kafka_producer_init_txn(d->p, DLQ_TXN_TIMEOUT_MS, err) < 0) {
+            rt_kafka_producer_close(d->p);
+            d->p = NULL;
+            return -1;
+        }
+        d->last_known = false;
+    }
+    if (!d->last_known) {
+        if (rt_kafka_progress_read(d->bootstrap, progress_key, &d->last, err) < 0)
+            return -1;
+        d->last_known = true;
+    }
+    return 0;
+}
+
+/* Produces the records of batch t that go to cluster d, and the progress
+ * record, in one transaction. On failure the producer is aborted (or
+ * dropped when its state is unknown) and the batch is left for a retry. */
+static int deliver_to(RtCtx *rc, Dlq *d, const DlqBatch *t, const char *instance, const char *progress_key,
+                      Arena *a, WError *err)
+{
+    if (dlq_ready(rc, d, instance, progress_key, err))
+        return -1;
+    if (t->epoch <= d->last)
+        return 0; /* committed before a crash: exactly-once */
+    int krc = rt_kafka_producer_begin_txn(d->p, err);
+    Reader r = {(const unsigned char *)t->data.data, (const unsigned char *)t->data.data + t->data.len, false};
+    while (krc == 0 && r.p < r.end) {
+        char *boot = get_str(&r, a), *topic = get_str(&r, a);
+        size_t kl, vl;
+        const char *key = get_bytes(&r, &kl), *val = get_bytes(&r, &vl);
+        uint32_t n_h = get_u32(&r);
+        if (n_h > 64)
+            r.bad = true;
+        RtKafkaProp h[64];
+        for (uint32_t i = 0; i < n_h && !r.bad; i++) {
+            h[i].key = get_str(&r, a);
+            h[i].value = get_str(&r, a);
+        }
+        if (r.bad) {
+            /* Our own encoding: only a damaged data file gets here. */
+            werr(err, SQLSTATE_IO_ERROR, 0, "dead letters of epoch %" PRIu64 " are damaged in the metadata",
+                 t->epoch);
+            krc = RT_KAFKA_ERR_ABORTABLE;
+            break;
+        }
+        if (strcmp(boot, d->bootstrap) == 0 &&
+            rt_kafka_produce_headers(d->p, topic, -1, key, kl, val, vl, h, (int)n_h, err))
+            krc = RT_KAFKA_ERR_ABORTABLE;
+    }
+    if (krc == 0 && rt_kafka_progress_produce(d->p, progress_key, t->epoch, err))
+        krc = RT_KAFKA_ERR_ABORTABLE;
+    if (krc == 0)
+        krc = rt_kafka_producer_commit_txn(d->p, DLQ_TXN_TIMEOUT_MS, err);
+    if (krc == 0) {
+        d->last = t->epoch;
         return 0;
-    *err = rc->bad->broken_err;
+    }
+    WError ignored = {0};
+    if (krc != RT_KAFKA_ERR_ABORTABLE || rt_kafka_producer_abort_txn(d->p, DLQ_TXN_TIMEOUT_MS, &ignored)) {
+        /* Outcome unknown: a new producer fences this one, then the
+         * progress record says whether the epoch made it. */
+        rt_kafka_producer_close(d->p);
+        d->p = NULL;
+    }
     return -1;
+}
+
+/* Delivers batch t to every cluster it names. */
+static int deliver(RtCtx *rc, DlqBatch *t, WError *err)
+{
+    RtBadRecords *b = rc->bad;
+    char key[320], instance[17];
+    Buf id = {0};
+    int found = stor_meta_get(rc->env->stor, DLQ_INSTANCE, &id, err);
+    if (found == 0)
+        werr(err, SQLSTATE_INTERNAL, 0, "dead letters: metadata \"" DLQ_INSTANCE "\" is missing");
+    if (found <= 0 || id.len != 16) {
+        if (found > 0)
+            werr(err, SQLSTATE_IO_ERROR, 0, "dead letters: metadata \"" DLQ_INSTANCE "\" is damaged");
+        buf_free(&id);
+        return -1;
+    }
+    memcpy(instance, id.data, 16);
+    instance[16] = 0;
+    buf_free(&id);
+    snprintf(key, sizeof key, "weir-dlq/%s/%s", instance, rc->name ? rc->name : "");
+    Arena *a = arena_new(0);
+    int rc_ = 0;
+    Reader r = {(const unsigned char *)t->data.data, (const unsigned char *)t->data.data + t->data.len, false};
+    /* Each record starts with its bootstrap: the first field after the
+     * previous record. Collect the clusters, then one transaction each. */
+    bool seen[MAX_DLQ] = {false};
+    while (rc_ == 0 && r.p < r.end && !r.bad) {
+        char *boot = get_str(&r, a);
+        size_t n;
+        get_bytes(&r, &n);
+        get_bytes(&r, &n);
+        get_bytes(&r, &n);
+        uint32_t n_h = get_u32(&r);
+        for (uint32_t i = 0; i < 2 * n_h && !r.bad; i++)
+            get_bytes(&r, &n);
+        Dlq *d = r.bad ? NULL : dlq_for(b, boot, err);
+        if (!r.bad && !d)
+            rc_ = -1;
+        else if (d && !seen[d - b->dlq]) {
+            seen[d - b->dlq] = true;
+            rc_ = deliver_to(rc, d, t, instance, key, a, err);
+        }
+    }
+    if (rc_ == 0 && r.bad)
+        rc_ = werr(err, SQLSTATE_IO_ERROR, 0, "dead letters of epoch %" PRIu64 " are damaged in the metadata",
+                   t->epoch);
+    arena_free(a);
+    return rc_;
+}
+
+/* Reads back the batches an earlier run left in the metadata: their
+ * checkpoints committed, whether they reached Kafka is for the progress
+ * record to say. */
+static int load_one(void *arg, const char *name, const void *val, size_t len)
+{
+    RtCtx *rc = arg;
+    const char *e = strrchr(name, '/');
+    char *end;
+    uint64_t epoch = e ? strtoull(e + 1, &end, 16) : 0;
+    if (!e || *end || epoch == 0)
+        return 0;
+    DlqBatch *t = xcalloc(1, sizeof *t);
+    t->epoch = epoch;
+    t->committed = true;
+    buf_append(&t->data, val, len);
+    batch_insert(rc->bad, t);
+    return 0;
+}
+
+void rt_bad_records_committed(RtCtx *rc, uint64_t epoch)
+{
+    RtBadRecords *b = rc->bad;
+    if (!b || !b->dead_letters || rc->batch)
+        return;
+    WError err = {0};
+    if (!b->loaded) {
+        char prefix[300];
+        snprintf(prefix, sizeof prefix, DLQ_META "%s/", rc->name ? rc->name : "");
+        /* Batches of this run are not in the list yet when they committed
+         * now: take only the older ones from the metadata. */
+        DlqBatch *mine = b->batches;
+        b->batches = NULL;
+        if (stor_meta_scan(rc->env->stor, prefix, load_one, rc, &err) < 0) {
+            fprintf(stderr, "weir: view %s: reading pending dead letters: %s\n", rc->name ? rc->name : "?", err.msg);
+            werr_clear(&err);
+        }
+        DlqBatch *old = b->batches;
+        b->batches = NULL;
+        for (DlqBatch *t = old, *next; t; t = next) {
+            next = t->next;
+            bool dup = false;
+            for (DlqBatch *m = mine; m; m = m->next)
+                dup = dup || m->epoch == t->epoch;
+            if (dup) {
+                buf_free(&t->data);
+                free(t);
+            } else {
+                batch_insert(b, t);
+            }
+        }
+        for (DlqBatch *t = mine, *next; t; t = next) {
+            next = t->next;
+            batch_insert(b, t);
+        }
+        b->loaded = true;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    for (DlqBatch *t = b->batches; t && t->epoch <= epoch; t = t->next)
+        t->committed = true;
+    if (now < b->retry_ms)
+        return;
+    while (b->batches && b->batches->committed) {
+        DlqBatch *t = b->batches;
+        if (deliver(rc, t, &err)) {
+            b->retry_ms = now + DLQ_RETRY_MS;
+            if (!b->warned)
+                fprintf(stderr, "weir: view %s: dead letters of epoch %" PRIu64 " not delivered yet (retried every "
+                                "%d s): %s\n", rc->name ? rc->name : "?", t->epoch, DLQ_RETRY_MS / 1000, err.msg);
+            b->warned = true;
+            return;
+        }
+        if (b->warned)
+            fprintf(stderr, "weir: view %s: dead letters delivered again\n", rc->name ? rc->name : "?");
+        b->warned = false;
+        b->batches = t->next;
+        b->gone = xrealloc(b->gone, sizeof *b->gone * (size_t)(b->n_gone + 1));
+        b->gone[b->n_gone++] = t->epoch;
+        buf_free(&t->data);
+        free(t);
+    }
 }
 
 void rt_bad_records_free(RtCtx *rc)
@@ -237,11 +604,19 @@ void rt_bad_records_free(RtCtx *rc)
     if (!b)
         return;
     for (int i = 0; i < b->n_dlq; i++) {
-        /* Whatever is still queued belongs to an epoch that was not
-         * checkpointed: it is produced again when the records are re-read. */
+        /* No transaction is left open between calls. */
         rt_kafka_producer_close(b->dlq[i].p);
         free(b->dlq[i].bootstrap);
     }
+    /* Batches not delivered are in the metadata (committed) or belong to an
+     * epoch that was not checkpointed (their records are read again). */
+    for (DlqBatch *t = b->batches, *next; t; t = next) {
+        next = t->next;
+        buf_free(&t->data);
+        free(t);
+    }
+    buf_free(&b->open);
+    free(b->gone);
     free(b->skips);
     free(b);
     rc->bad = NULL;

@@ -39,6 +39,9 @@
 #define FWD_MAX_FRAME (256 * 1024 * 1024)  /* larger frames close the connection */
 #define MAX_TOPIC_LEN 249                  /* Kafka's limit on topic names */
 
+/* Bytes written to the forwarder's wake-up pipe. */
+enum { WAKE_STOP = 1, WAKE_DROP = 2 };
+
 /* Kafka API keys the forwarder looks into. */
 enum { API_METADATA = 3, API_FIND_COORDINATOR = 10, API_API_VERSIONS = 18,
        API_CREATE_TOPICS = 19 };
@@ -84,7 +87,7 @@ struct RtBroker {
     struct sockaddr_storage mock_sa;  /* resolved mock_addr */
     socklen_t mock_sa_len;
     int listen_fd;
-    int wake[2];                      /* pipe: a byte on wake[1] stops the loop */
+    int wake[2];                      /* pipe: WAKE_STOP ends the loop, WAKE_DROP drops connections */
     pthread_t thread;
     bool thread_started;
     FwdConn **conns;                  /* owned; n_conns in use */
@@ -834,8 +837,18 @@ static void *forwarder_main(void *arg)
             fprintf(stderr, "weir: broker: poll: %s\n", strerror(errno));
             break;
         }
-        if (pfd[0].revents)
-            break;
+        if (pfd[0].revents) {
+            char cmd[64];
+            ssize_t got = read(b->wake[0], cmd, sizeof cmd);
+            if (got <= 0 || memchr(cmd, WAKE_STOP, (size_t)got))
+                break;
+            /* WAKE_DROP: every client connection ends at once, as when a
+             * broker restarts; the topics stay. The pollfd slots are stale. */
+            for (int k = 0; k < b->n_conns; k++)
+                conn_free(b->conns[k]);
+            b->n_conns = 0;
+            continue;
+        }
         /* Connections first, then accept: accepting appends to conns, and the
          * pollfd slots only describe the connections that existed before.
          * Walking down keeps the swap-with-last removal safe. */
@@ -945,12 +958,20 @@ int rt_broker_create_topic(RtBroker *b, const char *topic, int partitions, WErro
     return 0;
 }
 
+void rt_broker_drop_connections(RtBroker *b)
+{
+    char drop = WAKE_DROP;
+    if (b && b->thread_started)
+        while (write(b->wake[1], &drop, 1) < 0 && errno == EINTR)
+            ;
+}
+
 void rt_broker_stop(RtBroker *b)
 {
     if (!b)
         return;
     if (b->thread_started) {
-        char one = 1;
+        char one = WAKE_STOP;
         while (write(b->wake[1], &one, 1) < 0 && errno == EINTR)
             ;
         pthread_join(b->thread, NULL);
@@ -977,7 +998,8 @@ static int usage(FILE *f)
                "  --listen HOST:PORT  bootstrap address (default 127.0.0.1:9092; port 0 = any)\n"
                "  --partitions N      partitions of new topics: --topic, auto-created, and\n"
                "                      CreateTopics without a count (default 1)\n"
-               "  --topic NAME        create NAME at start-up (repeatable)\n");
+               "  --topic NAME        create NAME at start-up (repeatable)\n"
+               "SIGUSR1 drops every client connection (as a broker restart would); the topics stay.\n");
     return 2;
 }
 
@@ -1045,6 +1067,7 @@ int rt_broker_main(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
     if (rt_broker_start(listen_addr, partitions, &b, addr, sizeof addr, &err) < 0)
@@ -1055,8 +1078,14 @@ int rt_broker_main(int argc, char **argv)
 
     printf("weir broker listening on %s\n", addr);
     fflush(stdout);
-    while (sigwait(&sigs, &sig) != 0)
-        ;
+    for (;;) {
+        if (sigwait(&sigs, &sig) != 0)
+            continue;
+        if (sig != SIGUSR1)
+            break;
+        fprintf(stderr, "weir broker: SIGUSR1: dropping every client connection\n");
+        rt_broker_drop_connections(b);
+    }
     rc = 0;
 out:
     if (rc)

@@ -63,6 +63,11 @@ int rt_broker_create_topic(RtBroker *b, const char *topic, int partitions, WErro
  * advertises). Valid until rt_broker_stop. */
 const char *rt_broker_mock_address(const RtBroker *b);
 
+/* Closes every client connection (both sides of each proxied one), as a
+ * broker restart would; the topics and their records stay, and clients
+ * reconnect. Asynchronous: the forwarder thread does it. NULL is allowed. */
+void rt_broker_drop_connections(RtBroker *b);
+
 /* Stops the forwarder, closes every proxied connection and destroys the
  * mock cluster with all its topics. NULL is allowed. */
 void rt_broker_stop(RtBroker *b);
@@ -70,7 +75,8 @@ void rt_broker_stop(RtBroker *b);
 /* The `weir broker` subcommand:
  *   weir broker [--listen HOST:PORT] [--partitions N] [--topic NAME]...
  * Prints "weir broker listening on HOST:PORT" (flushed) once ready, runs
- * until SIGTERM or SIGINT and returns 0; returns 1 with a message on stderr
+ * until SIGTERM or SIGINT and returns 0 (SIGUSR1 drops every client
+ * connection: rt_broker_drop_connections); returns 1 with a message on stderr
  * if it cannot start (for example the port is in use), 2 on bad usage.
  * argv[0] is the subcommand name. */
 int rt_broker_main(int argc, char **argv);

@@ -172,8 +172,6 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
 int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err)
 {
     *did_work = false;
-    if (rt_bad_records_check(&df->rc, err))
-        return -1;
     int rcode = 0;
     for (int i = 0; i < df->n_sources && !rcode; i++)
         rcode = ((RtSource *)df->sources[i])->src->poll(df->sources[i], i == 0 ? timeout_ms : 0, did_work);
@@ -327,11 +325,12 @@ void rt_dataflow_committed(RtDataflow *df, uint64_t epoch)
         if (op->vt->committed)
             op->vt->committed(op, epoch);
     }
+    rt_bad_records_committed(&df->rc, epoch);
 }
 
 int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, uint64_t epoch, WError *err)
 {
-    if (rt_bad_records_flush(&df->rc, err))
+    if (rt_bad_records_checkpoint(&df->rc, ck, epoch, err))
         return -1;
     for (int i = 0; i < n_all(df); i++) {
         RtOp *op = op_at(df, i);

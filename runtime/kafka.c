@@ -31,6 +31,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "arena.h"
+#include "fault.h"
 
 #define DUMMY_GROUP "weir-assign-only" /* never joined, never committed to */
 
@@ -369,6 +370,8 @@ int rt_kafka_source_poll(RtKafkaSource *s, int timeout_ms, RtKafkaRecord *recs, 
     release_held(s);
     if (max <= 0)
         return 0;
+    if (FAULT("kafka_poll"))
+        return RT_KAFKA_ERR; /* as when the consumer reports an error: callers retry */
     if (max > s->cap_held) {
         s->cap_held = max;
         s->held = xrealloc(s->held, (size_t)max * sizeof *s->held);
@@ -541,6 +544,9 @@ int rt_kafka_produce_headers(RtKafkaProducer *p, const char *topic, int32_t part
                              int n_headers, WError *err)
 {
     rd_kafka_resp_err_t e;
+    if (FAULT("kafka_produce"))
+        return werr(err, SQLSTATE_IO_ERROR, 0, "could not produce to kafka topic \"%s\": %s", topic,
+                    rd_kafka_err2str(RD_KAFKA_RESP_ERR__TRANSPORT));
     for (;;) {
         /* librdkafka takes the headers on success only. */
         rd_kafka_headers_t *hdrs = NULL;
@@ -580,7 +586,7 @@ int rt_kafka_produce_headers(RtKafkaProducer *p, const char *topic, int32_t part
 
 int rt_kafka_producer_flush(RtKafkaProducer *p, int timeout_ms, WError *err)
 {
-    rd_kafka_resp_err_t e = rd_kafka_flush(p->rk, timeout_ms);
+    rd_kafka_resp_err_t e = FAULT("kafka_flush") ? RD_KAFKA_RESP_ERR__TIMED_OUT : rd_kafka_flush(p->rk, timeout_ms);
     if (e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
         werr(err, SQLSTATE_CONNECTION_FAILURE, 0,
              "%d kafka records still undelivered after %d ms", rd_kafka_outq_len(p->rk),
@@ -631,13 +637,16 @@ int rt_kafka_producer_init_txn(RtKafkaProducer *p, int timeout_ms, WError *err)
 
 int rt_kafka_producer_begin_txn(RtKafkaProducer *p, WError *err)
 {
-    return txn_result(rd_kafka_begin_transaction(p->rk), "begin transaction", err);
+    return txn_result(FAULT("kafka_txn_begin") ? rd_kafka_error_new(RD_KAFKA_RESP_ERR__STATE, "injected fault")
+                                                : rd_kafka_begin_transaction(p->rk),
+                      "begin transaction", err);
 }
 
 int rt_kafka_producer_commit_txn(RtKafkaProducer *p, int timeout_ms, WError *err)
 {
-    return txn_result(rd_kafka_commit_transaction(p->rk, timeout_ms), "commit transaction",
-                      err);
+    return txn_result(FAULT("kafka_txn_commit") ? rd_kafka_error_new(RD_KAFKA_RESP_ERR__TRANSPORT, "injected fault")
+                                                 : rd_kafka_commit_transaction(p->rk, timeout_ms),
+                      "commit transaction", err);
 }
 
 int rt_kafka_producer_abort_txn(RtKafkaProducer *p, int timeout_ms, WError *err)

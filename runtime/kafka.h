@@ -168,6 +168,18 @@ int rt_kafka_producer_abort_txn(RtKafkaProducer *p, int timeout_ms, WError *err)
  * commit) first. NULL is allowed. */
 void rt_kafka_producer_close(RtKafkaProducer *p);
 
+/* The control topic of exactly-once writers (__weir_sink_progress, compacted;
+ * implemented in sink_kafka.c, which owns it): a writer commits, in the same
+ * Kafka transaction as its records, a progress record key -> epoch, and after
+ * a crash reads the highest epoch committed under its key. The Kafka sink
+ * uses its sink name as key; dead letters (bad_records.c) use "weir-dlq/ID/VIEW".
+ * prepare creates the topic if missing; read returns 0 for a key never
+ * written. Errors as rt_kafka_source_open / rt_kafka_produce; read: 08006
+ * when the topic's end is not reached in 15 s. */
+int rt_kafka_progress_prepare(const char *bootstrap, WError *err);
+int rt_kafka_progress_read(const char *bootstrap, const char *key, uint64_t *epoch, WError *err);
+int rt_kafka_progress_produce(RtKafkaProducer *p, const char *key, uint64_t epoch, WError *err);
+
 /* True if something answers the Kafka protocol at bootstrap within
  * timeout_ms (a TCP probe first, so a closed port answers false at once). */
 bool rt_kafka_ping(const char *bootstrap, int timeout_ms);

@@ -134,15 +134,18 @@ void rt_dead_letter_topic(const CatRelation *src, char *out, size_t cap);
 /* Applies src's policy to a record already counted and listed. See rt_source_error. */
 int rt_bad_record_route(RtOp *op, const CatRelation *src, int32_t partition, int64_t offset, const char *message);
 /* At source open: with on_error = 'dead_letter', makes sure the error topic
- * exists (created with one partition) and opens the producer. */
+ * and the control topic exist (the error topic is created with one partition). */
 int rt_bad_records_prepare(RtCtx *rc, const CatRelation *src, WError *err);
-/* Before a checkpoint: waits until every dead-lettered record is acknowledged
- * (at-least-once: the offsets past a record commit only after its copy is in
- * the error topic). On failure the dataflow is marked broken: its next step
- * fails, so it restarts from the last checkpoint and produces them again. */
-int rt_bad_records_flush(RtCtx *rc, WError *err);
-/* -1 with err when a dead-letter delivery failed (see rt_bad_records_flush). */
-int rt_bad_records_check(RtCtx *rc, WError *err);
+/* In the checkpoint of epoch: seals the dead letters found since the last
+ * one into epoch's batch and writes every batch not yet committed into ck's
+ * metadata (and deletes delivered ones), so the offsets past a record commit
+ * together with its dead letter. Errors as stor_checkpoint_put_meta. */
+int rt_bad_records_checkpoint(RtCtx *rc, StorCheckpoint *ck, uint64_t epoch, WError *err);
+/* Checkpoint epoch committed: produces every batch up to it, one Kafka
+ * transaction per cluster (see bad_records.c). The first call also picks up
+ * the batches an earlier run left undelivered. A failure is logged and
+ * retried at the next commit. */
+void rt_bad_records_committed(RtCtx *rc, uint64_t epoch);
 void rt_bad_records_free(RtCtx *rc);
 bool rt_dataflow_failed_record_rc(RtCtx *rc, RtFailedRecord *out);
 void rt_dataflow_skip_record_rc(RtCtx *rc, const char *source, int32_t partition, int64_t offset);

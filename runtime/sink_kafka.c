@@ -530,6 +530,30 @@ static int produce_progress(RtSinkWriter *w, uint64_t epoch, WError *err)
                             (size_t)len, err);
 }
 
+/* ---- the control topic for other transactional writers (kafka.h) ---- */
+
+int rt_kafka_progress_prepare(const char *bootstrap, WError *err)
+{
+    RtSinkWriter w = {.name = (char *)"", .bootstrap = (char *)bootstrap};
+    RtKafkaSource *s = NULL;
+    if (open_progress_source(&w, true, "read_committed", &s, err) < 0)
+        return -1;
+    rt_kafka_source_close(s);
+    return 0;
+}
+
+int rt_kafka_progress_read(const char *bootstrap, const char *key, uint64_t *epoch, WError *err)
+{
+    RtSinkWriter w = {.name = (char *)key, .bootstrap = (char *)bootstrap};
+    return read_progress(&w, epoch, err);
+}
+
+int rt_kafka_progress_produce(RtKafkaProducer *p, const char *key, uint64_t epoch, WError *err)
+{
+    RtSinkWriter w = {.name = (char *)key, .prod = p};
+    return produce_progress(&w, epoch, err);
+}
+
 /* ---- the connector ---- */
 
 static int kafka_open(const RtSinkSpec *spec, RtSinkWriter **out, WError *err)

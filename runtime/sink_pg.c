@@ -29,10 +29,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include <libpq-fe.h>
 
 #include "arena.h"
 #include "buf.h"
+#include "fault.h"
 #include "sink.h"
 #include "sink_util.h"
 
@@ -123,6 +126,15 @@ static bool pg_type_ok(TypeId t, const char *typname)
 
 static void notice_ignore(void *arg, const char *msg) { (void)arg, (void)msg; }
 
+/* Fault injection ("pg_exec"): the connection breaks under the next call,
+ * as when the server restarts or the network drops. The socket is shut
+ * down, so libpq meets a real I/O error and reports the connection lost. */
+static void fault_break(RtSinkWriter *w)
+{
+    if (FAULT("pg_exec") && w->conn)
+        shutdown(PQsocket(w->conn), SHUT_RDWR);
+}
+
 /* Records the error of res (or of the connection) on err and clears res.
  * The SQLSTATE is the server's when it sent one; 08006 when the connection
  * is gone. Returns -1. */
@@ -157,6 +169,7 @@ static int pg_fail(RtSinkWriter *w, PGresult *res, const char *what, WError *err
 /* Runs a statement without parameters that returns no rows we need. */
 static int pg_exec(RtSinkWriter *w, const char *sql, const char *what, WError *err)
 {
+    fault_break(w);
     PGresult *res = PQexec(w->conn, sql);
     ExecStatusType st = PQresultStatus(res);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
@@ -170,6 +183,7 @@ static int pg_exec(RtSinkWriter *w, const char *sql, const char *what, WError *e
 static PGresult *pg_query(RtSinkWriter *w, const char *sql, int n, const char *const *params,
                           const char *what, WError *err)
 {
+    fault_break(w);
     PGresult *res = PQexecParams(w->conn, sql, n, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(res);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
@@ -196,7 +210,7 @@ static int pg_connect(RtSinkWriter *w, WError *err)
     const char *keys[] = {"connect_timeout", "application_name", "keepalives_idle", "keepalives_interval",
                           "keepalives_count", "dbname", "client_encoding", NULL};
     const char *vals[] = {"10", app, "30", "10", "3", w->conninfo, "UTF8", NULL};
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    PGconn *c = FAULT("pg_connect") ? NULL : PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
         char msg[400];
         snprintf(msg, sizeof msg, "%s", c ? PQerrorMessage(c) : "out of memory");
@@ -583,6 +597,7 @@ static int copy_flush(RtSinkWriter *w, WError *err)
 static int copy_rows(RtSinkWriter *w, const char *sql, int n, const RtSinkChange *changes, const bool *keep,
                      bool deletes, WError *err)
 {
+    fault_break(w);
     PGresult *res = PQexec(w->conn, sql);
     if (PQresultStatus(res) != PGRES_COPY_IN)
         return pg_fail(w, res, "starting COPY", err);
@@ -742,6 +757,7 @@ static int write_once(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkChange
     if (!res)
         goto fail;
     PQclear(res);
+    fault_break(w);
     res = PQexec(w->conn, "COMMIT");
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
         return pg_fail(w, res, "COMMIT", err);

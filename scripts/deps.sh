@@ -13,8 +13,9 @@ PACKAGES=(
     librdkafka-dev liblmdb-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libssl-dev
     postgresql postgresql-client kcat python3-confluent-kafka sqlite3 python3-psycopg2 python3-sqlalchemy openssl
 )
-# clang + libclang-rt-14-dev: the libFuzzer targets (fuzz/), run by test.sh.
-TEST_PACKAGES=(chromium python3-websocket nodejs npm clang libclang-rt-14-dev)
+# clang + libclang-rt-14-dev: the libFuzzer targets (fuzz/), run by test.sh;
+# valgrind: the memcheck subset test.sh runs.
+TEST_PACKAGES=(chromium python3-websocket nodejs npm clang libclang-rt-14-dev valgrind)
 if [ "${1:-}" = "--test" ]; then
     PACKAGES+=("${TEST_PACKAGES[@]}")
 fi

@@ -8,6 +8,10 @@
 # summed over all builds. A third build, ./build-fuzz (clang), builds only the
 # libFuzzer targets and runs each for WEIR_FUZZ_SECONDS (default 60) under
 # ASan/UBSan, as two more tests (skip locally with WEIR_SKIP_FUZZ=1).
+# The unit tests and two SQL files also run under valgrind from ./build (skip
+# locally with WEIR_SKIP_VALGRIND=1). The ASan build has the fault-injection
+# points compiled in (-Dfault_injection=true) and so also runs the 'fault' test
+# (tests/fault/fault_walk.py).
 # Exits non-zero if any test failed, a build failed, or no test ran at all.
 set -uo pipefail
 
@@ -44,14 +48,15 @@ run_suite() {
     collect "$dir"
 }
 
-# collect DIR: append DIR's meson test results to $SUMMARY.
+# collect DIR [LOGBASE [LABEL]]: append DIR's meson test results (from
+# meson-logs/LOGBASE.json, default testlog) to $SUMMARY, labelled LABEL.
 collect() {
-    local dir=$1
-    if [ ! -f "$dir/meson-logs/testlog.json" ]; then
-        printf 'FAIL\t%s\tmeson test (no testlog.json)\n' "$dir" >>"$SUMMARY"
+    local dir=$1 base=${2:-testlog} label=${3:-$1}
+    if [ ! -f "$dir/meson-logs/$base.json" ]; then
+        printf 'FAIL\t%s\tmeson test (no %s.json)\n' "$label" "$base" >>"$SUMMARY"
         return
     fi
-    /usr/bin/python3 - "$dir" "$dir/meson-logs/testlog.json" >>"$SUMMARY" <<'PY'
+    /usr/bin/python3 - "$label" "$dir/meson-logs/$base.json" >>"$SUMMARY" <<'PY'
 import json, sys
 build, path = sys.argv[1], sys.argv[2]
 with open(path) as f:
@@ -88,12 +93,48 @@ run_fuzz() {
     collect "$dir"
 }
 
+# run_valgrind: the unit tests of common/, parser/, storage/, runtime/ and
+# server/ (planner/ has none of its own: the SQL tests cover it) under
+# valgrind memcheck from the normal build, then two SQL files with the broker
+# and the server under valgrind (tests/valgrind/weir-vg.sh). A memory error or
+# a definite leak fails the test. About one minute.
+VALGRIND_UNIT=(common scalar parser parse_analyze storage runtime lateness pgwire pgtranslate)
+VALGRIND_SQL=(smoke windows)
+run_valgrind() {
+    local dir=build label=valgrind
+    if [ ! -x "$dir/server/weir" ]; then
+        printf 'FAIL\t%s\tno build to run under valgrind\n' "$label" >>"$SUMMARY"
+        return
+    fi
+    echo "== $label: ${VALGRIND_UNIT[*]} (unit), ${VALGRIND_SQL[*]} (sql)"
+    # With --wrap, meson names the log LOGBASE-WRAPPER: valgrind-valgrind.json.
+    rm -f "$dir/meson-logs/valgrind-valgrind.json"
+    meson test -C "$dir" --no-rebuild --print-errorlogs --logbase valgrind --timeout-multiplier 10 \
+        --wrap='valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite' \
+        "${VALGRIND_UNIT[@]}"
+    collect "$dir" valgrind-valgrind "$label"
+    local f
+    for f in "${VALGRIND_SQL[@]}"; do
+        if WEIR_VG_EXE="$PWD/$dir/server/weir" timeout 600 "$dir/sql-tests/slt_runner" \
+            --weir tests/valgrind/weir-vg.sh "sql-tests/$f.slt"; then
+            printf 'OK\t%s\tsql %s\n' "$label" "$f" >>"$SUMMARY"
+        else
+            printf 'FAIL\t%s\tsql %s\n' "$label" "$f" >>"$SUMMARY"
+        fi
+    done
+}
+
 run_suite build
+if [ "${WEIR_SKIP_VALGRIND:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
+    echo "== valgrind: skipped (WEIR_SKIP_VALGRIND=1)"
+else
+    run_valgrind
+fi
 if [ "${WEIR_SKIP_ASAN:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
     echo "== build-asan: skipped (WEIR_SKIP_ASAN=1)"
 else
     run_suite build-asan -Db_sanitize=address,undefined \
-        -Dc_args=-fno-sanitize-recover=all -Db_lundef=false
+        -Dc_args=-fno-sanitize-recover=all -Db_lundef=false -Dfault_injection=true
 fi
 if [ "${WEIR_SKIP_FUZZ:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
     echo "== build-fuzz: skipped (WEIR_SKIP_FUZZ=1)"

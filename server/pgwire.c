@@ -29,6 +29,7 @@
 #include "arena.h"
 #include "buf.h"
 #include "crypto.h"
+#include "fault.h"
 #include "pgbinary.h"
 
 #include <errno.h>
@@ -199,7 +200,7 @@ static int conn_flush(SrvConn *c)
     }
     while (!c->dead && off < c->out.len) {
         ssize_t n = c->tls ? crypto_tls_write(c->tls, c->out.data + off, c->out.len - off)
-                           : send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
+                           : send(c->fd, c->out.data + off, FAULT_SHORT("sock_write", c->out.len - off), MSG_NOSIGNAL);
         if (n > 0)
             off += (size_t)n;
         else if (n < 0 && errno == EINTR)

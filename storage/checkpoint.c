@@ -13,11 +13,13 @@
  */
 #include "storage_int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "arena.h"
+#include "fault.h"
 
 typedef struct CkTable {
     StorTable *t;
@@ -148,7 +150,7 @@ static int write_row(MDB_txn *txn, MDB_dbi dbi, const char *key, size_t klen, co
         return rc == MDB_NOTFOUND ? 0 : rc;
     }
     MDB_val d = {vlen, (void *)val};
-    return mdb_put(txn, dbi, &k, &d, 0);
+    return FAULT("lmdb_put") ? EIO : mdb_put(txn, dbi, &k, &d, 0);
 }
 
 static size_t rec_size(const char *rec)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "fault.h"
 
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
@@ -45,7 +46,7 @@ int env_read_begin(StorEnv *env, MDB_txn **txn, WError *err)
     if (env->n_rtxn_pool > 0)
         t = env->rtxn_pool[--env->n_rtxn_pool];
     pthread_mutex_unlock(&env->mu);
-    rc = t ? mdb_txn_renew(t) : mdb_txn_begin(env->mdb, NULL, MDB_RDONLY, &t);
+    rc = FAULT("lmdb_read_begin") ? EIO : t ? mdb_txn_renew(t) : mdb_txn_begin(env->mdb, NULL, MDB_RDONLY, &t);
     if (rc) {
         if (t)
             mdb_txn_abort(t);
@@ -137,14 +138,14 @@ int env_write(StorEnv *env, uint64_t need, WriteBody body, void *arg, WError *er
         MDB_txn *txn;
         int rc;
         pthread_rwlock_rdlock(&env->map_lock);
-        rc = mdb_txn_begin(env->mdb, NULL, 0, &txn);
+        rc = FAULT("lmdb_write_begin") ? EIO : mdb_txn_begin(env->mdb, NULL, 0, &txn);
         if (rc) {
             pthread_rwlock_unlock(&env->map_lock);
             return stor_mdb_err(err, rc, "begin write transaction");
         }
         rc = body(env, txn, arg, err);
         if (rc == 0)
-            rc = mdb_txn_commit(txn);
+            rc = FAULT("lmdb_commit") ? (mdb_txn_abort(txn), EIO) : mdb_txn_commit(txn);
         else
             mdb_txn_abort(txn);
         pthread_rwlock_unlock(&env->map_lock);

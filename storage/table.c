@@ -26,10 +26,12 @@
  */
 #include "storage_int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
+#include "fault.h"
 
 enum { EMPTY = 0, CLEAN, ABSENT, DIRTY_PUT, DIRTY_DEL };
 
@@ -702,7 +704,7 @@ int stor_table_get(StorTable *t, const void *key, size_t klen, const void **val,
         return -1;
     MDB_val k = {8 + klen, kb}, d;
     t->point_reads++;
-    int rc = mdb_get(txn, t->env->dbi_state, &k, &d);
+    int rc = FAULT("lmdb_get") ? EIO : mdb_get(txn, t->env->dbi_state, &k, &d);
     size_t slot = (size_t)-1;
     if (rc == 0 || rc == MDB_NOTFOUND)
         slot = cache_insert(t, h, key, klen, rc == 0 ? d.mv_data : NULL, rc == 0 ? d.mv_size : 0);
