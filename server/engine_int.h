@@ -205,7 +205,8 @@ const CatRelation *verify_sysview(Engine *e, Arena *a);
 /* subscribe.c: changefeeds over a view (SUBSCRIBE, HTTP Server-Sent Events). */
 #define SUB_MAX_COLS 1600
 #define SUB_MAX_QUEUE 100000      /* events a consumer may fall behind before it is cut off */
-#define SUB_HISTORY 100000        /* recent changes a view keeps for consumers that resume */
+#define SUB_HISTORY 100000        /* recent changes a view keeps for consumers that resume... */
+#define SUB_HISTORY_BYTES (8u << 20) /* ...in at most this much memory */
 
 typedef struct Subscription Subscription;
 
@@ -243,6 +244,7 @@ typedef struct SubEvent {
     int n_vals;
     const char **vals;
     int *lens;
+    size_t size;                  /* bytes of the allocation */
 } SubEvent;
 
 /* Takes v's snapshot (if asked) and taps its changes, in one critical

@@ -56,6 +56,7 @@ struct Subscription {
      * `complete_after` is still in it. */
     bool history;
     uint64_t complete_after;
+    size_t history_bytes;     /* of the events in the queue (history only) */
     SubEvent *pending;        /* upsert envelope: a -1 waiting to see whether a +1 of its key follows */
 };
 
@@ -69,8 +70,10 @@ SubEvent *sub_event_new(SubEventKind kind, uint64_t epoch, int diff, int n, cons
     for (int i = 0; i < n; i++)
         if (vals[i])
             text += (size_t)lens[i] + 1;
-    SubEvent *ev = xmalloc(sizeof *ev + (sizeof(char *) + sizeof(int)) * (size_t)n + text);
+    size_t size = sizeof(SubEvent) + (sizeof(char *) + sizeof(int)) * (size_t)n + text;
+    SubEvent *ev = xmalloc(size);
     memset(ev, 0, sizeof *ev);
+    ev->size = size;
     ev->kind = kind;
     ev->epoch = epoch;
     ev->diff = diff;
@@ -109,16 +112,19 @@ static void enqueue_locked(Subscription *s, SubEvent *ev, bool counted)
         free(ev);
         return;
     }
-    while (s->history && s->n_queued >= SUB_HISTORY && s->head) {
+    while (s->history && s->head && (s->n_queued >= SUB_HISTORY || s->history_bytes + ev->size > SUB_HISTORY_BYTES)) {
         SubEvent *old = s->head;
         s->head = old->next;
         if (!s->head)
             s->tail = NULL;
         if (old->kind == SUB_ROW && old->epoch > s->complete_after)
             s->complete_after = old->epoch; /* a change of that epoch is gone */
+        s->history_bytes -= old->size;
         free(old);
         s->n_queued--;
     }
+    if (s->history)
+        s->history_bytes += ev->size;
     if (counted && s->n_queued >= SUB_MAX_QUEUE) {
         free(ev);
         s->ended = true;
