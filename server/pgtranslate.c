@@ -563,21 +563,27 @@ static const char *const NOT_ALIAS[] = {
     "where", "on", "join", "left", "right", "inner", "outer", "full", "cross", "natural", "order", "group",
     "having", "limit", "offset", "union", "except", "intersect", "window", "using", "with", NULL};
 
-/* A set-returning function in a FROM list, at input token i (its name). */
-static void table_function(Tr *t, int i, int open)
+/* The alias after a FROM-list function call whose '(' is input token open
+ * ([AS] name; the tokens are skipped), or fn when it has none. */
+static const char *from_alias(Tr *t, int open, const char *fn)
 {
-    const char *fn = t->in[i].text;
     int close = t->match[open];
-    const char *alias = NULL;
     int k = close + 1;
     if (at(t, k, "as"))
         k++;
     if (k < t->n_in && ((t->in[k].k == TK_IDENT && !in_list(t->in[k].text, NOT_ALIAS)) || t->in[k].k == TK_QIDENT)) {
-        alias = t->in[k].text;
         for (int m = close + 1; m <= k; m++)
             t->skip[m] = true;
+        return t->in[k].text;
     }
-    const char *name = alias ? alias : fn;
+    return fn;
+}
+
+/* A set-returning function in a FROM list, at input token i (its name). */
+static void table_function(Tr *t, int i, int open)
+{
+    const char *fn = t->in[i].text;
+    const char *name = from_alias(t, open, fn);
     if (!strcmp(fn, "pg_options_to_table")) {
         emit_words(t, "( SELECT key AS option_name , value AS option_value FROM json_each ( pg_options_json (");
     } else {
@@ -618,17 +624,7 @@ static bool in_from_list(const Tr *t, int i)
 static void scalar_in_from(Tr *t, int i, int open)
 {
     const char *fn = t->in[i].text;
-    int close = t->match[open];
-    const char *alias = NULL;
-    int k = close + 1;
-    if (at(t, k, "as"))
-        k++;
-    if (k < t->n_in && ((t->in[k].k == TK_IDENT && !in_list(t->in[k].text, NOT_ALIAS)) || t->in[k].k == TK_QIDENT)) {
-        alias = t->in[k].text;
-        for (int m = close + 1; m <= k; m++)
-            t->skip[m] = true;
-    }
-    const char *name = alias ? alias : fn;
+    const char *name = from_alias(t, open, fn);
     emit_words(t, "( SELECT");
     emit(t, fn);
     emit(t, "(");
