@@ -32,7 +32,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -40,6 +39,11 @@ import tempfile
 import threading
 import time
 import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from weirtest import Tap, free_port  # noqa: E402
+
+tap = Tap()
 
 try:
     import psycopg2
@@ -61,28 +65,6 @@ POINTS = ["alloc", "lmdb_read_begin", "lmdb_write_begin", "lmdb_commit", "lmdb_p
 # Points the workload may not reach (a state read misses LMDB when the cache has the row).
 OPTIONAL_POINTS = ["lmdb_get", "kafka_flush"]
 SANITIZER = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehavior")
-
-n_test = 0
-n_fail = 0
-
-
-def tap(ok, what, detail=""):
-    global n_test, n_fail
-    n_test += 1
-    n_fail += 0 if ok else 1
-    print("%s %d - %s" % ("ok" if ok else "not ok", n_test, what))
-    if detail and not ok:
-        for line in detail.strip().splitlines()[-25:]:
-            print("#   " + line)
-    sys.stdout.flush()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def make_rows():
@@ -528,10 +510,9 @@ def main():
             tap(ok, "WEIR_FAULT=%s: %s" % (f, what), detail)
     finally:
         w.stop()
-    print("1..%d" % n_test)
     print("# %d runs in %.0f s" % (w.run_id, time.time() - t0))
 
 
 if __name__ == "__main__":
     main()
-    sys.exit(1 if n_fail else 0)
+    tap.end()

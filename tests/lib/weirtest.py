@@ -14,6 +14,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -27,6 +28,30 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+class Tap:
+    """TAP output for the test scripts: tap(ok, what, detail) prints one numbered line per
+    check (the detail's last lines as comments when it fails) and returns ok; tap.end() prints
+    the plan and exits non-zero if any check failed."""
+
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def __call__(self, ok, what, detail=""):
+        self.n += 1
+        self.failed += 0 if ok else 1
+        print("%s %d - %s" % ("ok" if ok else "not ok", self.n, what))
+        if detail and not ok:
+            for line in str(detail).strip().splitlines()[-30:]:
+                print("#   " + line)
+        sys.stdout.flush()
+        return ok
+
+    def end(self):
+        print("1..%d" % self.n)
+        sys.exit(1 if self.failed else 0)
 
 
 def _drain(f):

@@ -28,6 +28,11 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from weirtest import Tap, free_port  # noqa: E402
+
+check = Tap()
+
 try:
     import psycopg2
     from confluent_kafka import Producer
@@ -40,27 +45,6 @@ THREADS = 16
 SESSIONS = 2000
 RAW = 300
 RECORDS = 20000
-
-n_test = 0
-n_fail = 0
-
-
-def check(ok, what, detail=""):
-    global n_test, n_fail
-    n_test += 1
-    if not ok:
-        n_fail += 1
-    print("%s %d - %s%s" % ("ok" if ok else "not ok", n_test, what, ("  # " + detail) if detail and not ok else ""))
-    sys.stdout.flush()
-    return ok
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def main():
@@ -228,14 +212,13 @@ def main():
                     p.wait()
         if server is not None and server.returncode not in (0, -15, None):
             check(False, "the server exits cleanly", "exit status %s" % server.returncode)
-        if n_fail:
+        if check.failed:
             try:
                 sys.stdout.write("".join("# " + l for l in open(log_path).readlines()[-30:]))
             except OSError:
                 pass
         shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % n_test)
-    sys.exit(1 if n_fail else 0)
+    check.end()
 
 
 if __name__ == "__main__":

@@ -22,12 +22,16 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from weirtest import Tap, free_port  # noqa: E402
+
+check = Tap()
 
 try:
     import psycopg2
@@ -41,27 +45,6 @@ LIMIT = 1 << 20          # --state-memory-limit
 # here stays below that, so a restart can read it all again.
 TMPFS = "24m"            # size of the data directory's filesystem
 MAP_CAP = "6MB"          # --max-map-size when no tmpfs can be mounted
-
-n_test = 0
-n_fail = 0
-
-
-def check(ok, what, detail=""):
-    global n_test, n_fail
-    n_test += 1
-    if not ok:
-        n_fail += 1
-    print("%s %d - %s%s" % ("ok" if ok else "not ok", n_test, what, ("  # " + detail) if detail and not ok else ""))
-    sys.stdout.flush()
-    return ok
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Weir:
@@ -267,7 +250,7 @@ def main():
         w.stop()
         if tmpfs:
             subprocess.run(["umount", "-l", mnt])
-        if n_fail:
+        if check.failed:
             print("# server log: %s" % w.log_path)
             try:
                 sys.stdout.write("".join("# " + line for line in open(w.log_path).readlines()[-30:]))
@@ -275,8 +258,7 @@ def main():
                 pass
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % n_test)
-    sys.exit(1 if n_fail else 0)
+    check.end()
 
 
 if __name__ == "__main__":

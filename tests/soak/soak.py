@@ -39,6 +39,11 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from weirtest import Tap, free_port  # noqa: E402
+
+tap = Tap()
+
 try:
     import psycopg2
     from confluent_kafka import Consumer, Producer, TopicPartition
@@ -77,33 +82,10 @@ VIEWS = [
 PG_VIEWS = ["s_tumble", "s_per_k"]
 SQLITE_VIEWS = ["s_hop", "s_big"]
 
-n_test = 0
-n_fail = 0
-
-
-def tap(ok, what, detail=""):
-    global n_test, n_fail
-    n_test += 1
-    n_fail += 0 if ok else 1
-    print("%s %d - %s" % ("ok" if ok else "not ok", n_test, what))
-    if detail and not ok:
-        for line in str(detail).strip().splitlines()[-30:]:
-            print("#   " + line)
-    sys.stdout.flush()
-    return ok
-
 
 def log(msg):
     print("# [%s] %s" % (time.strftime("%H:%M:%S"), msg))
     sys.stdout.flush()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def ts_norm(x):
@@ -556,8 +538,7 @@ def main():
         tap(False, "soak run: %s" % e)
     finally:
         s.stop()
-    print("1..%d" % n_test)
-    sys.exit(1 if n_fail else 0)
+    tap.end()
 
 
 if __name__ == "__main__":
