@@ -403,42 +403,50 @@ static Win *win_get(WinSet *s, int64_t end)
     return w;
 }
 
-/* A min-heap of window ends. */
+/* A min-heap of window ends, each with an index: the window simulation
+ * needs only the end (index 0); the session simulation the session's index
+ * too, skipping entries whose session went. */
+typedef struct HEnt {
+    int64_t end;
+    int64_t i;
+} HEnt;
+
 typedef struct Heap {
-    int64_t *v;
+    HEnt *v;
     int64_t n, cap;
 } Heap;
 
-static void heap_push(Heap *h, int64_t x)
+static void heap_push(Heap *h, int64_t end, int64_t i)
 {
     if (h->n == h->cap) {
         h->cap = h->cap ? h->cap * 2 : 1024;
-        h->v = xrealloc(h->v, sizeof(int64_t) * (size_t)h->cap);
+        h->v = xrealloc(h->v, sizeof(HEnt) * (size_t)h->cap);
     }
-    int64_t i = h->n++;
-    while (i > 0 && h->v[(i - 1) / 2] > x) {
-        h->v[i] = h->v[(i - 1) / 2];
-        i = (i - 1) / 2;
+    int64_t k = h->n++;
+    while (k > 0 && h->v[(k - 1) / 2].end > end) {
+        h->v[k] = h->v[(k - 1) / 2];
+        k = (k - 1) / 2;
     }
-    h->v[i] = x;
+    h->v[k] = (HEnt){end, i};
 }
 
-static int64_t heap_pop(Heap *h)
+static HEnt heap_pop(Heap *h)
 {
-    int64_t top = h->v[0], x = h->v[--h->n], i = 0;
+    HEnt top = h->v[0], x = h->v[--h->n];
+    int64_t k = 0;
     for (;;) {
-        int64_t c = 2 * i + 1;
+        int64_t c = 2 * k + 1;
         if (c >= h->n)
             break;
-        if (c + 1 < h->n && h->v[c + 1] < h->v[c])
+        if (c + 1 < h->n && h->v[c + 1].end < h->v[c].end)
             c++;
-        if (h->v[c] >= x)
+        if (h->v[c].end >= x.end)
             break;
-        h->v[i] = h->v[c];
-        i = c;
+        h->v[k] = h->v[c];
+        k = c;
     }
     if (h->n)
-        h->v[i] = x;
+        h->v[k] = x;
     return top;
 }
 
@@ -522,25 +530,25 @@ static int simulate_one(const RtLatenessLog *log, const RtWindowDef *wd, int64_t
                 w->state = true;
                 if (++open > r->max_open)
                     r->max_open = open;
-                heap_push(&to_expire, ends[k]);
+                heap_push(&to_expire, ends[k], 0);
                 if (closed)
                     w->fired = true; /* first shown by this update */
                 else
-                    heap_push(&to_fire, ends[k]);
+                    heap_push(&to_fire, ends[k], 0);
             }
         }
         if (ts > max_seen)
             max_seen = ts;
         if (!move_wm(log, i, ts - bound, part_max, holds, n_parts, &wm))
             continue;
-        while (to_fire.n && rt_window_closed(to_fire.v[0], wm)) {
-            int64_t end = heap_pop(&to_fire);
+        while (to_fire.n && rt_window_closed(to_fire.v[0].end, wm)) {
+            int64_t end = heap_pop(&to_fire).end;
             win_get(&ws, end)->fired = true;
             r->fired++;
             r->wait_sum_us += max_seen - end;
         }
-        while (to_expire.n && rt_window_late(to_expire.v[0], wm, lateness)) {
-            win_get(&ws, heap_pop(&to_expire))->state = false;
+        while (to_expire.n && rt_window_late(to_expire.v[0].end, wm, lateness)) {
+            win_get(&ws, heap_pop(&to_expire).end)->state = false;
             open--;
         }
     }
@@ -575,51 +583,6 @@ typedef struct Sess {
     bool fired;
     bool inexact;               /* a dropped row's [ts, ts + gap) overlaps it */
 } Sess;
-
-/* Heap entries: a session's end and index; stale ones (the session went) are skipped. */
-typedef struct SEnt {
-    int64_t end;
-    int64_t i;
-} SEnt;
-
-typedef struct SHeap {
-    SEnt *v;
-    int64_t n, cap;
-} SHeap;
-
-static void sheap_push(SHeap *h, int64_t end, int64_t i)
-{
-    if (h->n == h->cap) {
-        h->cap = h->cap ? h->cap * 2 : 1024;
-        h->v = xrealloc(h->v, sizeof(SEnt) * (size_t)h->cap);
-    }
-    int64_t k = h->n++;
-    while (k > 0 && h->v[(k - 1) / 2].end > end) {
-        h->v[k] = h->v[(k - 1) / 2];
-        k = (k - 1) / 2;
-    }
-    h->v[k] = (SEnt){end, i};
-}
-
-static SEnt sheap_pop(SHeap *h)
-{
-    SEnt top = h->v[0], x = h->v[--h->n];
-    int64_t k = 0;
-    for (;;) {
-        int64_t c = 2 * k + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && h->v[c + 1].end < h->v[c].end)
-            c++;
-        if (h->v[c].end >= x.end)
-            break;
-        h->v[k] = h->v[c];
-        k = c;
-    }
-    if (h->n)
-        h->v[k] = x;
-    return top;
-}
 
 /* The sessions a key holds: indexes into the session array. */
 typedef struct KeySess {
@@ -663,7 +626,7 @@ static int simulate_session(const RtLatenessLog *log, int64_t gap, int64_t bound
     Sess *ss = NULL;
     int64_t n_ss = 0, cap_ss = 0;
     int64_t *dropped_ts = NULL, n_dropped = 0; /* dropped rows: ts, key pairs, for exactness */
-    SHeap to_fire = {0}, to_expire = {0};
+    Heap to_fire = {0}, to_expire = {0};
     int64_t wm = TS_MINUS_INF, max_seen = TS_MINUS_INF, open = 0;
     for (int64_t i = 0; i < log->n_rows; i++) {
         if ((i & 0xFFFFF) == 0xFFFFF && cancel && cancel(cancel_arg)) {
@@ -718,8 +681,8 @@ static int simulate_session(const RtLatenessLog *log, int64_t gap, int64_t bound
             if (++open > r->max_open)
                 r->max_open = open;
             if (!closed)
-                sheap_push(&to_fire, end, n_ss);
-            sheap_push(&to_expire, end, n_ss);
+                heap_push(&to_fire, end, n_ss);
+            heap_push(&to_expire, end, n_ss);
             n_ss++;
         }
         if (ts > max_seen)
@@ -727,7 +690,7 @@ static int simulate_session(const RtLatenessLog *log, int64_t gap, int64_t bound
         if (!move_wm(log, i, ts - bound, part_max, holds, n_parts, &wm))
             continue;
         while (to_fire.n && rt_window_closed(to_fire.v[0].end, wm)) {
-            Sess *o = &ss[sheap_pop(&to_fire).i];
+            Sess *o = &ss[heap_pop(&to_fire).i];
             if (!o->held || o->fired)
                 continue;
             o->fired = true;
@@ -735,7 +698,7 @@ static int simulate_session(const RtLatenessLog *log, int64_t gap, int64_t bound
             r->wait_sum_us += max_seen - o->end;
         }
         while (to_expire.n && rt_window_late(to_expire.v[0].end, wm, lateness)) {
-            Sess *o = &ss[sheap_pop(&to_expire).i];
+            Sess *o = &ss[heap_pop(&to_expire).i];
             if (!o->held)
                 continue;
             o->held = false;
