@@ -73,42 +73,6 @@ TypeId type_from_name(const char *name)
     return TYPE_NULL;
 }
 
-Value value_null(TypeId t)
-{
-    Value v;
-    memset(&v, 0, sizeof v);
-    v.type = t;
-    v.null = true;
-    return v;
-}
-
-Value value_int(TypeId t, int64_t x)
-{
-    Value v = value_null(t);
-    v.null = false;
-    v.u.i = x;
-    return v;
-}
-
-Value value_float(TypeId t, double x)
-{
-    Value v = value_null(t);
-    v.null = false;
-    v.u.f = x;
-    return v;
-}
-
-Value value_str(TypeId t, const char *p, size_t len)
-{
-    Value v = value_null(t);
-    v.null = false;
-    v.u.s.p = p;
-    v.u.s.len = (uint32_t)len;
-    return v;
-}
-
-Value value_bool(bool b) { return value_int(TYPE_BOOL, b ? 1 : 0); }
-
 /* ---- dates and times ---------------------------------------------------- */
 
 /* Howard Hinnant's days-from-civil algorithm: exact for the whole range. */
