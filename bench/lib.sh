@@ -1,19 +1,18 @@
 # bench/lib.sh: shell helpers the benchmark scripts share (sourced, not run).
 #
-#   find_weir      sets $weir (unless --weir gave it) to the first built weir under
-#                  $root: build, build-dev, build-nx; exits 2 if there is none
+#   find_weir      sets $weir (unless --weir gave it) to $root/build/server/weir,
+#                  building it first with scripts/build.sh; exits 2 if that fails
 #   free_port      prints a TCP port nobody listens on (20000-39999)
 #   stop_server    stops $server_pid (TERM, then KILL after 5 s) and removes $tmp;
 #                  the caller sets both when it starts a weir
 
 find_weir() {
-    local b
     if [ -z "$weir" ]; then
-        for b in build build-dev build-nx; do
-            [ -x "$root/$b/server/weir" ] && weir="$root/$b/server/weir" && break
-        done
+        # The README's "one command": install, build ./build (a no-op when it is up to date), run.
+        "$root/scripts/build.sh" || exit 2
+        weir="$root/build/server/weir"
     fi
-    [ -x "$weir" ] || { echo "weir binary not found; pass --weir PATH" >&2; exit 2; }
+    [ -x "$weir" ] || { echo "weir binary not found: $weir" >&2; exit 2; }
 }
 
 free_port() {

@@ -12,6 +12,7 @@ PACKAGES=(
     build-essential pkg-config meson ninja-build lemon
     librdkafka-dev liblmdb-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libssl-dev
     postgresql postgresql-client kcat python3-confluent-kafka sqlite3 python3-psycopg2 python3-sqlalchemy openssl
+    gettext-base iproute2  # envsubst and ss, for the benchmarks (bench/)
 )
 # clang + libclang-rt-14-dev: the libFuzzer targets (fuzz/), run by test.sh;
 # valgrind: the memcheck subset test.sh runs.

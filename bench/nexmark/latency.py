@@ -176,13 +176,18 @@ def run_query(a, q):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--weir", default=os.path.join(HERE, "..", "..", "build", "server", "weir"))
+    p.add_argument("--weir", help="a weir binary (default: build ./build with scripts/build.sh and use it)")
     p.add_argument("--rate", type=int, default=50000, help="events/s of the paced generator (all three streams)")
     p.add_argument("--seconds", type=float, default=20.0, help="measured seconds per query")
     p.add_argument("--warmup", type=float, default=15.0, help="seconds before measuring (windows fill, first closes)")
     p.add_argument("--queries", default="q0 q1 q2 q3 q4 q5 q7 q8")
     p.add_argument("--checkpoint-interval", type=int, default=1000)
     a = p.parse_args()
+    if not a.weir:
+        root = os.path.normpath(os.path.join(HERE, "..", ".."))
+        if subprocess.run([os.path.join(root, "scripts", "build.sh")]).returncode:
+            sys.exit(2)
+        a.weir = os.path.join(root, "build", "server", "weir")
     print("# weir Nexmark latency: paced at %d events/s, %g s measured after %g s warm-up, checkpoints every %d ms; "
           "%d cores; %s" % (a.rate, a.seconds, a.warmup, a.checkpoint_interval, os.cpu_count(), a.weir))
     print("# row latency: receipt at a SUBSCRIBE client minus the row's latest timestamp column (ms);"
