@@ -199,6 +199,8 @@ static const CatRelation *cat_lookup(void *ctx, const char *name)
 {
     PlanCatCtx *c = ctx;
     CatObj *o = engine_find(c->e, name);
+    if (o && o->sink_query)
+        return NULL; /* a sink's own query: nothing else reads it */
     if (o)
         return &o->rel;
     return c->a ? sysview_lookup(c->e, name, c->a) : NULL;
@@ -755,6 +757,18 @@ static int replay_catalog(Engine *e, WError *err)
         }
         arena_free(a);
     }
+    /* A sink's query whose sink is gone (the server stopped between
+     * writing the two entries, or the sink could not be restored) is
+     * dropped with its state: nothing can read it. */
+    for (int i = 0; i < e->n_objs && !rc; i++)
+        if (e->objs[i]->sink_query && !e->objs[i]->sink_owner) {
+            fprintf(stderr, "weir: dropping %s: its sink is gone\n", e->objs[i]->name);
+            WError derr = {0};
+            if (engine_remove_object(e, e->objs[i], &derr))
+                fprintf(stderr, "weir: cannot drop %s: %s\n", e->objs[i]->name, derr.msg);
+            else
+                i--;
+        }
     for (int i = 0; i < l.n; i++)
         free(l.items[i].body);
     free(l.items);

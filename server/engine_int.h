@@ -28,6 +28,12 @@ typedef struct CatObj {
     int n_table_ids;          /* state tables, in the order the planner asked for them */
     uint64_t *table_ids;
     struct CatObj *late_of;   /* a LATE ROWS INTO relation: the view that owns it (not persisted itself) */
+    /* CAT_VIEW: the query of a CREATE SINK ... AS query. Its catalog entry
+     * holds the CREATE SINK text; it is hidden from the planner's lookups
+     * and from SHOW/pg_catalog, and goes with its sink (sink_owner, set once
+     * the sink exists; a view left without one at start is dropped). */
+    bool sink_query;
+    struct CatObj *sink_owner;
     /* CAT_SINK */
     struct CatObj *from;      /* the view it reads */
     RtSinkSpec spec;          /* in arena */

@@ -730,8 +730,42 @@ fail:
     return -1;
 }
 
+/*
+ * The view a CREATE SINK ... AS query runs: a CREATE MATERIALIZED VIEW of
+ * the sink's query named sink_query_name(), built in *cv and *vst (which
+ * borrow cs). Planning it as an ordinary view gives it the same key, state
+ * bounds and checkpointing as any view, and the sink attaches to it as a
+ * sink FROM a view does, so the key and exactly-once rules are the same.
+ */
+static void sink_query_stmt(const AstCreateSink *cs, const AstStmt *st, const char *name, AstCreateView *cv,
+                            AstStmt *vst)
+{
+    *cv = (AstCreateView){.materialized = true, .name = name, .query = cs->query, .query_pos = cs->query->pos};
+    *vst = (AstStmt){.kind = STMT_CREATE_VIEW, .pos = st->pos, .text_start = st->text_start,
+                     .text_end = st->text_end, .u.create_view = cv};
+}
+
+/* The internal view's name: the sink's name as created (kept across ALTER
+ * SINK ... RENAME, like the sink's identity in its target) plus "$query".
+ * The caller frees it. */
+static char *sink_query_name(const char *sink)
+{
+    size_t n = strlen(sink) + sizeof "$query";
+    char *out = xmalloc(n);
+    snprintf(out, n, "%s$query", sink);
+    return out;
+}
+
 int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
+    if (st->kind == STMT_CREATE_SINK) {
+        /* The catalog entry of a sink's query holds the CREATE SINK text. */
+        AstCreateView cv;
+        AstStmt vst;
+        sink_query_stmt(st->u.create_sink, st, replay->name, &cv, &vst);
+        replay->sink_query = true;
+        return create_view(e, NULL, &vst, sql, replay, err);
+    }
     return create_view(e, NULL, st, sql, replay, err);
 }
 
@@ -765,14 +799,62 @@ static int parse_pk(const char *list, const RtSinkSpec *spec, int *pk, int *n, i
     return 0;
 }
 
+static int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err);
+
 int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+{
+    return create_sink(e, NULL, st, sql, replay, err);
+}
+
+/* CREATE SINK ... AS query: its view first (at start, already restored
+ * from its own catalog entry), then the sink from it. A failure removes
+ * the view again. */
+static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+{
+    const AstCreateSink *cs = st->u.create_sink;
+    char *vname = sink_query_name(cs->name);
+    CatObj *v = engine_find(e, vname);
+    int rc = 0;
+    if (replay) {
+        if (!v || !v->sink_query || v->sink_owner)
+            rc = werr(err, SQLSTATE_INTERNAL, st->pos, "the query of sink \"%s\" was not restored", cs->name);
+    } else if (v) {
+        rc = werr(err, SQLSTATE_DUPLICATE_TABLE, st->pos,
+                  "relation \"%s\" already exists (the name of the query of sink \"%s\")", vname, cs->name);
+    } else {
+        AstCreateView cv;
+        AstStmt vst;
+        sink_query_stmt(cs, st, vname, &cv, &vst);
+        if (!(rc = create_view(e, s, &vst, sql, NULL, err))) {
+            v = engine_find(e, vname);
+            v->sink_query = true;
+        }
+    }
+    free(vname);
+    if (rc)
+        return -1;
+    AstCreateSink from = *cs;
+    from.from_name = v->name;
+    AstStmt fst = *st;
+    fst.u.create_sink = &from;
+    if (create_sink(e, s, &fst, sql, replay, err)) {
+        if (!replay) {
+            WError ignored = {0};
+            engine_remove_object(e, v, &ignored);
+        }
+        return -1;
+    }
+    v->sink_owner = replay ? replay : engine_find(e, cs->name);
+    return 0;
+}
+
+static int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateSink *cs = st->u.create_sink;
     if (!cs->from_name)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: CREATE SINK ... AS query"),
-               werr_hint(err, "Create a materialized view for the query and CREATE SINK ... FROM it."), -1;
+        return create_sink_as(e, s, st, sql, replay, err);
     CatObj *v = engine_find(e, cs->from_name);
-    if (!v)
+    if (!v || (v->sink_query && !cs->query))
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", cs->from_name);
     if (v->late_of)
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: a sink from a late-rows relation");
@@ -1002,6 +1084,10 @@ static int rename_one(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "\"%s\" holds the late rows of materialized view %s",
                     r->name, o->late_of->name),
                werr_hint(err, "Its name is the view's LATE ROWS INTO clause."), -1;
+    if (o->sink_query)
+        return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "\"%s\" is the query of sink %s", r->name,
+                    o->sink_owner ? o->sink_owner->name : "?"),
+               werr_hint(err, "Its name follows the sink's."), -1;
     if (engine_find(e, r->new_name))
         return werr(err, SQLSTATE_DUPLICATE_TABLE, r->new_pos, "relation \"%s\" already exists", r->new_name);
     for (int i = 0; i < e->n_objs; i++) {
@@ -1051,10 +1137,19 @@ static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvR
         werr_hint(err, "It is dropped with the view.");
         return -1;
     }
+    if (o->sink_query) {
+        werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "\"%s\" is the query of sink %s", name,
+             o->sink_owner ? o->sink_owner->name : "?");
+        werr_hint(err, "It is dropped with the sink.");
+        return -1;
+    }
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *v = e->objs[i];
         if (v == o || !view_reads(v, o))
             continue;
+        /* A sink's query is the sink, as far as the user can see. */
+        if (v->sink_query && v->sink_owner)
+            v = v->sink_owner;
         if (!d->cascade) {
             werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "cannot drop %s %s because other objects depend on it",
                  kind_word(o->kind), name);
@@ -1070,7 +1165,11 @@ static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvR
             return -1;
         i = -1; /* the list changed: start over */
     }
-    return engine_remove_object(e, o, err);
+    /* A sink AS query takes its query's view (and that view's state) along. */
+    CatObj *q = o->kind == CAT_SINK && o->from && o->from->sink_query ? o->from : NULL;
+    if (engine_remove_object(e, o, err))
+        return -1;
+    return q ? engine_remove_object(e, q, err) : 0;
 }
 
 /* ---- INSERT ----------------------------------------------------------------------------- */
@@ -1279,6 +1378,23 @@ static int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WEr
             plan_explain_view(v, json, &b);
         else
             rc = -1;
+    } else if (ex->stmt->kind == STMT_CREATE_SINK && ex->stmt->u.create_sink->query) {
+        /* The plan of the view the sink would run, under the name it would get. */
+        const AstCreateSink *cs = ex->stmt->u.create_sink;
+        char *vname = sink_query_name(cs->name);
+        AstCreateView cv;
+        AstStmt vst;
+        sink_query_stmt(cs, ex->stmt, arena_strdup(a, vname), &cv, &vst);
+        free(vname);
+        PlanViewOptions opt = {.name = cv.name, .allow_unbounded = allow_unbounded(s)};
+        PlanView *v = plan_view(&cv, &cat, &opt, a, err);
+        if (v) {
+            if (!json)
+                buf_printf(&b, "Sink %s: the rows of its query, kept as %s\n", cs->name, cv.name);
+            plan_explain_view(v, json, &b);
+        } else {
+            rc = -1;
+        }
     } else if (ex->stmt->kind == STMT_SELECT) {
         PlanQuery *q = plan_query(ex->stmt->u.select, &cat, a, err);
         if (q)
@@ -1287,7 +1403,8 @@ static int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WEr
             rc = -1;
     } else {
         rc = werr(err, SQLSTATE_NOT_SUPPORTED, ex->stmt->pos,
-                  "feature not supported: EXPLAIN of this statement (EXPLAIN takes SELECT or CREATE MATERIALIZED VIEW)");
+                  "feature not supported: EXPLAIN of this statement (EXPLAIN takes SELECT, CREATE MATERIALIZED VIEW or "
+                  "CREATE SINK ... AS query)");
     }
     if (!rc) {
         one_text_column(out, "QUERY PLAN");
@@ -1363,7 +1480,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     if (kind) {
         one_text_column(out, "Name");
         for (int i = 0; i < e->n_objs; i++)
-            if (e->objs[i]->kind == kind && !e->objs[i]->late_of) {
+            if (e->objs[i]->kind == kind && !e->objs[i]->late_of && !e->objs[i]->sink_query) {
                 const char *v[1] = {e->objs[i]->name};
                 text_row(out, 1, v);
             }
@@ -1549,7 +1666,7 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
                 rc = werr(err, SQLSTATE_DUPLICATE_OBJECT, st->pos, "relation \"%s\" already exists", cs->name);
                 break;
             }
-        } else if ((rc = session_create_sink(e, st, text, NULL, err))) {
+        } else if ((rc = create_sink(e, s, st, text, NULL, err))) {
             break;
         }
         e->dirty = true; /* the next checkpoint seals the sink's first batch: the view's rows */
