@@ -365,6 +365,12 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
  * writable tables. Lock held. */
 int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, WError *err);
 int table_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+/* Runs the ad hoc query sel and copies its visible rows into a (INSERT ...
+ * SELECT): *rows[i] has *n_cols values, valid for a's lifespan. */
+int table_query_rows(Engine *e, const AstSelect *sel, Arena *a, Value ***rows, int *n_rows, int *n_cols, WError *err);
+/* v converted to column type t as INSERT assigns it (any castable value);
+ * a cast error gets position pos. Strings are allocated in a. */
+int table_assign(Arena *a, const Value *v, TypeId t, int pos, Value *out, WError *err);
 int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 int table_delete(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out);

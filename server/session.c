@@ -1182,11 +1182,16 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", ins->table);
     if (o->kind == CAT_TABLE)
         return table_insert(e, st, out, err);
+    if (o->kind == CAT_SINK && !ins->query->values)
+        /* Flink starts a continuous job with INSERT INTO <sink table> SELECT;
+         * weir's sinks are not tables, and a sink with its own query is
+         * CREATE SINK ... AS query. */
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos,
+                    "feature not supported: INSERT INTO sink \"%s\" ... SELECT (a continuous insert)", o->name),
+               werr_hint(err, "A sink that runs a query of its own is CREATE SINK name AS SELECT ... WITH (...)."), -1;
     if (o->kind != CAT_SOURCE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "cannot insert into %s \"%s\"", kind_word(o->kind),
                     o->name);
-    if (!ins->query->values)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, ins->query->pos, "feature not supported: INSERT ... SELECT");
     const CatRelation *r = &o->rel;
     const char *connector = cat_option(r, "connector");
     if (!connector || strcasecmp(connector, "kafka") != 0)
@@ -1246,26 +1251,41 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
     const char **wnames = arena_alloc(a, sizeof(char *) * (size_t)ncols);
     Buf json = BUF_INIT;
     int nrows = ast_list_len(ins->query->values), rc = 0;
+    /* INSERT ... SELECT: the query's current result, produced once like
+     * VALUES (one-shot, as INSERT INTO a table ... SELECT). */
+    Value **qrows = NULL;
+    int qcols = 0, pos = ins->query->pos;
+    if (!ins->query->values) {
+        rc = table_query_rows(e, ins->query, a, &qrows, &nrows, &qcols, err);
+        if (!rc && qcols != n_target)
+            rc = werr(err, SQLSTATE_SYNTAX_ERROR, pos, "INSERT has %s expressions than target columns",
+                      qcols > n_target ? "more" : "fewer");
+        if (rc)
+            nrows = 0;
+    }
     /* Encode every row before producing any, so a bad value sends nothing. */
     char **recs = arena_alloc(a, sizeof(char *) * (size_t)(nrows ? nrows : 1));
     size_t *lens = arena_alloc(a, sizeof(size_t) * (size_t)(nrows ? nrows : 1));
     for (int rrow = 0; rrow < nrows && !rc; rrow++) {
-        AstList *row = AST_AT(ins->query->values, rrow);
-        if (ast_list_len(row) != n_target) {
+        AstList *row = qrows ? NULL : AST_AT(ins->query->values, rrow);
+        if (row && ast_list_len(row) != n_target) {
             rc = werr(err, SQLSTATE_SYNTAX_ERROR, ((AstExpr *)AST_AT(row, 0))->pos,
                       "INSERT has %s expressions than target columns",
                       ast_list_len(row) > n_target ? "more" : "fewer");
             break;
         }
+        if (row)
+            pos = ((AstExpr *)AST_AT(row, 0))->pos;
         for (int k = 0; k < ncols; k++)
             vals[k] = value_null(r->col_types[k]);
         for (int i = 0; i < n_target && !rc; i++)
-            rc = plan_const_expr(AST_AT(row, i), r->col_types[map[i]], a, &vals[map[i]], err);
+            rc = row ? plan_const_expr(AST_AT(row, i), r->col_types[map[i]], a, &vals[map[i]], err)
+                     : table_assign(a, &qrows[rrow][i], r->col_types[map[i]], pos, &vals[map[i]], err);
         if (rc)
             break;
         for (int k = 0; k < ncols && r->col_not_null; k++)
             if (r->col_not_null[k] && vals[k].null) {
-                rc = werr(err, "23502", ((AstExpr *)AST_AT(row, 0))->pos,
+                rc = werr(err, "23502", pos,
                           "null value in column \"%s\" of relation \"%s\" violates not-null constraint",
                           r->col_names[k], o->name);
                 break;
