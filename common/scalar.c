@@ -5,6 +5,7 @@
  * jsonpath.c; scalar_call() dispatches to them by id range.
  */
 #include "scalar_int.h"
+#include "tz.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -44,7 +45,7 @@ static const char *FN_NAMES[FN__COUNT] = {
     [FN_DATE_TRUNC] = "date_trunc", [FN_EXTRACT_TS] = "date_part", [FN_EXTRACT_DATE] = "date_part",
     [FN_EXTRACT_IV] = "date_part", [FN_TO_TIMESTAMP] = "to_timestamp", [FN_MAKE_INTERVAL] = "make_interval",
     [FN_MAKE_DATE] = "make_date", [FN_MAKE_TIMESTAMP] = "make_timestamp", [FN_TO_CHAR] = "to_char",
-    [FN_DATE_FORMAT] = "date_format", [FN_PROCTIME] = "proctime", [FN_NOW] = "now",
+    [FN_DATE_FORMAT] = "date_format", [FN_AT_TIME_ZONE] = "timezone", [FN_PROCTIME] = "proctime", [FN_NOW] = "now",
     [FN_JSON_GET_KEY] = "->", [FN_JSON_GET_IDX] = "->", [FN_JSON_GET_KEY_TEXT] = "->>",
     [FN_JSON_GET_IDX_TEXT] = "->>", [FN_JSON_PATH] = "jsonb_extract_path",
     [FN_JSON_PATH_TEXT] = "jsonb_extract_path_text", [FN_JSON_TYPEOF] = "jsonb_typeof",
@@ -162,21 +163,30 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
         out->u.i = v->u.i != 0;
         return 0;
     }
+    /* Between local times (timestamp, date) and instants (timestamptz): the
+     * wall clock of the thread's zone (tz.h), as Postgres's session TimeZone. */
+    bool inf = v->u.i == TS_PLUS_INF || v->u.i == TS_MINUS_INF;
     if (t == TYPE_TIMESTAMP || t == TYPE_TIMESTAMPTZ) {
         if (f == TYPE_DATE) {
             if (__builtin_mul_overflow(v->u.i, USECS_PER_DAY, &out->u.i) || out->u.i == TS_PLUS_INF ||
                 out->u.i == TS_MINUS_INF)
                 return werr(err, "22008", 0, "date out of range for timestamp");
+            if (t == TYPE_TIMESTAMPTZ)
+                out->u.i = tz_local_to_utc(tz_current(), out->u.i);
             return 0;
         }
         if (f == TYPE_TIMESTAMP || f == TYPE_TIMESTAMPTZ) {
-            out->u.i = v->u.i; /* the session time zone is UTC */
+            out->u.i = v->u.i;
+            if (f != t && !inf)
+                out->u.i = t == TYPE_TIMESTAMP ? tz_utc_to_local(tz_current(), v->u.i)
+                                               : tz_local_to_utc(tz_current(), v->u.i);
             return 0;
         }
     }
     if (t == TYPE_DATE && (f == TYPE_TIMESTAMP || f == TYPE_TIMESTAMPTZ)) {
-        int64_t d = v->u.i / USECS_PER_DAY;
-        if (v->u.i % USECS_PER_DAY < 0)
+        int64_t local = f == TYPE_TIMESTAMPTZ && !inf ? tz_utc_to_local(tz_current(), v->u.i) : v->u.i;
+        int64_t d = local / USECS_PER_DAY;
+        if (local % USECS_PER_DAY < 0)
             d--;
         out->u.i = d;
         return 0;

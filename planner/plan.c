@@ -10,6 +10,7 @@
  * materialized views once (VIEW_SCAN) instead of connectors.
  */
 #include "planner_int.h"
+#include "tz.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1615,6 +1616,7 @@ static int set_state_ttl(PlanCtx *p, const AstOption *o)
 static PlanView *view_of(Arena *a, const PlanCtx *p, PlanNode *m)
 {
     PlanView *v = arena_zalloc(a, sizeof *v);
+    v->tz = tz_current();
     v->root = m;
     v->n_nodes = p->n_nodes;
     v->nodes = p->nodes;

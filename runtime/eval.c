@@ -10,6 +10,7 @@
  * the failing rows as bad, so one bad row never stops a view.
  */
 #include "runtime_int.h"
+#include "tz.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -161,6 +162,7 @@ int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t 
         Value vs[64], res;
         if (e->n_args > 64)
             return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "too many arguments");
+        const WTz *tz_was = rc->own_tz ? tz_set_current(rc->tz) : NULL;
         for (int r = 0; r < n; r++) {
             if (bad && bad[r]) {
                 out->nulls[r] = 1;
@@ -170,13 +172,18 @@ int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t 
                 col_get(&args[i], r, &vs[i]);
             WError err = {0};
             if (scalar_call(e->fn, e->type, e->n_args, vs, a, &res, &err)) {
-                if (row_failed(rc, out, bad, r, err.sqlstate, err.msg))
+                if (row_failed(rc, out, bad, r, err.sqlstate, err.msg)) {
+                    if (rc->own_tz)
+                        tz_set_current(tz_was);
                     return -1;
+                }
                 continue;
             }
             res.type = e->type;
             col_set(out, r, &res);
         }
+        if (rc->own_tz)
+            tz_set_current(tz_was);
         return 0;
     }
     }

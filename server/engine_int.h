@@ -70,6 +70,10 @@ typedef struct CatObj {
      * in the checkpoint in flight (dirty again if that one fails). */
     bool cat_dirty;
     bool cat_in_ck;
+    /* The session TimeZone it was created in (NULL: UTC): its statement is
+     * planned again in it at start (a view's expressions run in it), kept
+     * in the catalog entry after the state table ids. */
+    const struct WTz *tz;
 } CatObj;
 
 /* One taken checkpoint, for the weir_checkpoints system view. */
@@ -153,6 +157,7 @@ typedef struct Session {
     char **keys;
     char **values;
     bool in_txn;              /* between BEGIN and COMMIT/ROLLBACK (statements still apply at once) */
+    const struct WTz *tz;     /* TimeZone (NULL: UTC), current on the thread while a query string runs */
     /* For pg_stat_activity; written under the engine lock (the catalog reads them there). */
     struct Session *next;     /* in Engine.sessions */
     int32_t pid;              /* the connection's BackendKeyData pid, 0 before the first statement */

@@ -11,6 +11,7 @@
  * their INSERT/UPDATE/DELETE are in table.c.
  */
 #include "engine_int.h"
+#include "tz.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -1538,7 +1539,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     const char *v = setting_get(s, w);
     if (!v)
         return werr(err, SQLSTATE_UNDEFINED_OBJECT, st->pos, "unrecognized configuration parameter \"%s\"", w);
-    one_text_column(out, w);
+    one_text_column(out, !strcasecmp(w, "timezone") ? "TimeZone" : w); /* Postgres's spelling */
     text_row(out, 1, &v);
     srv_result_complete(out, "SHOW");
     return 0;
@@ -1548,17 +1549,34 @@ static int set(Session *s, const AstStmt *st, bool reset, SrvResult *out, WError
 {
     const AstSet *a = st->u.set;
     if (reset && !strcasecmp(a->name, "all")) {
+        bool had_tz = s->tz != NULL;
         while (s->n_settings)
             setting_set(s, s->keys[0], NULL);
+        s->tz = NULL;
+        tz_set_current(NULL);
+        if (had_tz)
+            srv_result_parameter_status(out, "TimeZone", "UTC");
         srv_result_complete(out, "RESET");
         return 0;
     }
     int k = setting_index(a->name);
     if (k < 0)
         return werr(err, SQLSTATE_UNDEFINED_OBJECT, st->pos, "unrecognized configuration parameter \"%s\"", a->name);
-    if (!strcasecmp(a->name, "timezone") && a->value && strcasecmp(a->value, "utc") != 0 &&
-        strcasecmp(a->value, "gmt") != 0 && strcmp(a->value, "0") != 0)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: time zones other than UTC");
+    if (!strcasecmp(a->name, "timezone")) {
+        /* A tz database name; DEFAULT, LOCAL and RESET mean the server's UTC.
+         * The setting keeps the name as the database spells it, and the
+         * client hears of the change (ParameterStatus), as from Postgres. */
+        const WTz *z = NULL;
+        if (!reset && a->value && tz_find(a->value, &z, err))
+            return err->pos = st->pos,
+                   werr_hint(err, "Time zones are tz database names such as 'Europe/Berlin' or 'UTC'."), -1;
+        s->tz = z;
+        tz_set_current(z);
+        setting_set(s, "timezone", z ? tz_name(z) : NULL);
+        srv_result_parameter_status(out, "TimeZone", tz_name(z));
+        srv_result_complete(out, reset ? "RESET" : "SET");
+        return 0;
+    }
     static const char *const TIMES[] = {"statement_timeout", "idle_session_timeout", "lock_timeout",
                                         "idle_in_transaction_session_timeout"};
     for (size_t i = 0; i < sizeof TIMES / sizeof TIMES[0] && !reset && a->value; i++) {
@@ -1852,8 +1870,11 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out)
 {
     static const char *const none[1] = {NULL};
+    Session *s = sess;
     session_activity(sess, sql, out);
+    tz_set_current(s->tz); /* the connection's own thread: values in and out are in its zone */
     run_all(sess, sql, false, 0, none, 0, out); /* a $1 in a simple query: "there is no parameter $1" */
+    tz_set_current(NULL);
     session_activity(sess, NULL, out);
 }
 
@@ -1861,9 +1882,12 @@ void session_execute(void *ctx, void *sess, const char *sql, int n_params, const
                      bool describe_only, long max_rows, SrvResult *out)
 {
     static const char *const none[1] = {NULL};
+    Session *s = sess;
     if (!describe_only)
         session_activity(sess, sql, out);
+    tz_set_current(s->tz);
     run_all(sess, sql, describe_only, n_params, params ? params : none, max_rows, out);
+    tz_set_current(NULL);
     if (!describe_only)
         session_activity(sess, NULL, out);
 }
