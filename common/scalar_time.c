@@ -311,7 +311,12 @@ int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena
             if (n == 3 && tz_find_value(&args[2], &z, err))
                 return -1;
             if (fn == FN_DATE_TRUNC) {
-                out->u.i = tz_local_to_utc(z, trunc_ts(u, tz_utc_to_local(z, ts)));
+                /* Units below a day keep the value's own offset (02:30 in the
+                 * second 02:00-03:00 of a fall-back night truncates to the
+                 * second 02:00); a day or more is resolved again, as Postgres. */
+                int64_t off = (int64_t)tz_offset(z, ts) * USECS_PER_SEC, t0 = trunc_ts(u, ts + off);
+                bool small = u == U_MICRO || u == U_MILLI || u == U_SECOND || u == U_MINUTE || u == U_HOUR;
+                out->u.i = small ? t0 - off : tz_local_to_utc(z, t0);
                 return 0;
             }
             return extract_ts(u, u == U_EPOCH ? ts : tz_utc_to_local(z, ts), false, out);
