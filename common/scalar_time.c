@@ -1,9 +1,11 @@
 /*
  * scalar_time.c: the date/time functions of scalar_call(): date_trunc,
  * extract/date_part on timestamps, dates and intervals, to_timestamp,
- * make_interval/make_date/make_timestamp and now().
+ * make_interval/make_date/make_timestamp, now() and AT TIME ZONE.
  *
- * Sessions are UTC, so timestamp and timestamptz share every rule here.
+ * A timestamptz is worked on as the wall clock of the thread's zone (tz.h;
+ * date_trunc's third argument names another), then turned back into an
+ * instant where the result is one; a timestamp has no zone.
  * Field names follow Postgres's units table (singular, plural and the
  * usual abbreviations). Years follow Postgres too: internally year 0 is
  * 1 BC (proleptic Gregorian, as civil_from_days), and extract(year) turns
