@@ -425,6 +425,13 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
     case FN_TS_SUB_IV: {
         int sign = fn == FN_TS_ADD_IV ? 1 : -1;
         int64_t t = x->u.i;
+        /* Postgres adds the months and days of an interval to a timestamptz
+         * on the wall clock of the session's zone (a day is 23 or 25 hours
+         * across a change), and the time part as elapsed time. */
+        const WTz *z = result == TYPE_TIMESTAMPTZ && (y->u.iv.months || y->u.iv.days) &&
+                       t != TS_PLUS_INF && t != TS_MINUS_INF ? tz_current() : NULL;
+        if (z)
+            t = tz_utc_to_local(z, t);
         if (y->u.iv.months) {
             /* Month arithmetic keeps the day of month, clamped to the month's end, as Postgres. */
             int64_t days = t / USECS_PER_DAY, tod = t % USECS_PER_DAY;
@@ -444,8 +451,14 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
                 dd = maxd;
             t = days_from_civil(yy, mm, dd) * USECS_PER_DAY + tod;
         }
+        if (z) { /* months, then days, as Postgres */
+            if (__builtin_mul_overflow((int64_t)y->u.iv.days * sign, USECS_PER_DAY, &r) ||
+                __builtin_add_overflow(t, r, &t))
+                return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "timestamp out of range");
+            t = tz_local_to_utc(z, t);
+        }
         int64_t delta;
-        if (__builtin_mul_overflow((int64_t)y->u.iv.days, USECS_PER_DAY, &delta) ||
+        if (__builtin_mul_overflow((int64_t)(z ? 0 : y->u.iv.days), USECS_PER_DAY, &delta) ||
             __builtin_add_overflow(delta, y->u.iv.usecs, &delta) ||
             __builtin_add_overflow(t, sign * delta, &r))
             return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "timestamp out of range");

@@ -113,9 +113,12 @@ static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *
         return 1;
     case FN_TS_SUB_IV:
     case FN_TS_ADD_IV: {
-        /* The watermark expression `ts - INTERVAL '2' SECOND` lands here. */
+        /* The watermark expression `ts - INTERVAL '2' SECOND` lands here.
+         * Days added to a timestamptz outside UTC are wall-clock days: the
+         * reference path. */
+        bool zoned = e->type == TYPE_TIMESTAMPTZ && (rc->own_tz ? rc->tz : tz_current());
         for (int r = 0; r < n; r++)
-            if (!y->nulls[r] && y->v.iv[r].months)
+            if (!y->nulls[r] && (y->v.iv[r].months || (zoned && y->v.iv[r].days)))
                 return 0;
         for (int r = 0; r < n; r++) {
             out->nulls[r] = x->nulls[r] | y->nulls[r];
