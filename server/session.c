@@ -12,6 +12,7 @@
  */
 #include "engine_int.h"
 #include "tz.h"
+#include "crashpoint.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -829,6 +830,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
         if (!(rc = create_view(e, s, &vst, sql, NULL, err))) {
             v = engine_find(e, vname);
             v->sink_query = true;
+            crashpoint("sink_query_view"); /* the view's entry is written, the sink's not yet */
         }
     }
     free(vname);
