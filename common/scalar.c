@@ -5,6 +5,7 @@
  * jsonpath.c; scalar_call() dispatches to them by id range.
  */
 #include "scalar_int.h"
+#include "tz.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -44,7 +45,7 @@ static const char *FN_NAMES[FN__COUNT] = {
     [FN_DATE_TRUNC] = "date_trunc", [FN_EXTRACT_TS] = "date_part", [FN_EXTRACT_DATE] = "date_part",
     [FN_EXTRACT_IV] = "date_part", [FN_TO_TIMESTAMP] = "to_timestamp", [FN_MAKE_INTERVAL] = "make_interval",
     [FN_MAKE_DATE] = "make_date", [FN_MAKE_TIMESTAMP] = "make_timestamp", [FN_TO_CHAR] = "to_char",
-    [FN_DATE_FORMAT] = "date_format", [FN_PROCTIME] = "proctime", [FN_NOW] = "now",
+    [FN_DATE_FORMAT] = "date_format", [FN_AT_TIME_ZONE] = "timezone", [FN_PROCTIME] = "proctime", [FN_NOW] = "now",
     [FN_JSON_GET_KEY] = "->", [FN_JSON_GET_IDX] = "->", [FN_JSON_GET_KEY_TEXT] = "->>",
     [FN_JSON_GET_IDX_TEXT] = "->>", [FN_JSON_PATH] = "jsonb_extract_path",
     [FN_JSON_PATH_TEXT] = "jsonb_extract_path_text", [FN_JSON_TYPEOF] = "jsonb_typeof",
@@ -162,21 +163,30 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
         out->u.i = v->u.i != 0;
         return 0;
     }
+    /* Between local times (timestamp, date) and instants (timestamptz): the
+     * wall clock of the thread's zone (tz.h), as Postgres's session TimeZone. */
+    bool inf = v->u.i == TS_PLUS_INF || v->u.i == TS_MINUS_INF;
     if (t == TYPE_TIMESTAMP || t == TYPE_TIMESTAMPTZ) {
         if (f == TYPE_DATE) {
             if (__builtin_mul_overflow(v->u.i, USECS_PER_DAY, &out->u.i) || out->u.i == TS_PLUS_INF ||
                 out->u.i == TS_MINUS_INF)
                 return werr(err, "22008", 0, "date out of range for timestamp");
+            if (t == TYPE_TIMESTAMPTZ)
+                out->u.i = tz_local_to_utc(tz_current(), out->u.i);
             return 0;
         }
         if (f == TYPE_TIMESTAMP || f == TYPE_TIMESTAMPTZ) {
-            out->u.i = v->u.i; /* the session time zone is UTC */
+            out->u.i = v->u.i;
+            if (f != t && !inf)
+                out->u.i = t == TYPE_TIMESTAMP ? tz_utc_to_local(tz_current(), v->u.i)
+                                               : tz_local_to_utc(tz_current(), v->u.i);
             return 0;
         }
     }
     if (t == TYPE_DATE && (f == TYPE_TIMESTAMP || f == TYPE_TIMESTAMPTZ)) {
-        int64_t d = v->u.i / USECS_PER_DAY;
-        if (v->u.i % USECS_PER_DAY < 0)
+        int64_t local = f == TYPE_TIMESTAMPTZ && !inf ? tz_utc_to_local(tz_current(), v->u.i) : v->u.i;
+        int64_t d = local / USECS_PER_DAY;
+        if (local % USECS_PER_DAY < 0)
             d--;
         out->u.i = d;
         return 0;
@@ -415,6 +425,13 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
     case FN_TS_SUB_IV: {
         int sign = fn == FN_TS_ADD_IV ? 1 : -1;
         int64_t t = x->u.i;
+        /* Postgres adds the months and days of an interval to a timestamptz
+         * on the wall clock of the session's zone (a day is 23 or 25 hours
+         * across a change), and the time part as elapsed time. */
+        const WTz *z = result == TYPE_TIMESTAMPTZ && (y->u.iv.months || y->u.iv.days) &&
+                       t != TS_PLUS_INF && t != TS_MINUS_INF ? tz_current() : NULL;
+        if (z)
+            t = tz_utc_to_local(z, t);
         if (y->u.iv.months) {
             /* Month arithmetic keeps the day of month, clamped to the month's end, as Postgres. */
             int64_t days = t / USECS_PER_DAY, tod = t % USECS_PER_DAY;
@@ -434,8 +451,14 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
                 dd = maxd;
             t = days_from_civil(yy, mm, dd) * USECS_PER_DAY + tod;
         }
+        if (z) { /* months, then days, as Postgres */
+            if (__builtin_mul_overflow((int64_t)y->u.iv.days * sign, USECS_PER_DAY, &r) ||
+                __builtin_add_overflow(t, r, &t))
+                return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "timestamp out of range");
+            t = tz_local_to_utc(z, t);
+        }
         int64_t delta;
-        if (__builtin_mul_overflow((int64_t)y->u.iv.days, USECS_PER_DAY, &delta) ||
+        if (__builtin_mul_overflow((int64_t)(z ? 0 : y->u.iv.days), USECS_PER_DAY, &delta) ||
             __builtin_add_overflow(delta, y->u.iv.usecs, &delta) ||
             __builtin_add_overflow(t, sign * delta, &r))
             return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "timestamp out of range");

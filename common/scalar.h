@@ -53,7 +53,7 @@ typedef enum ScalarFn {
     FN_CONCAT_ARGS, /* concat(text...): NULL arguments are skipped (not strict) */
     FN_CONCAT_WS,   /* concat_ws(sep, text...): NULL if sep is NULL, else skips NULLs */
     /* date and time; field names are text arguments (args[0]) */
-    FN_DATE_TRUNC,      /* (field, timestamp[tz]) -> the same type */
+    FN_DATE_TRUNC,      /* (field, timestamp[tz] [, zone text]) -> the same type */
     FN_EXTRACT_TS,      /* (field, timestamp[tz]) -> double */
     FN_EXTRACT_DATE,    /* (field, date) -> double */
     FN_EXTRACT_IV,      /* (field, interval) -> double */
@@ -63,6 +63,7 @@ typedef enum ScalarFn {
     FN_MAKE_TIMESTAMP,  /* (year, month, day, hour, min int4, sec double) -> timestamp[tz] */
     FN_TO_CHAR,         /* (timestamp[tz], Postgres template text) -> text (scalar_format.c) */
     FN_DATE_FORMAT,     /* (timestamp[tz], Java/Flink pattern text) -> text (scalar_format.c) */
+    FN_AT_TIME_ZONE,    /* timezone(zone text, ts): ts AT TIME ZONE zone; timestamp <-> timestamptz */
     /* PROCTIME(): the wall clock when the row is computed, timestamptz. Only a
      * source's computed column makes it (a processing-time attribute); NOT
      * deterministic, by design. */

@@ -9,6 +9,7 @@
  * date_format: 'single-quoted text', '' for a quote). Infinite timestamps
  * give NULL, as Postgres's to_char does.
  */
+#include "tz.h"
 #include "scalar_int.h"
 
 #include <stdio.h>
@@ -286,6 +287,8 @@ int scalar_format_call(ScalarFn fn, const Value *args, Arena *a, Value *out, WEr
     if (args[1].u.s.len > 4096)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%s: the pattern is longer than 4096 bytes",
                     fn == FN_TO_CHAR ? "to_char" : "date_format");
+    if (fn == FN_TO_CHAR && args[0].type == TYPE_TIMESTAMPTZ)
+        t = tz_utc_to_local(tz_current(), t); /* Postgres formats a timestamptz in the session's zone */
     Parts parts;
     parts_of(t, &parts);
     Buf b = BUF_INIT;

@@ -1,15 +1,18 @@
 /*
  * scalar_time.c: the date/time functions of scalar_call(): date_trunc,
  * extract/date_part on timestamps, dates and intervals, to_timestamp,
- * make_interval/make_date/make_timestamp and now().
+ * make_interval/make_date/make_timestamp, now() and AT TIME ZONE.
  *
- * Sessions are UTC, so timestamp and timestamptz share every rule here.
+ * A timestamptz is worked on as the wall clock of the thread's zone (tz.h;
+ * date_trunc's third argument names another), then turned back into an
+ * instant where the result is one; a timestamp has no zone.
  * Field names follow Postgres's units table (singular, plural and the
  * usual abbreviations). Years follow Postgres too: internally year 0 is
  * 1 BC (proleptic Gregorian, as civil_from_days), and extract(year) turns
  * it into -1, as Postgres prints BC years.
  */
 #include "scalar_int.h"
+#include "tz.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -274,6 +277,17 @@ static int to_timestamp(double secs, Value *out, WError *err)
     return 0;
 }
 
+/* The zone a text argument names (22023 when none). */
+static int tz_find_value(const Value *v, const WTz **out, WError *err)
+{
+    char name[128];
+    if (v->u.s.len >= sizeof name)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "time zone \"%.100s\" not recognized", v->u.s.p);
+    memcpy(name, v->u.s.p, v->u.s.len);
+    name[v->u.s.len] = 0;
+    return tz_find(name, out, err);
+}
+
 int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, Value *out, WError *err)
 {
     (void)a;
@@ -290,14 +304,44 @@ int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena
             return -1;
         char low[32];
         Unit u = unit_of(args[0].u.s.p, args[0].u.s.len, low);
+        int64_t ts = fn == FN_EXTRACT_IV ? 0 : args[1].u.i;
+        bool inf = ts == TS_PLUS_INF || ts == TS_MINUS_INF;
+        if (t == TYPE_TIMESTAMPTZ && !inf) {
+            /* On the wall clock of the zone given, or the thread's (Postgres:
+             * the session's); the epoch is the instant itself. */
+            const WTz *z = tz_current();
+            if (n == 3 && tz_find_value(&args[2], &z, err))
+                return -1;
+            if (fn == FN_DATE_TRUNC) {
+                /* Units below a day keep the value's own offset (02:30 in the
+                 * second 02:00-03:00 of a fall-back night truncates to the
+                 * second 02:00); a day or more is resolved again, as Postgres. */
+                int64_t off = (int64_t)tz_offset(z, ts) * USECS_PER_SEC, t0 = trunc_ts(u, ts + off);
+                bool small = u == U_MICRO || u == U_MILLI || u == U_SECOND || u == U_MINUTE || u == U_HOUR;
+                out->u.i = small ? t0 - off : tz_local_to_utc(z, t0);
+                return 0;
+            }
+            return extract_ts(u, u == U_EPOCH ? ts : tz_utc_to_local(z, ts), false, out);
+        }
         if (fn == FN_DATE_TRUNC)
-            out->u.i = trunc_ts(u, args[1].u.i);
+            out->u.i = trunc_ts(u, ts);
         else if (fn == FN_EXTRACT_IV)
             extract_iv(u, &args[1].u.iv, out);
         else if (fn == FN_EXTRACT_DATE)
-            return extract_ts(u, args[1].u.i, true, out);
+            return extract_ts(u, ts, true, out);
         else
-            return extract_ts(u, args[1].u.i, false, out);
+            return extract_ts(u, ts, false, out);
+        return 0;
+    }
+    case FN_AT_TIME_ZONE: {
+        /* timestamptz -> the wall clock there; timestamp -> the instant that
+         * wall clock there names (Postgres's timezone(zone, ts)). */
+        const WTz *z;
+        if (tz_find_value(&args[0], &z, err))
+            return -1;
+        int64_t ts = args[1].u.i;
+        out->u.i = ts == TS_PLUS_INF || ts == TS_MINUS_INF ? ts
+                 : result == TYPE_TIMESTAMP ? tz_utc_to_local(z, ts) : tz_local_to_utc(z, ts);
         return 0;
     }
     case FN_TO_TIMESTAMP: return to_timestamp(args[0].u.f, out, err);

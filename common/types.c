@@ -1,5 +1,6 @@
 /* types.c: type metadata, value text I/O, comparison and hashing. See types.h. */
 #include "types.h"
+#include "tz.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -157,7 +158,14 @@ int parse_date(const char *s, size_t len, int64_t *days)
     return i == len ? 0 : -1;
 }
 
-int parse_timestamp(const char *s, size_t len, int64_t *usecs)
+/*
+ * The parts of a timestamp's text: *local (the date and time as written),
+ * then *zone: 0 none, 1 an offset or Z/UTC (*off, microseconds east), 2 a
+ * zone name in s[*zs, *ze) (letters first, then letters, digits, '/', '_',
+ * '+', '-'). Returns 0 or -1.
+ */
+static int parse_ts_parts(const char *s, size_t len, int64_t *local, int *zone, int64_t *off, size_t *zs,
+                          size_t *ze)
 {
     size_t i = 0;
     int64_t days, hh = 0, mi = 0, ss = 0, frac = 0;
@@ -195,27 +203,80 @@ int parse_timestamp(const char *s, size_t len, int64_t *usecs)
     }
     if (hh > 24 || mi > 59 || ss > 60 || (hh == 24 && (mi || ss || frac)))
         return -1;
-    int64_t off = 0;
+    *zone = 0;
+    *off = 0;
     skip_ws(s, len, &i);
-    if (i < len && (s[i] == 'Z' || s[i] == 'z')) {
+    if (i < len && (s[i] == 'Z' || s[i] == 'z') && (i + 1 == len || isspace((unsigned char)s[i + 1]))) {
         i++;
+        *zone = 1;
     } else if (i < len && (s[i] == '+' || s[i] == '-')) {
         int sign = s[i++] == '-' ? -1 : 1;
-        int64_t oh = 0, om = 0;
+        int64_t oh = 0, om = 0, os = 0;
         if (read_digits(s, len, &i, 2, &oh))
             return -1;
         if (i < len && s[i] == ':')
             i++;
         if (i < len && isdigit((unsigned char)s[i]) && read_digits(s, len, &i, 2, &om))
             return -1;
-        off = sign * (oh * 3600 + om * 60) * USECS_PER_SEC;
-    } else if (i + 3 <= len && strncasecmp(s + i, "UTC", 3) == 0) {
+        if (i < len && s[i] == ':' && (i++, read_digits(s, len, &i, 2, &os)))
+            return -1;
+        if (oh > 15 || om > 59 || os > 59)
+            return -1;
+        *off = sign * (oh * 3600 + om * 60 + os) * USECS_PER_SEC;
+        *zone = 1;
+    } else if (i + 3 <= len && strncasecmp(s + i, "UTC", 3) == 0 &&
+               (i + 3 == len || isspace((unsigned char)s[i + 3]))) {
         i += 3;
+        *zone = 1;
+    } else if (i < len && isalpha((unsigned char)s[i])) {
+        *zs = i;
+        while (i < len && (isalnum((unsigned char)s[i]) || strchr("/_+-", s[i])))
+            i++;
+        *ze = i;
+        *zone = 2;
     }
     skip_ws(s, len, &i);
     if (i != len)
         return -1;
-    *usecs = days * USECS_PER_DAY + ((hh * 60 + mi) * 60 + ss) * USECS_PER_SEC + frac - off;
+    *local = days * USECS_PER_DAY + ((hh * 60 + mi) * 60 + ss) * USECS_PER_SEC + frac;
+    return 0;
+}
+
+int parse_timestamp(const char *s, size_t len, int64_t *usecs)
+{
+    int64_t local, off;
+    int zone;
+    size_t zs, ze;
+    if (parse_ts_parts(s, len, &local, &zone, &off, &zs, &ze) || zone == 2)
+        return -1;
+    *usecs = local - off;
+    return 0;
+}
+
+/* Text to a timestamptz: an offset or zone name in the text wins, else the
+ * local time is in the thread's zone. -1: malformed, -2: unknown zone (err set). */
+static int parse_timestamptz(const char *s, size_t len, int64_t *usecs, WError *err)
+{
+    int64_t local, off;
+    int zone;
+    size_t zs = 0, ze = 0;
+    if (parse_ts_parts(s, len, &local, &zone, &off, &zs, &ze))
+        return -1;
+    if (zone == 1) {
+        *usecs = local - off;
+        return 0;
+    }
+    const WTz *z = tz_current();
+    if (zone == 2) {
+        char name[101];
+        if (ze - zs >= sizeof name)
+            return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "time zone \"%.100s\" not recognized", s + zs), -2;
+        memcpy(name, s + zs, ze - zs);
+        name[ze - zs] = 0;
+        if (tz_find(name, &z, err))
+            return -2;
+    }
+    *usecs = tz_local_to_utc(z, local);
     return 0;
 }
 
@@ -259,6 +320,24 @@ void format_timestamp(int64_t usecs, bool tz, Buf *out)
     }
     if (tz)
         buf_puts(out, "+00");
+}
+
+/* As Postgres prints a timestamptz (DateStyle ISO): the wall clock of the
+ * thread's zone and its offset, "+02", "+05:30", "+00:19:32". */
+static void format_timestamptz(int64_t usecs, Buf *out)
+{
+    if (usecs == TS_MINUS_INF || usecs == TS_PLUS_INF) {
+        format_timestamp(usecs, false, out);
+        return;
+    }
+    int32_t off = tz_offset(tz_current(), usecs);
+    format_timestamp(usecs + (int64_t)off * USECS_PER_SEC, false, out);
+    int a = off < 0 ? -off : off;
+    buf_printf(out, "%c%02d", off < 0 ? '-' : '+', a / 3600);
+    if (a % 3600)
+        buf_printf(out, ":%02d", a / 60 % 60);
+    if (a % 60)
+        buf_printf(out, ":%02d", a % 60);
 }
 
 static const struct {
@@ -504,7 +583,7 @@ void value_to_text(const Value *v, Buf *out)
         break;
     case TYPE_DATE: format_date(v->u.i, out); break;
     case TYPE_TIMESTAMP: format_timestamp(v->u.i, false, out); break;
-    case TYPE_TIMESTAMPTZ: format_timestamp(v->u.i, true, out); break;
+    case TYPE_TIMESTAMPTZ: format_timestamptz(v->u.i, out); break;
     case TYPE_INTERVAL: format_interval(&v->u.iv, out); break;
     case TYPE_NULL:
     case TYPE__COUNT: break;
@@ -617,10 +696,11 @@ int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, W
             out->u.i = TS_MINUS_INF;
             return 0;
         }
-        if (parse_timestamp(s, len, &out->u.i))
+        int r = t == TYPE_TIMESTAMPTZ ? parse_timestamptz(s, len, &out->u.i, err) : parse_timestamp(s, len, &out->u.i);
+        if (r == -1)
             return werr(err, SQLSTATE_DATETIME_FORMAT, 0, "invalid input syntax for type %s: \"%.*s\"",
                         type_name(t), (int)(len > 200 ? 200 : len), s);
-        return 0;
+        return r ? -1 : 0;
     case TYPE_INTERVAL:
         if (parse_interval(s, len, &out->u.iv))
             return werr(err, SQLSTATE_DATETIME_FORMAT, 0, "invalid input syntax for type interval: \"%.*s\"",

@@ -58,7 +58,7 @@
   SYSTEM_TIME TIME TRANSACTION UNKNOWN UPDATE VALUES VARYING VIEW WATERMARK WINDOW
   WITHOUT WORK YEAR ZONE OF BOTH LEADING TRAILING
   SUBSCRIBE COPY STDOUT ANALYZE VERIFY USER PASSWORD RECURSIVE RENAME
-  DECLARE CURSOR FETCH.
+  DECLARE CURSOR FETCH AT.
 
 /* Precedence, lowest first, as in Postgres's gram.y. */
 %left UNION EXCEPT.
@@ -75,6 +75,7 @@
 %left PLUS MINUS.
 %left STAR SLASH REM.
 %left CARET.
+%left AT.
 %right UMINUS.
 %left DCOLON.
 %left DOT.
@@ -221,6 +222,7 @@ setvals(A) ::= setvals(L) COMMA setval(V).     { A = (L && V) ? arena_printf(ctx
 setval(A) ::= optval(V).                       { A = V; }
 setval(A) ::= ON.                              { A = "on"; }
 setval(A) ::= DEFAULT.                         { A = NULL; }
+setval(A) ::= LOCAL.                           { A = NULL; }
 
 /* Users: CREATE USER name [WITH] [PASSWORD 'p' | PASSWORD NULL], ALTER USER
  * name [WITH] PASSWORD ..., DROP USER [IF EXISTS] name. */
@@ -603,6 +605,8 @@ expr(A) ::= expr(L) STAR expr(R).              { A = ast_binary(ctx, OP_MUL, L, 
 expr(A) ::= expr(L) SLASH expr(R).             { A = ast_binary(ctx, OP_DIV, L, R); }
 expr(A) ::= expr(L) REM expr(R).               { A = ast_binary(ctx, OP_MOD, L, R); }
 expr(A) ::= expr(L) CARET expr(R).             { A = ast_binary(ctx, OP_POW, L, R); }
+/* ts AT TIME ZONE zone is Postgres's timezone(zone, ts). */
+expr(A) ::= expr(L) AT(T) TIME ZONE expr(Z).   { A = ast_func_op(ctx, T, "timezone", Z, L); }
 expr(A) ::= expr(L) ARROW(T) expr(R).          { A = ast_func_op(ctx, T, "->", L, R); }
 expr(A) ::= expr(L) ARROW2(T) expr(R).         { A = ast_func_op(ctx, T, "->>", L, R); }
 

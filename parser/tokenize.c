@@ -85,7 +85,7 @@ static const struct {
     int code;
 } keywords[] = {
     {"ABORT", TK_ABORT}, {"ALL", TK_ALL}, {"ALLOW", TK_ALLOW}, {"ALTER", TK_ALTER},
-    {"ANALYZE", TK_ANALYZE}, {"AND", TK_AND}, {"APPEND", TK_APPEND}, {"AS", TK_AS}, {"ASC", TK_ASC},
+    {"ANALYZE", TK_ANALYZE}, {"AND", TK_AND}, {"APPEND", TK_APPEND}, {"AS", TK_AS}, {"ASC", TK_ASC}, {"AT", TK_AT},
     {"BEGIN", TK_BEGIN}, {"BETWEEN", TK_BETWEEN}, {"BOTH", TK_BOTH}, {"BY", TK_BY}, {"CASCADE", TK_CASCADE},
     {"CASE", TK_CASE}, {"CAST", TK_CAST}, {"CHANGES", TK_CHANGES}, {"CHARACTER", TK_CHARACTER},
     {"CHECKPOINT", TK_CHECKPOINT}, {"CLOSE", TK_CLOSE}, {"COMMIT", TK_COMMIT}, {"COPY", TK_COPY},

@@ -641,6 +641,8 @@ static const FuncSig FUNCS[] = {
     {"starts_with", FN_STARTS_WITH, TYPE_BOOL, 2, {T_, T_}}, {"initcap", FN_INITCAP, T_, 1, {T_}},
     {"md5", FN_MD5, T_, 1, {T_}}, {"ascii", FN_ASCII, I_, 1, {T_}}, {"chr", FN_CHR, T_, 1, {I_}},
     {"date_trunc", FN_DATE_TRUNC, TZ_, 2, {T_, TZ_}}, {"date_trunc", FN_DATE_TRUNC, TS_, 2, {T_, TS_}},
+    {"date_trunc", FN_DATE_TRUNC, TZ_, 3, {T_, TZ_, T_}},
+    {"timezone", FN_AT_TIME_ZONE, TS_, 2, {T_, TZ_}}, {"timezone", FN_AT_TIME_ZONE, TZ_, 2, {T_, TS_}},
     {"date_part", FN_EXTRACT_TS, D_, 2, {T_, TZ_}}, {"date_part", FN_EXTRACT_TS, D_, 2, {T_, TS_}},
     {"date_part", FN_EXTRACT_IV, D_, 2, {T_, TYPE_INTERVAL}},
     {"to_timestamp", FN_TO_TIMESTAMP, TZ_, 1, {D_}},

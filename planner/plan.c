@@ -10,6 +10,7 @@
  * materialized views once (VIEW_SCAN) instead of connectors.
  */
 #include "planner_int.h"
+#include "tz.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1615,6 +1616,7 @@ static int set_state_ttl(PlanCtx *p, const AstOption *o)
 static PlanView *view_of(Arena *a, const PlanCtx *p, PlanNode *m)
 {
     PlanView *v = arena_zalloc(a, sizeof *v);
+    v->tz = tz_current();
     v->root = m;
     v->n_nodes = p->n_nodes;
     v->nodes = p->nodes;
@@ -1967,13 +1969,15 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
     int n_decl = ast_list_len(cs->columns), n_inc = ast_list_len(cs->includes), n = n_decl + n_inc;
     if (n_decl == 0)
         return werr(err, SQLSTATE_SYNTAX_ERROR, 0, "a %s needs at least one column", what);
+    const char *conn = cat_option(rel, "connector");
+    bool kafka_table = table && conn && strcasecmp(conn, "kafka") == 0;
     if (cs->includes) {
         const AstInclude *inc = AST_AT(cs->includes, 0);
-        const char *conn = cat_option(rel, "connector");
-        if (table || !conn || strcasecmp(conn, "kafka") != 0)
+        if (table ? !kafka_table : !conn || strcasecmp(conn, "kafka") != 0)
             return werr(err, SQLSTATE_NOT_SUPPORTED, inc->pos, "feature not supported: INCLUDE on a %s",
-                        table ? "table" : "source that does not read Kafka"),
-                   werr_hint(err, "INCLUDE adds the Kafka record's key, partition, offset or timestamp to a source."), -1;
+                        table ? "table without a Kafka connector" : "source that does not read Kafka"),
+                   werr_hint(err, "INCLUDE adds the Kafka record's key, partition, offset or timestamp to a source "
+                                  "or a table over Kafka."), -1;
     }
     if (n > 1600)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%ss can have at most 1600 columns", what);
@@ -1990,9 +1994,12 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
                 return werr(err, SQLSTATE_DUPLICATE_COLUMN, c->pos, "column \"%s\" specified more than once", c->name);
         names[i] = arena_strdup(a, c->name);
         if (c->generated) {
-            if (table)
-                return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: computed columns in a table"),
-                       werr_hint(err, "Declare the computed column on a CREATE SOURCE, or compute it in a view."), -1;
+            /* A writable table's rows come from DML, which would have to
+             * compute them; a table over Kafka computes them as a source does. */
+            if (table && !kafka_table)
+                return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos,
+                            "feature not supported: computed columns in a table without a connector"),
+                       werr_hint(err, "Compute the column in a view over the table."), -1;
             if (!gen)
                 gen = arena_zalloc(a, sizeof *gen * (size_t)n);
             /* Bound below, once the columns it may read are known; until
@@ -2048,7 +2055,7 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
     if (table) {
         /* The key: a table-level PRIMARY KEY (a, b) or one column-level PRIMARY KEY. */
         int npk = ast_list_len(cs->primary_key), *pk = arena_alloc(a, sizeof(int) * (size_t)(n + 1));
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n_decl; i++) { /* INCLUDE columns come after the declared ones */
             const AstColumnDef *c = AST_AT(cs->columns, i);
             if (!c->primary_key)
                 continue;
@@ -2072,6 +2079,14 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
             pk[k] = c;
             rel->n_pk = npk;
         }
+        /* A delete (a tombstone, Debezium's "before") names its row by the
+         * key the record carries: key columns must be read from the records. */
+        for (int k = 0; k < rel->n_pk; k++)
+            if ((gen && gen[pk[k]]) || (rel->col_meta && rel->col_meta[pk[k]]))
+                return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                            "feature not supported: a primary key on %s column \"%s\"",
+                            gen && gen[pk[k]] ? "computed" : "INCLUDE", names[pk[k]]),
+                       werr_hint(err, "The key must be a column of the records' JSON."), -1;
         if (!rel->n_pk)
             return werr(err, "42P16", 0, "table \"%s\" needs a PRIMARY KEY", cs->name),
                    werr_hint(err, "weir keeps a table's rows by key: declare PRIMARY KEY (col, ...)."), -1;
@@ -2158,6 +2173,19 @@ PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCata
     for (int i = 0; i < rel->n_cols; i++) {
         in->out.names[i] = rel->col_names[i];
         in->out.types[i] = rel->col_types[i];
+    }
+    if (rel->col_gen) {
+        /* Computed columns, as on a source: after the decoding, before the
+         * watermark. A delete's row has only its key; its computed columns
+         * come out NULL and the materialize reads the key alone. */
+        PlanNode *pr = new_node(&p, PN_PROJECT, in);
+        pr->out = in->out;
+        pr->append_only = in->append_only;
+        pr->n_exprs = rel->n_cols;
+        pr->exprs = arena_alloc(a, sizeof(PlanExpr *) * (size_t)rel->n_cols);
+        for (int i = 0; i < rel->n_cols; i++)
+            pr->exprs[i] = rel->col_gen[i] ? (PlanExpr *)rel->col_gen[i] : make_col(&p.b, i, rel->col_types[i]);
+        in = pr;
     }
     if (rel->wm_col >= 0) {
         PlanNode *w = new_node(&p, PN_WATERMARK, in);

@@ -306,6 +306,9 @@ typedef struct PlanView {
     PlanSchema late_schema;     /* its columns: the window's row, window_start, window_end, watermark */
     uint64_t late_table_id;
     const char *backfill_from;  /* WITH (backfill_from = ...) as written, or NULL */
+    /* The time zone the view was planned in (tz_current(), NULL = UTC): its
+     * expressions run in it, whoever reads the view (tz.h). */
+    const struct WTz *tz;
 } PlanView;
 
 /* An ad hoc query (SELECT) run once over materialized views. */

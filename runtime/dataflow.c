@@ -140,6 +140,8 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
     df->plan = plan;
     df->rc.env = env;
     df->rc.batch = replay_of != NULL;
+    df->rc.own_tz = true;
+    df->rc.tz = plan->tz;
     df->rc.replay_of = replay_of;
     df->rc.err = &df->err;
     df->rc.chunk_arena = arena_new(1 << 20);

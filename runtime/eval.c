@@ -10,6 +10,7 @@
  * the failing rows as bad, so one bad row never stops a view.
  */
 #include "runtime_int.h"
+#include "tz.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -112,9 +113,12 @@ static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *
         return 1;
     case FN_TS_SUB_IV:
     case FN_TS_ADD_IV: {
-        /* The watermark expression `ts - INTERVAL '2' SECOND` lands here. */
+        /* The watermark expression `ts - INTERVAL '2' SECOND` lands here.
+         * Days added to a timestamptz outside UTC are wall-clock days: the
+         * reference path. */
+        bool zoned = e->type == TYPE_TIMESTAMPTZ && (rc->own_tz ? rc->tz : tz_current());
         for (int r = 0; r < n; r++)
-            if (!y->nulls[r] && y->v.iv[r].months)
+            if (!y->nulls[r] && (y->v.iv[r].months || (zoned && y->v.iv[r].days)))
                 return 0;
         for (int r = 0; r < n; r++) {
             out->nulls[r] = x->nulls[r] | y->nulls[r];
@@ -161,6 +165,7 @@ int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t 
         Value vs[64], res;
         if (e->n_args > 64)
             return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "too many arguments");
+        const WTz *tz_was = rc->own_tz ? tz_set_current(rc->tz) : NULL;
         for (int r = 0; r < n; r++) {
             if (bad && bad[r]) {
                 out->nulls[r] = 1;
@@ -170,13 +175,18 @@ int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t 
                 col_get(&args[i], r, &vs[i]);
             WError err = {0};
             if (scalar_call(e->fn, e->type, e->n_args, vs, a, &res, &err)) {
-                if (row_failed(rc, out, bad, r, err.sqlstate, err.msg))
+                if (row_failed(rc, out, bad, r, err.sqlstate, err.msg)) {
+                    if (rc->own_tz)
+                        tz_set_current(tz_was);
                     return -1;
+                }
                 continue;
             }
             res.type = e->type;
             col_set(out, r, &res);
         }
+        if (rc->own_tz)
+            tz_set_current(tz_was);
         return 0;
     }
     }

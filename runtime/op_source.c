@@ -619,8 +619,11 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
                     rt_source_error(op, src, part, rec->offset, rec->value, rec->value ? rec->value_len : 0,
                                     "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf))
                     return -1; /* on_error = 'fail' */
-                for (int k2 = row; k2 < c->n_rows; k2++)
+                for (int k2 = row; k2 < c->n_rows; k2++) {
                     c->src_offsets[k2] = rec->offset;
+                    if (src->col_meta)
+                        fill_meta(c, k2, rec, src->col_meta, s->n_cols);
+                }
                 continue;
             }
             if (!rec->value) {

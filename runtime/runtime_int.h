@@ -79,6 +79,11 @@ struct RtCtx {
     uint64_t n_src_errs;      /* source errors recorded since start */
     WError *err;              /* where a fatal error is recorded */
     bool batch;               /* an ad hoc query: bounded input, temporary state */
+    /* A dataflow's expressions run in its view's time zone (PlanView.tz):
+     * rt_eval sets it on the thread around scalar calls. Ad hoc queries
+     * (own_tz false) run in the thread's zone, the session's. */
+    bool own_tz;
+    const struct WTz *tz;
     RtDataflow *replay_of;    /* VERIFY: replay up to this live dataflow's source positions (with batch) */
     const char *name;         /* the view's name (dead-letter headers), or NULL; borrowed */
     /* The raw records of the Kafka poll being pushed through (valid during

@@ -483,7 +483,8 @@ static int pg_open(const RtSinkSpec *spec, RtSinkWriter **out, WError *err)
     w->n_cols = spec->n_cols;
     w->n_pk = spec->upsert ? spec->n_pk : 0;
     w->pk = arena_alloc(w->arena, sizeof(int) * (size_t)(w->n_pk + 1));
-    memcpy(w->pk, spec->pk, sizeof(int) * (size_t)w->n_pk);
+    if (w->n_pk) /* an append-only sink has no key, and spec->pk may be NULL */
+        memcpy(w->pk, spec->pk, sizeof(int) * (size_t)w->n_pk);
 
     if (pg_connect(w, err) || check_target(w, spec, create, err))
         goto fail;

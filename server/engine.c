@@ -15,6 +15,7 @@
  * statements interleave at step boundaries.
  */
 #include "engine_int.h"
+#include "tz.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -66,7 +67,7 @@ void cat_obj_free(CatObj *o)
 /* The entry's body: kind, name, statement, state table ids. */
 static void catalog_body(const CatObj *o, Buf *b)
 {
-    int n = 4 + o->n_table_ids;
+    int n = 4 + o->n_table_ids + (o->tz != NULL);
     Value *vals = xcalloc((size_t)n, sizeof(Value));
     vals[0] = value_int(TYPE_INT8, o->kind);
     vals[1] = value_str(TYPE_TEXT, o->name, strlen(o->name));
@@ -74,6 +75,8 @@ static void catalog_body(const CatObj *o, Buf *b)
     vals[3] = value_int(TYPE_INT8, o->n_table_ids);
     for (int i = 0; i < o->n_table_ids; i++)
         vals[4 + i] = value_int(TYPE_INT8, (int64_t)o->table_ids[i]);
+    if (o->tz) /* after the ids, so entries written before time zones read as UTC */
+        vals[n - 1] = value_str(TYPE_TEXT, tz_name(o->tz), strlen(tz_name(o->tz)));
     row_encode(b, vals, n);
     free(vals);
 }
@@ -90,6 +93,8 @@ static int persist(Engine *e, CatObj *o, WError *err)
 
 int engine_add_object(Engine *e, CatObj *o, bool do_persist, WError *err)
 {
+    if (do_persist)
+        o->tz = tz_current(); /* a new object: the zone its statement was planned in */
     if (do_persist && persist(e, o, err))
         return -1;
     if (e->n_objs == e->cap_objs) {
@@ -199,6 +204,8 @@ static const CatRelation *cat_lookup(void *ctx, const char *name)
 {
     PlanCatCtx *c = ctx;
     CatObj *o = engine_find(c->e, name);
+    if (o && o->sink_query)
+        return NULL; /* a sink's own query: nothing else reads it */
     if (o)
         return &o->rel;
     return c->a ? sysview_lookup(c->e, name, c->a) : NULL;
@@ -703,8 +710,11 @@ static int replay_catalog(Engine *e, WError *err)
             break;
         }
         int nids = (int)head[3].u.i;
-        Value *vals = xcalloc((size_t)(nids + 4), sizeof(Value));
-        if (row_decode(it->body, it->len, vals, nids + 4)) {
+        Value *vals = xcalloc((size_t)(nids + 5), sizeof(Value));
+        size_t body_used = 0;
+        if (row_decode_prefix(it->body, it->len, vals, nids + 4, &body_used) ||
+            (body_used < it->len && row_decode((const char *)it->body + body_used, it->len - body_used,
+                                               &vals[nids + 4], 1))) {
             free(vals);
             rc = werr(err, SQLSTATE_INTERNAL, 0, "corrupt catalog entry %llu", (unsigned long long)it->id);
             break;
@@ -731,6 +741,14 @@ static int replay_catalog(Engine *e, WError *err)
         o->table_ids = xcalloc((size_t)(nids ? nids : 1), sizeof(uint64_t));
         for (int k = 0; k < nids; k++)
             o->table_ids[k] = (uint64_t)vals[4 + k].u.i;
+        if (body_used < it->len && !vals[nids + 4].null) {
+            char *zn = strndup(vals[nids + 4].u.s.p, vals[nids + 4].u.s.len);
+            WError zerr = {0};
+            if (tz_find(zn, &o->tz, &zerr))
+                fprintf(stderr, "weir: %s was created in time zone %s, which this system does not know: using UTC\n",
+                        o->name, zn);
+            free(zn);
+        }
         free(vals);
         Arena *a = arena_new(0);
         AstStmt **stmts;
@@ -744,9 +762,11 @@ static int replay_catalog(Engine *e, WError *err)
         }
         crashpoint("recovery");
         WError cerr = {0};
+        tz_set_current(o->tz); /* planned again as it was planned at CREATE */
         int r = o->kind == CAT_SOURCE || o->kind == CAT_TABLE ? session_create_source(e, stmts[0], o->sql, o, &cerr)
               : o->kind == CAT_SINK   ? session_create_sink(e, stmts[0], o->sql, o, &cerr)
                                       : session_create_view(e, stmts[0], o->sql, o, &cerr);
+        tz_set_current(NULL);
         if (r) {
             fprintf(stderr, "weir: cannot restore %s: %s\n", o->name, cerr.msg);
             cat_obj_free(o);
@@ -755,6 +775,18 @@ static int replay_catalog(Engine *e, WError *err)
         }
         arena_free(a);
     }
+    /* A sink's query whose sink is gone (the server stopped between
+     * writing the two entries, or the sink could not be restored) is
+     * dropped with its state: nothing can read it. */
+    for (int i = 0; i < e->n_objs && !rc; i++)
+        if (e->objs[i]->sink_query && !e->objs[i]->sink_owner) {
+            fprintf(stderr, "weir: dropping %s: its sink is gone\n", e->objs[i]->name);
+            WError derr = {0};
+            if (engine_remove_object(e, e->objs[i], &derr))
+                fprintf(stderr, "weir: cannot drop %s: %s\n", e->objs[i]->name, derr.msg);
+            else
+                i--;
+        }
     for (int i = 0; i < l.n; i++)
         free(l.items[i].body);
     free(l.items);

@@ -28,6 +28,12 @@ typedef struct CatObj {
     int n_table_ids;          /* state tables, in the order the planner asked for them */
     uint64_t *table_ids;
     struct CatObj *late_of;   /* a LATE ROWS INTO relation: the view that owns it (not persisted itself) */
+    /* CAT_VIEW: the query of a CREATE SINK ... AS query. Its catalog entry
+     * holds the CREATE SINK text; it is hidden from the planner's lookups
+     * and from SHOW/pg_catalog, and goes with its sink (sink_owner, set once
+     * the sink exists; a view left without one at start is dropped). */
+    bool sink_query;
+    struct CatObj *sink_owner;
     /* CAT_SINK */
     struct CatObj *from;      /* the view it reads */
     RtSinkSpec spec;          /* in arena */
@@ -64,6 +70,10 @@ typedef struct CatObj {
      * in the checkpoint in flight (dirty again if that one fails). */
     bool cat_dirty;
     bool cat_in_ck;
+    /* The session TimeZone it was created in (NULL: UTC): its statement is
+     * planned again in it at start (a view's expressions run in it), kept
+     * in the catalog entry after the state table ids. */
+    const struct WTz *tz;
 } CatObj;
 
 /* One taken checkpoint, for the weir_checkpoints system view. */
@@ -147,6 +157,7 @@ typedef struct Session {
     char **keys;
     char **values;
     bool in_txn;              /* between BEGIN and COMMIT/ROLLBACK (statements still apply at once) */
+    const struct WTz *tz;     /* TimeZone (NULL: UTC), current on the thread while a query string runs */
     /* For pg_stat_activity; written under the engine lock (the catalog reads them there). */
     struct Session *next;     /* in Engine.sessions */
     int32_t pid;              /* the connection's BackendKeyData pid, 0 before the first statement */
@@ -359,6 +370,12 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
  * writable tables. Lock held. */
 int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, WError *err);
 int table_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
+/* Runs the ad hoc query sel and copies its visible rows into a (INSERT ...
+ * SELECT): *rows[i] has *n_cols values, valid for a's lifespan. */
+int table_query_rows(Engine *e, const AstSelect *sel, Arena *a, Value ***rows, int *n_rows, int *n_cols, WError *err);
+/* v converted to column type t as INSERT assigns it (any castable value);
+ * a cast error gets position pos. Strings are allocated in a. */
+int table_assign(Arena *a, const Value *v, TypeId t, int pos, Value *out, WError *err);
 int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 int table_delete(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out);

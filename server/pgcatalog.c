@@ -188,6 +188,8 @@ static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
     int rc = 0;
     for (int i = 0; i < e->n_objs && !rc; i++) {
         CatObj *o = e->objs[i];
+        if (o->sink_query)
+            continue; /* part of its sink */
         long long oid = OID_USER_BASE + (long long)o->id;
         if (o->late_of)
             oid = OID_USER_BASE + (long long)o->late_of->id + 1000000; /* no id of its own */

@@ -784,6 +784,13 @@ void srv_result_error(SrvResult *r, const WError *e)
         r->c->skip_till_sync = true;
 }
 
+void srv_result_parameter_status(SrvResult *r, const char *name, const char *value)
+{
+    if (r->mode == RES_DESCRIBE || r->c->dead)
+        return;
+    send_param_status(r->c, name, value);
+}
+
 void srv_result_notice(SrvResult *r, const char *msg)
 {
     WError e;

@@ -86,6 +86,9 @@ void srv_result_error(SrvResult *r, const WError *e);
 
 /* NoticeResponse (severity NOTICE, SQLSTATE 00000). Allowed at any time. */
 void srv_result_notice(SrvResult *r, const char *msg);
+/* ParameterStatus name=value, sent with the statement's answer (SET
+ * TIME ZONE tells the client its new TimeZone, as Postgres does). */
+void srv_result_parameter_status(SrvResult *r, const char *name, const char *value);
 
 /* CopyOutResponse (text, n_cols columns) for SUBSCRIBE-like streams; sent
  * immediately. Returns 0, or <0 if the client is gone. */

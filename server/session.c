@@ -11,6 +11,8 @@
  * their INSERT/UPDATE/DELETE are in table.c.
  */
 #include "engine_int.h"
+#include "tz.h"
+#include "crashpoint.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -730,8 +732,42 @@ fail:
     return -1;
 }
 
+/*
+ * The view a CREATE SINK ... AS query runs: a CREATE MATERIALIZED VIEW of
+ * the sink's query named sink_query_name(), built in *cv and *vst (which
+ * borrow cs). Planning it as an ordinary view gives it the same key, state
+ * bounds and checkpointing as any view, and the sink attaches to it as a
+ * sink FROM a view does, so the key and exactly-once rules are the same.
+ */
+static void sink_query_stmt(const AstCreateSink *cs, const AstStmt *st, const char *name, AstCreateView *cv,
+                            AstStmt *vst)
+{
+    *cv = (AstCreateView){.materialized = true, .name = name, .query = cs->query, .query_pos = cs->query->pos};
+    *vst = (AstStmt){.kind = STMT_CREATE_VIEW, .pos = st->pos, .text_start = st->text_start,
+                     .text_end = st->text_end, .u.create_view = cv};
+}
+
+/* The internal view's name: the sink's name as created (kept across ALTER
+ * SINK ... RENAME, like the sink's identity in its target) plus "$query".
+ * The caller frees it. */
+static char *sink_query_name(const char *sink)
+{
+    size_t n = strlen(sink) + sizeof "$query";
+    char *out = xmalloc(n);
+    snprintf(out, n, "%s$query", sink);
+    return out;
+}
+
 int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
+    if (st->kind == STMT_CREATE_SINK) {
+        /* The catalog entry of a sink's query holds the CREATE SINK text. */
+        AstCreateView cv;
+        AstStmt vst;
+        sink_query_stmt(st->u.create_sink, st, replay->name, &cv, &vst);
+        replay->sink_query = true;
+        return create_view(e, NULL, &vst, sql, replay, err);
+    }
     return create_view(e, NULL, st, sql, replay, err);
 }
 
@@ -765,14 +801,63 @@ static int parse_pk(const char *list, const RtSinkSpec *spec, int *pk, int *n, i
     return 0;
 }
 
+static int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err);
+
 int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+{
+    return create_sink(e, NULL, st, sql, replay, err);
+}
+
+/* CREATE SINK ... AS query: its view first (at start, already restored
+ * from its own catalog entry), then the sink from it. A failure removes
+ * the view again. */
+static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+{
+    const AstCreateSink *cs = st->u.create_sink;
+    char *vname = sink_query_name(cs->name);
+    CatObj *v = engine_find(e, vname);
+    int rc = 0;
+    if (replay) {
+        if (!v || !v->sink_query || v->sink_owner)
+            rc = werr(err, SQLSTATE_INTERNAL, st->pos, "the query of sink \"%s\" was not restored", cs->name);
+    } else if (v) {
+        rc = werr(err, SQLSTATE_DUPLICATE_TABLE, st->pos,
+                  "relation \"%s\" already exists (the name of the query of sink \"%s\")", vname, cs->name);
+    } else {
+        AstCreateView cv;
+        AstStmt vst;
+        sink_query_stmt(cs, st, vname, &cv, &vst);
+        if (!(rc = create_view(e, s, &vst, sql, NULL, err))) {
+            v = engine_find(e, vname);
+            v->sink_query = true;
+            crashpoint("sink_query_view"); /* the view's entry is written, the sink's not yet */
+        }
+    }
+    free(vname);
+    if (rc)
+        return -1;
+    AstCreateSink from = *cs;
+    from.from_name = v->name;
+    AstStmt fst = *st;
+    fst.u.create_sink = &from;
+    if (create_sink(e, s, &fst, sql, replay, err)) {
+        if (!replay) {
+            WError ignored = {0};
+            engine_remove_object(e, v, &ignored);
+        }
+        return -1;
+    }
+    v->sink_owner = replay ? replay : engine_find(e, cs->name);
+    return 0;
+}
+
+static int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateSink *cs = st->u.create_sink;
     if (!cs->from_name)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: CREATE SINK ... AS query"),
-               werr_hint(err, "Create a materialized view for the query and CREATE SINK ... FROM it."), -1;
+        return create_sink_as(e, s, st, sql, replay, err);
     CatObj *v = engine_find(e, cs->from_name);
-    if (!v)
+    if (!v || (v->sink_query && !cs->query))
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", cs->from_name);
     if (v->late_of)
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: a sink from a late-rows relation");
@@ -1002,6 +1087,10 @@ static int rename_one(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "\"%s\" holds the late rows of materialized view %s",
                     r->name, o->late_of->name),
                werr_hint(err, "Its name is the view's LATE ROWS INTO clause."), -1;
+    if (o->sink_query)
+        return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "\"%s\" is the query of sink %s", r->name,
+                    o->sink_owner ? o->sink_owner->name : "?"),
+               werr_hint(err, "Its name follows the sink's."), -1;
     if (engine_find(e, r->new_name))
         return werr(err, SQLSTATE_DUPLICATE_TABLE, r->new_pos, "relation \"%s\" already exists", r->new_name);
     for (int i = 0; i < e->n_objs; i++) {
@@ -1051,10 +1140,19 @@ static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvR
         werr_hint(err, "It is dropped with the view.");
         return -1;
     }
+    if (o->sink_query) {
+        werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "\"%s\" is the query of sink %s", name,
+             o->sink_owner ? o->sink_owner->name : "?");
+        werr_hint(err, "It is dropped with the sink.");
+        return -1;
+    }
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *v = e->objs[i];
         if (v == o || !view_reads(v, o))
             continue;
+        /* A sink's query is the sink, as far as the user can see. */
+        if (v->sink_query && v->sink_owner)
+            v = v->sink_owner;
         if (!d->cascade) {
             werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "cannot drop %s %s because other objects depend on it",
                  kind_word(o->kind), name);
@@ -1070,7 +1168,11 @@ static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvR
             return -1;
         i = -1; /* the list changed: start over */
     }
-    return engine_remove_object(e, o, err);
+    /* A sink AS query takes its query's view (and that view's state) along. */
+    CatObj *q = o->kind == CAT_SINK && o->from && o->from->sink_query ? o->from : NULL;
+    if (engine_remove_object(e, o, err))
+        return -1;
+    return q ? engine_remove_object(e, q, err) : 0;
 }
 
 /* ---- INSERT ----------------------------------------------------------------------------- */
@@ -1083,11 +1185,16 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", ins->table);
     if (o->kind == CAT_TABLE)
         return table_insert(e, st, out, err);
+    if (o->kind == CAT_SINK && !ins->query->values)
+        /* Flink starts a continuous job with INSERT INTO <sink table> SELECT;
+         * weir's sinks are not tables, and a sink with its own query is
+         * CREATE SINK ... AS query. */
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos,
+                    "feature not supported: INSERT INTO sink \"%s\" ... SELECT (a continuous insert)", o->name),
+               werr_hint(err, "A sink that runs a query of its own is CREATE SINK name AS SELECT ... WITH (...)."), -1;
     if (o->kind != CAT_SOURCE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "cannot insert into %s \"%s\"", kind_word(o->kind),
                     o->name);
-    if (!ins->query->values)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, ins->query->pos, "feature not supported: INSERT ... SELECT");
     const CatRelation *r = &o->rel;
     const char *connector = cat_option(r, "connector");
     if (!connector || strcasecmp(connector, "kafka") != 0)
@@ -1147,26 +1254,41 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
     const char **wnames = arena_alloc(a, sizeof(char *) * (size_t)ncols);
     Buf json = BUF_INIT;
     int nrows = ast_list_len(ins->query->values), rc = 0;
+    /* INSERT ... SELECT: the query's current result, produced once like
+     * VALUES (one-shot, as INSERT INTO a table ... SELECT). */
+    Value **qrows = NULL;
+    int qcols = 0, pos = ins->query->pos;
+    if (!ins->query->values) {
+        rc = table_query_rows(e, ins->query, a, &qrows, &nrows, &qcols, err);
+        if (!rc && qcols != n_target)
+            rc = werr(err, SQLSTATE_SYNTAX_ERROR, pos, "INSERT has %s expressions than target columns",
+                      qcols > n_target ? "more" : "fewer");
+        if (rc)
+            nrows = 0;
+    }
     /* Encode every row before producing any, so a bad value sends nothing. */
     char **recs = arena_alloc(a, sizeof(char *) * (size_t)(nrows ? nrows : 1));
     size_t *lens = arena_alloc(a, sizeof(size_t) * (size_t)(nrows ? nrows : 1));
     for (int rrow = 0; rrow < nrows && !rc; rrow++) {
-        AstList *row = AST_AT(ins->query->values, rrow);
-        if (ast_list_len(row) != n_target) {
+        AstList *row = qrows ? NULL : AST_AT(ins->query->values, rrow);
+        if (row && ast_list_len(row) != n_target) {
             rc = werr(err, SQLSTATE_SYNTAX_ERROR, ((AstExpr *)AST_AT(row, 0))->pos,
                       "INSERT has %s expressions than target columns",
                       ast_list_len(row) > n_target ? "more" : "fewer");
             break;
         }
+        if (row)
+            pos = ((AstExpr *)AST_AT(row, 0))->pos;
         for (int k = 0; k < ncols; k++)
             vals[k] = value_null(r->col_types[k]);
         for (int i = 0; i < n_target && !rc; i++)
-            rc = plan_const_expr(AST_AT(row, i), r->col_types[map[i]], a, &vals[map[i]], err);
+            rc = row ? plan_const_expr(AST_AT(row, i), r->col_types[map[i]], a, &vals[map[i]], err)
+                     : table_assign(a, &qrows[rrow][i], r->col_types[map[i]], pos, &vals[map[i]], err);
         if (rc)
             break;
         for (int k = 0; k < ncols && r->col_not_null; k++)
             if (r->col_not_null[k] && vals[k].null) {
-                rc = werr(err, "23502", ((AstExpr *)AST_AT(row, 0))->pos,
+                rc = werr(err, "23502", pos,
                           "null value in column \"%s\" of relation \"%s\" violates not-null constraint",
                           r->col_names[k], o->name);
                 break;
@@ -1279,6 +1401,23 @@ static int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WEr
             plan_explain_view(v, json, &b);
         else
             rc = -1;
+    } else if (ex->stmt->kind == STMT_CREATE_SINK && ex->stmt->u.create_sink->query) {
+        /* The plan of the view the sink would run, under the name it would get. */
+        const AstCreateSink *cs = ex->stmt->u.create_sink;
+        char *vname = sink_query_name(cs->name);
+        AstCreateView cv;
+        AstStmt vst;
+        sink_query_stmt(cs, ex->stmt, arena_strdup(a, vname), &cv, &vst);
+        free(vname);
+        PlanViewOptions opt = {.name = cv.name, .allow_unbounded = allow_unbounded(s)};
+        PlanView *v = plan_view(&cv, &cat, &opt, a, err);
+        if (v) {
+            if (!json)
+                buf_printf(&b, "Sink %s: the rows of its query, kept as %s\n", cs->name, cv.name);
+            plan_explain_view(v, json, &b);
+        } else {
+            rc = -1;
+        }
     } else if (ex->stmt->kind == STMT_SELECT) {
         PlanQuery *q = plan_query(ex->stmt->u.select, &cat, a, err);
         if (q)
@@ -1287,7 +1426,8 @@ static int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WEr
             rc = -1;
     } else {
         rc = werr(err, SQLSTATE_NOT_SUPPORTED, ex->stmt->pos,
-                  "feature not supported: EXPLAIN of this statement (EXPLAIN takes SELECT or CREATE MATERIALIZED VIEW)");
+                  "feature not supported: EXPLAIN of this statement (EXPLAIN takes SELECT, CREATE MATERIALIZED VIEW or "
+                  "CREATE SINK ... AS query)");
     }
     if (!rc) {
         one_text_column(out, "QUERY PLAN");
@@ -1363,7 +1503,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     if (kind) {
         one_text_column(out, "Name");
         for (int i = 0; i < e->n_objs; i++)
-            if (e->objs[i]->kind == kind && !e->objs[i]->late_of) {
+            if (e->objs[i]->kind == kind && !e->objs[i]->late_of && !e->objs[i]->sink_query) {
                 const char *v[1] = {e->objs[i]->name};
                 text_row(out, 1, v);
             }
@@ -1401,7 +1541,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     const char *v = setting_get(s, w);
     if (!v)
         return werr(err, SQLSTATE_UNDEFINED_OBJECT, st->pos, "unrecognized configuration parameter \"%s\"", w);
-    one_text_column(out, w);
+    one_text_column(out, !strcasecmp(w, "timezone") ? "TimeZone" : w); /* Postgres's spelling */
     text_row(out, 1, &v);
     srv_result_complete(out, "SHOW");
     return 0;
@@ -1411,17 +1551,34 @@ static int set(Session *s, const AstStmt *st, bool reset, SrvResult *out, WError
 {
     const AstSet *a = st->u.set;
     if (reset && !strcasecmp(a->name, "all")) {
+        bool had_tz = s->tz != NULL;
         while (s->n_settings)
             setting_set(s, s->keys[0], NULL);
+        s->tz = NULL;
+        tz_set_current(NULL);
+        if (had_tz)
+            srv_result_parameter_status(out, "TimeZone", "UTC");
         srv_result_complete(out, "RESET");
         return 0;
     }
     int k = setting_index(a->name);
     if (k < 0)
         return werr(err, SQLSTATE_UNDEFINED_OBJECT, st->pos, "unrecognized configuration parameter \"%s\"", a->name);
-    if (!strcasecmp(a->name, "timezone") && a->value && strcasecmp(a->value, "utc") != 0 &&
-        strcasecmp(a->value, "gmt") != 0 && strcmp(a->value, "0") != 0)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: time zones other than UTC");
+    if (!strcasecmp(a->name, "timezone")) {
+        /* A tz database name; DEFAULT, LOCAL and RESET mean the server's UTC.
+         * The setting keeps the name as the database spells it, and the
+         * client hears of the change (ParameterStatus), as from Postgres. */
+        const WTz *z = NULL;
+        if (!reset && a->value && tz_find(a->value, &z, err))
+            return err->pos = st->pos,
+                   werr_hint(err, "Time zones are tz database names such as 'Europe/Berlin' or 'UTC'."), -1;
+        s->tz = z;
+        tz_set_current(z);
+        setting_set(s, "timezone", z ? tz_name(z) : NULL);
+        srv_result_parameter_status(out, "TimeZone", tz_name(z));
+        srv_result_complete(out, reset ? "RESET" : "SET");
+        return 0;
+    }
     static const char *const TIMES[] = {"statement_timeout", "idle_session_timeout", "lock_timeout",
                                         "idle_in_transaction_session_timeout"};
     for (size_t i = 0; i < sizeof TIMES / sizeof TIMES[0] && !reset && a->value; i++) {
@@ -1549,7 +1706,7 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
                 rc = werr(err, SQLSTATE_DUPLICATE_OBJECT, st->pos, "relation \"%s\" already exists", cs->name);
                 break;
             }
-        } else if ((rc = session_create_sink(e, st, text, NULL, err))) {
+        } else if ((rc = create_sink(e, s, st, text, NULL, err))) {
             break;
         }
         e->dirty = true; /* the next checkpoint seals the sink's first batch: the view's rows */
@@ -1715,8 +1872,11 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out)
 {
     static const char *const none[1] = {NULL};
+    Session *s = sess;
     session_activity(sess, sql, out);
+    tz_set_current(s->tz); /* the connection's own thread: values in and out are in its zone */
     run_all(sess, sql, false, 0, none, 0, out); /* a $1 in a simple query: "there is no parameter $1" */
+    tz_set_current(NULL);
     session_activity(sess, NULL, out);
 }
 
@@ -1724,9 +1884,12 @@ void session_execute(void *ctx, void *sess, const char *sql, int n_params, const
                      bool describe_only, long max_rows, SrvResult *out)
 {
     static const char *const none[1] = {NULL};
+    Session *s = sess;
     if (!describe_only)
         session_activity(sess, sql, out);
+    tz_set_current(s->tz);
     run_all(sess, sql, describe_only, n_params, params ? params : none, max_rows, out);
+    tz_set_current(NULL);
     if (!describe_only)
         session_activity(sess, NULL, out);
 }

@@ -72,7 +72,7 @@ static CatObj *find_view(Engine *e, const char *name, int pos, WError *err)
     CatObj *o = engine_find(e, name);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, pos, "materialized view \"%s\" does not exist", name), NULL;
-    if (o->kind != CAT_VIEW || o->late_of)
+    if (o->kind != CAT_VIEW || o->late_of || o->sink_query)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, pos, "\"%s\" is not a materialized view", name),
                werr_hint(err, "Only two materialized views can swap names."), NULL;
     return o;

@@ -273,8 +273,24 @@ static int run_collect(Engine *e, const AstSelect *sel, Collect *c, const TypeId
     return rt_query_run_values(&e->rt, q, collect_row, c, err) < 0 ? -1 : 0;
 }
 
+int table_query_rows(Engine *e, const AstSelect *sel, Arena *a, Value ***rows, int *n_rows, int *n_cols, WError *err)
+{
+    Collect c = {.a = a};
+    const TypeId *types;
+    int rc = run_collect(e, sel, &c, &types, err);
+    /* The row array moves into the arena: the caller frees nothing. */
+    Value **out = arena_alloc(a, sizeof(Value *) * (size_t)(c.n ? c.n : 1));
+    if (c.n)
+        memcpy(out, c.rows, sizeof(Value *) * (size_t)c.n);
+    free(c.rows);
+    *rows = out;
+    *n_rows = c.n;
+    *n_cols = c.n_cols;
+    return rc;
+}
+
 /* v converted to column type t (assignment: any castable value). */
-static int assign(Arena *a, const Value *v, TypeId t, int pos, Value *out, WError *err)
+int table_assign(Arena *a, const Value *v, TypeId t, int pos, Value *out, WError *err)
 {
     if (v->null) {
         *out = value_null(t);
@@ -355,7 +371,7 @@ int table_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         for (int k = 0; k < ncols; k++)
             row[k] = value_null(r->col_types[k]);
         for (int k = 0; k < n_target && !rc; k++)
-            rc = assign(a, &q.rows[i][k], r->col_types[map[k]], pos, &row[map[k]], err);
+            rc = table_assign(a, &q.rows[i][k], r->col_types[map[k]], pos, &row[map[k]], err);
         if (rc || (rc = check_not_null(r, row, pos, err)))
             break;
         encode_key(r, row, &kb);
@@ -473,7 +489,7 @@ int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         Value *row = arena_alloc(a, sizeof(Value) * (size_t)ncols);
         memcpy(row, old, sizeof(Value) * (size_t)ncols);
         for (int k = 0; k < nset && !rc; k++)
-            rc = assign(a, &old[ncols + k], r->col_types[set_col[k]], ((AstExpr *)AST_AT(u->set_exprs, k))->pos,
+            rc = table_assign(a, &old[ncols + k], r->col_types[set_col[k]], ((AstExpr *)AST_AT(u->set_exprs, k))->pos,
                         &row[set_col[k]], err);
         if (rc || (rc = check_not_null(r, row, st->pos, err)))
             break;
