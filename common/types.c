@@ -45,6 +45,25 @@ bool type_is_numeric(TypeId t)
 {
     return type_is_integer(t) || t == TYPE_FLOAT4 || t == TYPE_FLOAT8 || t == TYPE_NUMERIC;
 }
+int type_numeric_mod(const char *name, int *prec, int *scale, WError *err)
+{
+    if (strncasecmp(name, "numeric(", 8) != 0)
+        return 0;
+    long p = strtol(name + 8, (char **)&name, 10), s = 0;
+    if (*name == ',')
+        s = strtol(name + 1, (char **)&name, 10);
+    if (p < 1 || p > 1000)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "NUMERIC precision %ld must be between 1 and 1000", p);
+    if (p > 38)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                    "feature not supported: NUMERIC precision %ld (weir's numeric holds at most 38 digits)", p);
+    if (s < 0 || s > p)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "NUMERIC scale %ld must be between 0 and precision %ld", s, p);
+    *prec = (int)p;
+    *scale = (int)s;
+    return 1;
+}
+
 bool type_is_temporal(TypeId t) { return t == TYPE_DATE || t == TYPE_TIMESTAMP || t == TYPE_TIMESTAMPTZ; }
 
 static const struct {
@@ -71,6 +90,8 @@ static const struct {
 
 TypeId type_from_name(const char *name)
 {
+    if (strncasecmp(name, "numeric(", 8) == 0)
+        return TYPE_NUMERIC;
     for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof TYPE_NAMES[0]; i++)
         if (strcasecmp(name, TYPE_NAMES[i].name) == 0)
             return TYPE_NAMES[i].t;

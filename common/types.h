@@ -96,6 +96,10 @@ int16_t type_wire_len(TypeId t);             /* typlen for RowDescription (-1 va
 /* Parses a type name (case-insensitive; "int", "integer", "bigint", "varchar",
  * "timestamp without time zone"...). Returns TYPE_NULL if unknown. */
 TypeId type_from_name(const char *name);
+/* The modifiers of "numeric(p[,s])" (what the parser makes of NUMERIC(p,s)
+ * and DECIMAL(p,s)): 1 with *prec and *scale, 0 for a name without them,
+ * -1 with err for a bad precision or scale (22023; 0A000 beyond 38 digits). */
+int type_numeric_mod(const char *name, int *prec, int *scale, WError *err);
 bool type_is_numeric(TypeId t);              /* int2..float8 and numeric */
 bool type_is_integer(TypeId t);
 bool type_is_temporal(TypeId t);             /* date, timestamp, timestamptz */

@@ -101,6 +101,8 @@ typedef struct PlanExpr {
     int pos;                    /* source position for run-time errors, 0 = none */
     Value value;                /* PE_CONST (strings in the plan arena) */
     bool unknown;               /* PE_CONST from a bare string literal: its type is decided by context */
+    const char *decimal_text;   /* PE_CONST from a decimal literal (1.5, a double): its text, so that
+                                   next to a numeric it becomes an exact numeric, as Postgres types it */
     int col;                    /* PE_COL: input column index */
     ScalarFn fn;                /* PE_CALL */
     int n_args;
