@@ -319,6 +319,8 @@ int num_div(Numeric a, Numeric b, Numeric *out, WError *err)
         r = b.scale;
     if (r < 0)
         r = 0;
+    if (r > NUM_MAX_DIGITS)
+        r = NUM_MAX_DIGITS;   /* weir's limit; Postgres would show more digits of a tiny quotient */
     return num_div_scale(a, b, r, out, err);
 }
 
@@ -423,6 +425,17 @@ int num_typmod(Numeric a, int prec, int scale, Numeric *out, WError *err)
         return -1;
     }
     *out = r;
+    return 0;
+}
+
+int num_apply_typmod(int32_t typmod, Value *v, WError *err)
+{
+    if (typmod < 0 || v->null || v->type != TYPE_NUMERIC)
+        return 0;
+    Numeric r;
+    if (num_typmod(num_get(v), typmod >> 8, typmod & 0xff, &r, err))
+        return -1;
+    num_put(r, v);
     return 0;
 }
 

@@ -63,6 +63,10 @@ int num_rescale(Numeric a, int scale, Numeric *out, WError *err);
 /* NUMERIC(prec, scale): rounds to scale, 22003 if the integer part needs
  * more than prec - scale digits. */
 int num_typmod(Numeric a, int prec, int scale, Numeric *out, WError *err);
+/* A column's NUMERIC(p,s) packed as p << 8 | s (-1: none), applied to *v in
+ * place: NULLs and typmod -1 pass; 0 or -1 with err (22003). */
+#define NUM_TYPMOD(p, s) ((int32_t)((p) << 8 | (s)))
+int num_apply_typmod(int32_t typmod, Value *v, WError *err);
 
 /* Conversions. num_to_int rounds half away from zero and checks [lo, hi]
  * (22003 "<type> out of range" with type_name(t)). num_from_double keeps

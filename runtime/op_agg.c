@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "bytemap.h"
+#include "numeric.h"
 
 #define MAX_VALS 256
 
@@ -197,7 +198,9 @@ static int slots_of(const PlanAgg *g)
 
 /* ---- multisets of a group's values (count DISTINCT, min/max under retraction) ----
  * One entry per distinct value: key = group key, 0xFD, aggregate index,
- * memcomparable value; value = 0xFE then the 8-byte count. The 0xFE lead
+ * memcomparable value; value = 0xFE then the 8-byte count, and for a
+ * NUMERIC the display scale of the first copy (the key holds the value
+ * without trailing zeros, so min() gives back 1.50, not 1.5). The 0xFE lead
  * byte tells these apart from group states when windows are swept. */
 
 static void ms_key(const Buf *group, int agg, const Value *v, Buf *out)
@@ -218,7 +221,7 @@ static int64_t ms_add(AggOp *a, int agg, const Value *v, int delta)
     const void *val;
     size_t vl;
     int f = stor_table_get(a->op.table, k.data, k.len, &val, &vl, err);
-    int64_t before = f == 1 && vl == 9 ? (int64_t)get_be64((const unsigned char *)val + 1) : 0;
+    int64_t before = f == 1 && vl >= 9 ? (int64_t)get_be64((const unsigned char *)val + 1) : 0;
     int64_t after = before + delta;
     int rc;
     if (f < 0)
@@ -226,9 +229,14 @@ static int64_t ms_add(AggOp *a, int agg, const Value *v, int delta)
     else if (after <= 0)
         rc = stor_table_delete(a->op.table, k.data, k.len, err);
     else {
-        unsigned char nv[9] = {0xfe};
+        unsigned char nv[10] = {0xfe};
         put_be64(nv + 1, (uint64_t)after);
-        rc = stor_table_put(a->op.table, k.data, k.len, nv, 9, err);
+        size_t n = 9;
+        if (v->type == TYPE_NUMERIC) {
+            nv[9] = f == 1 && vl == 10 ? ((const unsigned char *)val)[9] : v->nscale;
+            n = 10;
+        }
+        rc = stor_table_put(a->op.table, k.data, k.len, nv, n, err);
     }
     buf_free(&k);
     return rc ? -1 : before;
@@ -254,6 +262,12 @@ static int ms_extreme(AggOp *a, int agg, TypeId t, bool want_max, Value *out)
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
         if (key_decode((const char *)k + prefix.len, kl - prefix.len, &t, 1, rc->chunk_arena, out))
             continue;
+        if (t == TYPE_NUMERIC && !out->null && vl == 10) {
+            Numeric x;
+            WError e = {0};
+            if (num_rescale(num_get(out), ((const unsigned char *)v)[9], &x, &e) == 0)
+                num_put(x, out);
+        }
         if (!want_max)
             break;
     }
@@ -304,7 +318,9 @@ static void state_init(AggOp *a, const Value *group, Value *st)
         case AGG_COUNT_STAR:
         case AGG_COUNT: st[k++] = value_int(TYPE_INT8, 0); break;
         case AGG_SUM:
-            if (g->type == TYPE_FLOAT8)
+            if (g->type == TYPE_NUMERIC)
+                st[k++] = value_numeric((Numeric){0, 0});
+            else if (g->type == TYPE_FLOAT8)
                 st[k++] = value_float(TYPE_FLOAT8, 0);
             else if (g->type == TYPE_INTERVAL) {
                 st[k] = value_null(TYPE_INTERVAL);
@@ -315,7 +331,7 @@ static void state_init(AggOp *a, const Value *group, Value *st)
             st[k++] = value_int(TYPE_INT8, 0);
             break;
         case AGG_AVG:
-            st[k++] = value_float(TYPE_FLOAT8, 0);
+            st[k++] = g->type == TYPE_NUMERIC ? value_numeric((Numeric){0, 0}) : value_float(TYPE_FLOAT8, 0);
             st[k++] = value_int(TYPE_INT8, 0);
             break;
         case AGG_MIN:
@@ -365,7 +381,17 @@ static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign)
         case AGG_AVG:
             if (v.null)
                 break;
-            if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8) {
+            if (g->type == TYPE_NUMERIC) {
+                /* Exact under retraction: subtracting what was added gives back
+                 * the same sum (the scale stays the largest seen). */
+                Numeric s, x = num_get(&v);
+                WError e = {0};
+                if ((sign > 0 ? num_add : num_sub)(num_get(&st[k]), x, &s, &e)) {
+                    rt_row_error(a->op.rc, "numeric field overflow in %s()", g->kind == AGG_SUM ? "sum" : "avg");
+                    return -1;
+                }
+                num_put(s, &st[k]);
+            } else if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8) {
                 double x = type_phys(v.type) == PHYS_F64 ? v.u.f : (double)v.u.i;
                 st[k].u.f += sign * x;
             } else if (g->type == TYPE_INTERVAL) {
@@ -477,6 +503,15 @@ static void state_output(AggOp *a, const Value *st, Value *out)
             o->type = g->type;
             break;
         case AGG_AVG:
+            if (g->type == TYPE_NUMERIC) {
+                /* sum / count with Postgres's division scale, as numeric_avg. */
+                Numeric q;
+                WError e = {0};
+                *o = value_null(TYPE_NUMERIC);
+                if (st[k + 1].u.i > 0 && num_div(num_get(&st[k]), num_from_int(st[k + 1].u.i), &q, &e) == 0)
+                    num_put(q, o);
+                break;
+            }
             *o = st[k + 1].u.i > 0 ? value_float(TYPE_FLOAT8, st[k].u.f / (double)st[k + 1].u.i) : value_null(TYPE_FLOAT8);
             break;
         case AGG_MIN:
@@ -537,7 +572,12 @@ static void state_merge(AggOp *a, Value *st, const Value *o, bool o_first)
         case AGG_COUNT_DISTINCT: st[k].u.i += o[k].u.i; break;
         case AGG_SUM:
         case AGG_AVG:
-            if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8)
+            if (g->type == TYPE_NUMERIC) {
+                Numeric s;
+                WError e = {0};
+                if (num_add(num_get(&st[k]), num_get(&o[k]), &s, &e) == 0)
+                    num_put(s, &st[k]);
+            } else if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8)
                 st[k].u.f += o[k].u.f;
             else if (g->type == TYPE_INTERVAL) {
                 st[k].u.iv.months += o[k].u.iv.months;
