@@ -794,10 +794,15 @@ static PlanExpr *bind_fixed(BindCtx *b, const char *f, int pos, int n, PlanExpr 
 static TypeId unify_args(BindCtx *b, const char *what, int from, int n, PlanExpr **args)
 {
     TypeId t = TYPE_NULL;
+    /* With a numeric among them, decimal literals are numerics (coalesce(x, 0.5)). */
+    bool has_num = false;
+    for (int i = from; i < n; i++)
+        has_num |= args[i]->type == TYPE_NUMERIC;
     for (int i = from; i < n; i++) {
         if (is_untyped(args[i]))
             continue;
-        TypeId c = t == TYPE_NULL ? args[i]->type : common_type(make_col(b, 0, t), args[i]);
+        PlanExpr *ai = has_num && args[i]->kind == PE_CONST && args[i]->decimal_text ? make_col(b, 0, TYPE_NUMERIC) : args[i];
+        TypeId c = t == TYPE_NULL ? ai->type : common_type(make_col(b, 0, t), ai);
         if (c == TYPE_NULL) {
             werr(b->err, SQLSTATE_DATATYPE_MISMATCH, args[i]->pos, "%s types %s and %s cannot be matched", what,
                  type_name(t), type_name(args[i]->type));
