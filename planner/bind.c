@@ -801,7 +801,8 @@ static TypeId unify_args(BindCtx *b, const char *what, int from, int n, PlanExpr
     for (int i = from; i < n; i++) {
         if (is_untyped(args[i]))
             continue;
-        PlanExpr *ai = has_num && args[i]->kind == PE_CONST && args[i]->decimal_text ? make_col(b, 0, TYPE_NUMERIC) : args[i];
+        bool dec = has_num && args[i]->kind == PE_CONST && args[i]->decimal_text;
+        PlanExpr *ai = dec ? make_col(b, 0, TYPE_NUMERIC) : args[i];
         TypeId c = t == TYPE_NULL ? ai->type : common_type(make_col(b, 0, t), ai);
         if (c == TYPE_NULL) {
             werr(b->err, SQLSTATE_DATATYPE_MISMATCH, args[i]->pos, "%s types %s and %s cannot be matched", what,
@@ -1102,7 +1103,8 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
              * check the integer part fits p - s (a constant folds here too). */
             if (!(x = bind_cast(b, x, TYPE_NUMERIC, e->pos)))
                 return NULL;
-            PlanExpr *args[3] = {x, make_const(b, value_int(TYPE_INT4, prec)), make_const(b, value_int(TYPE_INT4, scale))};
+            PlanExpr *args[3] = {x, make_const(b, value_int(TYPE_INT4, prec)),
+                                 make_const(b, value_int(TYPE_INT4, scale))};
             return make_call(b, FN_NUM_TYPMOD, TYPE_NUMERIC, e->pos, 3, args);
         }
         return bind_cast(b, x, t, e->pos);

@@ -2210,7 +2210,8 @@ int plan_const_expr(const AstExpr *e, TypeId want, Arena *a, Value *out, WError 
     /* Assignment context (INSERT values): like Postgres, any castable value
      * is accepted and checked when cast (e.g. 3 into a SMALLINT, 2.5 into a REAL).
      * A decimal literal into a NUMERIC takes its own digits (coerce_expr). */
-    if (x->type != want && !(x->kind == PE_CONST && (x->unknown || x->value.null || (x->decimal_text && want == TYPE_NUMERIC)))) {
+    bool literal = x->kind == PE_CONST && (x->unknown || x->value.null || (x->decimal_text && want == TYPE_NUMERIC));
+    if (x->type != want && !literal) {
         Value v;
         if (eval_const(&p.b, x, &v))
             return -1;
