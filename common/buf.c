@@ -46,6 +46,12 @@ void buf_puts(Buf *b, const char *s) { buf_append(b, s, strlen(s)); }
 void buf_putc(Buf *b, char c) { buf_append(b, &c, 1); }
 void buf_put_u8(Buf *b, uint8_t v) { buf_append(b, &v, 1); }
 
+void buf_put_u16be(Buf *b, uint16_t v)
+{
+    buf_put_u8(b, (uint8_t)(v >> 8));
+    buf_put_u8(b, (uint8_t)v);
+}
+
 void buf_put_u32be(Buf *b, uint32_t v)
 {
     unsigned char x[4] = {v >> 24, v >> 16, v >> 8, v};

@@ -24,6 +24,7 @@ void buf_puts(Buf *b, const char *s);
 void buf_putc(Buf *b, char c);
 void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_put_u8(Buf *b, uint8_t v);
+void buf_put_u16be(Buf *b, uint16_t v);
 void buf_put_u32be(Buf *b, uint32_t v);
 void buf_put_u64be(Buf *b, uint64_t v);
 /* Take the bytes: returns data (caller frees) and leaves b empty. */

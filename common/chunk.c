@@ -16,6 +16,7 @@ size_t chunk_phys_size(TypeId t)
     case PHYS_F64: return sizeof(double);
     case PHYS_STR: return sizeof(StrRef);
     case PHYS_IV: return sizeof(Interval);
+    case PHYS_NUM: return sizeof(NumCell);
     }
     return 8;
 }
@@ -56,6 +57,7 @@ void chunk_get(const Chunk *c, int col, int row, Value *out)
     case PHYS_F64: out->u.f = k->v.f[row]; break;
     case PHYS_STR: out->u.s = k->v.s[row]; break;
     case PHYS_IV: out->u.iv = k->v.iv[row]; break;
+    case PHYS_NUM: num_cell_get(&k->v.n[row], out); break;
     }
 }
 
@@ -81,6 +83,7 @@ void chunk_set(Chunk *c, int col, int row, const Value *v)
         break;
     }
     case PHYS_IV: k->v.iv[row] = v->u.iv; break;
+    case PHYS_NUM: num_cell_put(&k->v.n[row], v); break;
     }
 }
 

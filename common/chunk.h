@@ -37,6 +37,7 @@ typedef struct Column {
         double *f;
         StrRef *s;
         Interval *iv;
+        NumCell *n;
         void *raw;
     } v;
 } Column;
@@ -70,6 +71,17 @@ void chunk_set(Chunk *c, int col, int row, const Value *v);
 int chunk_append(Chunk *c, RowOp op, const Value *vals);
 /* Copies row r of src (same schema) onto the end of dst. -1 when full. */
 int chunk_append_from(Chunk *dst, const Chunk *src, int r);
+/* A NUMERIC cell to and from a Value (the scale moves to Value.nscale). */
+static inline void num_cell_get(const NumCell *c, Value *v)
+{
+    v->u.n = c->coef;
+    v->nscale = (uint8_t)c->scale;
+}
+static inline void num_cell_put(NumCell *c, const Value *v)
+{
+    c->coef = v->u.n;
+    c->scale = v->nscale;
+}
 static inline bool chunk_full(const Chunk *c) { return c->n_rows >= c->cap; }
 
 #endif

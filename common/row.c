@@ -1,10 +1,12 @@
 /* row.c: see row.h. */
 #include "row.h"
+#include "numeric.h"
 
 #include <string.h>
 
 /* Value encoding: tag byte = type id, or 0x80|type for NULL, then the
- * payload: I64 8 bytes, F64 8 bytes, IV 16 bytes, STR u32 length + bytes
+ * payload: I64 8 bytes, F64 8 bytes, IV 16 bytes, STR u32 length + bytes,
+ * NUM the scale byte and the 16-byte coefficient (high half first)
  * (all little-endian host order is avoided: big-endian throughout). */
 void row_encode(Buf *out, const Value *vals, int n)
 {
@@ -34,6 +36,13 @@ void row_encode(Buf *out, const Value *vals, int n)
             buf_append(out, tmp, 8);
             buf_put_u32be(out, (uint32_t)v->u.iv.days);
             buf_put_u32be(out, (uint32_t)v->u.iv.months);
+            break;
+        case PHYS_NUM:
+            buf_put_u8(out, v->nscale);
+            put_be64(tmp, v->u.n.hi);
+            buf_append(out, tmp, 8);
+            put_be64(tmp, v->u.n.lo);
+            buf_append(out, tmp, 8);
             break;
         }
     }
@@ -93,6 +102,14 @@ int row_decode_prefix(const void *vp, size_t len, Value *vals, int n, size_t *us
             vals[i].u.iv.months = (int32_t)get_be32(p + 12);
             p += 16;
             break;
+        case PHYS_NUM:
+            if (end - p < 17 || p[0] > NUM_MAX_DIGITS)
+                return -1;
+            vals[i].nscale = p[0];
+            vals[i].u.n.hi = get_be64(p + 1);
+            vals[i].u.n.lo = get_be64(p + 9);
+            p += 17;
+            break;
         }
     }
     *used = (size_t)(p - (const unsigned char *)vp);
@@ -111,7 +128,10 @@ int row_decode(const void *vp, size_t len, Value *vals, int n)
  * I64 big-endian with the sign bit flipped; F64 IEEE bits flipped so that
  * negative numbers sort below positive; STR with 0x00 escaped as 0x00 0xFF
  * and terminated by 0x00 0x00; IV as the 30-day-month total (16 bytes) and
- * then the fields, so equal-comparing intervals stay distinct keys. */
+ * then the fields, so equal-comparing intervals stay distinct keys; NUM
+ * as num_key_encode of the value without trailing fractional zeros, so
+ * 1.5 and 1.50 are one key (one GROUP BY group, one join match) and a
+ * decoded key shows the shortest scale. */
 void key_encode(Buf *out, const Value *vals, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -158,6 +178,7 @@ void key_encode(Buf *out, const Value *vals, int n)
             buf_put_u32be(out, (uint32_t)v->u.iv.months ^ 0x80000000u);
             break;
         }
+        case PHYS_NUM: num_key_encode(num_get(v), out); break;
         }
     }
 }
@@ -220,6 +241,15 @@ int key_decode(const void *vp, size_t len, const TypeId *types, int n, Arena *a,
             vals[i].u.iv.months = (int32_t)(get_be32(p + 12) ^ 0x80000000u);
             p += 16;
             break;
+        case PHYS_NUM: {
+            Numeric x;
+            size_t used;
+            if (num_key_decode(p, (size_t)(end - p), &x, &used))
+                return -1;
+            num_put(x, &vals[i]);
+            p += used;
+            break;
+        }
         }
     }
     return 0;

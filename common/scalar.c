@@ -6,6 +6,7 @@
  */
 #include "scalar_int.h"
 #include "tz.h"
+#include "numeric.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -50,6 +51,10 @@ static const char *FN_NAMES[FN__COUNT] = {
     [FN_JSON_GET_IDX_TEXT] = "->>", [FN_JSON_PATH] = "jsonb_extract_path",
     [FN_JSON_PATH_TEXT] = "jsonb_extract_path_text", [FN_JSON_TYPEOF] = "jsonb_typeof",
     [FN_JSON_ARRAY_LENGTH] = "jsonb_array_length",
+    [FN_ADD_N] = "+", [FN_SUB_N] = "-", [FN_MUL_N] = "*", [FN_DIV_N] = "/", [FN_MOD_N] = "%",
+    [FN_NEG_N] = "-", [FN_ABS_N] = "abs", [FN_ROUND_N] = "round", [FN_ROUND_NN] = "round",
+    [FN_TRUNC_N] = "trunc", [FN_TRUNC_NN] = "trunc", [FN_FLOOR_N] = "floor", [FN_CEIL_N] = "ceil",
+    [FN_SIGN_N] = "sign", [FN_NUM_TYPMOD] = "numeric",
 };
 
 const char *scalar_fn_name(ScalarFn fn) { return (unsigned)fn < FN__COUNT && FN_NAMES[fn] ? FN_NAMES[fn] : "?"; }
@@ -58,6 +63,7 @@ bool scalar_fn_is_infix(ScalarFn fn)
 {
     switch (fn) {
     case FN_ADD_I: case FN_SUB_I: case FN_MUL_I: case FN_DIV_I: case FN_MOD_I:
+    case FN_ADD_N: case FN_SUB_N: case FN_MUL_N: case FN_DIV_N: case FN_MOD_N:
     case FN_ADD_F: case FN_SUB_F: case FN_MUL_F: case FN_DIV_F: case FN_POW_F:
     case FN_TS_ADD_IV: case FN_TS_SUB_IV: case FN_TS_SUB_TS: case FN_IV_ADD_IV: case FN_IV_SUB_IV:
     case FN_IV_MUL_F: case FN_DATE_ADD_I: case FN_DATE_SUB_I: case FN_DATE_SUB_DATE:
@@ -135,6 +141,32 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
     }
     if (type_phys(f) == PHYS_STR)
         return value_from_text(t, v->u.s.p, v->u.s.len, a, out, err);
+    if (t == TYPE_NUMERIC) {
+        Numeric n;
+        if (type_is_integer(f))
+            n = num_from_int(v->u.i);
+        else if (f == TYPE_FLOAT4 || f == TYPE_FLOAT8) {
+            if (num_from_double(v->u.f, f == TYPE_FLOAT4, &n, err))
+                return -1;
+        } else
+            goto bad;
+        num_put(n, out);
+        return 0;
+    }
+    if (f == TYPE_NUMERIC) {
+        if (type_is_integer(t)) {
+            int64_t lo = t == TYPE_INT2 ? INT16_MIN : t == TYPE_INT4 ? INT32_MIN : INT64_MIN;
+            int64_t hi = t == TYPE_INT2 ? INT16_MAX : t == TYPE_INT4 ? INT32_MAX : INT64_MAX;
+            return num_to_int(num_get(v), lo, hi, t, &out->u.i, err);
+        }
+        if (t == TYPE_FLOAT4 || t == TYPE_FLOAT8) {
+            out->u.f = num_to_double(num_get(v));
+            if (t == TYPE_FLOAT4)
+                out->u.f = (double)(float)out->u.f;
+            return 0;
+        }
+        goto bad;
+    }
     if (type_is_integer(t)) {
         if (type_is_integer(f) || f == TYPE_BOOL) {
             out->u.i = v->u.i;
@@ -301,6 +333,45 @@ static int math_call(ScalarFn fn, TypeId result, const Value *args, Value *out, 
     default: return werr(err, SQLSTATE_INTERNAL, 0, "unknown math function id %d", (int)fn);
     }
     out->u.f = result == TYPE_FLOAT4 ? (double)(float)r : r;
+    return 0;
+}
+
+/* The NUMERIC functions: arguments are numeric but for the int4 digits of
+ * round/trunc and the precision and scale of FN_NUM_TYPMOD. */
+static int num_call(ScalarFn fn, const Value *args, Value *out, WError *err)
+{
+    Numeric x = num_get(&args[0]), y = {0, 0}, r = {0, 0};
+    if (fn <= FN_MOD_N)
+        y = num_get(&args[1]);
+    int rc = 0;
+    switch (fn) {
+    case FN_ADD_N: rc = num_add(x, y, &r, err); break;
+    case FN_SUB_N: rc = num_sub(x, y, &r, err); break;
+    case FN_MUL_N: rc = num_mul(x, y, &r, err); break;
+    case FN_DIV_N: rc = num_div(x, y, &r, err); break;
+    case FN_MOD_N: rc = num_mod(x, y, &r, err); break;
+    case FN_NEG_N: r = num_neg(x); break;
+    case FN_ABS_N: r = num_abs(x); break;
+    case FN_ROUND_N: rc = num_round(x, 0, &r, err); break;
+    case FN_TRUNC_N: rc = num_trunc(x, 0, &r, err); break;
+    case FN_ROUND_NN:
+    case FN_TRUNC_NN: {
+        /* Digits beyond what 38-digit values can hold act like the limit
+         * (no digit there to round); far negative ones round everything away. */
+        int64_t d = args[1].u.i;
+        int s = d > NUM_MAX_DIGITS ? NUM_MAX_DIGITS : d < -NUM_MAX_DIGITS - 1 ? -NUM_MAX_DIGITS - 1 : (int)d;
+        rc = fn == FN_ROUND_NN ? num_round(x, s, &r, err) : num_trunc(x, s, &r, err);
+        break;
+    }
+    case FN_FLOOR_N: rc = num_floor(x, &r, err); break;
+    case FN_CEIL_N: rc = num_ceil(x, &r, err); break;
+    case FN_SIGN_N: r = num_from_int(num_sign(x)); break;
+    case FN_NUM_TYPMOD: rc = num_typmod(x, (int)args[1].u.i, (int)args[2].u.i, &r, err); break;
+    default: return werr(err, SQLSTATE_INTERNAL, 0, "unknown numeric function id %d", (int)fn);
+    }
+    if (rc)
+        return -1;
+    num_put(r, out);
     return 0;
 }
 
@@ -636,6 +707,8 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
     case FN_NONE:
     case FN__COUNT: break;
     default:
+        if (fn >= FN_ADD_N && fn <= FN_NUM_TYPMOD)
+            return num_call(fn, args, out, err);
         if (fn >= FN_MOD_F && fn <= FN_PI)
             return math_call(fn, result, args, out, err);
         if (fn >= FN_SUBSTR && fn <= FN_CONCAT_WS)

@@ -84,6 +84,11 @@ typedef enum ScalarFn {
     FN_JSON_PATH,       /* jsonb_extract_path(json, keys...) -> jsonb */
     FN_JSON_PATH_TEXT,  /* jsonb_extract_path_text(json, keys...) -> text */
     FN_JSON_TYPEOF, FN_JSON_ARRAY_LENGTH,
+    /* NUMERIC (numeric.h): exact, Postgres result scales; integer operands
+     * are cast to numeric by the binder. ROUND_NN/TRUNC_NN take (x, int4 digits). */
+    FN_ADD_N, FN_SUB_N, FN_MUL_N, FN_DIV_N, FN_MOD_N, FN_NEG_N, FN_ABS_N,
+    FN_ROUND_N, FN_ROUND_NN, FN_TRUNC_N, FN_TRUNC_NN, FN_FLOOR_N, FN_CEIL_N, FN_SIGN_N,
+    FN_NUM_TYPMOD,  /* (numeric, int4 precision, int4 scale): NUMERIC(p,s) of a cast, 22003 if it does not fit */
     FN__COUNT
 } ScalarFn;
 

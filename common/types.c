@@ -1,6 +1,7 @@
 /* types.c: type metadata, value text I/O, comparison and hashing. See types.h. */
 #include "types.h"
 #include "tz.h"
+#include "numeric.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -26,7 +27,7 @@ static const TypeInfo TYPES[TYPE__COUNT] = {
     [TYPE_INT8] = {"bigint", PHYS_I64, 20, 8},
     [TYPE_FLOAT4] = {"real", PHYS_F64, 700, 4},
     [TYPE_FLOAT8] = {"double precision", PHYS_F64, 701, 8},
-    [TYPE_NUMERIC] = {"numeric", PHYS_STR, 1700, -1},
+    [TYPE_NUMERIC] = {"numeric", PHYS_NUM, 1700, -1},
     [TYPE_TEXT] = {"character varying", PHYS_STR, 1043, -1},
     [TYPE_BYTEA] = {"bytea", PHYS_STR, 17, -1},
     [TYPE_DATE] = {"date", PHYS_I64, 1082, 4},
@@ -41,7 +42,29 @@ const char *type_name(TypeId t) { return TYPES[t].name; }
 uint32_t type_oid(TypeId t) { return TYPES[t].oid; }
 int16_t type_wire_len(TypeId t) { return TYPES[t].len; }
 bool type_is_integer(TypeId t) { return t == TYPE_INT2 || t == TYPE_INT4 || t == TYPE_INT8; }
-bool type_is_numeric(TypeId t) { return type_is_integer(t) || t == TYPE_FLOAT4 || t == TYPE_FLOAT8; }
+bool type_is_numeric(TypeId t)
+{
+    return type_is_integer(t) || t == TYPE_FLOAT4 || t == TYPE_FLOAT8 || t == TYPE_NUMERIC;
+}
+int type_numeric_mod(const char *name, int *prec, int *scale, WError *err)
+{
+    if (strncasecmp(name, "numeric(", 8) != 0)
+        return 0;
+    long p = strtol(name + 8, (char **)&name, 10), s = 0;
+    if (*name == ',')
+        s = strtol(name + 1, (char **)&name, 10);
+    if (p < 1 || p > 1000)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "NUMERIC precision %ld must be between 1 and 1000", p);
+    if (p > 38)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                    "feature not supported: NUMERIC precision %ld (weir's numeric holds at most 38 digits)", p);
+    if (s < 0 || s > p)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "NUMERIC scale %ld must be between 0 and precision %ld", s, p);
+    *prec = (int)p;
+    *scale = (int)s;
+    return 1;
+}
+
 bool type_is_temporal(TypeId t) { return t == TYPE_DATE || t == TYPE_TIMESTAMP || t == TYPE_TIMESTAMPTZ; }
 
 static const struct {
@@ -68,6 +91,8 @@ static const struct {
 
 TypeId type_from_name(const char *name)
 {
+    if (strncasecmp(name, "numeric(", 8) == 0)
+        return TYPE_NUMERIC;
     for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof TYPE_NAMES[0]; i++)
         if (strcasecmp(name, TYPE_NAMES[i].name) == 0)
             return TYPE_NAMES[i].t;
@@ -573,7 +598,7 @@ void value_to_text(const Value *v, Buf *out)
     case TYPE_INT8: buf_printf(out, "%" PRId64, v->u.i); break;
     case TYPE_FLOAT4: format_float(v->u.f, true, out); break;
     case TYPE_FLOAT8: format_float(v->u.f, false, out); break;
-    case TYPE_NUMERIC:
+    case TYPE_NUMERIC: num_format(num_get(v), out); break;
     case TYPE_TEXT:
     case TYPE_JSONB: buf_append(out, v->u.s.p, v->u.s.len); break;
     case TYPE_BYTEA:
@@ -706,8 +731,13 @@ int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, W
             return werr(err, SQLSTATE_DATETIME_FORMAT, 0, "invalid input syntax for type interval: \"%.*s\"",
                         (int)(len > 200 ? 200 : len), s);
         return 0;
-    case TYPE_NUMERIC:
-        return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: type numeric");
+    case TYPE_NUMERIC: {
+        Numeric n;
+        if (num_parse(s, len, &n, err))
+            return -1;
+        num_put(n, out);
+        return 0;
+    }
     case TYPE_NULL:
     case TYPE__COUNT: break;
     }
@@ -740,6 +770,7 @@ int value_cmp(const Value *a, const Value *b)
         __int128 x = interval_key(&a->u.iv), y = interval_key(&b->u.iv);
         return x < y ? -1 : x > y;
     }
+    case PHYS_NUM: return num_cmp(num_get(a), num_get(b));
     }
     return 0;
 }
@@ -781,6 +812,7 @@ uint64_t value_hash(const Value *v, uint64_t seed)
         __int128 k = interval_key(&v->u.iv);
         return hash_u64(seed ^ (uint64_t)k ^ hash_u64((uint64_t)(k >> 64)));
     }
+    case PHYS_NUM: return num_hash(num_get(v), seed);
     }
     return seed;
 }

@@ -8,6 +8,7 @@
  *   F64  REAL, DOUBLE PRECISION
  *   STR  VARCHAR/TEXT, BYTEA, JSONB (bytes; not NUL-terminated)
  *   IV   INTERVAL (months, days, microseconds, as Postgres keeps them)
+ *   NUM  NUMERIC (a 128-bit coefficient and a display scale, numeric.h)
  * Text input and output follow Postgres (DateStyle ISO, TimeZone UTC), so
  * what psql shows matches what users expect from Postgres.
  */
@@ -31,7 +32,7 @@ typedef enum TypeId {
     TYPE_INT8,
     TYPE_FLOAT4,
     TYPE_FLOAT8,
-    TYPE_NUMERIC,     /* recognised by name; values not supported yet (0A000) */
+    TYPE_NUMERIC,     /* exact decimal, see numeric.h */
     TYPE_TEXT,
     TYPE_BYTEA,
     TYPE_DATE,
@@ -42,7 +43,20 @@ typedef enum TypeId {
     TYPE__COUNT
 } TypeId;
 
-typedef enum PhysKind { PHYS_I64, PHYS_F64, PHYS_STR, PHYS_IV } PhysKind;
+typedef enum PhysKind { PHYS_I64, PHYS_F64, PHYS_STR, PHYS_IV, PHYS_NUM } PhysKind;
+
+/* A NUMERIC coefficient, two's complement, as two 64-bit halves so that a
+ * Value keeps 8-byte alignment (an __int128 member would make it 32 bytes). */
+typedef struct NumCoef {
+    uint64_t lo;
+    uint64_t hi;
+} NumCoef;
+
+/* A NUMERIC in a chunk column: the coefficient and its display scale. */
+typedef struct NumCell {
+    NumCoef coef;
+    uint32_t scale;
+} NumCell;
 
 typedef struct Interval {
     int64_t usecs;   /* time part, microseconds */
@@ -55,15 +69,18 @@ typedef struct StrRef {
     uint32_t len;
 } StrRef;
 
-/* One scalar. Strings are borrowed (see StrRef). */
+/* One scalar. Strings are borrowed (see StrRef). A NUMERIC's scale lives in
+ * nscale, in what would otherwise be padding, so Value stays 24 bytes. */
 typedef struct Value {
     TypeId type;
     bool null;
+    uint8_t nscale;  /* NUMERIC only: digits after the decimal point */
     union {
         int64_t i;
         double f;
         StrRef s;
         Interval iv;
+        NumCoef n;   /* NUMERIC coefficient (numeric.h: num_get/num_put) */
     } u;
 } Value;
 
@@ -80,7 +97,11 @@ int16_t type_wire_len(TypeId t);             /* typlen for RowDescription (-1 va
 /* Parses a type name (case-insensitive; "int", "integer", "bigint", "varchar",
  * "timestamp without time zone"...). Returns TYPE_NULL if unknown. */
 TypeId type_from_name(const char *name);
-bool type_is_numeric(TypeId t);              /* int2..float8 */
+/* The modifiers of "numeric(p[,s])" (what the parser makes of NUMERIC(p,s)
+ * and DECIMAL(p,s)): 1 with *prec and *scale, 0 for a name without them,
+ * -1 with err for a bad precision or scale (22023; 0A000 beyond 38 digits). */
+int type_numeric_mod(const char *name, int *prec, int *scale, WError *err);
+bool type_is_numeric(TypeId t);              /* int2..float8 and numeric */
 bool type_is_integer(TypeId t);
 bool type_is_temporal(TypeId t);             /* date, timestamp, timestamptz */
 

@@ -285,6 +285,15 @@ const char *ast_type_name(ParseCtx *c, Token t)
     return ast_ident(c, t);
 }
 
+const char *ast_type_mod(ParseCtx *c, const char *base, Token prec, const Token *scale)
+{
+    if (strcmp(base, "numeric") != 0 && strcmp(base, "decimal") != 0)
+        return base;
+    if (scale)
+        return arena_printf(c->a, "numeric(%.*s,%.*s)", prec.n, prec.z, scale->n, scale->z);
+    return arena_printf(c->a, "numeric(%.*s)", prec.n, prec.z);
+}
+
 const char *ast_type_tz(ParseCtx *c, const char *base, bool with_tz, Token at)
 {
     if (strcmp(base, "timestamp") == 0)

@@ -667,8 +667,8 @@ iunit(A) ::= SECOND.                           { A = "second"; }
 
 /* type names: lower case; modifiers are accepted and dropped */
 typename(A) ::= simpletype(T).                 { A = T; }
-typename(A) ::= simpletype(T) LP INTEGER RP.   { A = T; }
-typename(A) ::= simpletype(T) LP INTEGER COMMA INTEGER RP. { A = T; }
+typename(A) ::= simpletype(T) LP INTEGER(P) RP. { A = ast_type_mod(ctx, T, P, NULL); }
+typename(A) ::= simpletype(T) LP INTEGER(P) COMMA INTEGER(S) RP. { A = ast_type_mod(ctx, T, P, &S); }
 simpletype(A) ::= nm(N).                       { A = ast_type_name(ctx, N); }
 simpletype(A) ::= nm(N) WITH_LA TIME ZONE.     { A = ast_type_tz(ctx, ast_type_name(ctx, N), true, N); }
 simpletype(A) ::= nm(N) WITHOUT TIME ZONE.     { A = ast_type_tz(ctx, ast_type_name(ctx, N), false, N); }

@@ -136,6 +136,9 @@ AstList *ast_list2(ParseCtx *c, AstList *l, void *x, void *y);
 /* type names */
 const char *ast_type_name(ParseCtx *c, Token t);
 const char *ast_type_tz(ParseCtx *c, const char *base, bool with_tz, Token at);
+/* A type with modifiers: "numeric(10,2)" keeps them (they change values);
+ * other types drop them, as weir has no length limits (varchar(10) is text). */
+const char *ast_type_mod(ParseCtx *c, const char *base, Token prec, const Token *scale);
 
 /* queries */
 AstTarget *ast_target(ParseCtx *c, AstExpr *e, const char *alias);

@@ -95,6 +95,8 @@ int eval_const(BindCtx *b, const PlanExpr *e, Value *out)
 
 /* ---- type rules ----------------------------------------------------------- */
 
+static PlanExpr *bind_cast(BindCtx *b, PlanExpr *x, TypeId t, int pos);
+
 static int int_rank(TypeId t) { return t == TYPE_INT2 ? 1 : t == TYPE_INT4 ? 2 : t == TYPE_INT8 ? 3 : 0; }
 
 /* Can a value of type from be used where to is wanted without CAST? */
@@ -104,7 +106,9 @@ static bool implicit_ok(TypeId from, TypeId to)
         return true;
     if (type_is_integer(from) && type_is_integer(to))
         return int_rank(from) <= int_rank(to);
-    if (type_is_integer(from) && (to == TYPE_FLOAT4 || to == TYPE_FLOAT8))
+    if (type_is_integer(from) && (to == TYPE_FLOAT4 || to == TYPE_FLOAT8 || to == TYPE_NUMERIC))
+        return true;
+    if (from == TYPE_NUMERIC && (to == TYPE_FLOAT4 || to == TYPE_FLOAT8))
         return true;
     if (from == TYPE_FLOAT4 && to == TYPE_FLOAT8)
         return true;
@@ -127,6 +131,17 @@ PlanExpr *coerce_expr(BindCtx *b, PlanExpr *e, TypeId t, int pos)
     }
     if (e->type == t)
         return e;
+    if (e->kind == PE_CONST && e->decimal_text && t == TYPE_NUMERIC && !e->value.null) {
+        /* The literal's own digits, not the double's: 0.1 stays exactly 0.1. */
+        Value v = value_null(TYPE_NUMERIC);
+        if (value_from_text(TYPE_NUMERIC, e->decimal_text, strlen(e->decimal_text), b->a, &v, b->err)) {
+            b->err->pos = pos ? pos : e->pos;
+            return NULL;
+        }
+        PlanExpr *c = make_const(b, v);
+        c->pos = e->pos;
+        return c;
+    }
     if (e->kind == PE_CONST && (e->value.null || e->unknown)) {
         Value v;
         if (e->value.null) {
@@ -165,6 +180,12 @@ static TypeId common_type(const PlanExpr *x, const PlanExpr *y)
         return a;
     if (type_is_integer(a) && type_is_integer(c))
         return int_rank(a) > int_rank(c) ? a : c;
+    /* Postgres: integer op numeric is numeric, numeric op float is float;
+     * a decimal literal next to a numeric is numeric (Postgres types 1.5
+     * as numeric; weir keeps it double precision elsewhere). */
+    if ((a == TYPE_NUMERIC && (type_is_integer(c) || (y->kind == PE_CONST && y->decimal_text))) ||
+        (c == TYPE_NUMERIC && (type_is_integer(a) || (x->kind == PE_CONST && x->decimal_text))))
+        return TYPE_NUMERIC;
     if (type_is_numeric(a) && type_is_numeric(c))
         return TYPE_FLOAT8;
     if (implicit_ok(a, c))
@@ -178,6 +199,33 @@ TypeId bind_common_type(TypeId a, TypeId c)
 {
     PlanExpr x = {.kind = PE_COL, .type = a}, y = {.kind = PE_COL, .type = c};
     return common_type(&x, &y);
+}
+
+/* CAST(x AS t): checked for castability now, so a bad cast is a plan-time error. */
+static PlanExpr *bind_cast(BindCtx *b, PlanExpr *x, TypeId t, int pos)
+{
+    if (x->kind == PE_CONST && (x->unknown || x->value.null))
+        return coerce_expr(b, x, t, pos);
+    if (x->type == t && x->kind == PE_CONST && x->decimal_text) {
+        PlanExpr *c = make_const(b, x->value);   /* 1.5::float8 is a double, no longer a loose literal */
+        c->pos = x->pos;
+        return c;
+    }
+    if (x->type == t)
+        return x;
+    if (t == TYPE_NUMERIC && x->kind == PE_CONST && x->decimal_text)
+        return coerce_expr(b, x, t, pos);   /* 0.1::numeric is exactly 0.1 */
+    Value probe = value_null(x->type), out;
+    probe.null = false;
+    memset(&probe.u, 0, sizeof probe.u);
+    if (type_phys(x->type) == PHYS_STR)
+        probe.u.s.p = "", probe.u.s.len = 0;
+    WError tmp = {0};
+    if (scalar_cast(&probe, t, b->a, &out, &tmp) && strcmp(tmp.sqlstate, SQLSTATE_DATATYPE_MISMATCH) == 0) {
+        werr(b->err, SQLSTATE_DATATYPE_MISMATCH, pos, "cannot cast type %s to %s", type_name(x->type), type_name(t));
+        return NULL;
+    }
+    return make_call(b, FN_CAST, t, pos, 1, &x);
 }
 
 /* ---- literals ------------------------------------------------------------- */
@@ -204,17 +252,22 @@ static PlanExpr *bind_literal(BindCtx *b, const AstExpr *e)
             r = make_const(b, v);
             break;
         }
-        /* Beyond bigint: Postgres would make a numeric; weir uses double. */
+        /* Beyond bigint: Postgres would make a numeric; weir uses double
+         * (numeric next to a numeric operand, see decimal_text). */
         if (value_from_text(TYPE_FLOAT8, e->text, strlen(e->text), b->a, &v, b->err))
             return b->err->pos = e->pos, NULL;
         r = make_const(b, v);
+        r->decimal_text = arena_strdup(b->a, e->text);
         break;
     }
     case LIT_DECIMAL:
-        /* weir has no NUMERIC arithmetic yet: decimal literals are double precision. */
+        /* Decimal literals stay double precision, as weir has always typed
+         * them (existing results depend on it); next to a numeric operand the
+         * literal's text makes an exact numeric instead (coerce_expr). */
         if (value_from_text(TYPE_FLOAT8, e->text, strlen(e->text), b->a, &v, b->err))
             return b->err->pos = e->pos, NULL;
         r = make_const(b, v);
+        r->decimal_text = arena_strdup(b->a, e->text);
         break;
     case LIT_STRING:
         r = make_const(b, value_str(TYPE_TEXT, arena_strdup(b->a, e->text), strlen(e->text)));
@@ -396,6 +449,16 @@ static PlanExpr *bind_binary(BindCtx *b, const Scope *s, const AstExpr *e, AstOp
         }
         if (fn != FN_NONE)
             return make_call(b, fn, t, pos, 2, args);
+    } else if (t == TYPE_NUMERIC) {
+        ScalarFn fn = op == OP_ADD ? FN_ADD_N : op == OP_SUB ? FN_SUB_N : op == OP_MUL ? FN_MUL_N
+                    : op == OP_DIV ? FN_DIV_N : op == OP_MOD ? FN_MOD_N : FN_NONE;
+        if (op == OP_POW) {
+            werr(b->err, SQLSTATE_NOT_SUPPORTED, pos, "feature not supported: numeric ^ numeric");
+            werr_hint(b->err, "Cast the operands to double precision.");
+            return NULL;
+        }
+        if (fn != FN_NONE)
+            return make_call(b, fn, t, pos, 2, args);
     } else if (t == TYPE_FLOAT4 || t == TYPE_FLOAT8) {
         ScalarFn fn = op == OP_ADD ? FN_ADD_F : op == OP_SUB ? FN_SUB_F : op == OP_MUL ? FN_MUL_F
                     : op == OP_DIV ? FN_DIV_F : op == OP_POW ? FN_POW_F : op == OP_MOD ? FN_MOD_F : FN_NONE;
@@ -529,13 +592,17 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
                 agg.type = TYPE_FLOAT8;
             else if (arg->type == TYPE_INTERVAL)
                 agg.type = TYPE_INTERVAL;
+            else if (arg->type == TYPE_NUMERIC)
+                agg.type = TYPE_NUMERIC;
             else
                 goto badtype;
         } else if (strcmp(f, "avg") == 0) {
             agg.kind = AGG_AVG;
             if (!type_is_numeric(arg->type))
                 goto badtype;
-            agg.type = TYPE_FLOAT8;
+            /* avg(numeric) is numeric as in Postgres; over integers and
+             * floats weir keeps double precision. */
+            agg.type = arg->type == TYPE_NUMERIC ? TYPE_NUMERIC : TYPE_FLOAT8;
         } else {
             agg.kind = strcmp(f, "min") == 0 ? AGG_MIN : AGG_MAX;
             if (arg->type == TYPE_JSONB || arg->type == TYPE_NULL)
@@ -614,6 +681,7 @@ typedef struct FuncSig {
 #define TS_ TYPE_TIMESTAMP
 #define TZ_ TYPE_TIMESTAMPTZ
 #define J_ TYPE_JSONB
+#define N_ TYPE_NUMERIC
 
 static const FuncSig FUNCS[] = {
     {"lower", FN_LOWER, T_, 1, {T_}}, {"upper", FN_UPPER, T_, 1, {T_}},
@@ -626,6 +694,12 @@ static const FuncSig FUNCS[] = {
     {"ln", FN_LN_F, D_, 1, {D_}}, {"log", FN_LOG10_F, D_, 1, {D_}}, {"log10", FN_LOG10_F, D_, 1, {D_}},
     {"log", FN_LOG_F, D_, 2, {D_, D_}}, {"sign", FN_SIGN_F, D_, 1, {D_}}, {"pi", FN_PI, D_, 0, {0}},
     {"power", FN_POW_F, D_, 2, {D_, D_}}, {"pow", FN_POW_F, D_, 2, {D_, D_}},
+    /* numeric overloads: reached by a numeric argument (pass one), so
+     * integers keep the double precision versions listed first */
+    {"round", FN_ROUND_N, N_, 1, {N_}}, {"round", FN_ROUND_NN, N_, 2, {N_, I_}},
+    {"trunc", FN_TRUNC_N, N_, 1, {N_}}, {"trunc", FN_TRUNC_NN, N_, 2, {N_, I_}},
+    {"floor", FN_FLOOR_N, N_, 1, {N_}}, {"ceil", FN_CEIL_N, N_, 1, {N_}}, {"ceiling", FN_CEIL_N, N_, 1, {N_}},
+    {"sign", FN_SIGN_N, N_, 1, {N_}},
     {"substr", FN_SUBSTR, T_, 2, {T_, I_}}, {"substr", FN_SUBSTR, T_, 3, {T_, I_, I_}},
     {"substring", FN_SUBSTR, T_, 2, {T_, I_}}, {"substring", FN_SUBSTR, T_, 3, {T_, I_, I_}},
     {"btrim", FN_BTRIM, T_, 1, {T_}}, {"btrim", FN_BTRIM, T_, 2, {T_, T_}},
@@ -722,10 +796,16 @@ static PlanExpr *bind_fixed(BindCtx *b, const char *f, int pos, int n, PlanExpr 
 static TypeId unify_args(BindCtx *b, const char *what, int from, int n, PlanExpr **args)
 {
     TypeId t = TYPE_NULL;
+    /* With a numeric among them, decimal literals are numerics (coalesce(x, 0.5)). */
+    bool has_num = false;
+    for (int i = from; i < n; i++)
+        has_num |= args[i]->type == TYPE_NUMERIC;
     for (int i = from; i < n; i++) {
         if (is_untyped(args[i]))
             continue;
-        TypeId c = t == TYPE_NULL ? args[i]->type : common_type(make_col(b, 0, t), args[i]);
+        bool dec = has_num && args[i]->kind == PE_CONST && args[i]->decimal_text;
+        PlanExpr *ai = dec ? make_col(b, 0, TYPE_NUMERIC) : args[i];
+        TypeId c = t == TYPE_NULL ? ai->type : common_type(make_col(b, 0, t), ai);
         if (c == TYPE_NULL) {
             werr(b->err, SQLSTATE_DATATYPE_MISMATCH, args[i]->pos, "%s types %s and %s cannot be matched", what,
                  type_name(t), type_name(args[i]->type));
@@ -799,6 +879,8 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
             return make_call(b, FN_ABS_I, args[0]->type, e->pos, 1, args);
         if (args[0]->type == TYPE_FLOAT4 || args[0]->type == TYPE_FLOAT8)
             return make_call(b, FN_ABS_F, args[0]->type, e->pos, 1, args);
+        if (args[0]->type == TYPE_NUMERIC)
+            return make_call(b, FN_ABS_N, TYPE_NUMERIC, e->pos, 1, args);
         if (is_untyped(args[0])) {
             if (!(args[0] = coerce_expr(b, args[0], TYPE_FLOAT8, e->pos)))
                 return NULL;
@@ -809,6 +891,11 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
         TypeId t = common_type(args[0], args[1]);
         if (t == TYPE_TEXT && is_untyped(args[0]) && is_untyped(args[1]))
             t = TYPE_INT4;
+        if (t == TYPE_NUMERIC) {
+            if (!(args[0] = coerce_expr(b, args[0], t, e->pos)) || !(args[1] = coerce_expr(b, args[1], t, e->pos)))
+                return NULL;
+            return make_call(b, FN_MOD_N, t, e->pos, 2, args);
+        }
         if (type_is_integer(t) || t == TYPE_FLOAT4 || t == TYPE_FLOAT8) {
             if (!type_is_integer(t))
                 t = TYPE_FLOAT8;
@@ -979,6 +1066,8 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
             return make_call(b, FN_NEG_I, x->type, e->pos, 1, &x);
         if (x->type == TYPE_FLOAT4 || x->type == TYPE_FLOAT8)
             return make_call(b, FN_NEG_F, x->type, e->pos, 1, &x);
+        if (x->type == TYPE_NUMERIC)
+            return make_call(b, FN_NEG_N, x->type, e->pos, 1, &x);
         if (x->type == TYPE_INTERVAL)
             return make_call(b, FN_IV_NEG, x->type, e->pos, 1, &x);
         werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "operator does not exist: - %s", type_name(x->type));
@@ -1006,26 +1095,21 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
             werr(b->err, SQLSTATE_UNDEFINED_OBJECT, e->pos, "type \"%s\" does not exist", e->type_name);
             return NULL;
         }
-        if (t == TYPE_NUMERIC) {
-            werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: type numeric");
+        int prec = 0, scale = 0, mod = type_numeric_mod(e->type_name, &prec, &scale, b->err);
+        if (mod < 0) {
+            b->err->pos = e->pos;
             return NULL;
         }
-        if (x->kind == PE_CONST && (x->unknown || x->value.null))
-            return coerce_expr(b, x, t, e->pos);
-        if (x->type == t)
-            return x;
-        /* Check castability now, so a bad cast is a plan-time error. */
-        Value probe = value_null(x->type), out;
-        probe.null = false;
-        memset(&probe.u, 0, sizeof probe.u);
-        if (type_phys(x->type) == PHYS_STR)
-            probe.u.s.p = "", probe.u.s.len = 0;
-        WError tmp = {0};
-        if (scalar_cast(&probe, t, b->a, &out, &tmp) && strcmp(tmp.sqlstate, SQLSTATE_DATATYPE_MISMATCH) == 0) {
-            werr(b->err, SQLSTATE_DATATYPE_MISMATCH, e->pos, "cannot cast type %s to %s", type_name(x->type), type_name(t));
-            return NULL;
+        if (mod) {
+            /* CAST(x AS NUMERIC(p,s)): to numeric, then round to s digits and
+             * check the integer part fits p - s (a constant folds here too). */
+            if (!(x = bind_cast(b, x, TYPE_NUMERIC, e->pos)))
+                return NULL;
+            PlanExpr *args[3] = {x, make_const(b, value_int(TYPE_INT4, prec)),
+                                 make_const(b, value_int(TYPE_INT4, scale))};
+            return make_call(b, FN_NUM_TYPMOD, TYPE_NUMERIC, e->pos, 3, args);
         }
-        return make_call(b, FN_CAST, t, e->pos, 1, &x);
+        return bind_cast(b, x, t, e->pos);
     }
     case AST_IS: {
         PlanExpr *x = bind_expr(b, s, e->arg);

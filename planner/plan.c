@@ -11,6 +11,7 @@
  */
 #include "planner_int.h"
 #include "tz.h"
+#include "numeric.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1987,6 +1988,7 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
     Scope s;
     alloc_scope(a, &s, n);
     const PlanExpr **gen = NULL;
+    int32_t *typmod = NULL;
     for (int i = 0; i < n_decl; i++) {
         const AstColumnDef *c = AST_AT(cs->columns, i);
         for (int j = 0; j < i; j++)
@@ -2014,8 +2016,17 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
         TypeId t = type_from_name(c->type_name);
         if (t == TYPE_NULL)
             return werr(err, SQLSTATE_UNDEFINED_OBJECT, c->pos, "type \"%s\" does not exist", c->type_name);
-        if (t == TYPE_NUMERIC)
-            return werr(err, SQLSTATE_NOT_SUPPORTED, c->pos, "feature not supported: type numeric (use DOUBLE PRECISION or BIGINT)");
+        int prec, scale, mod = type_numeric_mod(c->type_name, &prec, &scale, err);
+        if (mod < 0)
+            return err->pos = c->pos, -1;
+        if (mod) {
+            if (!typmod) {
+                typmod = arena_alloc(a, sizeof *typmod * (size_t)n);
+                for (int k = 0; k < n; k++)
+                    typmod[k] = -1;
+            }
+            typmod[i] = NUM_TYPMOD(prec, scale);
+        }
         types[i] = t;
         not_null[i] = c->not_null;
         s.cols[i] = (ScopeCol){.name = names[i], .type = t};
@@ -2102,6 +2113,7 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
     rel->col_names = names;
     rel->col_types = types;
     rel->col_not_null = not_null;
+    rel->col_typmod = typmod;
     rel->wm_col = -1;
     rel->wm_delay_us = -1;
     rel->append_only = true;
@@ -2224,8 +2236,10 @@ int plan_const_expr(const AstExpr *e, TypeId want, Arena *a, Value *out, WError 
     if (!x)
         return -1;
     /* Assignment context (INSERT values): like Postgres, any castable value
-     * is accepted and checked when cast (e.g. 3 into a SMALLINT, 2.5 into a REAL). */
-    if (x->type != want && !(x->kind == PE_CONST && (x->unknown || x->value.null))) {
+     * is accepted and checked when cast (e.g. 3 into a SMALLINT, 2.5 into a REAL).
+     * A decimal literal into a NUMERIC takes its own digits (coerce_expr). */
+    bool literal = x->kind == PE_CONST && (x->unknown || x->value.null || (x->decimal_text && want == TYPE_NUMERIC));
+    if (x->type != want && !literal) {
         Value v;
         if (eval_const(&p.b, x, &v))
             return -1;

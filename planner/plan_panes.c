@@ -75,6 +75,8 @@ bool plan_set_panes(PlanNode *agg, PlanNode *win)
     if (size / g > 1000)
         return false; /* too many panes per window: merging would cost more than it saves */
     for (int i = 0; i < agg->n_aggs; i++) {
+        if (agg->aggs[i].type == TYPE_NUMERIC && (agg->aggs[i].kind == AGG_SUM || agg->aggs[i].kind == AGG_AVG))
+            return false; /* pane merging keeps double/bigint partial sums only */
         switch (agg->aggs[i].kind) {
         case AGG_COUNT_STAR:
         case AGG_COUNT:

@@ -51,6 +51,8 @@ typedef struct CatRelation {
     const TypeId *col_types;
     const bool *col_hidden;     /* NULL = all visible (hidden: _row_id and key columns of views) */
     const bool *col_not_null;   /* NULL = all nullable (sources: NOT NULL columns) */
+    const int32_t *col_typmod;  /* NUMERIC(p,s) columns: p << 8 | s, -1 for the rest; NULL when no
+                                 * column has one (applied by num_apply_typmod on every write) */
     const uint8_t *col_meta;    /* Kafka sources: per column, the record metadata an INCLUDE column
                                  * carries (CatMeta), CAT_META_NONE for the rest; NULL when none */
     const struct PlanExpr *const *col_gen; /* sources: per column, its expression for a computed column
@@ -101,6 +103,8 @@ typedef struct PlanExpr {
     int pos;                    /* source position for run-time errors, 0 = none */
     Value value;                /* PE_CONST (strings in the plan arena) */
     bool unknown;               /* PE_CONST from a bare string literal: its type is decided by context */
+    const char *decimal_text;   /* PE_CONST from a decimal literal (1.5, a double): its text, so that
+                                   next to a numeric it becomes an exact numeric, as Postgres types it */
     int col;                    /* PE_COL: input column index */
     ScalarFn fn;                /* PE_CALL */
     int n_args;

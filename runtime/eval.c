@@ -40,6 +40,7 @@ static void col_get(const Column *c, int r, Value *v)
     case PHYS_F64: v->u.f = c->v.f[r]; break;
     case PHYS_STR: v->u.s = c->v.s[r]; break;
     case PHYS_IV: v->u.iv = c->v.iv[r]; break;
+    case PHYS_NUM: num_cell_get(&c->v.n[r], v); break;
     }
 }
 
@@ -53,6 +54,7 @@ static void col_set(Column *c, int r, const Value *v)
     case PHYS_F64: c->v.f[r] = v->u.f; break;
     case PHYS_STR: c->v.s[r] = v->u.s; break;   /* strings live in the chunk arena already */
     case PHYS_IV: c->v.iv[r] = v->u.iv; break;
+    case PHYS_NUM: num_cell_put(&c->v.n[r], v); break;
     }
 }
 

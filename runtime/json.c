@@ -281,7 +281,9 @@ static int scan_into(Scan *s, Chunk *c, int col, int row, const char *field)
         chunk_set(c, col, row, &v);
         return 0;
     }
-    if (t == TYPE_FLOAT4 || t == TYPE_FLOAT8 || type_is_integer(t) || t == TYPE_TEXT)
+    /* A number for a NUMERIC column is parsed from its text, never through a
+     * double, so 0.1 and 12345678901234567890.12 arrive exactly. */
+    if (t == TYPE_FLOAT4 || t == TYPE_FLOAT8 || type_is_integer(t) || t == TYPE_TEXT || t == TYPE_NUMERIC)
         return set_from_text(c, col, row, start, n, s, field);
     return fail(s, "field \"%s\": a number for a non-numeric column", field);
 }

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "bytemap.h"
+#include "numeric.h"
 
 #define MAX_VALS 256
 
@@ -186,6 +187,7 @@ static int slots_of(const PlanAgg *g)
     switch (g->kind) {
     case AGG_SUM:
     case AGG_AVG:
+        return g->type == TYPE_NUMERIC ? 3 : 2;  /* numeric: + how many values of each scale */
     case AGG_BOOL_AND:
     case AGG_BOOL_OR:
     case AGG_FIRST:
@@ -197,7 +199,9 @@ static int slots_of(const PlanAgg *g)
 
 /* ---- multisets of a group's values (count DISTINCT, min/max under retraction) ----
  * One entry per distinct value: key = group key, 0xFD, aggregate index,
- * memcomparable value; value = 0xFE then the 8-byte count. The 0xFE lead
+ * memcomparable value; value = 0xFE then the 8-byte count, and for a
+ * NUMERIC the display scale of the first copy (the key holds the value
+ * without trailing zeros, so min() gives back 1.50, not 1.5). The 0xFE lead
  * byte tells these apart from group states when windows are swept. */
 
 static void ms_key(const Buf *group, int agg, const Value *v, Buf *out)
@@ -218,7 +222,7 @@ static int64_t ms_add(AggOp *a, int agg, const Value *v, int delta)
     const void *val;
     size_t vl;
     int f = stor_table_get(a->op.table, k.data, k.len, &val, &vl, err);
-    int64_t before = f == 1 && vl == 9 ? (int64_t)get_be64((const unsigned char *)val + 1) : 0;
+    int64_t before = f == 1 && vl >= 9 ? (int64_t)get_be64((const unsigned char *)val + 1) : 0;
     int64_t after = before + delta;
     int rc;
     if (f < 0)
@@ -226,9 +230,14 @@ static int64_t ms_add(AggOp *a, int agg, const Value *v, int delta)
     else if (after <= 0)
         rc = stor_table_delete(a->op.table, k.data, k.len, err);
     else {
-        unsigned char nv[9] = {0xfe};
+        unsigned char nv[10] = {0xfe};
         put_be64(nv + 1, (uint64_t)after);
-        rc = stor_table_put(a->op.table, k.data, k.len, nv, 9, err);
+        size_t n = 9;
+        if (v->type == TYPE_NUMERIC) {
+            nv[9] = f == 1 && vl == 10 ? ((const unsigned char *)val)[9] : v->nscale;
+            n = 10;
+        }
+        rc = stor_table_put(a->op.table, k.data, k.len, nv, n, err);
     }
     buf_free(&k);
     return rc ? -1 : before;
@@ -254,6 +263,12 @@ static int ms_extreme(AggOp *a, int agg, TypeId t, bool want_max, Value *out)
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
         if (key_decode((const char *)k + prefix.len, kl - prefix.len, &t, 1, rc->chunk_arena, out))
             continue;
+        if (t == TYPE_NUMERIC && !out->null && vl == 10) {
+            Numeric x;
+            WError e = {0};
+            if (num_rescale(num_get(out), ((const unsigned char *)v)[9], &x, &e) == 0)
+                num_put(x, out);
+        }
         if (!want_max)
             break;
     }
@@ -289,6 +304,61 @@ static int emit_pending(AggOp *a)
     return 0;
 }
 
+/* ---- the scales of a numeric sum ----
+ * Postgres shows sum(numeric) with the largest scale among the group's
+ * values. Under retraction that maximum can fall, so the third slot of a
+ * numeric sum/avg counts the values of each scale: a BYTEA of (scale byte,
+ * 8-byte count) pairs, one per scale present (9 bytes for the usual one). */
+
+static void scales_decode(const Value *slot, int64_t *counts)
+{
+    memset(counts, 0, sizeof(int64_t) * (NUM_MAX_DIGITS + 1));
+    const unsigned char *p = (const unsigned char *)slot->u.s.p;
+    for (uint32_t i = 0; !slot->null && i + 9 <= slot->u.s.len; i += 9)
+        if (p[i] <= NUM_MAX_DIGITS)
+            counts[p[i]] += (int64_t)get_be64(p + i + 1);
+}
+
+static void scales_encode(const int64_t *counts, Arena *ar, Value *slot)
+{
+    unsigned char tmp[9 * (NUM_MAX_DIGITS + 1)];
+    size_t n = 0;
+    for (int s = 0; s <= NUM_MAX_DIGITS; s++)
+        if (counts[s] > 0) {
+            tmp[n] = (unsigned char)s;
+            put_be64(tmp + n + 1, (uint64_t)counts[s]);
+            n += 9;
+        }
+    char *p = arena_alloc(ar, n + 1);
+    memcpy(p, tmp, n);
+    *slot = value_str(TYPE_BYTEA, p, n);
+}
+
+/* Adds delta values of scale `scale` (or merges `other`'s counts) and
+ * brings the sum to the largest scale left; exact, since every value in
+ * the sum has at most that scale. */
+static void scales_apply(Value *sum, Value *slot, int scale, int delta, const Value *other, Arena *ar)
+{
+    int64_t c[NUM_MAX_DIGITS + 1], o[NUM_MAX_DIGITS + 1];
+    scales_decode(slot, c);
+    if (other) {
+        scales_decode(other, o);
+        for (int s = 0; s <= NUM_MAX_DIGITS; s++)
+            c[s] += o[s];
+    } else {
+        c[scale] += delta;
+    }
+    scales_encode(c, ar, slot);
+    int top = 0;
+    for (int s = 0; s <= NUM_MAX_DIGITS; s++)
+        if (c[s] > 0)
+            top = s;
+    Numeric x;
+    WError e = {0};
+    if (num_rescale(num_get(sum), top, &x, &e) == 0)
+        num_put(x, sum);
+}
+
 /* Fresh accumulator for a group with these group values. */
 static void state_init(AggOp *a, const Value *group, Value *st)
 {
@@ -304,7 +374,10 @@ static void state_init(AggOp *a, const Value *group, Value *st)
         case AGG_COUNT_STAR:
         case AGG_COUNT: st[k++] = value_int(TYPE_INT8, 0); break;
         case AGG_SUM:
-            if (g->type == TYPE_FLOAT8)
+            if (g->type == TYPE_NUMERIC) {
+                st[k++] = value_numeric((Numeric){0, 0});
+                st[k + 1] = value_str(TYPE_BYTEA, "", 0);
+            } else if (g->type == TYPE_FLOAT8)
                 st[k++] = value_float(TYPE_FLOAT8, 0);
             else if (g->type == TYPE_INTERVAL) {
                 st[k] = value_null(TYPE_INTERVAL);
@@ -313,10 +386,14 @@ static void state_init(AggOp *a, const Value *group, Value *st)
             } else
                 st[k++] = value_int(TYPE_INT8, 0);
             st[k++] = value_int(TYPE_INT8, 0);
+            if (g->type == TYPE_NUMERIC)
+                k++;   /* the scale counts, set above */
             break;
         case AGG_AVG:
-            st[k++] = value_float(TYPE_FLOAT8, 0);
+            st[k++] = g->type == TYPE_NUMERIC ? value_numeric((Numeric){0, 0}) : value_float(TYPE_FLOAT8, 0);
             st[k++] = value_int(TYPE_INT8, 0);
+            if (g->type == TYPE_NUMERIC)
+                st[k++] = value_str(TYPE_BYTEA, "", 0);
             break;
         case AGG_MIN:
         case AGG_MAX:
@@ -365,7 +442,18 @@ static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign)
         case AGG_AVG:
             if (v.null)
                 break;
-            if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8) {
+            if (g->type == TYPE_NUMERIC) {
+                /* Exact under retraction: subtracting what was added gives back
+                 * the same sum, and the scale follows the values still in it. */
+                Numeric s, x = num_get(&v);
+                WError e = {0};
+                if ((sign > 0 ? num_add : num_sub)(num_get(&st[k]), x, &s, &e)) {
+                    rt_row_error(a->op.rc, "numeric field overflow in %s()", g->kind == AGG_SUM ? "sum" : "avg");
+                    return -1;
+                }
+                num_put(s, &st[k]);
+                scales_apply(&st[k], &st[k + 2], x.scale, sign, NULL, a->op.rc->chunk_arena);
+            } else if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8) {
                 double x = type_phys(v.type) == PHYS_F64 ? v.u.f : (double)v.u.i;
                 st[k].u.f += sign * x;
             } else if (g->type == TYPE_INTERVAL) {
@@ -477,6 +565,15 @@ static void state_output(AggOp *a, const Value *st, Value *out)
             o->type = g->type;
             break;
         case AGG_AVG:
+            if (g->type == TYPE_NUMERIC) {
+                /* sum / count with Postgres's division scale, as numeric_avg. */
+                Numeric q;
+                WError e = {0};
+                *o = value_null(TYPE_NUMERIC);
+                if (st[k + 1].u.i > 0 && num_div(num_get(&st[k]), num_from_int(st[k + 1].u.i), &q, &e) == 0)
+                    num_put(q, o);
+                break;
+            }
             *o = st[k + 1].u.i > 0 ? value_float(TYPE_FLOAT8, st[k].u.f / (double)st[k + 1].u.i) : value_null(TYPE_FLOAT8);
             break;
         case AGG_MIN:
@@ -537,7 +634,13 @@ static void state_merge(AggOp *a, Value *st, const Value *o, bool o_first)
         case AGG_COUNT_DISTINCT: st[k].u.i += o[k].u.i; break;
         case AGG_SUM:
         case AGG_AVG:
-            if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8)
+            if (g->type == TYPE_NUMERIC) {
+                Numeric s;
+                WError e = {0};
+                if (num_add(num_get(&st[k]), num_get(&o[k]), &s, &e) == 0)
+                    num_put(s, &st[k]);
+                scales_apply(&st[k], &st[k + 2], 0, 0, &o[k + 2], a->op.rc->chunk_arena);
+            } else if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8)
                 st[k].u.f += o[k].u.f;
             else if (g->type == TYPE_INTERVAL) {
                 st[k].u.iv.months += o[k].u.iv.months;

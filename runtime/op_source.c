@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "kafka.h"
+#include "numeric.h"
 #include "nexmark.h"
 
 #define POLL_BATCH 1024
@@ -406,15 +407,33 @@ static bool is_key_col(const CatRelation *r, int col)
     return false;
 }
 
+/* Rounds the NUMERIC(p,s) columns of row to their scale; a value whose
+ * integer part does not fit makes the record bad, as any decode error. */
+static int apply_typmods(const CatRelation *r, Chunk *c, int row, char *errbuf, size_t errlen)
+{
+    for (int k = 0; r->col_typmod && k < r->n_cols; k++) {
+        if (r->col_typmod[k] < 0 || c->cols[k].nulls[row])
+            continue;
+        Value v;
+        WError err = {0};
+        chunk_get(c, k, row, &v);
+        if (num_apply_typmod(r->col_typmod[k], &v, &err))
+            return snprintf(errbuf, errlen, "field \"%s\": %s (%s)", r->col_names[k], err.msg, err.detail), -1;
+        chunk_set(c, k, row, &v);
+    }
+    return 0;
+}
+
 /* Decodes the JSON object [p, p + n) into the next row of c as op, and
  * checks it: NOT NULL columns for an add, the key columns for a delete.
  * The row is added (c->n_rows) only when it is good. */
 static int decode_as(SourceOp *s, const char *p, size_t n, Chunk *c, RowOp op, char *errbuf, size_t errlen)
 {
     int row = c->n_rows;
-    if (rt_json_decode_row(p, n, s->n_cols, s->names, c, row, errbuf, errlen))
-        return -1;
     const CatRelation *r = s->base.op.node->source;
+    if (rt_json_decode_row(p, n, s->n_cols, s->names, c, row, errbuf, errlen) ||
+        apply_typmods(r, c, row, errbuf, errlen))
+        return -1;
     for (int k = 0; k < s->n_cols; k++) {
         bool need = rowop_is_add(op) ? s->not_null && s->not_null[k] : is_key_col(r, k);
         if (need && c->cols[k].nulls[row]) {
@@ -482,6 +501,8 @@ static int decode_upsert(SourceOp *s, const RtKafkaRecord *rec, Chunk *c, char *
                 chunk_set(c, r->pk[k], row, &v);
         }
     }
+    if (apply_typmods(r, c, row, errbuf, errlen))
+        return -1;
     for (int k = 0; k < s->n_cols; k++)
         if (s->not_null && s->not_null[k] && c->cols[k].nulls[row])
             return snprintf(errbuf, errlen, "%s column \"%s\" is missing or null",
@@ -632,7 +653,8 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
                     return -1;
                 continue;
             }
-            if (rt_json_decode_row(rec->value, rec->value_len, s->n_cols, s->names, c, row, errbuf, sizeof errbuf)) {
+            if (rt_json_decode_row(rec->value, rec->value_len, s->n_cols, s->names, c, row, errbuf, sizeof errbuf) ||
+                apply_typmods(src, c, row, errbuf, sizeof errbuf)) {
                 if (rt_source_error(op, src, part, rec->offset, rec->value, rec->value_len,
                                     "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf))
                     return -1;

@@ -78,6 +78,7 @@ static void append_row(Chunk *out, const Chunk *c, int r, int nin, int64_t start
         case PHYS_F64: out->cols[i].v.f[w] = v.u.f; break;
         case PHYS_STR: out->cols[i].v.s[w] = v.u.s; break;
         case PHYS_IV: out->cols[i].v.iv[w] = v.u.iv; break;
+        case PHYS_NUM: num_cell_put(&out->cols[i].v.n[w], &v); break;
         }
     }
     Column *sc = &out->cols[nin], *ec = &out->cols[nin + 1];

@@ -569,8 +569,8 @@ static void copy_value(RtSinkWriter *w, const Value *v)
     }
     switch (v->type) {
     case TYPE_TEXT:
-    case TYPE_JSONB:
-    case TYPE_NUMERIC: copy_escape(&w->copy, v->u.s.p, v->u.s.len); return;
+    case TYPE_JSONB: copy_escape(&w->copy, v->u.s.p, v->u.s.len); return;
+    case TYPE_NUMERIC: /* its exact text, never special in COPY */
     case TYPE_INT2:
     case TYPE_INT4:
     case TYPE_INT8:

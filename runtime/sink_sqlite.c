@@ -87,7 +87,9 @@ static bool sqlite_type_ok(TypeId t, const char *decl)
     case TYPE_INT8: return a == AFF_INTEGER || a == AFF_NUMERIC;
     case TYPE_FLOAT4:
     case TYPE_FLOAT8: return a == AFF_REAL || a == AFF_NUMERIC;
-    case TYPE_NUMERIC: return a != AFF_INTEGER;
+    /* As text: REAL and NUMERIC affinity would turn 12.340 into a double
+     * (losing the scale, and digits beyond 15). */
+    case TYPE_NUMERIC: return a == AFF_TEXT;
     case TYPE_TEXT:
     case TYPE_JSONB: return a == AFF_TEXT;
     case TYPE_BYTEA: return false;
@@ -115,7 +117,7 @@ static const char *sqlite_decl_for(TypeId t)
     case TYPE_INT8: return "BIGINT";
     case TYPE_FLOAT4: return "REAL";
     case TYPE_FLOAT8: return "DOUBLE";
-    case TYPE_NUMERIC: return "NUMERIC";
+    case TYPE_NUMERIC: return "TEXT";  /* exact: see sqlite_type_ok */
     case TYPE_BYTEA: return "BLOB";
     case TYPE_DATE: return "DATE";
     case TYPE_TIMESTAMP: return "TIMESTAMP";
@@ -455,8 +457,7 @@ static void bind_value(RtSinkWriter *w, sqlite3_stmt *st, int i, const Value *v)
     case TYPE_FLOAT4:
     case TYPE_FLOAT8: sqlite3_bind_double(st, i, v->u.f); return;
     case TYPE_TEXT:
-    case TYPE_JSONB:
-    case TYPE_NUMERIC: sqlite3_bind_text(st, i, v->u.s.len ? v->u.s.p : "", (int)v->u.s.len, SQLITE_STATIC); return;
+    case TYPE_JSONB: sqlite3_bind_text(st, i, v->u.s.len ? v->u.s.p : "", (int)v->u.s.len, SQLITE_STATIC); return;
     case TYPE_BYTEA: sqlite3_bind_blob(st, i, v->u.s.len ? v->u.s.p : "", (int)v->u.s.len, SQLITE_STATIC); return;
     default:
         buf_reset(&w->text);

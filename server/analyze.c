@@ -211,6 +211,11 @@ static CatRelation *copy_source(Arena *ar, const CatRelation *r)
     }
     c->col_types = types;
     c->col_not_null = nn;
+    if (r->col_typmod) {
+        int32_t *tm = arena_alloc(ar, sizeof(int32_t) * (size_t)(r->n_cols ? r->n_cols : 1));
+        memcpy(tm, r->col_typmod, sizeof(int32_t) * (size_t)r->n_cols);
+        c->col_typmod = tm;
+    }
     c->wm_col = r->wm_col;
     c->wm_delay_us = r->wm_delay_us;
     c->n_options = r->n_options;

@@ -9,6 +9,7 @@
 
 #include "pgwire.h"
 #include "types.h"
+#include "numeric.h"
 
 #include <errno.h>
 #include <math.h>
@@ -42,6 +43,7 @@ bool pgbin_result_supported(uint32_t oid)
     case SRV_OID_BOOL: case SRV_OID_BYTEA: case SRV_OID_INT8: case SRV_OID_INT2: case SRV_OID_INT4:
     case SRV_OID_FLOAT4: case SRV_OID_FLOAT8: case SRV_OID_DATE: case SRV_OID_TIMESTAMP:
     case SRV_OID_TIMESTAMPTZ: case SRV_OID_INTERVAL: case SRV_OID_JSONB: case OID_CHAR: case OID_OID:
+    case SRV_OID_NUMERIC:
         return true;
     default:
         return text_like(oid);
@@ -96,6 +98,14 @@ int pgbin_encode(uint32_t oid, const char *text, size_t len, Buf *out, WError *e
         buf_put_u8(out, JSONB_VERSION);
         buf_append(out, text, len);
         return 0;
+    case SRV_OID_NUMERIC: {
+        Numeric n;
+        WError tmp_err = {0};
+        if (num_parse(text, len, &n, &tmp_err))
+            return bad_text(oid, text, len, err);
+        num_to_pgbinary(n, out);
+        return 0;
+    }
     case SRV_OID_INT2: case SRV_OID_INT4: case SRV_OID_INT8: case OID_OID: {
         if (number_of(text, len, tmp, sizeof tmp))
             return bad_text(oid, text, len, err);
@@ -269,6 +279,17 @@ char *pgbin_param_to_text(int idx, uint32_t oid, const unsigned char *v, size_t 
         }
         *o = 0;
         return s;
+    }
+    if (oid == SRV_OID_NUMERIC) {
+        Numeric n;
+        if (num_from_pgbinary(v, len, &n, err)) {
+            if (strcmp(err->sqlstate, SQLSTATE_INVALID_TEXT) == 0)
+                snprintf(err->sqlstate, sizeof err->sqlstate, "22P03");  /* invalid_binary_representation */
+            return NULL;
+        }
+        Buf nb = BUF_INIT;
+        num_format(n, &nb);
+        return nb.data;   /* malloc'd and NUL-terminated by Buf */
     }
     size_t want;
     switch (oid) {

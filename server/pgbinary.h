@@ -9,7 +9,8 @@
  * result column is encoded from the text the engine emitted. The encodings
  * are Postgres' own send/recv formats: big-endian integers, IEEE floats,
  * date as int32 days and timestamps as int64 microseconds since 2000-01-01,
- * interval as int64 microseconds + int32 days + int32 months, jsonb as a
+ * interval as int64 microseconds + int32 days + int32 months, numeric as
+ * base-10000 digits (numeric.h: num_to_pgbinary), jsonb as a
  * version byte (1) then the text.
  */
 #ifndef WEIR_SERVER_PGBINARY_H
@@ -23,7 +24,7 @@
 #include "error.h"
 
 /* True when values of type oid can be sent in binary (pgbin_encode knows
- * the type). Others (numeric, arrays, regproc ...) stay text-only. */
+ * the type). Others (arrays, regproc ...) stay text-only. */
 bool pgbin_result_supported(uint32_t oid);
 
 /* Appends the binary form of the text value text[0..len) of type oid to out.

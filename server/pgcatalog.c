@@ -82,7 +82,8 @@ static int insert(sqlite3 *db, const char *sql, const char *types, ...)
 }
 
 static int add_relation(sqlite3 *db, long long oid, const char *name, long long nsp, const char *kind, int n_cols,
-                        const char *const *cols, const TypeId *types, const bool *hidden, const bool *not_null)
+                        const char *const *cols, const TypeId *types, const bool *hidden, const bool *not_null,
+                        const int32_t *typmod)
 {
     int natts = 0;
     for (int i = 0; i < n_cols; i++) {
@@ -92,11 +93,13 @@ static int add_relation(sqlite3 *db, long long oid, const char *name, long long 
         TypeId t = types[i];
         if (insert(db,
                    "INSERT INTO pg_catalog.pg_attribute (attrelid, attname, atttypid, attlen, attnum, attbyval, "
-                   "attalign, attstorage, attnotnull, attcollation) VALUES (?1, ?2, ?3, ?4, ?5, ?4 > 0, "
+                   "attalign, attstorage, attnotnull, attcollation, atttypmod) VALUES (?1, ?2, ?3, ?4, ?5, ?4 > 0, "
                    "CASE ?4 WHEN 8 THEN 'd' WHEN 2 THEN 's' WHEN 1 THEN 'c' ELSE 'i' END, "
-                   "CASE WHEN ?4 > 0 THEN 'p' ELSE 'x' END, ?6, CASE WHEN ?3 IN (25, 1043) THEN 100 ELSE 0 END)",
-                   "itiiii", oid, cols[i], (long long)type_oid(t), (long long)type_wire_len(t), (long long)natts,
-                   (long long)(not_null && not_null[i])))
+                   "CASE WHEN ?4 > 0 THEN 'p' ELSE 'x' END, ?6, CASE WHEN ?3 IN (25, 1043) THEN 100 ELSE 0 END, ?7)",
+                   "itiiiii", oid, cols[i], (long long)type_oid(t), (long long)type_wire_len(t), (long long)natts,
+                   (long long)(not_null && not_null[i]),
+                   /* NUMERIC(p,s): Postgres's typmod ((p << 16) | s) + 4, so format_type shows it */
+                   typmod && typmod[i] >= 0 ? (long long)((((typmod[i] >> 8) << 16) | (typmod[i] & 0xff)) + 4) : -1LL))
             return -1;
     }
     return insert(db,
@@ -198,11 +201,11 @@ static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
         case CAT_SOURCE:
         case CAT_TABLE:
             rc = add_relation(db, oid, o->name, NSP_PUBLIC, "r", r->n_cols, r->col_names, r->col_types,
-                              r->col_hidden, r->col_not_null);
+                              r->col_hidden, r->col_not_null, r->col_typmod);
             break;
         case CAT_VIEW:
             rc = add_relation(db, oid, o->name, NSP_PUBLIC, "m", r->n_cols, r->col_names, r->col_types,
-                              r->col_hidden, NULL);
+                              r->col_hidden, NULL, NULL);
             if (!rc)
                 rc = insert(db, "INSERT INTO pg_catalog.pg_matviews VALUES ('public', ?1, ?2, NULL, 0, ?3, ?4)", "ttit",
                             o->name, "weir", (long long)(o->df != NULL), view_query(o->sql, a));
@@ -210,7 +213,7 @@ static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
         case CAT_SINK: {
             const RtSinkSpec *sp = &o->spec;
             rc = add_relation(db, oid, o->name, NSP_PUBLIC, "f", sp->n_cols, (const char *const *)sp->col_names,
-                              sp->col_types, NULL, NULL);
+                              sp->col_types, NULL, NULL, NULL);
             const char *conn = rt_sink_option(sp, "connector");
             Buf opts = BUF_INIT;
             buf_putc(&opts, '{');
@@ -263,7 +266,7 @@ static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
         const CatRelation *r = sysview_lookup(e, sysview_name(i), a);
         if (r)
             rc = add_relation(db, 12500 + i, sysview_name(i), NSP_CATALOG, "v", r->n_cols, r->col_names,
-                              r->col_types, NULL, NULL);
+                              r->col_types, NULL, NULL, NULL);
     }
     if (!rc)
         rc = insert(db, "INSERT INTO pg_catalog.pg_roles (rolname, rolsuper, rolcreaterole, rolcreatedb, "

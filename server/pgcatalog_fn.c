@@ -666,6 +666,14 @@ static void fn_format_type(sqlite3_context *cx, int n, sqlite3_value **v)
         return;
     }
     int oid = sqlite3_value_int(v[0]);
+    if (oid == 1700 && n > 1 && sqlite3_value_type(v[1]) != SQLITE_NULL && sqlite3_value_int(v[1]) >= 4) {
+        /* numeric's typmod is ((precision << 16) | scale) + 4, as in Postgres. */
+        int tm = sqlite3_value_int(v[1]) - 4;
+        char buf[48];
+        snprintf(buf, sizeof buf, "numeric(%d,%d)", (tm >> 16) & 0xffff, tm & 0xffff);
+        sqlite3_result_text(cx, buf, -1, SQLITE_TRANSIENT);
+        return;
+    }
     for (size_t i = 0; i < sizeof TYPE_FORMATS / sizeof TYPE_FORMATS[0]; i++)
         if (TYPE_FORMATS[i].oid == oid) {
             sqlite3_result_text(cx, TYPE_FORMATS[i].name, -1, SQLITE_STATIC);

@@ -23,6 +23,7 @@
 
 #include "nexmark.h"
 #include "pgcatalog.h"
+#include "numeric.h"
 #include "row.h"
 
 #define FLUSH_TIMEOUT_MS 60000
@@ -1284,6 +1285,11 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
         for (int i = 0; i < n_target && !rc; i++)
             rc = row ? plan_const_expr(AST_AT(row, i), r->col_types[map[i]], a, &vals[map[i]], err)
                      : table_assign(a, &qrows[rrow][i], r->col_types[map[i]], pos, &vals[map[i]], err);
+        if (rc)
+            break;
+        for (int k = 0; k < ncols && r->col_typmod && !rc; k++)
+            if ((rc = num_apply_typmod(r->col_typmod[k], &vals[k], err)))
+                err->pos = ((AstExpr *)AST_AT(row, 0))->pos;
         if (rc)
             break;
         for (int k = 0; k < ncols && r->col_not_null; k++)

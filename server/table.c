@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "numeric.h"
 #include "row.h"
 
 /* ---- CREATE TABLE -------------------------------------------------------------------- */
@@ -157,8 +158,13 @@ static int dup_key(const CatRelation *r, const Value *row, int pos, WError *err)
     return -1;
 }
 
-static int check_not_null(const CatRelation *r, const Value *row, int pos, WError *err)
+/* NOT NULL, and NUMERIC(p,s) columns rounded to their scale (22003 when
+ * the value does not fit), as Postgres applies a column's typmod. */
+static int check_not_null(const CatRelation *r, Value *row, int pos, WError *err)
 {
+    for (int k = 0; k < r->n_cols && r->col_typmod; k++)
+        if (num_apply_typmod(r->col_typmod[k], &row[k], err))
+            return err->pos = pos, -1;
     for (int k = 0; k < r->n_cols; k++)
         if (r->col_not_null && r->col_not_null[k] && row[k].null)
             return werr(err, "23502", pos, "null value in column \"%s\" of relation \"%s\" violates not-null constraint",

@@ -181,7 +181,8 @@ static void test_create_source(void)
         is_str(((AstColumnDef *)AST_AT(c->columns, 1))->type_name, "double precision", "double precision");
         is_str(((AstColumnDef *)AST_AT(c->columns, 2))->type_name, "timestamptz", "timestamp with time zone");
         is_str(((AstColumnDef *)AST_AT(c->columns, 3))->type_name, "varchar", "character varying(10)");
-        is_str(((AstColumnDef *)AST_AT(c->columns, 4))->type_name, "numeric", "numeric(10,2)");
+        is_str(((AstColumnDef *)AST_AT(c->columns, 4))->type_name, "numeric(10,2)",
+               "numeric(10,2) keeps its modifiers");
         is_str(((AstColumnDef *)AST_AT(c->columns, 5))->type_name, "timestamp", "without time zone");
         is_int(ast_list_len(c->includes), 3, "3 includes");
         is_str(((AstInclude *)AST_AT(c->includes, 0))->what, "key", "include key");

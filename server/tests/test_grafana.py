@@ -19,6 +19,7 @@ usage: test_grafana.py WEIR_EXE
 import ctypes
 import ctypes.util
 import datetime
+import decimal
 import os
 import struct
 import sys
@@ -184,6 +185,7 @@ class LibPQ:
         self.pq.PQfinish(self.conn)
 
 
+decimal.getcontext().prec = 100  # 38-digit numerics and their base-10000 sums, exactly
 PG_EPOCH = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
 
 
@@ -197,6 +199,15 @@ def decode(oid, raw):
         return struct.unpack(">d", raw)[0]
     if oid in (1114, 1184):
         return PG_EPOCH + datetime.timedelta(microseconds=struct.unpack(">q", raw)[0])
+    if oid == 1700:
+        # numeric: ndigits, weight, sign, dscale, then base-10000 digits
+        nd, weight, sign, dscale = struct.unpack(">hhHH", raw[:8])
+        digits = struct.unpack(">%dH" % nd, raw[8:8 + 2 * nd])
+        assert len(raw) == 8 + 2 * nd and sign in (0, 0x4000) and all(d < 10000 for d in digits), raw
+        v = sum((decimal.Decimal(d) * decimal.Decimal(10000) ** (weight - i) for i, d in enumerate(digits)),
+                decimal.Decimal(0))
+        v = v.quantize(decimal.Decimal(1).scaleb(-dscale)) if dscale else v.quantize(decimal.Decimal(1))
+        return -v if sign == 0x4000 else v
     return raw.decode()
 
 
@@ -257,6 +268,19 @@ def main():
         both(PANEL_TIME, list(zip(ts, [1.0, 3.0, 5.0])), "panel: $__time(ts), $__timeFilter(ts)", binary=True)
         both(PANEL_EPOCH, [(x.timestamp(), y) for x, y in zip(ts, [1.0, 3.0, 5.0])], "panel: $__timeEpoch(ts)",
              binary=True)
+
+        # NUMERIC: psycopg2 decodes OID 1700 as Decimal (text); binary results
+        # carry Postgres's base-10000 format with the display scale.
+        cur.execute("CREATE TABLE prices (id INT PRIMARY KEY, p NUMERIC(20,4), q NUMERIC)")
+        cur.execute("INSERT INTO prices VALUES (1, 12345.678, -0.0001), (2, 0, 99999999999999999999999999999999999999), "
+                    "(3, -1.5, 10000.00), (4, NULL, 1e-38)")
+        D = decimal.Decimal
+        want = [(1, D("12345.6780"), D("-0.0001")), (2, D("0.0000"), D("99999999999999999999999999999999999999")),
+                (3, D("-1.5000"), D("10000.00")), (4, None, D("1E-38"))]
+        both("SELECT id, p, q FROM prices ORDER BY id", want, "numeric columns", binary=True,
+             check=lambda g: g == want and all(str(a) == str(b) for r, s in zip(g, want) for a, b in zip(r, s)))
+        both("SELECT sum(p), avg(p) FROM prices", [(D("12344.1780"), D("4114.7260000000000000"))],
+             "numeric aggregates", binary=True)
 
         cur.execute("SET statement_timeout = '30s'")
         cur.execute("SHOW statement_timeout")

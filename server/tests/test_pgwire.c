@@ -464,6 +464,27 @@ static void test_extended(PGconn *c)
     }
     PQclear(r);
 
+    /* numeric in Postgres's binary form: 12345.678 is ndigits 3, weight 1,
+     * sign +, dscale 3, digits 1 2345 6780; -0.0001 is weight -1, digit 1. */
+    static const unsigned char n1[] = {0, 3, 0, 1, 0, 0, 0, 3, 0, 1, 0x09, 0x29, 0x1a, 0x7c};
+    static const unsigned char n2[] = {0, 1, 0xff, 0xff, 0x40, 0, 0, 4, 0, 1};
+    static const unsigned char n3[] = {0, 0, 0, 0, 0xc0, 0, 0, 0};   /* NaN */
+    Oid nt[] = {1700, 1700};
+    const char *nv[] = {(const char *)n1, (const char *)n2};
+    int nl[] = {sizeof n1, sizeof n2}, nf[] = {1, 1};
+    r = PQexecParams(c, "ECHO $1 $2", 2, nt, nv, nl, nf, 0);
+    is_int(PQresultStatus(r), PGRES_TUPLES_OK, "binary numeric params accepted");
+    if (PQntuples(r) == 1) {
+        is_str(PQgetvalue(r, 0, 0), "12345.678", "binary numeric");
+        is_str(PQgetvalue(r, 0, 1), "-0.0001", "binary negative numeric below one");
+    }
+    PQclear(r);
+    nv[0] = (const char *)n3;
+    nl[0] = sizeof n3;
+    r = PQexecParams(c, "ECHO $1", 1, nt, nv, nl, nf, 0);
+    is_str(PQresultErrorField(r, PG_DIAG_SQLSTATE), "0A000", "binary numeric NaN: not supported");
+    PQclear(r);
+
     r = PQexecParams(c, "ECHO $1", 1, NULL, vals, NULL, NULL, 1);
     ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQfformat(r, 0) == 1 && PQgetlength(r, 0, 0) == (int)strlen(vals[0]) &&
            memcmp(PQgetvalue(r, 0, 0), vals[0], strlen(vals[0])) == 0,
