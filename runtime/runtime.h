@@ -99,6 +99,17 @@ typedef struct RtSourceError {
 int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max);
 
 /* The record that stopped a dataflow whose source has on_error = 'fail'. */
+/* A step or an open failed because a source's topic was deleted or has
+ * fewer partitions than the source was reading (the broker answered; an
+ * unreachable broker is 08006 and only retried). The view stays stopped
+ * until ALTER MATERIALIZED VIEW ... RESUME (or is recreated): waiting
+ * would not bring the records back. */
+#define RT_SQLSTATE_SOURCE_LOST SQLSTATE_UNDEFINED_OBJECT
+/* The source option topic.lost_after's default: how long a running source
+ * tolerates its topic missing or short of partitions (a topic being
+ * recreated, metadata still propagating) before it stops its views. */
+#define RT_TOPIC_LOST_AFTER_DEFAULT_MS 30000
+
 typedef struct RtFailedRecord {
     char source[64];
     int32_t partition;          /* -1 when unknown */

@@ -519,7 +519,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     }
     static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions", "scan.bounded.mode",
                                   "idle_timeout", "max_future", "far_future", "on_error", "error.topic",
-                                  "skew.send_time", "skew.receive_time"};
+                                  "skew.send_time", "skew.receive_time", "topic.lost_after"};
     for (int i = 0; i < n_opts; i++) {
         bool ok = strncasecmp(opts[i].key, "properties.", 11) == 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0] && !ok; k++)
@@ -529,7 +529,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
                  "unknown option \"%s\" for a Kafka source", opts[i].key);
             werr_hint(err, "Options: connector, topic, scan.startup.mode, scan.bounded.mode, topic.partitions, idle_timeout, "
                            "max_future, far_future, on_error, error.topic, skew.send_time, skew.receive_time, "
-                           "properties.<librdkafka setting>.");
+                           "topic.lost_after, properties.<librdkafka setting>.");
             goto fail;
         }
     }
@@ -560,8 +560,8 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     }
     if (check_error_options(r, st->pos, err))
         goto fail;
-    static const char *ivs[] = {"idle_timeout", "max_future"};
-    for (int k = 0; k < 2; k++) {
+    static const char *ivs[] = {"idle_timeout", "max_future", "topic.lost_after"};
+    for (int k = 0; k < 3; k++) {
         const char *v = cat_option(r, ivs[k]);
         Interval iv;
         int64_t us;
@@ -702,6 +702,8 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
         /* At start a broker may still be coming up: keep the view, the engine retries. */
         fprintf(stderr, "weir: view %s cannot start yet: %s\n", o->name, err->msg);
         snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
+        /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
+        o->failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
         werr_clear(err);
     } else {
         rt_dataflow_set_name(o->df, o->name);
