@@ -124,6 +124,10 @@ bool rt_dataflow_failed_record(RtDataflow *df, RtFailedRecord *out);
  * weir_source_errors, not applied) when this dataflow reads it: ALTER
  * MATERIALIZED VIEW ... RESUME. Call after open, before the first step. */
 void rt_dataflow_skip_record(RtDataflow *df, const char *source, int32_t partition, int64_t offset);
+/* True while dead letters of a committed checkpoint wait for their
+ * delivery thread (CHECKPOINT waits for them, a bounded time, so the topic
+ * has them when it returns). */
+bool rt_dataflow_dead_letters_pending(RtDataflow *df);
 /* Bytes of state the dataflow's operators and sinks hold that are not
  * checkpointed yet (stor_table_dirty_bytes over their tables). */
 uint64_t rt_dataflow_dirty_bytes(RtDataflow *df);

@@ -1347,6 +1347,40 @@ static int flush(Engine *e, SrvResult *out, WError *err)
     return 0;
 }
 
+/* After CHECKPOINT: dead letters are delivered by a thread per view once
+ * their checkpoint committed; the statement waits for them (releasing the
+ * lock, so views go on) up to DLQ_WAIT_MS, so that "run CHECKPOINT to have
+ * them at once" holds while Kafka answers. Past it a notice says so: the
+ * checkpoint itself succeeded, and delivery goes on in the background. */
+#define DLQ_WAIT_MS 15000
+static void dead_letters_wait(Engine *e, SrvResult *out)
+{
+    int64_t deadline = now_ms() + DLQ_WAIT_MS;
+    for (;;) {
+        const char *pending = NULL;
+        for (int i = 0; i < e->n_objs && !pending; i++)
+            if (e->objs[i]->df && rt_dataflow_dead_letters_pending(e->objs[i]->df))
+                pending = e->objs[i]->name;
+        if (!pending || srv_result_cancelled(out))
+            return;
+        if (now_ms() > deadline) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "dead letters of view \"%s\" are not delivered yet; they are retried in the "
+                                      "background", pending);
+            srv_result_notice(out, msg);
+            return;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&e->progress, &e->lock, &ts);
+    }
+}
+
 /* ---- SHOW, SET ----------------------------------------------------------------------------------- */
 
 static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *err)
@@ -1529,6 +1563,7 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         break;
     case STMT_CHECKPOINT:
         if (!(rc = engine_checkpoint(e, err))) {
+            dead_letters_wait(e, out);
             if (st->u.savepoint_dir) {
                 /* A savepoint: the checkpoint just taken, copied into a directory
                  * that weir can later start from (weir --data-dir DIR). */
