@@ -296,6 +296,19 @@ int rt_kafka_source_partition_count(RtKafkaSource *s)
     return s->n_parts;
 }
 
+void rt_kafka_source_grow(RtKafkaSource *s, int n)
+{
+    if (n <= s->n_parts)
+        return;
+    s->at_end = xrealloc(s->at_end, (size_t)n * sizeof *s->at_end);
+    memset(s->at_end + s->n_parts, 0, (size_t)(n - s->n_parts) * sizeof *s->at_end);
+    if (s->watching)
+        pthread_mutex_lock(&s->watch_lock);
+    s->n_parts = n;
+    if (s->watching)
+        pthread_mutex_unlock(&s->watch_lock);
+}
+
 int rt_kafka_source_assign(RtKafkaSource *s, int n, const int32_t *partitions,
                            const int64_t *offsets, WError *err)
 {
@@ -512,7 +525,7 @@ static void *watch_main(void *arg)
             s->topic_state = st;
             s->state_since_ms = now_ms();
         }
-        if (st != RT_KAFKA_TOPIC_UNREACHABLE && st < s->n_parts)
+        if (st != RT_KAFKA_TOPIC_UNREACHABLE && st < s->n_parts) /* n_parts changes under watch_lock */
             s->shrank = true;
         if (s->stop)
             break;

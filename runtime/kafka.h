@@ -78,8 +78,13 @@ int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_pa
                          const RtKafkaProp *props, int n_props, int timeout_ms,
                          RtKafkaSource **out, WError *err);
 
-/* The topic's partition count, as seen at open. */
+/* The topic's partition count, as seen at open (or grown to). */
 int rt_kafka_source_partition_count(RtKafkaSource *s);
+
+/* The topic grew to n partitions (the watcher said so): partitions up to
+ * n - 1 may be assigned from now on. Nothing is assigned here; n not above
+ * the current count is ignored. */
+void rt_kafka_source_grow(RtKafkaSource *s, int n);
 
 /* Assigns the n partitions, each starting at its offset (>= 0 exact next
  * offset, RT_KAFKA_EARLIEST or RT_KAFKA_LATEST); replaces any previous

@@ -667,13 +667,57 @@ static int decode_debezium(SourceOp *s, const RtKafkaRecord *rec, Chunk *c, char
     }
 }
 
+static int64_t *grow_array(int64_t *a, int from, int to, int64_t fill)
+{
+    a = xrealloc(a, sizeof(int64_t) * (size_t)to);
+    for (int p = from; p < to; p++)
+        a[p] = fill;
+    return a;
+}
+
+/* The topic has n > n_parts partitions now: the new ones are read from
+ * their first record (everything in them is newer than the view), and the
+ * whole assignment is made again at the exact positions reached. */
+static int grow(SourceOp *s, int n)
+{
+    const CatRelation *r = s->base.op.node->source;
+    int old = s->n_parts;
+    s->next = grow_array(s->next, old, n, RT_KAFKA_EARLIEST);
+    if (s->target)
+        s->target = grow_array(s->target, old, n, 0); /* FLUSH asked before they existed */
+    if (s->bound)
+        s->bound = grow_array(s->bound, old, n, 0); /* a bounded source ends where it was created */
+    if (s->skipping) {
+        s->skipping = xrealloc(s->skipping, sizeof(bool) * (size_t)n);
+        s->skip_saved = xrealloc(s->skip_saved, sizeof(bool) * (size_t)n);
+        for (int p = old; p < n; p++) {
+            s->skipping[p] = true; /* backfill_from's time holds for them too */
+            s->skip_saved[p] = false;
+        }
+    }
+    rt_kafka_source_grow(s->ks, n);
+    s->n_parts = n;
+    int32_t *ids = xcalloc((size_t)n, sizeof(int32_t));
+    for (int p = 0; p < n; p++)
+        ids[p] = p;
+    int rc = rt_kafka_source_assign(s->ks, n, ids, s->next, s->base.op.rc->err);
+    free(ids);
+    if (!rc)
+        fprintf(stderr, "weir: topic \"%s\" of source \"%s\" grew from %d to %d partitions; reading the new ones "
+                        "from their start\n", cat_option(r, "topic"), r->name, old, n);
+    return rc;
+}
+
 /* Fails the poll once the topic has been missing or short of partitions for
  * topic.lost_after (the watcher's answers; an unreachable broker is not a
- * verdict and only waits, as before). Logged once when it starts. */
+ * verdict and only waits, as before). Logged once when it starts. A topic
+ * that grew is followed at once. */
 static int check_topic(SourceOp *s)
 {
     int64_t since;
     int st = rt_kafka_source_topic_state(s->ks, &since);
+    if (st > s->n_parts && !s->replay)
+        return grow(s, st);
     if (st == RT_KAFKA_TOPIC_UNREACHABLE || st >= s->n_parts)
         return 0;
     const CatRelation *r = s->base.op.node->source;

@@ -7,7 +7,8 @@ back with fewer partitions. Three sources, each with topic.lost_after = '1 secon
 
   bid   topic tl_bids, 4 partitions   -> after the first broker restart the topic is gone
   ask   topic tl_asks, 4 partitions   -> ...recreated with 2 partitions
-  oth   topic tl_other, 1 partition   -> always there: its view keeps producing rows
+  oth   topic tl_other, 1 partition   -> always there (and grown to 2, which is followed): its view
+                                         keeps producing rows
 
 Checks: after the restart the views over bid and ask are 'failed' in weir_views with errors naming
 the source, the topic and what changed, weir_view_failed is 1 for them in /metrics, the log says
@@ -203,16 +204,19 @@ def main():
         tap(all(st[v][0] == "running" for v in ("bid_n", "ask_n", "oth_n")),
             "an unreachable broker stops no view", st)
 
-        # Back without tl_bids, with tl_asks at 2 partitions.
+        # Back without tl_bids, with tl_asks at 2 partitions (and tl_other grown to 2: followed).
         broker.start(2, ["tl_asks", "tl_other"])
-        produce(broker.addr, "tl_other", 1, 5, 100)
+        produce(broker.addr, "tl_other", 2, 6, 100)
         ok, last = wait_for(lambda: views(server)["bid_n"][0] == "failed" and views(server)["ask_n"][0] == "failed")
         st = views(server)
         tap(ok, "the views over the deleted and the shrunk topic are failed", st)
         tap(st["bid_n"][1] == GONE, "weir_views names the deleted topic and its source", st["bid_n"])
         tap(st["ask_n"][1] == SHRUNK, "weir_views says which partitions of the shrunk topic are gone", st["ask_n"])
-        ok, last = wait_for(lambda: count(server, "oth_n") == 15)
-        tap(ok and views(server)["oth_n"][0] == "running", "the view over another topic keeps reading", last)
+        ok, last = wait_for(lambda: count(server, "oth_n") == 16)
+        tap(ok and views(server)["oth_n"][0] == "running",
+            "the view over another topic keeps reading, its new partition too", last)
+        tap('topic "tl_other" of source "oth" grew from 1 to 2 partitions' in server.log(),
+            "the log says the topic grew", server.log()[-2000:])
         m = server.metrics()
         tap(re.search(r'^weir_view_failed\{view="bid_n"\} 1$', m, re.M) and
             re.search(r'^weir_view_failed\{view="ask_n"\} 1$', m, re.M) and
