@@ -13,6 +13,9 @@ ones among them, in two rounds:
     exactly once (by its weir.partition/weir.offset headers);
   - after a restart, FLUSH and CHECKPOINT, still exactly once, and the view's count is right.
 
+With the delivery on the engine thread (as before), the engine holds its lock during the hang,
+so the first query after the hold began never returns and the test runs into meson's timeout.
+
 Prints TAP; exits 1 if a check failed.
 """
 import argparse
