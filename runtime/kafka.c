@@ -501,7 +501,7 @@ bool rt_kafka_source_cached_offsets(RtKafkaSource *s, int32_t partition, int64_t
 static int watch_once(RtKafkaSource *s, int timeout_ms)
 {
     const struct rd_kafka_metadata *md = NULL;
-    if (FAULT("kafka_metadata") || rd_kafka_metadata(s->rk, 1, NULL, &md, timeout_ms))
+    if (rd_kafka_metadata(s->rk, 1, NULL, &md, timeout_ms))
         return RT_KAFKA_TOPIC_UNREACHABLE;
     int n = RT_KAFKA_TOPIC_MISSING;
     for (int i = 0; i < md->topic_cnt; i++)

@@ -211,12 +211,6 @@ static int source_flush_target(RtOp *op, WError *err);
 static bool source_flushed(RtOp *op);
 static const RtSourceVt KAFKA_SRC = {source_poll, source_flush_target, source_flushed};
 
-/* backfill_from = '<timestamp>': per partition, the first offset whose
- * record timestamp is at or after ts_us, asked of the broker. Where the
- * broker has no answer (no such record, or no time index: the embedded
- * broker answers none for any time) the partition is read from its earliest
- * offset instead, skipping records stamped before ts_us until its first one
- * at or after it: the same records, read rather than looked up. */
 /* How many partitions the source was reading at its last checkpoint: the
  * saved count ('N'), or for a checkpoint written before it was kept, one
  * past the highest partition with a saved offset; 0 when nothing was
@@ -232,16 +226,23 @@ static int saved_partitions(StorTable *t, WError *err)
         const unsigned char *b = v;
         return (int)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
     }
-    int n = 0;
-    for (int p = 0; p < 10000; p++) { /* topic.partitions' upper limit */
-        unsigned char k[4];
-        put_be32(k, (uint32_t)p);
-        if ((found = stor_table_get(t, k, 4, &v, &vl, err)) < 0)
-            return -1;
-        if (found)
-            n = p + 1;
+    /* The table holds a few keys per partition: scanning it is cheap. */
+    StorIter *it;
+    if (stor_iter_open(t, NULL, 0, &it, err))
+        return -1;
+    const void *k;
+    size_t kl;
+    int n = 0, r;
+    while ((r = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
+        const unsigned char *b = k;
+        if (kl != 4) /* 'S', 'B' + partition, 'N' */
+            continue;
+        uint32_t p = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+        if (p < 10000 && (int)p + 1 > n) /* 10000: topic.partitions' upper limit */
+            n = (int)p + 1;
     }
-    return n;
+    stor_iter_close(it);
+    return r < 0 ? -1 : n;
 }
 
 /* The error of a topic that is gone (n == 0) or has fewer partitions than
@@ -281,6 +282,12 @@ static int64_t lost_after_ms(const CatRelation *r, WError *err)
     return us / 1000 > 0 ? us / 1000 : 1;
 }
 
+/* backfill_from = '<timestamp>': per partition, the first offset whose
+ * record timestamp is at or after ts_us, asked of the broker. Where the
+ * broker has no answer (no such record, or no time index: the embedded
+ * broker answers none for any time) the partition is read from its earliest
+ * offset instead, skipping records stamped before ts_us until its first one
+ * at or after it: the same records, read rather than looked up. */
 static int start_at_time(SourceOp *s, int64_t ts_us, WError *err)
 {
     int64_t ms = ts_us / 1000 + (ts_us % 1000 > 0); /* record timestamps are ms: round up */
