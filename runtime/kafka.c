@@ -36,6 +36,7 @@
 #include "fault.h"
 
 #define DUMMY_GROUP "weir-assign-only" /* never joined, never committed to */
+#define WATCH_TIMEOUT_MS 2000          /* a topic watcher's metadata request */
 
 struct RtKafkaSource {
     rd_kafka_t *rk;
@@ -518,8 +519,9 @@ static void *watch_main(void *arg)
     pthread_mutex_lock(&s->watch_lock);
     while (!s->stop) {
         pthread_mutex_unlock(&s->watch_lock);
-        /* Bounded by the interval so close never waits long on a dead broker. */
-        int st = watch_once(s, s->watch_ms < 5000 ? 5000 : s->watch_ms);
+        /* Short, because close joins this thread (on the engine thread): no
+         * answer in WATCH_TIMEOUT_MS only means "unreachable", never a verdict. */
+        int st = watch_once(s, WATCH_TIMEOUT_MS);
         pthread_mutex_lock(&s->watch_lock);
         if (st != s->topic_state) {
             s->topic_state = st;
