@@ -59,7 +59,7 @@ struct RtKafkaSource {
     bool stop;
     int topic_state;
     int64_t state_since_ms;
-    bool shrank;                   /* the watcher saw fewer partitions than n_parts (or none) */
+    bool shrank;                   /* partitions left the topic (watcher or consumer errors): destroy off-thread */
 };
 
 struct RtKafkaProducer {
@@ -369,6 +369,15 @@ static int take(RtKafkaSource *s, rd_kafka_message_t *m, RtKafkaRecord *rec)
                 fprintf(stderr, "weir: kafka: %s [%d]: %s\n",
                         m->rkt ? rd_kafka_topic_name(m->rkt) : s->topic, (int)p,
                         rd_kafka_message_errstr(m));
+                /* librdkafka saw an assigned partition go away before the watcher did. */
+                if (m->err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION || m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+                    m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+                    if (s->watching)
+                        pthread_mutex_lock(&s->watch_lock);
+                    s->shrank = true;
+                    if (s->watching)
+                        pthread_mutex_unlock(&s->watch_lock);
+                }
             }
         }
         rd_kafka_message_destroy(m);
