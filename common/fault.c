@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_POINTS 64
 
@@ -16,6 +17,7 @@ typedef struct Rule {
     char name[48];
     long nth;        /* the first call that fails (1-based) */
     bool always;     /* every call from nth on fails, not just that one */
+    bool hold;       /* every call from nth on waits while $WEIR_FAULT_HOLD exists, then succeeds */
 } Rule;
 
 typedef struct Point {
@@ -30,6 +32,7 @@ static int n_rules;
 static Point points[MAX_POINTS];
 static int n_points;
 static const char *counts_path;
+static const char *hold_path;
 
 static void counts_at_exit(void)
 {
@@ -43,12 +46,13 @@ static void counts_at_exit(void)
     fclose(f);
 }
 
-/* Parses "name:N[:once|:always]" rules separated by commas; a malformed
+/* Parses "name:N[:once|:always|:hold]" rules separated by commas; a malformed
  * rule is reported and ignored, so a typo cannot pass for a clean run. */
 static void init(void)
 {
     const char *v = getenv("WEIR_FAULT");
     counts_path = getenv("WEIR_FAULT_COUNTS");
+    hold_path = getenv("WEIR_FAULT_HOLD");
     if (counts_path && *counts_path)
         atexit(counts_at_exit);
     while (v && *v && n_rules < FAULT_MAX_RULES) {
@@ -68,17 +72,20 @@ static void init(void)
                 char *num_end;
                 long nth = strtol(c1 + 1, &num_end, 10);
                 bool always = c2 && !strcmp(c2 + 1, "always");
-                if (nth >= 1 && *num_end == 0 && (!c2 || always || !strcmp(c2 + 1, "once"))) {
+                bool hold = c2 && !strcmp(c2 + 1, "hold") && hold_path && *hold_path;
+                if (nth >= 1 && *num_end == 0 && (!c2 || always || hold || !strcmp(c2 + 1, "once"))) {
                     memcpy(r->name, spec, (size_t)(c1 - spec) + 1); /* length checked above */
                     r->nth = nth;
                     r->always = always;
+                    r->hold = hold;
                     n_rules++;
                     v = end ? end + 1 : NULL;
                     continue;
                 }
             }
         }
-        fprintf(stderr, "weir: WEIR_FAULT: ignoring malformed rule \"%.*s\" (want point:N[:once|:always])\n",
+        fprintf(stderr, "weir: WEIR_FAULT: ignoring malformed rule \"%.*s\" (want point:N[:once|:always], or "
+                        "point:N:hold with WEIR_FAULT_HOLD set)\n",
                 (int)len, v);
         v = end ? end + 1 : NULL;
     }
@@ -100,11 +107,19 @@ bool fault_hit(const char *name)
         p->calls = 0;
     }
     long call = p ? ++p->calls : 0;
-    bool fail = false;
-    for (int i = 0; i < n_rules && !fail; i++)
-        if (!strcmp(rules[i].name, name))
-            fail = rules[i].always ? call >= rules[i].nth : call == rules[i].nth;
+    bool fail = false, hold = false;
+    for (int i = 0; i < n_rules && !fail && !hold; i++)
+        if (!strcmp(rules[i].name, name)) {
+            hold = rules[i].hold && call >= rules[i].nth;
+            fail = !rules[i].hold && (rules[i].always ? call >= rules[i].nth : call == rules[i].nth);
+        }
     pthread_mutex_unlock(&mu);
+    if (hold && access(hold_path, F_OK) == 0) {
+        /* A target that hangs, then comes back: the call goes on once the test removes the file. */
+        fprintf(stderr, "weir: fault injected: %s (call %ld) held while %s exists\n", name, call, hold_path);
+        while (access(hold_path, F_OK) == 0)
+            usleep(20 * 1000);
+    }
     if (fail)
         fprintf(stderr, "weir: fault injected: %s (call %ld)\n", name, call);
     return fail;

@@ -15,6 +15,10 @@
  *   WEIR_FAULT="point:N:once"     the same
  *   WEIR_FAULT="point:N:always"   the Nth call and every later one fail
  *   WEIR_FAULT="a:3,b:1:always"   several points (up to FAULT_MAX_RULES)
+ *   WEIR_FAULT="point:N:hold"     the Nth call and every later one wait while
+ *                                 the file named by WEIR_FAULT_HOLD exists, then
+ *                                 go on without failing (a target that hangs
+ *                                 and comes back; the test removes the file)
  *
  * Each injected failure is logged on stderr ("weir: fault injected: point
  * (call N)"), so a test can tell a run where the fault fired from one where

@@ -37,17 +37,28 @@
  * "its" epochs already recorded and skip them. Within one data directory
  * epochs only grow, so a view dropped and created again needs nothing.
  *
- * Delivery runs on the engine thread when a checkpoint commits (dead
- * letters are rare; a batch is small). A delivery that fails leaves the
- * batch in the metadata and is tried again at the first commit
- * DLQ_RETRY_MS later; the view is not stopped for it. The price: while the
- * error topic's Kafka is unreachable, one commit every DLQ_RETRY_MS waits
- * up to the Kafka timeouts (15 s) on the engine thread. A view renamed while a batch is pending delivers it
- * under the new name's progress key (and so may repeat it).
+ * Delivery runs on a thread of the dataflow's own (started with the first
+ * committed batch): when a checkpoint commits, the engine thread only moves
+ * the committed batches to the thread's queue, so a slow or unreachable
+ * Kafka never holds up the views. The thread delivers the queue in epoch
+ * order; a delivery that fails leaves the batch at the head of the queue
+ * (and in the metadata) and is retried with backoff (0.1 s doubling to
+ * DLQ_RETRY_MS); the view is not stopped for it. Delivered epochs go back
+ * to the engine thread through `gone`, and the next checkpoint deletes
+ * their metadata. The thread touches no storage: the data directory's id
+ * is read on the engine thread before the first batch is queued. (The
+ * sinks' delivery thread in op_sink.c is tied to a sink connector's
+ * netted changes and one target; a batch of dead letters is raw records
+ * for up to MAX_DLQ clusters, so the loop is written again here, smaller.)
+ * Closing the dataflow joins the thread, so a close during a delivery
+ * waits for it (at most the Kafka timeouts, 15 s per call). A view renamed
+ * while a batch is pending delivers it under the new name's progress key
+ * (and so may repeat it).
  */
 #include "runtime_int.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +75,7 @@
 #define DLQ_META "dlq/"           /* metadata name prefix: dlq/VIEW/EPOCH (16 hex digits) */
 #define NO_LEN 0xffffffffu        /* an absent key or value in a batch */
 #define DLQ_INSTANCE "dlq-instance" /* metadata: this data directory's random id (16 hex digits) */
-#define DLQ_RETRY_MS 10000        /* after a failed delivery, commits in between do not try */
+#define DLQ_RETRY_MS 10000        /* the longest wait between two tries of a failed delivery */
 
 typedef struct Skip {
     char source[64];
@@ -86,6 +97,7 @@ typedef struct DlqBatch {
     struct DlqBatch *next;        /* ascending epochs */
     uint64_t epoch;
     bool committed;               /* its checkpoint committed: deliverable */
+    char *view;                   /* the view's name when it was queued (owned) */
     Buf data;                     /* records, encoded by put_record */
 } DlqBatch;
 
@@ -99,17 +111,28 @@ typedef struct RtBadRecords {
     bool dead_letters;            /* a source dead-letters: checkpoint, deliver, recover batches */
     bool loaded;                  /* batches of an earlier run read back from the metadata */
     Buf open;                     /* records found in the epoch in progress */
-    DlqBatch *batches;            /* sealed, not yet delivered everywhere */
+    DlqBatch *batches;            /* sealed, not yet queued (engine thread only) */
+    char instance[17];            /* the data directory's id, "" until read */
+    bool id_warned;               /* reading it failed and was logged */
+    /* The delivery thread. mu guards queue, n_gone/gone, stop and n_dlq
+     * (dlq_for); a Dlq's producer and last epoch are the thread's alone. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    bool running;                 /* the thread was started */
+    bool stop;
+    DlqBatch *queue;              /* committed, delivered in epoch order; the head is in delivery */
     int n_gone;
     uint64_t *gone;               /* delivered epochs whose metadata the next checkpoint deletes */
-    bool warned;                  /* a delivery failure was logged (until one succeeds) */
-    int64_t retry_ms;             /* after a failure: no new try before this (CLOCK_MONOTONIC ms) */
 } RtBadRecords;
 
 static RtBadRecords *bad_of(RtCtx *rc)
 {
-    if (!rc->bad)
+    if (!rc->bad) {
         rc->bad = xcalloc(1, sizeof *rc->bad);
+        pthread_mutex_init(&rc->bad->mu, NULL);
+        pthread_cond_init(&rc->bad->cv, NULL);
+    }
     return rc->bad;
 }
 
@@ -137,15 +160,19 @@ void rt_dead_letter_topic(const CatRelation *src, char *out, size_t cap)
 /* The cluster entry for bootstrap (added when new); NULL with err past MAX_DLQ. */
 static Dlq *dlq_for(RtBadRecords *b, const char *boot, WError *err)
 {
-    for (int i = 0; i < b->n_dlq; i++)
+    /* Both threads look clusters up; entries never move or go before free. */
+    pthread_mutex_lock(&b->mu);
+    Dlq *d = NULL;
+    for (int i = 0; i < b->n_dlq && !d; i++)
         if (!strcmp(b->dlq[i].bootstrap, boot))
-            return &b->dlq[i];
-    if (b->n_dlq == MAX_DLQ) {
+            d = &b->dlq[i];
+    if (!d && b->n_dlq == MAX_DLQ)
         werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "a view may dead-letter to at most %d Kafka clusters", MAX_DLQ);
-        return NULL;
+    else if (!d) {
+        d = &b->dlq[b->n_dlq++];
+        *d = (Dlq){.bootstrap = xstrdup(boot)};
     }
-    Dlq *d = &b->dlq[b->n_dlq++];
-    *d = (Dlq){.bootstrap = xstrdup(boot)};
+    pthread_mutex_unlock(&b->mu);
     return d;
 }
 
@@ -338,12 +365,20 @@ int rt_bad_records_checkpoint(RtCtx *rc, StorCheckpoint *ck, uint64_t epoch, WEr
         return 0;
     /* Delivered batches: a failed checkpoint leaves their metadata, which
      * recovery then finds already delivered. */
-    for (int i = 0; i < b->n_gone; i++) {
-        meta_name(rc, b->gone[i], name, sizeof name);
-        if (stor_checkpoint_delete_meta(ck, name, err))
-            return -1;
-    }
+    pthread_mutex_lock(&b->mu);
+    int n_gone = b->n_gone;
+    uint64_t *gone = b->gone;
     b->n_gone = 0;
+    b->gone = NULL;
+    pthread_mutex_unlock(&b->mu);
+    for (int i = 0; i < n_gone; i++) {
+        meta_name(rc, gone[i], name, sizeof name);
+        if (stor_checkpoint_delete_meta(ck, name, err)) {
+            free(gone);
+            return -1;
+        }
+    }
+    free(gone);
     if (b->open.len) {
         DlqBatch *t = b->batches;
         while (t && t->next)
@@ -389,11 +424,11 @@ int rt_bad_records_checkpoint(RtCtx *rc, StorCheckpoint *ck, uint64_t epoch, WEr
 
 /* Opens cluster d's transactional producer (fencing an older incarnation)
  * and learns the last epoch its control topic has for this view. */
-static int dlq_ready(RtCtx *rc, Dlq *d, const char *instance, const char *progress_key, WError *err)
+static int dlq_ready(Dlq *d, const char *view, const char *instance, const char *progress_key, WError *err)
 {
     if (!d->p) {
         char txn_id[512];
-        snprintf(txn_id, sizeof txn_id, "weir-dlq-%s-%s@%s", instance, rc->name ? rc->name : "", d->bootstrap);
+        snprintf(txn_id, sizeof txn_id, "weir-dlq-%s-%s@%s", instance, view, d->bootstrap);
         RtKafkaProp props[] = {{"transactional.id", txn_id}};
         if (rt_kafka_producer_open(d->bootstrap, props, 1, &d->p, err))
             return -1;
@@ -415,10 +450,10 @@ static int dlq_ready(RtCtx *rc, Dlq *d, const char *instance, const char *progre
 /* Produces the records of batch t that go to cluster d, and the progress
  * record, in one transaction. On failure the producer is aborted (or
  * dropped when its state is unknown) and the batch is left for a retry. */
-static int deliver_to(RtCtx *rc, Dlq *d, const DlqBatch *t, const char *instance, const char *progress_key,
-                      Arena *a, WError *err)
+static int deliver_to(Dlq *d, const DlqBatch *t, const char *instance, const char *progress_key, Arena *a,
+                      WError *err)
 {
-    if (dlq_ready(rc, d, instance, progress_key, err))
+    if (dlq_ready(d, t->view, instance, progress_key, err))
         return -1;
     if (t->epoch <= d->last)
         return 0; /* committed before a crash: exactly-once */
@@ -465,25 +500,11 @@ static int deliver_to(RtCtx *rc, Dlq *d, const DlqBatch *t, const char *instance
     return -1;
 }
 
-/* Delivers batch t to every cluster it names. */
-static int deliver(RtCtx *rc, DlqBatch *t, WError *err)
+/* Delivers batch t to every cluster it names (on the delivery thread). */
+static int deliver(RtBadRecords *b, DlqBatch *t, WError *err)
 {
-    RtBadRecords *b = rc->bad;
-    char key[320], instance[17];
-    Buf id = {0};
-    int found = stor_meta_get(rc->env->stor, DLQ_INSTANCE, &id, err);
-    if (found == 0)
-        werr(err, SQLSTATE_INTERNAL, 0, "dead letters: metadata \"" DLQ_INSTANCE "\" is missing");
-    if (found <= 0 || id.len != 16) {
-        if (found > 0)
-            werr(err, SQLSTATE_IO_ERROR, 0, "dead letters: metadata \"" DLQ_INSTANCE "\" is damaged");
-        buf_free(&id);
-        return -1;
-    }
-    memcpy(instance, id.data, 16);
-    instance[16] = 0;
-    buf_free(&id);
-    snprintf(key, sizeof key, "weir-dlq/%s/%s", instance, rc->name ? rc->name : "");
+    char key[320];
+    snprintf(key, sizeof key, "weir-dlq/%s/%s", b->instance, t->view);
     Arena *a = arena_new(0);
     int rc_ = 0;
     Reader r = {(const unsigned char *)t->data.data, (const unsigned char *)t->data.data + t->data.len, false};
@@ -504,7 +525,7 @@ static int deliver(RtCtx *rc, DlqBatch *t, WError *err)
             rc_ = -1;
         else if (d && !seen[d - b->dlq]) {
             seen[d - b->dlq] = true;
-            rc_ = deliver_to(rc, d, t, instance, key, a, err);
+            rc_ = deliver_to(d, t, b->instance, key, a, err);
         }
     }
     if (rc_ == 0 && r.bad)
@@ -512,6 +533,79 @@ static int deliver(RtCtx *rc, DlqBatch *t, WError *err)
                    t->epoch);
     arena_free(a);
     return rc_;
+}
+
+/* The data directory's id (written with the first batch's checkpoint). */
+static int read_instance(RtCtx *rc, RtBadRecords *b, WError *err)
+{
+    Buf id = {0};
+    int found = stor_meta_get(rc->env->stor, DLQ_INSTANCE, &id, err);
+    if (found == 0)
+        werr(err, SQLSTATE_INTERNAL, 0, "dead letters: metadata \"" DLQ_INSTANCE "\" is missing");
+    else if (found > 0 && id.len != 16)
+        werr(err, SQLSTATE_IO_ERROR, 0, "dead letters: metadata \"" DLQ_INSTANCE "\" is damaged");
+    else if (found > 0)
+        memcpy(b->instance, id.data, 16);
+    buf_free(&id);
+    return b->instance[0] ? 0 : -1;
+}
+
+/* Waits up to ms on cv (mu held), or less when stop is set. */
+static void wait_ms(RtBadRecords *b, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+}
+
+/* The delivery thread: the queue's head until it is delivered, then the next. */
+static void *deliver_main(void *arg)
+{
+    RtBadRecords *b = arg;
+    int backoff = 100;
+    bool warned = false;
+    pthread_setname_np(pthread_self(), "weir-dlq");
+    pthread_mutex_lock(&b->mu);
+    while (!b->stop) {
+        DlqBatch *t = b->queue;
+        if (!t) {
+            pthread_cond_wait(&b->cv, &b->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&b->mu);
+        WError err = {0};
+        int r = deliver(b, t, &err);
+        pthread_mutex_lock(&b->mu);
+        if (r) {
+            if (!warned)
+                fprintf(stderr, "weir: view %s: dead letters of epoch %" PRIu64 " not delivered yet (retried "
+                                "with backoff, at least every %d s): %s\n", t->view, t->epoch, DLQ_RETRY_MS / 1000,
+                        err.msg);
+            warned = true;
+            if (!b->stop)
+                wait_ms(b, backoff);
+            backoff = backoff < DLQ_RETRY_MS / 2 ? backoff * 2 : DLQ_RETRY_MS;
+            continue;
+        }
+        if (warned)
+            fprintf(stderr, "weir: view %s: dead letters delivered again\n", t->view);
+        warned = false;
+        backoff = 100;
+        b->queue = t->next;
+        b->gone = xrealloc(b->gone, sizeof *b->gone * (size_t)(b->n_gone + 1));
+        b->gone[b->n_gone++] = t->epoch;
+        free(t->view);
+        buf_free(&t->data);
+        free(t);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
 }
 
 /* Reads back the batches an earlier run left in the metadata: their
@@ -570,32 +664,50 @@ void rt_bad_records_committed(RtCtx *rc, uint64_t epoch)
         }
         b->loaded = true;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     for (DlqBatch *t = b->batches; t && t->epoch <= epoch; t = t->next)
         t->committed = true;
-    if (now < b->retry_ms)
+    if (!b->batches || !b->batches->committed)
         return;
+    if (!b->instance[0] && read_instance(rc, b, &err)) {
+        /* Left in the list: tried again at the next commit. */
+        if (!b->id_warned)
+            fprintf(stderr, "weir: view %s: dead letters not delivered yet: %s\n", rc->name ? rc->name : "?",
+                    err.msg);
+        b->id_warned = true;
+        return;
+    }
+    pthread_mutex_lock(&b->mu);
+    DlqBatch **tail = &b->queue;
+    while (*tail)
+        tail = &(*tail)->next;
     while (b->batches && b->batches->committed) {
         DlqBatch *t = b->batches;
-        if (deliver(rc, t, &err)) {
-            b->retry_ms = now + DLQ_RETRY_MS;
-            if (!b->warned)
-                fprintf(stderr, "weir: view %s: dead letters of epoch %" PRIu64 " not delivered yet (retried every "
-                                "%d s): %s\n", rc->name ? rc->name : "?", t->epoch, DLQ_RETRY_MS / 1000, err.msg);
-            b->warned = true;
-            return;
-        }
-        if (b->warned)
-            fprintf(stderr, "weir: view %s: dead letters delivered again\n", rc->name ? rc->name : "?");
-        b->warned = false;
         b->batches = t->next;
-        b->gone = xrealloc(b->gone, sizeof *b->gone * (size_t)(b->n_gone + 1));
-        b->gone[b->n_gone++] = t->epoch;
-        buf_free(&t->data);
-        free(t);
+        t->next = NULL;
+        t->view = xstrdup(rc->name ? rc->name : "");
+        *tail = t;
+        tail = &t->next;
     }
+    if (!b->running) {
+        if (pthread_create(&b->thread, NULL, deliver_main, b) == 0)
+            b->running = true;
+        else
+            fprintf(stderr, "weir: view %s: cannot start the dead-letter delivery thread; retried at the next "
+                            "checkpoint\n", rc->name ? rc->name : "?");
+    }
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+bool rt_bad_records_pending(RtCtx *rc)
+{
+    RtBadRecords *b = rc->bad;
+    if (!b)
+        return false;
+    pthread_mutex_lock(&b->mu);
+    bool pending = b->queue != NULL;
+    pthread_mutex_unlock(&b->mu);
+    return pending || (b->batches && b->batches->committed);
 }
 
 void rt_bad_records_free(RtCtx *rc)
@@ -603,6 +715,22 @@ void rt_bad_records_free(RtCtx *rc)
     RtBadRecords *b = rc->bad;
     if (!b)
         return;
+    if (b->running) {
+        pthread_mutex_lock(&b->mu);
+        b->stop = true;
+        pthread_cond_signal(&b->cv);
+        pthread_mutex_unlock(&b->mu);
+        pthread_join(b->thread, NULL);
+    }
+    /* What the thread had not delivered is in the metadata: the next run delivers it. */
+    for (DlqBatch *t = b->queue, *next; t; t = next) {
+        next = t->next;
+        free(t->view);
+        buf_free(&t->data);
+        free(t);
+    }
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
     for (int i = 0; i < b->n_dlq; i++) {
         /* No transaction is left open between calls. */
         rt_kafka_producer_close(b->dlq[i].p);
@@ -612,6 +740,7 @@ void rt_bad_records_free(RtCtx *rc)
      * epoch that was not checkpointed (their records are read again). */
     for (DlqBatch *t = b->batches, *next; t; t = next) {
         next = t->next;
+        free(t->view);
         buf_free(&t->data);
         free(t);
     }

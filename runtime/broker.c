@@ -898,6 +898,13 @@ int rt_broker_start(const char *listen_addr, int partitions, RtBroker **out,
         werr(err, SQLSTATE_INTERNAL, 0, "could not create the mock kafka cluster");
         goto fail;
     }
+    /* The mock parses Metadata v4's AllowAutoTopicCreation but advertises
+     * v2 at most, so every client's Metadata request for a missing topic
+     * created it, consumers' included (allow.auto.create.topics = false):
+     * a deleted topic came back at once under a reading source. v3-v4
+     * only add the throttle time (the forwarder's rewrite handles it) and
+     * that flag, which the mock honours. */
+    rd_kafka_mock_set_apiversion(b->mcluster, API_METADATA, 0, 4);
     snprintf(b->mock_addr, sizeof b->mock_addr, "%s",
              rd_kafka_mock_cluster_bootstraps(b->mcluster));
 

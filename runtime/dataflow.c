@@ -395,6 +395,8 @@ uint64_t rt_dataflow_dirty_bytes(RtDataflow *df)
 
 bool rt_dataflow_failed_record(RtDataflow *df, RtFailedRecord *out) { return rt_dataflow_failed_record_rc(&df->rc, out); }
 
+bool rt_dataflow_dead_letters_pending(RtDataflow *df) { return rt_bad_records_pending(&df->rc); }
+
 void rt_dataflow_skip_record(RtDataflow *df, const char *source, int32_t partition, int64_t offset)
 {
     rt_dataflow_skip_record_rc(&df->rc, source, partition, offset);

@@ -20,6 +20,8 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,7 @@
 #include "fault.h"
 
 #define DUMMY_GROUP "weir-assign-only" /* never joined, never committed to */
+#define WATCH_TIMEOUT_MS 2000          /* a topic watcher's metadata request */
 
 struct RtKafkaSource {
     rd_kafka_t *rk;
@@ -44,6 +47,19 @@ struct RtKafkaSource {
     rd_kafka_message_t **held;     /* records returned by the last poll */
     int n_held;
     int cap_held;
+    /* The topic watcher (rt_kafka_source_watch): a thread asking for the
+     * broker's metadata every watch_ms, so the engine thread never waits on
+     * a metadata request. topic_state is its last answer (RT_KAFKA_TOPIC_*
+     * or a partition count), state_since_ms when that answer started. */
+    bool watching;
+    int watch_ms;
+    pthread_t watcher;
+    pthread_mutex_t watch_lock;    /* guards stop, topic_state, state_since_ms */
+    pthread_cond_t watch_cond;     /* wakes the watcher when stop is set */
+    bool stop;
+    int topic_state;
+    int64_t state_since_ms;
+    bool shrank;                   /* partitions left the topic (watcher or consumer errors): destroy off-thread */
 };
 
 struct RtKafkaProducer {
@@ -281,6 +297,19 @@ int rt_kafka_source_partition_count(RtKafkaSource *s)
     return s->n_parts;
 }
 
+void rt_kafka_source_grow(RtKafkaSource *s, int n)
+{
+    if (n <= s->n_parts)
+        return;
+    s->at_end = xrealloc(s->at_end, (size_t)n * sizeof *s->at_end);
+    memset(s->at_end + s->n_parts, 0, (size_t)(n - s->n_parts) * sizeof *s->at_end);
+    if (s->watching)
+        pthread_mutex_lock(&s->watch_lock);
+    s->n_parts = n;
+    if (s->watching)
+        pthread_mutex_unlock(&s->watch_lock);
+}
+
 int rt_kafka_source_assign(RtKafkaSource *s, int n, const int32_t *partitions,
                            const int64_t *offsets, WError *err)
 {
@@ -340,6 +369,15 @@ static int take(RtKafkaSource *s, rd_kafka_message_t *m, RtKafkaRecord *rec)
                 fprintf(stderr, "weir: kafka: %s [%d]: %s\n",
                         m->rkt ? rd_kafka_topic_name(m->rkt) : s->topic, (int)p,
                         rd_kafka_message_errstr(m));
+                /* librdkafka saw an assigned partition go away before the watcher did. */
+                if (m->err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION || m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+                    m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+                    if (s->watching)
+                        pthread_mutex_lock(&s->watch_lock);
+                    s->shrank = true;
+                    if (s->watching)
+                        pthread_mutex_unlock(&s->watch_lock);
+                }
             }
         }
         rd_kafka_message_destroy(m);
@@ -467,10 +505,91 @@ bool rt_kafka_source_cached_offsets(RtKafkaSource *s, int32_t partition, int64_t
            *hi >= 0;
 }
 
-void rt_kafka_source_close(RtKafkaSource *s)
+/* Whether the broker answers a metadata listing, and what it says of the
+ * topic: a partition count, RT_KAFKA_TOPIC_MISSING, or
+ * RT_KAFKA_TOPIC_UNREACHABLE (no answer: as today, only waiting helps). */
+static int watch_once(RtKafkaSource *s, int timeout_ms)
 {
-    if (!s)
-        return;
+    const struct rd_kafka_metadata *md = NULL;
+    if (rd_kafka_metadata(s->rk, 1, NULL, &md, timeout_ms))
+        return RT_KAFKA_TOPIC_UNREACHABLE;
+    int n = RT_KAFKA_TOPIC_MISSING;
+    for (int i = 0; i < md->topic_cnt; i++)
+        if (!strcmp(md->topics[i].topic, s->topic) && !md->topics[i].err && md->topics[i].partition_cnt > 0)
+            n = md->topics[i].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    return n;
+}
+
+static void *watch_main(void *arg)
+{
+    RtKafkaSource *s = arg;
+    pthread_setname_np(pthread_self(), "weir-topicwatch");
+    pthread_mutex_lock(&s->watch_lock);
+    while (!s->stop) {
+        pthread_mutex_unlock(&s->watch_lock);
+        /* Short, because close joins this thread (on the engine thread): no
+         * answer in WATCH_TIMEOUT_MS only means "unreachable", never a verdict. */
+        int st = watch_once(s, WATCH_TIMEOUT_MS);
+        pthread_mutex_lock(&s->watch_lock);
+        if (st != s->topic_state) {
+            s->topic_state = st;
+            s->state_since_ms = now_ms();
+        }
+        if (st != RT_KAFKA_TOPIC_UNREACHABLE && st < s->n_parts) /* n_parts changes under watch_lock */
+            s->shrank = true;
+        if (s->stop)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + (int64_t)(s->watch_ms % 1000) * 1000000;
+        ts.tv_sec += s->watch_ms / 1000 + ns / 1000000000;
+        ts.tv_nsec = ns % 1000000000;
+        pthread_cond_timedwait(&s->watch_cond, &s->watch_lock, &ts);
+    }
+    pthread_mutex_unlock(&s->watch_lock);
+    return NULL;
+}
+
+int rt_kafka_source_watch(RtKafkaSource *s, int interval_ms, WError *err)
+{
+    if (s->watching)
+        return 0;
+    s->watch_ms = interval_ms > 0 ? interval_ms : 1000;
+    s->topic_state = s->n_parts;
+    s->state_since_ms = now_ms();
+    pthread_mutex_init(&s->watch_lock, NULL);
+    pthread_cond_init(&s->watch_cond, NULL);
+    if (pthread_create(&s->watcher, NULL, watch_main, s)) {
+        pthread_cond_destroy(&s->watch_cond);
+        pthread_mutex_destroy(&s->watch_lock);
+        return werr(err, SQLSTATE_OUT_OF_MEMORY, 0, "cannot start the watcher of kafka topic \"%s\"", s->topic);
+    }
+    s->watching = true;
+    return 0;
+}
+
+int rt_kafka_source_topic_state(RtKafkaSource *s, int64_t *since_ms)
+{
+    if (!s->watching) {
+        *since_ms = 0;
+        return s->n_parts;
+    }
+    pthread_mutex_lock(&s->watch_lock);
+    int st = s->topic_state;
+    *since_ms = s->state_since_ms;
+    pthread_mutex_unlock(&s->watch_lock);
+    return st;
+}
+
+int64_t rt_kafka_now_ms(void)
+{
+    return now_ms();
+}
+
+/* The consumer's end: unassign, close, destroy, free. */
+static void source_free(RtKafkaSource *s)
+{
     release_held(s);
     if (s->q)
         rd_kafka_queue_destroy(s->q);
@@ -484,6 +603,43 @@ void rt_kafka_source_close(RtKafkaSource *s)
     free(s->at_end);
     free(s->topic);
     free(s);
+}
+
+static void *source_free_main(void *arg)
+{
+    pthread_setname_np(pthread_self(), "weir-kafkaclose");
+    source_free(arg);
+    return NULL;
+}
+
+void rt_kafka_source_close(RtKafkaSource *s)
+{
+    if (!s)
+        return;
+    if (s->watching) {
+        pthread_mutex_lock(&s->watch_lock);
+        s->stop = true;
+        pthread_cond_signal(&s->watch_cond);
+        pthread_mutex_unlock(&s->watch_lock);
+        pthread_join(s->watcher, NULL);
+        pthread_cond_destroy(&s->watch_cond);
+        pthread_mutex_destroy(&s->watch_lock);
+    }
+    /* librdkafka 2.0's rd_kafka_destroy never returns once partitions it
+     * had assigned left the topic (a broker thread keeps a reference to
+     * them): such a consumer is destroyed on a thread of its own, which
+     * may stay blocked (a handle and its threads leak, once per lost
+     * topic) rather than the caller, the engine thread. */
+    pthread_t t;
+    pthread_attr_t at;
+    if (s->shrank && !pthread_attr_init(&at)) {
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        int e = pthread_create(&t, &at, source_free_main, s);
+        pthread_attr_destroy(&at);
+        if (!e)
+            return;
+    }
+    source_free(s);
 }
 
 /* --- producer --- */

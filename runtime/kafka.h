@@ -78,8 +78,13 @@ int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_pa
                          const RtKafkaProp *props, int n_props, int timeout_ms,
                          RtKafkaSource **out, WError *err);
 
-/* The topic's partition count, as seen at open. */
+/* The topic's partition count, as seen at open (or grown to). */
 int rt_kafka_source_partition_count(RtKafkaSource *s);
+
+/* The topic grew to n partitions (the watcher said so): partitions up to
+ * n - 1 may be assigned from now on. Nothing is assigned here; n not above
+ * the current count is ignored. */
+void rt_kafka_source_grow(RtKafkaSource *s, int n);
 
 /* Assigns the n partitions, each starting at its offset (>= 0 exact next
  * offset, RT_KAFKA_EARLIEST or RT_KAFKA_LATEST); replaces any previous
@@ -118,6 +123,29 @@ int rt_kafka_source_offsets_for_time(RtKafkaSource *s, int64_t ts_ms, int64_t *o
  * a fetch response (no request is made, so this never blocks). False while
  * nothing was fetched yet for the partition. */
 bool rt_kafka_source_cached_offsets(RtKafkaSource *s, int32_t partition, int64_t *lo, int64_t *hi);
+
+/* What the topic watcher last saw (rt_kafka_source_topic_state): a
+ * partition count > 0, or one of these. */
+enum {
+    RT_KAFKA_TOPIC_MISSING = 0,      /* the broker answered; the topic is not there */
+    RT_KAFKA_TOPIC_UNREACHABLE = -1, /* no metadata answer (broker down, slow) */
+};
+
+/* Starts a thread that asks the broker for its metadata every interval_ms
+ * (never from the caller's thread: a dead broker must not stall it), so a
+ * deleted or shrunk topic can be told from an unreachable broker. Call at
+ * most once; rt_kafka_source_close stops it. Errors: 53200 no thread. */
+int rt_kafka_source_watch(RtKafkaSource *s, int interval_ms, WError *err);
+
+/* The watcher's last answer: a partition count, RT_KAFKA_TOPIC_MISSING or
+ * RT_KAFKA_TOPIC_UNREACHABLE; *since_ms (rt_kafka_now_ms's clock) is when
+ * that answer was first given, for grace periods. Before the first answer
+ * (and without a watcher) it is the partition count seen at open. Never
+ * blocks on the network. */
+int rt_kafka_source_topic_state(RtKafkaSource *s, int64_t *since_ms);
+
+/* The monotonic clock of rt_kafka_source_topic_state, in ms. */
+int64_t rt_kafka_now_ms(void);
 
 /* Releases the consumer and every record returned by the last poll. NULL
  * is allowed. Commits nothing. */

@@ -9,7 +9,15 @@
  * not a valid JSON object for the schema is counted and skipped; its
  * offset still advances, so it is never read again after a checkpoint.
  *
- * State (the source's table): partition (4 bytes BE) -> next offset (8 bytes BE).
+ * State (the source's table): partition (4 bytes BE) -> next offset (8 bytes BE);
+ * 'N' -> the partition count the source was reading (4 bytes BE).
+ *
+ * A topic deleted or shrunk under the source (the broker answers, and the
+ * topic is gone or has fewer partitions) is not a transient failure like an
+ * unreachable broker: once it has lasted topic.lost_after (a topic being
+ * recreated, metadata propagating), the poll fails with
+ * RT_SQLSTATE_SOURCE_LOST and the engine stops the views reading it until
+ * RESUME. The broker is asked by the connector's watcher thread, never here.
  */
 #include "runtime_int.h"
 
@@ -47,6 +55,8 @@ typedef struct SourceOp {
     bool replay;              /* VERIFY replay: bound = the live twin's positions */
     bool replay_inf;          /* ...and send +infinity at the end only if the twin had */
     int64_t last_tick_ms;     /* last idle tick sent downstream */
+    int64_t lost_after_ms;    /* topic.lost_after: grace before a missing/shrunk topic stops the view */
+    int64_t lost_warned;      /* since_ms of the topic state last logged as going (0: none) */
     /* backfill_from = '<timestamp>' on a broker that cannot look offsets up
      * by time: partitions still skipping records stamped before skip_ms
      * (cleared at the partition's first record at or after it), or NULL. */
@@ -141,7 +151,17 @@ static int source_save(RtOp *op)
     return 0;
 }
 
-static int source_flush_state(RtOp *op, uint64_t epoch) { return source_save(op); }
+static int source_flush_state(RtOp *op, uint64_t epoch)
+{
+    SourceOp *s = (SourceOp *)(void *)op;
+    if (source_save(op))
+        return -1;
+    /* The partition count read, so a restart can tell that partitions went away
+     * even if some never had a record (those have no offset saved). */
+    unsigned char v[4];
+    put_be32(v, (uint32_t)s->n_parts);
+    return stor_table_put(op->table, "N", 1, v, 4, op->rc->err);
+}
 
 static void source_close(RtOp *op)
 {
@@ -191,6 +211,77 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work);
 static int source_flush_target(RtOp *op, WError *err);
 static bool source_flushed(RtOp *op);
 static const RtSourceVt KAFKA_SRC = {source_poll, source_flush_target, source_flushed};
+
+/* How many partitions the source was reading at its last checkpoint: the
+ * saved count ('N'), or for a checkpoint written before it was kept, one
+ * past the highest partition with a saved offset; 0 when nothing was
+ * checkpointed (a new view). -1 on a storage error. */
+static int saved_partitions(StorTable *t, WError *err)
+{
+    const void *v;
+    size_t vl;
+    int found = stor_table_get(t, "N", 1, &v, &vl, err);
+    if (found < 0)
+        return -1;
+    if (found && vl == 4) {
+        const unsigned char *b = v;
+        return (int)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
+    }
+    /* The table holds a few keys per partition: scanning it is cheap. */
+    StorIter *it;
+    if (stor_iter_open(t, NULL, 0, &it, err))
+        return -1;
+    const void *k;
+    size_t kl;
+    int n = 0, r;
+    while ((r = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
+        const unsigned char *b = k;
+        if (kl != 4) /* 'S', 'B' + partition, 'N' */
+            continue;
+        uint32_t p = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+        if (p < 10000 && (int)p + 1 > n) /* 10000: topic.partitions' upper limit */
+            n = (int)p + 1;
+    }
+    stor_iter_close(it);
+    return r < 0 ? -1 : n;
+}
+
+/* The error of a topic that is gone (n == 0) or has fewer partitions than
+ * the source was reading (had). */
+static int topic_lost(WError *err, const char *topic, const char *source, int n, int had)
+{
+    if (n == 0)
+        werr(err, RT_SQLSTATE_SOURCE_LOST, 0, "topic \"%s\" of source \"%s\" no longer exists", topic, source);
+    else {
+        char gone[160];
+        int len = 0;
+        for (int p = n; p < had && len < (int)sizeof gone - 16; p++)
+            len += snprintf(gone + len, sizeof gone - (size_t)len, "%s%d", p > n ? ", " : "", p);
+        if (had - n > 1 && len >= (int)sizeof gone - 16)
+            snprintf(gone + len, sizeof gone - (size_t)len, "...");
+        werr(err, RT_SQLSTATE_SOURCE_LOST, 0,
+             "topic \"%s\" of source \"%s\" has %d partition%s, the source was reading %d (partition%s %s %s gone)",
+             topic, source, n, n == 1 ? "" : "s", had, had - n > 1 ? "s" : "", gone, had - n > 1 ? "are" : "is");
+    }
+    werr_hint(err, "Recreate the topic with at least as many partitions, then ALTER MATERIALIZED VIEW ... RESUME; "
+                   "or drop and recreate the view to start over.");
+    return -1;
+}
+
+/* topic.lost_after: default 30 s; -1 (and 22023) when not a positive interval. */
+static int64_t lost_after_ms(const CatRelation *r, WError *err)
+{
+    const char *v = cat_option(r, "topic.lost_after");
+    Interval iv;
+    int64_t us;
+    if (!v)
+        return RT_TOPIC_LOST_AFTER_DEFAULT_MS;
+    if (parse_interval(v, strlen(v), &iv) || interval_to_usecs(&iv, &us) || us <= 0) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, 0, "topic.lost_after must be a positive interval such as '30 seconds'");
+        return -1;
+    }
+    return us / 1000 > 0 ? us / 1000 : 1;
+}
 
 /* backfill_from = '<timestamp>': per partition, the first offset whose
  * record timestamp is at or after ts_us, asked of the broker. Where the
@@ -257,10 +348,32 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
     const char *parts = cat_option(r, "topic.partitions");
     RtKafkaProp props[32];
     int np = rt_source_kafka_props(r, props, 32);
-    if (rt_kafka_source_open(rt_source_bootstrap(r, rc->env), topic, parts ? atoi(parts) : 1, props, np, 10000,
-                             &s->ks, rc->err))
+    if ((s->lost_after_ms = lost_after_ms(r, rc->err)) < 0)
         goto fail;
+    /* A source that checkpointed offsets read an existing topic: if that is
+     * gone now it must not be recreated empty under the view. */
+    int had = saved_partitions(s->base.op.table, rc->err);
+    if (had < 0)
+        goto fail;
+    WError oerr = {0};
+    if (rt_kafka_source_open(rt_source_bootstrap(r, rc->env), topic, had ? 0 : parts ? atoi(parts) : 1, props, np,
+                             10000, &s->ks, &oerr)) {
+        if (had && strcmp(oerr.sqlstate, SQLSTATE_UNDEFINED_OBJECT) == 0)
+            topic_lost(rc->err, topic, r->name, 0, had);
+        else
+            *rc->err = oerr;
+        goto fail;
+    }
     s->n_parts = rt_kafka_source_partition_count(s->ks);
+    if (had > s->n_parts) {
+        topic_lost(rc->err, topic, r->name, s->n_parts, had);
+        goto fail;
+    }
+    /* A VERIFY replay reads a fixed range: only the live view watches the topic. */
+    if (!rc->replay_of &&
+        rt_kafka_source_watch(s->ks, s->lost_after_ms / 4 < 250 ? 250 : s->lost_after_ms / 4 > 5000 ? 5000 : (int)(s->lost_after_ms / 4),
+                              rc->err))
+        goto fail;
     s->next = xcalloc((size_t)s->n_parts, sizeof(int64_t));
     int32_t *ids = xcalloc((size_t)s->n_parts, sizeof(int32_t));
     const char *mode = cat_option(r, "scan.startup.mode");
@@ -582,10 +695,79 @@ static int decode_debezium(SourceOp *s, const RtKafkaRecord *rec, Chunk *c, char
     }
 }
 
+static int64_t *grow_array(int64_t *a, int from, int to, int64_t fill)
+{
+    a = xrealloc(a, sizeof(int64_t) * (size_t)to);
+    for (int p = from; p < to; p++)
+        a[p] = fill;
+    return a;
+}
+
+/* The topic has n > n_parts partitions now: the new ones are read from
+ * their first record (everything in them is newer than the view), and the
+ * whole assignment is made again at the exact positions reached. */
+static int grow(SourceOp *s, int n)
+{
+    const CatRelation *r = s->base.op.node->source;
+    int old = s->n_parts;
+    s->next = grow_array(s->next, old, n, RT_KAFKA_EARLIEST);
+    if (s->target)
+        s->target = grow_array(s->target, old, n, 0); /* FLUSH asked before they existed */
+    if (s->bound)
+        s->bound = grow_array(s->bound, old, n, 0); /* a bounded source ends where it was created */
+    if (s->skipping) {
+        s->skipping = xrealloc(s->skipping, sizeof(bool) * (size_t)n);
+        s->skip_saved = xrealloc(s->skip_saved, sizeof(bool) * (size_t)n);
+        for (int p = old; p < n; p++) {
+            s->skipping[p] = true; /* backfill_from's time holds for them too */
+            s->skip_saved[p] = false;
+        }
+    }
+    rt_kafka_source_grow(s->ks, n);
+    s->n_parts = n;
+    int32_t *ids = xcalloc((size_t)n, sizeof(int32_t));
+    for (int p = 0; p < n; p++)
+        ids[p] = p;
+    int rc = rt_kafka_source_assign(s->ks, n, ids, s->next, s->base.op.rc->err);
+    free(ids);
+    if (!rc)
+        fprintf(stderr, "weir: topic \"%s\" of source \"%s\" grew from %d to %d partitions; reading the new ones "
+                        "from their start\n", cat_option(r, "topic"), r->name, old, n);
+    return rc;
+}
+
+/* Fails the poll once the topic has been missing or short of partitions for
+ * topic.lost_after (the watcher's answers; an unreachable broker is not a
+ * verdict and only waits, as before). Logged once when it starts. A topic
+ * that grew is followed at once. */
+static int check_topic(SourceOp *s)
+{
+    int64_t since;
+    int st = rt_kafka_source_topic_state(s->ks, &since);
+    if (st > s->n_parts && !s->replay)
+        return grow(s, st);
+    if (st == RT_KAFKA_TOPIC_UNREACHABLE || st >= s->n_parts)
+        return 0;
+    const CatRelation *r = s->base.op.node->source;
+    const char *topic = cat_option(r, "topic");
+    if (rt_kafka_now_ms() - since >= s->lost_after_ms)
+        return topic_lost(s->base.op.rc->err, topic, r->name, st, s->n_parts);
+    if (s->lost_warned != since) {
+        s->lost_warned = since;
+        WError w = {0};
+        topic_lost(&w, topic, r->name, st, s->n_parts);
+        fprintf(stderr, "weir: %s; the views reading it stop in %lld ms unless it comes back\n", w.msg,
+                (long long)(s->lost_after_ms - (rt_kafka_now_ms() - since)));
+    }
+    return 0;
+}
+
 static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
 {
     SourceOp *s = (SourceOp *)(void *)op;
     RtCtx *rc = op->rc;
+    if (check_topic(s))
+        return -1;
     int n = rt_kafka_source_poll(s->ks, timeout_ms, s->recs, POLL_BATCH);
     if (n < 0)
         return 0; /* transient: the connector logs and retries */

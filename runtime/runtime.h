@@ -99,6 +99,17 @@ typedef struct RtSourceError {
 int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max);
 
 /* The record that stopped a dataflow whose source has on_error = 'fail'. */
+/* A step or an open failed because a source's topic was deleted or has
+ * fewer partitions than the source was reading (the broker answered; an
+ * unreachable broker is 08006 and only retried). The view stays stopped
+ * until ALTER MATERIALIZED VIEW ... RESUME (or is recreated): waiting
+ * would not bring the records back. */
+#define RT_SQLSTATE_SOURCE_LOST SQLSTATE_UNDEFINED_OBJECT
+/* The source option topic.lost_after's default: how long a running source
+ * tolerates its topic missing or short of partitions (a topic being
+ * recreated, metadata still propagating) before it stops its views. */
+#define RT_TOPIC_LOST_AFTER_DEFAULT_MS 30000
+
 typedef struct RtFailedRecord {
     char source[64];
     int32_t partition;          /* -1 when unknown */
@@ -113,6 +124,10 @@ bool rt_dataflow_failed_record(RtDataflow *df, RtFailedRecord *out);
  * weir_source_errors, not applied) when this dataflow reads it: ALTER
  * MATERIALIZED VIEW ... RESUME. Call after open, before the first step. */
 void rt_dataflow_skip_record(RtDataflow *df, const char *source, int32_t partition, int64_t offset);
+/* True while dead letters of a committed checkpoint wait for their
+ * delivery thread (CHECKPOINT waits for them, a bounded time, so the topic
+ * has them when it returns). */
+bool rt_dataflow_dead_letters_pending(RtDataflow *df);
 /* Bytes of state the dataflow's operators and sinks hold that are not
  * checkpointed yet (stor_table_dirty_bytes over their tables). */
 uint64_t rt_dataflow_dirty_bytes(RtDataflow *df);

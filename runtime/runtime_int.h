@@ -146,11 +146,14 @@ int rt_bad_records_prepare(RtCtx *rc, const CatRelation *src, WError *err);
  * metadata (and deletes delivered ones), so the offsets past a record commit
  * together with its dead letter. Errors as stor_checkpoint_put_meta. */
 int rt_bad_records_checkpoint(RtCtx *rc, StorCheckpoint *ck, uint64_t epoch, WError *err);
-/* Checkpoint epoch committed: produces every batch up to it, one Kafka
- * transaction per cluster (see bad_records.c). The first call also picks up
- * the batches an earlier run left undelivered. A failure is logged and
- * retried at the next commit. */
+/* Checkpoint epoch committed: hands every batch up to it to the delivery
+ * thread, which produces each in one Kafka transaction per cluster (see
+ * bad_records.c); never waits on Kafka. The first call also picks up the
+ * batches an earlier run left undelivered. The thread logs a failure and
+ * retries with backoff. */
 void rt_bad_records_committed(RtCtx *rc, uint64_t epoch);
+/* Committed dead letters not delivered yet (the delivery thread's queue). */
+bool rt_bad_records_pending(RtCtx *rc);
 void rt_bad_records_free(RtCtx *rc);
 bool rt_dataflow_failed_record_rc(RtCtx *rc, RtFailedRecord *out);
 void rt_dataflow_skip_record_rc(RtCtx *rc, const char *source, int32_t partition, int64_t offset);

@@ -304,6 +304,13 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
 {
     if (rt_dataflow_open(&e->rt, v->plan, &v->df, err)) {
         snprintf(v->stop_error, sizeof v->stop_error, "%s", err->msg);
+        /* A deleted or shrunk topic waits for RESUME, not the 2 s retry. */
+        if (strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0 && !v->failed) {
+            v->failed = true;
+            memset(&v->fail, 0, sizeof v->fail);
+            fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n", v->name,
+                    err->msg, v->name);
+        }
         return -1;
     }
     rt_dataflow_set_name(v->df, v->name);
@@ -326,7 +333,7 @@ int engine_resume_view(Engine *e, CatObj *v, WError *err)
 {
     if (v->df)
         return 0;
-    if (v->failed) {
+    if (v->failed && v->fail.source[0]) { /* a bad record, not a lost topic: skip it */
         v->skips = xrealloc(v->skips, sizeof(RtFailedRecord) * (size_t)(v->n_skips + 1));
         v->skips[v->n_skips++] = v->fail;
         fprintf(stderr, "weir: view %s resumed: skipping source %s partition %d offset %lld\n", v->name,
@@ -571,7 +578,13 @@ static void *engine_main(void *arg)
                  * stopped until RESUME; anything else is retried. */
                 o->failed = rt_dataflow_failed_record(o->df, &o->fail);
                 snprintf(o->stop_error, sizeof o->stop_error, "%s", err.msg);
-                if (o->failed)
+                if (!o->failed && strcmp(err.sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0) {
+                    /* Its topic was deleted or shrunk: stopped until RESUME. */
+                    o->failed = true;
+                    memset(&o->fail, 0, sizeof o->fail);
+                    fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n",
+                            o->name, err.msg, o->name);
+                } else if (o->failed)
                     fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)\n",
                             o->name, err.msg, o->name);
                 else

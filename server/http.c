@@ -208,7 +208,7 @@ static void prom_head(Buf *b, const char *name, const char *type, const char *he
 }
 
 /* One metric family over the views: the value of field `what` per view. */
-enum { VM_RECORDS, VM_BAD, VM_LATE, VM_EVAL, VM_CHANGES, VM_WATERMARK, VM_RUNNING };
+enum { VM_RECORDS, VM_BAD, VM_LATE, VM_EVAL, VM_CHANGES, VM_WATERMARK, VM_RUNNING, VM_FAILED };
 
 static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const char *name, const char *type,
                         const char *help)
@@ -228,6 +228,7 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
         case VM_EVAL: snprintf(val, sizeof val, "%llu", (unsigned long long)s->eval_errors); break;
         case VM_CHANGES: snprintf(val, sizeof val, "%llu", (unsigned long long)s->rows_out); break;
         case VM_RUNNING: snprintf(val, sizeof val, "%d", o->df != NULL); break;
+        case VM_FAILED: snprintf(val, sizeof val, "%d", !o->df && o->failed); break;
         case VM_WATERMARK:
             if (s->watermark == TS_MINUS_INF)
                 continue; /* no watermark yet: no sample */
@@ -259,6 +260,9 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
         k++;
     }
     view_family(&b, e, st, VM_RUNNING, "weir_view_running", "gauge", "1 while the view's dataflow runs.");
+    view_family(&b, e, st, VM_FAILED, "weir_view_failed", "gauge",
+                "1 while the view waits for ALTER MATERIALIZED VIEW ... RESUME (a bad record under on_error = 'fail', "
+                "or its topic was deleted or shrunk).");
     view_family(&b, e, st, VM_RECORDS, "weir_view_records_in_total", "counter",
                 "Connector records read by the view's sources since start.");
     view_family(&b, e, st, VM_BAD, "weir_view_bad_records_total", "counter",

@@ -522,7 +522,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     }
     static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions", "scan.bounded.mode",
                                   "idle_timeout", "max_future", "far_future", "on_error", "error.topic",
-                                  "skew.send_time", "skew.receive_time"};
+                                  "skew.send_time", "skew.receive_time", "topic.lost_after"};
     for (int i = 0; i < n_opts; i++) {
         bool ok = strncasecmp(opts[i].key, "properties.", 11) == 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0] && !ok; k++)
@@ -532,7 +532,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
                  "unknown option \"%s\" for a Kafka source", opts[i].key);
             werr_hint(err, "Options: connector, topic, scan.startup.mode, scan.bounded.mode, topic.partitions, idle_timeout, "
                            "max_future, far_future, on_error, error.topic, skew.send_time, skew.receive_time, "
-                           "properties.<librdkafka setting>.");
+                           "topic.lost_after, properties.<librdkafka setting>.");
             goto fail;
         }
     }
@@ -563,8 +563,8 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     }
     if (check_error_options(r, st->pos, err))
         goto fail;
-    static const char *ivs[] = {"idle_timeout", "max_future"};
-    for (int k = 0; k < 2; k++) {
+    static const char *ivs[] = {"idle_timeout", "max_future", "topic.lost_after"};
+    for (int k = 0; k < 3; k++) {
         const char *v = cat_option(r, ivs[k]);
         Interval iv;
         int64_t us;
@@ -705,6 +705,8 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
         /* At start a broker may still be coming up: keep the view, the engine retries. */
         fprintf(stderr, "weir: view %s cannot start yet: %s\n", o->name, err->msg);
         snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
+        /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
+        o->failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
         werr_clear(err);
     } else {
         rt_dataflow_set_name(o->df, o->name);
@@ -1491,6 +1493,40 @@ static int flush(Engine *e, SrvResult *out, WError *err)
     return 0;
 }
 
+/* After CHECKPOINT: dead letters are delivered by a thread per view once
+ * their checkpoint committed; the statement waits for them (releasing the
+ * lock, so views go on) up to DLQ_WAIT_MS, so that "run CHECKPOINT to have
+ * them at once" holds while Kafka answers. Past it a notice says so: the
+ * checkpoint itself succeeded, and delivery goes on in the background. */
+#define DLQ_WAIT_MS 15000
+static void dead_letters_wait(Engine *e, SrvResult *out)
+{
+    int64_t deadline = now_ms() + DLQ_WAIT_MS;
+    for (;;) {
+        const char *pending = NULL;
+        for (int i = 0; i < e->n_objs && !pending; i++)
+            if (e->objs[i]->df && rt_dataflow_dead_letters_pending(e->objs[i]->df))
+                pending = e->objs[i]->name;
+        if (!pending || srv_result_cancelled(out))
+            return;
+        if (now_ms() > deadline) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "dead letters of view \"%s\" are not delivered yet; they are retried in the "
+                                      "background", pending);
+            srv_result_notice(out, msg);
+            return;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&e->progress, &e->lock, &ts);
+    }
+}
+
 /* ---- SHOW, SET ----------------------------------------------------------------------------------- */
 
 static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *err)
@@ -1690,6 +1726,7 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         break;
     case STMT_CHECKPOINT:
         if (!(rc = engine_checkpoint(e, err))) {
+            dead_letters_wait(e, out);
             if (st->u.savepoint_dir) {
                 /* A savepoint: the checkpoint just taken, copied into a directory
                  * that weir can later start from (weir --data-dir DIR). */

@@ -99,7 +99,7 @@ static const CatRelation *views(Engine *e, Arena *a)
                : st.last_error[0]            ? text(a, st.last_error)
                                              : value_null(TYPE_TEXT);
         /* running; paused: over --state-memory-limit until a checkpoint
-         * succeeds; failed: stopped at a bad record (on_error = 'fail'), waits
+         * succeeds; failed: stopped at a bad record (on_error = 'fail') or its topic was deleted or shrunk, waits
          * for RESUME; stopped: its dataflow failed or cannot start, retried every 2 s. */
         row[9] = text(a, o->df ? (e->paused ? "paused" : "running") : o->failed ? "failed" : "stopped");
     }

@@ -46,6 +46,8 @@ int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, W
         /* At start a broker may still be coming up: keep the table, the engine retries. */
         fprintf(stderr, "weir: table %s cannot start yet: %s\n", o->name, err->msg);
         snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
+        /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
+        o->failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
         werr_clear(err);
     } else {
         rt_dataflow_set_name(o->df, o->name);
