@@ -97,6 +97,7 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_SEMI_JOIN: return rt_op_semijoin_new(rc, n);
     case PN_RECURSIVE:
     case PN_WORK_TABLE: return rt_op_recursive_new(rc, n);
+    case PN_EXCHANGE: break;
     }
     werr(rc->err, SQLSTATE_INTERNAL, 0, "unknown plan node");
     return NULL;
@@ -136,6 +137,8 @@ void rt_close_ops(int n, RtOp **ops)
 
 static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of, RtDataflow **out, WError *err)
 {
+    if (plan->parallelism > 1)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: streaming_parallelism > 1 (yet)");
     RtDataflow *df = xcalloc(1, sizeof *df);
     df->plan = plan;
     df->rc.env = env;

@@ -66,8 +66,10 @@ void cat_obj_free(CatObj *o)
 /* The entry's body: kind, name, statement, state table ids. */
 static void catalog_body(const CatObj *o, Buf *b)
 {
-    int n = 4 + o->n_table_ids;
+    int n = 4 + o->n_table_ids + (o->parallelism > 1);
     Value *vals = xcalloc((size_t)n, sizeof(Value));
+    if (o->parallelism > 1)
+        vals[n - 1] = value_int(TYPE_INT8, o->parallelism);
     vals[0] = value_int(TYPE_INT8, o->kind);
     vals[1] = value_str(TYPE_TEXT, o->name, strlen(o->name));
     vals[2] = value_str(TYPE_TEXT, o->sql, strlen(o->sql));
@@ -703,8 +705,13 @@ static int replay_catalog(Engine *e, WError *err)
             break;
         }
         int nids = (int)head[3].u.i;
-        Value *vals = xcalloc((size_t)(nids + 4), sizeof(Value));
-        if (row_decode(it->body, it->len, vals, nids + 4)) {
+        Value *vals = xcalloc((size_t)(nids + 5), sizeof(Value));
+        /* A view's streaming_parallelism follows the table ids when it is > 1. */
+        int par = 1;
+        if (row_decode(it->body, it->len, vals, nids + 5) == 0 && !vals[nids + 4].null &&
+            vals[nids + 4].u.i >= 1 && vals[nids + 4].u.i <= PLAN_MAX_PARALLELISM)
+            par = (int)vals[nids + 4].u.i;
+        else if (row_decode(it->body, it->len, vals, nids + 4)) {
             free(vals);
             rc = werr(err, SQLSTATE_INTERNAL, 0, "corrupt catalog entry %llu", (unsigned long long)it->id);
             break;
@@ -727,6 +734,7 @@ static int replay_catalog(Engine *e, WError *err)
         o->kind = (CatKind)vals[0].u.i;
         o->name = strndup(vals[1].u.s.p, vals[1].u.s.len);
         o->sql = strndup(vals[2].u.s.p, vals[2].u.s.len);
+        o->parallelism = par;
         o->n_table_ids = nids;
         o->table_ids = xcalloc((size_t)(nids ? nids : 1), sizeof(uint64_t));
         for (int k = 0; k < nids; k++)

@@ -28,6 +28,9 @@ typedef struct CatObj {
     int n_table_ids;          /* state tables, in the order the planner asked for them */
     uint64_t *table_ids;
     struct CatObj *late_of;   /* a LATE ROWS INTO relation: the view that owns it (not persisted itself) */
+    /* CAT_VIEW: the session's streaming_parallelism at CREATE (persisted after
+     * the table ids when > 1), so the view is re-planned with the same shape */
+    int parallelism;
     /* CAT_SINK */
     struct CatObj *from;      /* the view it reads */
     RtSinkSpec spec;          /* in arena */
