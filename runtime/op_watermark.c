@@ -246,7 +246,9 @@ static int wm_partitions(RtOp *op, RtPartitionWatermark *out, int max)
     for (int p = 0; p < w->n_parts && n < max; p++, n++) {
         RtPartitionWatermark *o = &out[n];
         snprintf(o->source, sizeof o->source, "%s", src ? src->name : "");
-        o->partition = p;
+        /* A parallel view's instance numbers the partitions it reads among
+         * themselves (op_source.c): p there is partition p * n + shard. */
+        o->partition = rt_op_shards(op) > 1 ? p * rt_op_shards(op) + op->rc->shard : p;
         o->watermark = w->part_max[p];
         o->max_event_time = w->max_event[p];
         o->source_watermark = w->current;

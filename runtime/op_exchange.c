@@ -1,0 +1,190 @@
+/*
+ * op_exchange.c: the Exchange operator of a parallel view (PN_EXCHANGE).
+ *
+ * Every shard that has the exchange's input holds a sender instance, every
+ * shard that has its consumer a receiver instance (usually the same
+ * object). On push the sender hashes each row's key columns (value_hash,
+ * the family the aggregation's tables use, then mixed once more so the
+ * shard choice and a table's bucket choice do not share bits), keeps the
+ * rows of its own shard and hands them straight downstream, and copies the
+ * others, per target shard, into chunks of their own arena that the
+ * receiving shard owns (the sender's chunk arena is reset after its poll).
+ * A gather (SINGLE) sends every row to shard 0.
+ *
+ * Watermarks: the sender forwards its input's watermark to every receiver;
+ * a receiver keeps the last watermark of each sender and moves its own to
+ * the minimum over them. A shard that never sends (the input has one
+ * instance) counts as +infinity, and a source instance with no partitions
+ * sends +infinity at once, so neither holds the others back. A row keeps
+ * the watermark its sender gave it, lowered to the other senders' at the
+ * moment it arrives: downstream operators judge lateness against what the
+ * receiver knows, as the union operator does for its two inputs.
+ */
+#include "runtime_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ExOp {
+    RtOp op;
+    int P;
+    bool hash;                /* HASH: rows go to hash(key) % P; else all to shard 0 */
+    bool receiver;            /* this shard has the consumer */
+    int64_t *last;            /* receiver: per sender shard, its last watermark */
+    int64_t emitted;          /* receiver: last watermark sent downstream */
+    int64_t sent;             /* sender: last watermark forwarded */
+    int *target;              /* scratch: per row, its shard */
+    uint8_t *keep;
+    int cap;
+} ExOp;
+
+int64_t rt_exchange_wm_rule(int64_t *last, int n, int sender, int64_t wm)
+{
+    if (wm > last[sender])
+        last[sender] = wm;
+    int64_t m = TS_PLUS_INF;
+    for (int i = 0; i < n; i++)
+        if (last[i] < m)
+            m = last[i];
+    return m;
+}
+
+int64_t rt_exchange_row_wm(const int64_t *last, int n, int sender, int64_t row_wm)
+{
+    int64_t m = row_wm;
+    for (int i = 0; i < n; i++)
+        if (i != sender && last[i] < m)
+            m = last[i];
+    return m;
+}
+
+int rt_exchange_receive(RtOp *op, int from, Chunk *c, int64_t wm)
+{
+    ExOp *x = (ExOp *)(void *)op;
+    if (!x->receiver)
+        return werr(op->rc->err, SQLSTATE_INTERNAL, 0, "exchange: shard %d has no receiver", op->rc->shard);
+    if (!c) {
+        int64_t m = rt_exchange_wm_rule(x->last, x->P, from, wm);
+        if (m <= x->emitted)
+            return 0;
+        x->emitted = m;
+        op->wm = m;
+        return rt_emit_watermark(op, m);
+    }
+    if (c->wm)
+        for (int r = 0; r < c->n_rows; r++)
+            c->wm[r] = rt_exchange_row_wm(x->last, x->P, from, c->wm[r]);
+    return rt_emit(op, c);
+}
+
+static uint64_t row_hash(const Chunk *c, const PlanNode *n, int r)
+{
+    uint64_t h = UINT64_C(0x9e3779b97f4a7c15);
+    for (int k = 0; k < n->n_dist_keys; k++) {
+        Value v;
+        chunk_get(c, n->dist_keys[k], r, &v);
+        h = value_hash(&v, h);
+    }
+    return hash_u64(h ^ UINT64_C(0x2545f4914f6cdd1d));
+}
+
+/* Copies the rows of c going to shard t into a chunk of a new arena and sends it. */
+static int send_rows(ExOp *x, Chunk *c, int t, int n_rows)
+{
+    RtOp *op = &x->op;
+    size_t hint = (size_t)n_rows * (size_t)(c->n_cols + 1) * 24 + 4096;
+    Arena *a = arena_new(hint < (1 << 20) ? hint : (1 << 20));
+    Chunk *out = chunk_new(a, c->n_cols, op->node->out.types, n_rows);
+    if (c->wm)
+        chunk_enable_wm(out);
+    for (int r = 0; r < c->n_rows; r++)
+        if (!x->hash || x->target[r] == t)
+            chunk_append_from(out, c, r);
+    op->counters.rows_out += (uint64_t)out->n_rows;
+    return rt_par_send(op->rc->par, op->node, op->rc->shard, t, a, out, 0);
+}
+
+static int ex_push(RtOp *op, Chunk *c)
+{
+    ExOp *x = (ExOp *)(void *)op;
+    int self = op->rc->shard;
+    if (c->n_rows == 0)
+        return 0;
+    if (!x->hash)
+        return self == 0 ? rt_exchange_receive(op, self, c, 0) : send_rows(x, c, 0, c->n_rows);
+    if (c->n_rows > x->cap) {
+        x->cap = c->n_rows;
+        x->target = xrealloc(x->target, sizeof(int) * (size_t)x->cap);
+        x->keep = xrealloc(x->keep, (size_t)x->cap);
+    }
+    int counts[PLAN_MAX_PARALLELISM] = {0};
+    for (int r = 0; r < c->n_rows; r++) {
+        int t = (int)(row_hash(c, op->node, r) % (uint64_t)x->P);
+        x->target[r] = t;
+        counts[t]++;
+    }
+    for (int t = 0; t < x->P; t++)
+        if (t != self && counts[t] && send_rows(x, c, t, counts[t]))
+            return -1;
+    if (!counts[self])
+        return 0;
+    if (counts[self] < c->n_rows) {
+        for (int r = 0; r < c->n_rows; r++)
+            x->keep[r] = x->target[r] == self;
+        rt_chunk_select(c, x->keep);
+    }
+    return rt_exchange_receive(op, self, c, 0);
+}
+
+static int ex_watermark(RtOp *op, int64_t wm)
+{
+    ExOp *x = (ExOp *)(void *)op;
+    if (wm <= x->sent)
+        return 0; /* idle ticks and repeats: nothing new to tell */
+    x->sent = wm;
+    int self = op->rc->shard;
+    for (int t = 0; t < (x->hash ? x->P : 1); t++) {
+        int rc = t == self ? rt_exchange_receive(op, self, NULL, wm)
+                           : rt_par_send(op->rc->par, op->node, self, t, NULL, NULL, wm);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+static int ex_flush_state(RtOp *op, uint64_t epoch) { return 0; }
+
+static void ex_close(RtOp *op)
+{
+    ExOp *x = (ExOp *)(void *)op;
+    free(x->last);
+    free(x->target);
+    free(x->keep);
+    free(x);
+}
+
+static const RtOpVt EXCHANGE_VT = {.push = ex_push, .watermark = ex_watermark, .flush_state = ex_flush_state,
+                                   .close = ex_close};
+
+RtOp *rt_op_exchange_new(RtCtx *rc, const PlanNode *n)
+{
+    if (!rc->par) {
+        werr(rc->err, SQLSTATE_INTERNAL, 0, "an exchange outside a parallel view");
+        return NULL;
+    }
+    ExOp *x = xcalloc(1, sizeof *x);
+    x->op.vt = &EXCHANGE_VT;
+    x->op.node = n;
+    x->op.rc = rc;
+    x->op.wm = TS_MINUS_INF;
+    x->P = rc->n_shards;
+    x->hash = n->dist == PLAN_DIST_HASH;
+    x->receiver = rc->shard == 0 || n->parallelism > 1;
+    x->emitted = x->sent = TS_MINUS_INF;
+    x->last = xcalloc((size_t)x->P, sizeof(int64_t));
+    /* Shards without an instance of the input never send. */
+    bool all_send = n->inputs[0]->parallelism > 1;
+    for (int s = 0; s < x->P; s++)
+        x->last[s] = all_send || s == 0 ? TS_MINUS_INF : TS_PLUS_INF;
+    return &x->op;
+}
