@@ -169,8 +169,8 @@ static PlanNode **copy_nodes(RtPar *par, int s)
         }
         for (int k = 0; k < n->n_inputs; k++)
             for (int j = 0; j < i; j++)
-                if (plan->nodes[j] == n->inputs[k])
-                    x->inputs[k] = c[j];
+                if (plan->nodes[j] == n->inputs[k] && c[j])
+                    x->inputs[k] = c[j]; /* else the original: read, never wired (no instance here) */
         c[i] = x;
     }
     return c;
