@@ -32,7 +32,6 @@
 #include "runtime_int.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +88,22 @@ struct RtPar {
     _Atomic int stopped;      /* shards past their run phase */
     _Atomic int abort;        /* a shard failed: everyone stops */
     _Atomic int *outbound;    /* per shard: its messages still queued */
+    /* Quiescing shards with nothing to do sleep on qcv (at most 1 ms) rather
+     * than spin: the machine is shared. Whoever queues a message, stops, or
+     * brings in_flight to 0 wakes them when there are sleepers. */
+    pthread_mutex_t qmu;
+    pthread_cond_t qcv;
+    _Atomic int sleepers;
 };
+
+static void wake(RtPar *par)
+{
+    if (atomic_load(&par->sleepers)) {
+        pthread_mutex_lock(&par->qmu);
+        pthread_cond_broadcast(&par->qcv);
+        pthread_mutex_unlock(&par->qmu);
+    }
+}
 
 static int64_t mono_ms(void)
 {
@@ -138,6 +152,8 @@ RtPar *rt_par_new(const PlanView *plan, RtCtx *rc0, RtOp **ops0)
     pthread_mutex_init(&par->mu, NULL);
     pthread_cond_init(&par->start_cv, NULL);
     pthread_cond_init(&par->done_cv, NULL);
+    pthread_mutex_init(&par->qmu, NULL);
+    pthread_cond_init(&par->qcv, NULL);
     return par;
 }
 
@@ -308,6 +324,7 @@ int rt_par_send(RtPar *par, const PlanNode *n, int from, int to, Arena *a, Chunk
         q->head = m;
     q->tail = m;
     pthread_mutex_unlock(&q->mu);
+    wake(par);
     return 0;
 }
 
@@ -335,7 +352,8 @@ static int drain(RtPar *par, int s, bool *work)
                     arena_free(m->arena);
                 free(m);
                 atomic_fetch_sub(&par->outbound[from], 1);
-                atomic_fetch_sub(&par->in_flight, 1);
+                if (atomic_fetch_sub(&par->in_flight, 1) == 1)
+                    wake(par);
                 *work = true;
                 if (rc) {
                     /* The rest is dropped: the dataflow is closed after a failed step. */
@@ -347,6 +365,7 @@ static int drain(RtPar *par, int s, bool *work)
                         atomic_fetch_sub(&par->outbound[from], 1);
                         atomic_fetch_sub(&par->in_flight, 1);
                     }
+                    wake(par);
                     return -1;
                 }
                 m = next;
@@ -360,6 +379,30 @@ static void fail(RtPar *par, Shard *sh)
 {
     sh->rcode = -1;
     atomic_store(&par->abort, 1);
+    wake(par);
+}
+
+static bool quiet(RtPar *par)
+{
+    return atomic_load(&par->stopped) == par->P &&
+           (atomic_load(&par->in_flight) == 0 || atomic_load(&par->abort));
+}
+
+/* Whether anything waits in shard s's inbound queues (a racy peek: a
+ * message queued right after is seen by the waker's broadcast). */
+static bool inbound(RtPar *par, int s)
+{
+    for (int ex = 0; ex < par->n_ex; ex++)
+        for (int from = 0; from < par->P; from++)
+            if (from != s) {
+                Queue *q = queue_of(par, ex, from, s);
+                pthread_mutex_lock(&q->mu);
+                bool any = q->head != NULL;
+                pthread_mutex_unlock(&q->mu);
+                if (any)
+                    return true;
+            }
+    return false;
 }
 
 /* Shard s's part of one step (see the file comment). */
@@ -391,23 +434,30 @@ static void run_shard(RtPar *par, int s)
             break;
     }
     atomic_fetch_add(&par->stopped, 1);
-    for (int idle = 0;;) {
+    wake(par);
+    for (;;) {
         bool work = false;
         if (!sh->rcode && drain(par, s, &work))
             fail(par, sh);
         arena_reset(sh->rc->chunk_arena);
-        if (atomic_load(&par->abort) && atomic_load(&par->stopped) == par->P)
+        if (quiet(par))
             break;
-        if (atomic_load(&par->stopped) == par->P && atomic_load(&par->in_flight) == 0)
-            break;
-        if (work) {
-            idle = 0;
-        } else if (++idle < 64) {
-            sched_yield();
-        } else {
-            struct timespec ts = {0, 100000};
-            nanosleep(&ts, NULL);
+        if (work)
+            continue;
+        pthread_mutex_lock(&par->qmu);
+        atomic_fetch_add(&par->sleepers, 1);
+        if (!quiet(par) && !inbound(par, s)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&par->qcv, &par->qmu, &ts);
         }
+        atomic_fetch_sub(&par->sleepers, 1);
+        pthread_mutex_unlock(&par->qmu);
     }
 }
 
@@ -503,6 +553,8 @@ void rt_par_free(RtPar *par)
         pthread_mutex_destroy(&par->q[i].mu);
     }
     pthread_mutex_destroy(&par->mu);
+    pthread_mutex_destroy(&par->qmu);
+    pthread_cond_destroy(&par->qcv);
     pthread_cond_destroy(&par->start_cv);
     pthread_cond_destroy(&par->done_cv);
     free(par->q);
