@@ -34,6 +34,8 @@ typedef struct ExOp {
     int64_t emitted;          /* receiver: last watermark sent downstream */
     int64_t sent;             /* sender: last watermark forwarded */
     int *target;              /* scratch: per row, its shard */
+    uint64_t *hashes;         /* scratch: per row, its key's hash */
+    int *rows;                /* scratch: the rows going to one shard */
     uint8_t *keep;
     int cap;
 } ExOp;
@@ -77,29 +79,95 @@ int rt_exchange_receive(RtOp *op, int from, Chunk *c, int64_t wm)
     return rt_emit(op, c);
 }
 
-static uint64_t row_hash(const Chunk *c, const PlanNode *n, int r)
+/* Each row's shard: value_hash over the key columns (a column at a time;
+ * 64-bit integers and times, the common keys, without a Value per cell). */
+static void route(ExOp *x, const Chunk *c, int *counts)
 {
-    uint64_t h = UINT64_C(0x9e3779b97f4a7c15);
+    const PlanNode *n = x->op.node;
+    uint64_t *h = x->hashes;
+    for (int r = 0; r < c->n_rows; r++)
+        h[r] = UINT64_C(0x9e3779b97f4a7c15);
     for (int k = 0; k < n->n_dist_keys; k++) {
-        Value v;
-        chunk_get(c, n->dist_keys[k], r, &v);
-        h = value_hash(&v, h);
+        const Column *col = &c->cols[n->dist_keys[k]];
+        if (type_phys(col->type) == PHYS_I64) {
+            for (int r = 0; r < c->n_rows; r++)
+                h[r] = col->nulls[r] ? hash_u64(h[r] ^ UINT64_C(0x5bd1e995)) : hash_u64(h[r] ^ (uint64_t)col->v.i[r]);
+            continue;
+        }
+        for (int r = 0; r < c->n_rows; r++) {
+            Value v;
+            chunk_get(c, n->dist_keys[k], r, &v);
+            h[r] = value_hash(&v, h[r]);
+        }
     }
-    return hash_u64(h ^ UINT64_C(0x2545f4914f6cdd1d));
+    for (int r = 0; r < c->n_rows; r++) {
+        int t = (int)(hash_u64(h[r] ^ UINT64_C(0x2545f4914f6cdd1d)) % (uint64_t)x->P);
+        x->target[r] = t;
+        counts[t]++;
+    }
 }
 
-/* Copies the rows of c going to shard t into a chunk of a new arena and sends it. */
+/* Copies rows[0..n) of c, a column at a time, into a new chunk of a (strings too). */
+static Chunk *copy_rows(Arena *a, const Chunk *c, const TypeId *types, const int *rows, int n)
+{
+    Chunk *out = chunk_new(a, c->n_cols, types, n);
+    for (int i = 0; i < c->n_cols; i++) {
+        const Column *src = &c->cols[i];
+        Column *dst = &out->cols[i];
+        for (int j = 0; j < n; j++)
+            dst->nulls[j] = src->nulls[rows[j]];
+        switch (type_phys(src->type)) {
+        case PHYS_I64:
+            for (int j = 0; j < n; j++)
+                dst->v.i[j] = src->v.i[rows[j]];
+            break;
+        case PHYS_F64:
+            for (int j = 0; j < n; j++)
+                dst->v.f[j] = src->v.f[rows[j]];
+            break;
+        case PHYS_IV:
+            for (int j = 0; j < n; j++)
+                dst->v.iv[j] = src->v.iv[rows[j]];
+            break;
+        case PHYS_STR:
+            for (int j = 0; j < n; j++) {
+                StrRef sr = src->v.s[rows[j]];
+                if (dst->nulls[j]) {
+                    dst->v.s[j] = (StrRef){"", 0};
+                    continue;
+                }
+                char *p = arena_alloc(a, sr.len + 1);
+                if (sr.len)
+                    memcpy(p, sr.p, sr.len);
+                p[sr.len] = 0;
+                dst->v.s[j] = (StrRef){p, sr.len};
+            }
+            break;
+        }
+    }
+    for (int j = 0; j < n; j++)
+        out->ops[j] = c->ops[rows[j]];
+    if (c->wm) {
+        chunk_enable_wm(out);
+        for (int j = 0; j < n; j++)
+            out->wm[j] = c->wm[rows[j]];
+    }
+    out->n_rows = n;
+    return out;
+}
+
+/* Copies the rows of c going to shard t into a chunk of a new arena (the
+ * receiver frees it once its push returned) and sends it. */
 static int send_rows(ExOp *x, Chunk *c, int t, int n_rows)
 {
     RtOp *op = &x->op;
-    size_t hint = (size_t)n_rows * (size_t)(c->n_cols + 1) * 24 + 4096;
-    Arena *a = arena_new(hint < (1 << 20) ? hint : (1 << 20));
-    Chunk *out = chunk_new(a, c->n_cols, op->node->out.types, n_rows);
-    if (c->wm)
-        chunk_enable_wm(out);
+    int m = 0;
     for (int r = 0; r < c->n_rows; r++)
         if (!x->hash || x->target[r] == t)
-            chunk_append_from(out, c, r);
+            x->rows[m++] = r;
+    size_t hint = (size_t)m * (size_t)(c->n_cols + 1) * 24 + 4096;
+    Arena *a = arena_new(hint < (1 << 20) ? hint : (1 << 20));
+    Chunk *out = copy_rows(a, c, op->node->out.types, x->rows, m);
     op->counters.rows_out += (uint64_t)out->n_rows;
     return rt_par_send(op->rc->par, op->node, op->rc->shard, t, a, out, 0);
 }
@@ -110,19 +178,17 @@ static int ex_push(RtOp *op, Chunk *c)
     int self = op->rc->shard;
     if (c->n_rows == 0)
         return 0;
-    if (!x->hash)
-        return self == 0 ? rt_exchange_receive(op, self, c, 0) : send_rows(x, c, 0, c->n_rows);
     if (c->n_rows > x->cap) {
         x->cap = c->n_rows;
         x->target = xrealloc(x->target, sizeof(int) * (size_t)x->cap);
+        x->hashes = xrealloc(x->hashes, sizeof(uint64_t) * (size_t)x->cap);
+        x->rows = xrealloc(x->rows, sizeof(int) * (size_t)x->cap);
         x->keep = xrealloc(x->keep, (size_t)x->cap);
     }
+    if (!x->hash)
+        return self == 0 ? rt_exchange_receive(op, self, c, 0) : send_rows(x, c, 0, c->n_rows);
     int counts[PLAN_MAX_PARALLELISM] = {0};
-    for (int r = 0; r < c->n_rows; r++) {
-        int t = (int)(row_hash(c, op->node, r) % (uint64_t)x->P);
-        x->target[r] = t;
-        counts[t]++;
-    }
+    route(x, c, counts);
     for (int t = 0; t < x->P; t++)
         if (t != self && counts[t] && send_rows(x, c, t, counts[t]))
             return -1;
@@ -159,6 +225,8 @@ static void ex_close(RtOp *op)
     ExOp *x = (ExOp *)(void *)op;
     free(x->last);
     free(x->target);
+    free(x->hashes);
+    free(x->rows);
     free(x->keep);
     free(x);
 }
