@@ -9,7 +9,8 @@
  * group key, joins both sides' join keys, Top-N its partition key, set
  * operations the whole row. What has no key, or is not parallelized yet
  * (the materialize, views and tables read as sources, LATE ROWS INTO,
- * aggregations without GROUP BY), is SINGLE: one instance, instance 0,
+ * aggregations without GROUP BY, temporal joins: split, their answers to
+ * probes behind the watermark depended on the instances' timing), is SINGLE: one instance, instance 0,
  * which the runtime runs on the engine thread.
  *
  * Where a node needs another distribution than its input has, an Exchange
@@ -108,8 +109,9 @@ static Need need_of(Arena *a, const PlanNode *n, int k)
             return single_need("aggregation keyed by its windows only is single");
         return hash_need(a, in, m, cols, "aggregation keyed by");
     }
-    case PN_JOIN:
     case PN_TEMPORAL_JOIN:
+        return single_need("temporal join is single");
+    case PN_JOIN:
     case PN_SEMI_JOIN:
         if (n->n_join_keys == 0)
             return single_need("join without an equality key is single");
