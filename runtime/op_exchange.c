@@ -31,6 +31,8 @@ typedef struct ExOp {
     bool hash;                /* HASH: rows go to hash(key) % P; else all to shard 0 */
     bool receiver;            /* this shard has the consumer */
     int64_t *last;            /* receiver: per sender shard, its last watermark */
+    bool *idle;               /* receiver: per sender shard, it said RT_WM_IDLE since */
+    bool idle_out;            /* sender: RT_WM_IDLE forwarded, no real watermark since */
     int64_t emitted;          /* receiver: last watermark sent downstream */
     int64_t sent;             /* sender: last watermark forwarded */
     int *target;              /* scratch: per row, its shard */
@@ -40,22 +42,39 @@ typedef struct ExOp {
     int cap;
 } ExOp;
 
-int64_t rt_exchange_wm_rule(int64_t *last, int n, int sender, int64_t wm)
+int64_t rt_exchange_wm_rule(int64_t *last, bool *idle, int n, int sender, int64_t wm)
 {
-    if (wm > last[sender])
-        last[sender] = wm;
+    if (wm == RT_WM_IDLE) {
+        idle[sender] = true;
+    } else {
+        idle[sender] = false;
+        if (wm > last[sender])
+            last[sender] = wm;
+    }
     int64_t m = TS_PLUS_INF;
+    bool any = false;
     for (int i = 0; i < n; i++)
-        if (last[i] < m)
-            m = last[i];
+        if (!idle[i]) {
+            any = true;
+            if (last[i] < m)
+                m = last[i];
+        }
+    if (!any) {
+        /* All idle: those that never had a watermark do not hold it, the others do. */
+        for (int i = 0; i < n; i++)
+            if (last[i] != TS_MINUS_INF && last[i] < m)
+                m = last[i];
+        if (m == TS_PLUS_INF)
+            m = TS_MINUS_INF;
+    }
     return m;
 }
 
-int64_t rt_exchange_row_wm(const int64_t *last, int n, int sender, int64_t row_wm)
+int64_t rt_exchange_row_wm(const int64_t *last, const bool *idle, int n, int sender, int64_t row_wm)
 {
     int64_t m = row_wm;
     for (int i = 0; i < n; i++)
-        if (i != sender && last[i] < m)
+        if (i != sender && !idle[i] && last[i] < m)
             m = last[i];
     return m;
 }
@@ -66,7 +85,7 @@ int rt_exchange_receive(RtOp *op, int from, Chunk *c, int64_t wm)
     if (!x->receiver)
         return werr(op->rc->err, SQLSTATE_INTERNAL, 0, "exchange: shard %d has no receiver", op->rc->shard);
     if (!c) {
-        int64_t m = rt_exchange_wm_rule(x->last, x->P, from, wm);
+        int64_t m = rt_exchange_wm_rule(x->last, x->idle, x->P, from, wm);
         if (m <= x->emitted)
             return 0;
         x->emitted = m;
@@ -75,7 +94,7 @@ int rt_exchange_receive(RtOp *op, int from, Chunk *c, int64_t wm)
     }
     if (c->wm)
         for (int r = 0; r < c->n_rows; r++)
-            c->wm[r] = rt_exchange_row_wm(x->last, x->P, from, c->wm[r]);
+            c->wm[r] = rt_exchange_row_wm(x->last, x->idle, x->P, from, c->wm[r]);
     return rt_emit(op, c);
 }
 
@@ -205,9 +224,21 @@ static int ex_push(RtOp *op, Chunk *c)
 static int ex_watermark(RtOp *op, int64_t wm)
 {
     ExOp *x = (ExOp *)(void *)op;
-    if (wm <= x->sent)
-        return 0; /* idle ticks and repeats: nothing new to tell */
-    x->sent = wm;
+    if (wm == RT_WM_IDLE) {
+        if (x->idle_out)
+            return 0;
+        x->idle_out = true;
+    } else if (x->idle_out) {
+        /* Active again: said even when not ahead, so receivers count us again. */
+        x->idle_out = false;
+        if (wm < x->sent)
+            wm = x->sent;
+        x->sent = wm;
+    } else {
+        if (wm <= x->sent)
+            return 0; /* idle ticks and repeats: nothing new to tell */
+        x->sent = wm;
+    }
     int self = op->rc->shard;
     for (int t = 0; t < (x->hash ? x->P : 1); t++) {
         int rc = t == self ? rt_exchange_receive(op, self, NULL, wm)
@@ -224,6 +255,7 @@ static void ex_close(RtOp *op)
 {
     ExOp *x = (ExOp *)(void *)op;
     free(x->last);
+    free(x->idle);
     free(x->target);
     free(x->hashes);
     free(x->rows);
@@ -250,6 +282,7 @@ RtOp *rt_op_exchange_new(RtCtx *rc, const PlanNode *n)
     x->receiver = rc->shard == 0 || n->parallelism > 1;
     x->emitted = x->sent = TS_MINUS_INF;
     x->last = xcalloc((size_t)x->P, sizeof(int64_t));
+    x->idle = xcalloc((size_t)x->P, sizeof(bool));
     /* Shards without an instance of the input never send. */
     bool all_send = n->inputs[0]->parallelism > 1;
     for (int s = 0; s < x->P; s++)

@@ -96,6 +96,14 @@ struct RtCtx {
     int n_shards;
 };
 
+/* Sent as a watermark by a split source's watermark operator whose
+ * partitions are all idle (idle_timeout): up to the next exchange it means
+ * "this instance does not hold the watermark back" (as an idle partition
+ * does not within one instance) and is not a time; the exchange receivers
+ * leave that sender out until it sends a real watermark again. Operators
+ * between the two pass it on untouched. */
+#define RT_WM_IDLE (TS_PLUS_INF - 1)
+
 /* The instances op's node is split into: the view's parallelism for a
  * parallel node, else 1 (a single source of a parallel view reads all). */
 static inline int rt_op_shards(const RtOp *op)
@@ -140,12 +148,14 @@ RtOp *rt_op_exchange_new(RtCtx *rc, const PlanNode *n);
 int rt_exchange_receive(RtOp *op, int from, Chunk *c, int64_t wm);
 /* The watermark rule of an exchange receiver, alone (unit-tested): last
  * holds each sender's last watermark (TS_PLUS_INF for shards that never
- * send); sender's new watermark wm is recorded, and the receiver's
- * watermark, the minimum over senders, is returned. */
-int64_t rt_exchange_wm_rule(int64_t *last, int n, int sender, int64_t wm);
+ * send), idle whether it said RT_WM_IDLE since; sender's new watermark wm
+ * (or RT_WM_IDLE) is recorded, and the receiver's watermark is returned:
+ * the minimum over the senders not idle, or when all are idle the minimum
+ * over those that ever sent one (TS_MINUS_INF if none did). */
+int64_t rt_exchange_wm_rule(int64_t *last, bool *idle, int n, int sender, int64_t wm);
 /* A row that sender annotated with watermark row_wm is judged at the
- * receiver against min(row_wm, every other sender's last watermark). */
-int64_t rt_exchange_row_wm(const int64_t *last, int n, int sender, int64_t row_wm);
+ * receiver against min(row_wm, every other non-idle sender's last watermark). */
+int64_t rt_exchange_row_wm(const int64_t *last, const bool *idle, int n, int sender, int64_t row_wm);
 
 /* Hands c to the downstream operator. The receiver owns the chunk from then
  * on (it may filter it in place): the sender must not touch it again. */
