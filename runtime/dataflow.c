@@ -637,8 +637,14 @@ void rt_dataflow_close(RtDataflow *df)
 
 int rt_dataflow_drop_state(StorEnv *stor, const PlanView *plan, WError *err)
 {
-    for (int i = 0; i < plan->n_nodes; i++)
-        if (plan->nodes[i]->table_id && stor_table_drop(stor, plan->nodes[i]->table_id, err))
+    for (int i = 0; i < plan->n_nodes; i++) {
+        const PlanNode *n = plan->nodes[i];
+        if (n->table_id && stor_table_drop(stor, n->table_id, err))
             return -1;
+        /* A parallel node's other instances' tables. */
+        for (int k = 2; n->shard_tables && k < 2 * plan->parallelism; k++)
+            if (n->shard_tables[k] && stor_table_drop(stor, n->shard_tables[k], err))
+                return -1;
+    }
     return 0;
 }
