@@ -184,8 +184,7 @@ static int send_rows(ExOp *x, Chunk *c, int t, int n_rows)
     for (int r = 0; r < c->n_rows; r++)
         if (!x->hash || x->target[r] == t)
             x->rows[m++] = r;
-    size_t hint = (size_t)m * (size_t)(c->n_cols + 1) * 24 + 4096;
-    Arena *a = arena_new(hint < (1 << 20) ? hint : (1 << 20));
+    Arena *a = rt_par_arena(op->rc->par);
     Chunk *out = copy_rows(a, c, op->node->out.types, x->rows, m);
     /* rows_out is counted by the receiving instance's rt_emit. */
     return rt_par_send(op->rc->par, op->node, op->rc->shard, t, a, out, 0);

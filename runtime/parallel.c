@@ -40,6 +40,8 @@
 
 #define SLICE_MS 10           /* a shard's run phase at most this long per step */
 #define OUT_LIMIT 64          /* queued messages a shard may have outstanding before it stops polling */
+#define MSG_BLOCK (256 << 10) /* message arenas' block: a 1024-row chunk of a dozen columns fits */
+#define POOL_MAX 64           /* message arenas kept for reuse (16 MiB at most) */
 
 typedef struct Msg {
     struct Msg *next;
@@ -94,7 +96,36 @@ struct RtPar {
     pthread_mutex_t qmu;
     pthread_cond_t qcv;
     _Atomic int sleepers;
+    pthread_mutex_t pool_mu;  /* message arenas for reuse */
+    int n_pool;
+    Arena *pool[POOL_MAX];
 };
+
+Arena *rt_par_arena(RtPar *par)
+{
+    Arena *a = NULL;
+    pthread_mutex_lock(&par->pool_mu);
+    if (par->n_pool)
+        a = par->pool[--par->n_pool];
+    pthread_mutex_unlock(&par->pool_mu);
+    return a ? a : arena_new(MSG_BLOCK);
+}
+
+/* A delivered message's arena: back to the pool (reset), or freed. */
+static void arena_done(RtPar *par, Arena *a)
+{
+    if (!a)
+        return;
+    arena_reset(a);
+    pthread_mutex_lock(&par->pool_mu);
+    if (par->n_pool < POOL_MAX) {
+        par->pool[par->n_pool++] = a;
+        a = NULL;
+    }
+    pthread_mutex_unlock(&par->pool_mu);
+    if (a)
+        arena_free(a);
+}
 
 static void wake(RtPar *par)
 {
@@ -154,6 +185,7 @@ RtPar *rt_par_new(const PlanView *plan, RtCtx *rc0, RtOp **ops0)
     pthread_cond_init(&par->done_cv, NULL);
     pthread_mutex_init(&par->qmu, NULL);
     pthread_cond_init(&par->qcv, NULL);
+    pthread_mutex_init(&par->pool_mu, NULL);
     return par;
 }
 
@@ -304,8 +336,7 @@ int rt_par_send(RtPar *par, const PlanNode *n, int from, int to, Arena *a, Chunk
         /* Workers parked: run the receiving shard's operators here. */
         RtOp *recv = par->sh[to].ops[par->ex_at[ex]];
         int rc = recv ? rt_exchange_receive(recv, from, c, wm) : 0;
-        if (a)
-            arena_free(a);
+        arena_done(par, a);
         if (rc && par->sh[from].rc->err != par->sh[to].rc->err)
             *par->sh[from].rc->err = *par->sh[to].rc->err;
         return rc;
@@ -348,8 +379,7 @@ static int drain(RtPar *par, int s, bool *work)
                 int rc = 0;
                 if (!atomic_load(&par->abort))
                     rc = recv ? rt_exchange_receive(recv, from, m->c, m->wm) : 0;
-                if (m->arena)
-                    arena_free(m->arena);
+                arena_done(par, m->arena);
                 free(m);
                 atomic_fetch_sub(&par->outbound[from], 1);
                 if (atomic_fetch_sub(&par->in_flight, 1) == 1)
@@ -554,6 +584,9 @@ void rt_par_free(RtPar *par)
     }
     pthread_mutex_destroy(&par->mu);
     pthread_mutex_destroy(&par->qmu);
+    for (int i = 0; i < par->n_pool; i++)
+        arena_free(par->pool[i]);
+    pthread_mutex_destroy(&par->pool_mu);
     pthread_cond_destroy(&par->qcv);
     pthread_cond_destroy(&par->start_cv);
     pthread_cond_destroy(&par->done_cv);

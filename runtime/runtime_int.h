@@ -143,6 +143,9 @@ int rt_par_sources(RtPar *par, int s, RtOp ***out);
  * exchange node n: queued during a step, delivered at once (on this thread)
  * between steps, when the workers are parked. -1 when the receiver failed. */
 int rt_par_send(RtPar *par, const PlanNode *n, int from, int to, Arena *a, Chunk *c, int64_t wm);
+/* An arena for one message's chunk, from the dataflow's pool (reused after
+ * delivery, so the hot path does not malloc and free a block per chunk). */
+Arena *rt_par_arena(RtPar *par);
 /* op_exchange.c: the receiving side. */
 RtOp *rt_op_exchange_new(RtCtx *rc, const PlanNode *n);
 int rt_exchange_receive(RtOp *op, int from, Chunk *c, int64_t wm);
