@@ -93,8 +93,27 @@ static void cols_list(const PlanSchema *s, int n, const int *cols, Buf *out)
 }
 
 /* The node's own parameters, as "k: v, k: v". */
+/* A parallel view's distribution of n: "hash(a, b)", "any" or "single". */
+static void dist_text(const PlanNode *n, Buf *out)
+{
+    if (n->dist == PLAN_DIST_HASH) {
+        buf_puts(out, "hash(");
+        for (int i = 0; i < n->n_dist_keys; i++)
+            buf_printf(out, "%s%s", i ? ", " : "", n->out.names[n->dist_keys[i]]);
+        buf_putc(out, ')');
+    } else {
+        buf_puts(out, n->dist == PLAN_DIST_ANY ? "any" : "single");
+    }
+}
+
 static void node_params(const PlanNode *n, Buf *out)
 {
+    if (n->kind == PN_EXCHANGE) {
+        buf_puts(out, "to: ");
+        dist_text(n, out);
+        buf_printf(out, ", parallelism: %d, why: %s", n->parallelism, n->ex_reason ? n->ex_reason : "");
+        return;
+    }
     const PlanSchema *in = n->n_inputs ? &n->inputs[0]->out : NULL;
     switch (n->kind) {
     case PN_SOURCE: {
@@ -292,6 +311,8 @@ static void node_params(const PlanNode *n, Buf *out)
         if (n->wm_col >= 0)
             buf_puts(out, ", watermark: min of inputs");
         break;
+    case PN_EXCHANGE:
+        break;
     }
 }
 
@@ -426,6 +447,11 @@ static void explain_text(const PlanNode *n, const char *prefix, bool root, bool 
     }
     if (n->wm_col >= 0)
         buf_printf(out, ", watermark: %s", n->out.names[n->wm_col]);
+    if (n->parallelism > 0) {
+        buf_printf(out, ", parallelism: %d (", n->parallelism);
+        dist_text(n, out);
+        buf_putc(out, ')');
+    }
     Buf st = BUF_INIT;
     node_state(n, &st);
     if (st.len)
@@ -475,6 +501,16 @@ static void explain_json(const PlanNode *n, Buf *out)
         json_str(out, n->out.names[n->wm_col]);
     else
         buf_puts(out, "null");
+    if (n->parallelism > 0) {
+        buf_reset(&tmp);
+        dist_text(n, &tmp);
+        buf_printf(out, ", \"parallelism\": %d, \"distribution\": ", n->parallelism);
+        json_str(out, tmp.data);
+    }
+    if (n->kind == PN_EXCHANGE) {
+        buf_puts(out, ", \"exchange_reason\": ");
+        json_str(out, n->ex_reason ? n->ex_reason : "");
+    }
     buf_reset(&tmp);
     node_state(n, &tmp);
     buf_puts(out, ", \"state\": ");

@@ -23,7 +23,7 @@ const char *plan_node_kind_name(PlanNodeKind k)
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
                                   "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
                                   "TableWrite", "TemporalJoin", "Union", "SetOp", "SemiJoin", "RecursiveUnion",
-                                  "WorkTable"};
+                                  "WorkTable", "Exchange"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -1625,6 +1625,7 @@ static PlanView *view_of(Arena *a, const PlanCtx *p, PlanNode *m)
     v->n_pk = m->n_keys;
     v->pk = m->keys;
     v->append_only = m->append_only;
+    v->parallelism = 1;
     return v;
 }
 
@@ -1690,6 +1691,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         return NULL;
     }
     const AstOption *backfill = NULL, *ttl_opt = NULL;
+    int parallelism = opt && opt->parallelism > 0 ? opt->parallelism : 1;
     PlanStart start = PLAN_START_DEFAULT;
     int64_t start_ts = 0;
     for (int i = 0; i < ast_list_len(cv->options); i++) {
@@ -1700,9 +1702,18 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
             backfill = o;
             continue;
         }
+        if (strcasecmp(o->key, "streaming_parallelism") == 0) {
+            if (plan_parallelism_value(o->value, &parallelism)) {
+                werr(err, SQLSTATE_INVALID_PARAMETER, o->pos,
+                     "streaming_parallelism must be an integer from 1 to %d, not '%s'", PLAN_MAX_PARALLELISM,
+                     o->value ? o->value : "");
+                return NULL;
+            }
+            continue;
+        }
         if (strcasecmp(o->key, "state_ttl") != 0) {
             werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
-            werr_hint(err, "View options: backfill_from, state_ttl.");
+            werr_hint(err, "View options: backfill_from, state_ttl, streaming_parallelism.");
             return NULL;
         }
         Interval iv;
@@ -1897,7 +1908,26 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         v->late_schema.names[nw] = "watermark";
         v->late_schema.types[nw] = TYPE_TIMESTAMP;
     }
+    if (plan_distribute(&p, v, parallelism))
+        return NULL;
     return v;
+}
+
+int plan_parallelism_value(const char *s, int *out)
+{
+    if (!s)
+        return -1;
+    while (*s == ' ')
+        s++;
+    int v = 0, digits = 0;
+    for (; *s >= '0' && *s <= '9' && digits < 4; s++, digits++)
+        v = v * 10 + (*s - '0');
+    while (*s == ' ')
+        s++;
+    if (!digits || *s || v < 1 || v > PLAN_MAX_PARALLELISM)
+        return -1;
+    *out = v;
+    return 0;
 }
 
 PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WError *err)

@@ -153,6 +153,7 @@ typedef enum PlanNodeKind {
     PN_SEMI_JOIN,     /* left rows against a subquery's rows: [NOT] IN, [NOT] EXISTS, scalar subqueries */
     PN_RECURSIVE,     /* batch: WITH RECURSIVE, iterated to a fixpoint (a leaf running two sub-queries) */
     PN_WORK_TABLE,    /* batch: inside a recursive term, the rows the previous iteration added */
+    PN_EXCHANGE,      /* parallel views (plan_dist.c): routes rows to the instance that owns their key */
 } PlanNodeKind;
 
 /* What a PN_SEMI_JOIN does with the subquery's verdict on each left row. The
@@ -173,6 +174,15 @@ typedef struct PlanSchema {
     TypeId *types;
     bool *hidden;               /* columns the user does not see (e.g. _row_id) */
 } PlanSchema;
+
+/* How the instances of a node in a parallel view (plan_dist.c) split the
+ * rows. ANY: each instance takes whatever reaches it (stateless operators,
+ * sources); HASH: row r is at instance hash(dist_keys of r) % P; SINGLE: one
+ * instance (instance 0) sees every row. */
+typedef enum PlanDist { PLAN_DIST_SINGLE, PLAN_DIST_ANY, PLAN_DIST_HASH } PlanDist;
+
+/* streaming_parallelism: at most this many instances per node. */
+#define PLAN_MAX_PARALLELISM 64
 
 typedef enum PlanEmit { PLAN_EMIT_CHANGES, PLAN_EMIT_ON_CLOSE } PlanEmit;
 
@@ -289,6 +299,19 @@ typedef struct PlanNode {
     /* PN_VALUES */
     int n_rows;
     Value **rows;               /* n_rows arrays of out.n values */
+    /* Parallel views (PlanView.parallelism > 1; plan_dist.c). parallelism: the
+     * node's instances (P, or 1 for SINGLE), 0 in a view planned for one
+     * thread. shard_tables[2 * s], [2 * s + 1]: instance s's table_id and
+     * table_id2 (instance 0 uses table_id and table_id2 themselves), NULL
+     * for nodes without state or with one instance. */
+    PlanDist dist;
+    int n_dist_keys;
+    int *dist_keys;             /* PLAN_DIST_HASH: output columns hashed (value_hash), in this order */
+    int parallelism;
+    uint64_t *shard_tables;
+    /* PN_EXCHANGE: its output is its input's rows, at the instances dist says;
+     * why it is there, for EXPLAIN */
+    const char *ex_reason;
 } PlanNode;
 
 /* WITH RECURSIVE stops with 54001 past these (the iterations of one CTE, its rows). */
@@ -313,6 +336,9 @@ typedef struct PlanView {
     /* The time zone the view was planned in (tz_current(), NULL = UTC): its
      * expressions run in it, whoever reads the view (tz.h). */
     const struct WTz *tz;
+    /* Instances of the parallel nodes (streaming_parallelism); 1 when the
+     * view runs on one thread, exactly as before parallelism existed. */
+    int parallelism;
 } PlanView;
 
 /* An ad hoc query (SELECT) run once over materialized views. */
@@ -336,7 +362,12 @@ typedef struct PlanQuery {
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */
     bool allow_unbounded;       /* session setting streaming_allow_unbounded_state */
+    int parallelism;            /* session setting streaming_parallelism (0 = 1); WITH (streaming_parallelism) overrides */
 } PlanViewOptions;
+
+/* Parses a streaming_parallelism value (an integer 1..PLAN_MAX_PARALLELISM,
+ * spaces around allowed). 0 and *out, or -1. */
+int plan_parallelism_value(const char *s, int *out);
 
 /* Plans CREATE MATERIALIZED VIEW. New state table ids come from cat. On error
  * returns NULL with err set (SQLSTATE and position in the statement text). */

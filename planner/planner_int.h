@@ -136,6 +136,10 @@ PlanNode *new_node(PlanCtx *p, PlanNodeKind kind, PlanNode *input);
 void alloc_schema(Arena *a, PlanSchema *s, int n);
 void alloc_scope(Arena *a, Scope *s, int n);
 void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s);
+/* plan_dist.c: with P > 1, gives every node of p (the nodes of v) its
+ * distribution, inserts the exchanges and allocates the instances' state
+ * tables; sets v->parallelism (1 when nothing splits). 0, or -1 with err. */
+int plan_distribute(PlanCtx *p, PlanView *v, int P);
 /* A fresh state table id (views only; 0 in ad hoc queries). */
 uint64_t new_table(PlanCtx *p);
 int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out);

@@ -326,6 +326,14 @@ int rt_bad_record_route(RtOp *op, const CatRelation *src, int32_t partition, int
             if (k->partition == partition && k->offset == offset && !strcmp(k->source, src->name))
                 return 0; /* RESUME: skipped once, as 'skip' would */
         }
+    /* Dead letters are sealed per view by shard 0 (the planner keeps such
+     * sources single); a source switched to dead_letter later by ALTER
+     * SOURCE under a split view stops it with a clear error instead. */
+    if (how == RT_ON_ERROR_DEAD_LETTER && rc->shard > 0)
+        return werr(rc->err, SQLSTATE_NOT_SUPPORTED, 0,
+                    "feature not supported: on_error = 'dead_letter' on source \"%s\" read by a view with "
+                    "streaming_parallelism > 1 (set when the view was created without it)", src->name),
+               werr_hint(rc->err, "Create the view again: it then reads this source on one instance."), -1;
     if (how == RT_ON_ERROR_DEAD_LETTER)
         return dead_letter(op, src, partition, offset, message);
     RtBadRecords *b = bad_of(rc);

@@ -30,7 +30,21 @@ struct RtDataflow {
     int n_sources;
     RtOp **sources;
     RtOp *root;
+    RtPar *par;               /* a parallel view's shards 1..P-1 (parallel.c), or NULL */
 };
+
+/* Shards: 1 on one thread; shard 0 is df's own ops and sources. */
+static int n_shards(const RtDataflow *df) { return df->par ? rt_par_shards(df->par) : 1; }
+static RtOp **shard_ops(RtDataflow *df, int s) { return s ? rt_par_ops(df->par, s) : df->ops; }
+static RtCtx *shard_rc(RtDataflow *df, int s) { return s ? rt_par_ctx(df->par, s) : &df->rc; }
+static int shard_sources(RtDataflow *df, int s, RtOp ***out)
+{
+    if (!s) {
+        *out = df->sources;
+        return df->n_sources;
+    }
+    return rt_par_sources(df->par, s, out);
+}
 
 int rt_emit(RtOp *op, Chunk *c)
 {
@@ -97,6 +111,7 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_SEMI_JOIN: return rt_op_semijoin_new(rc, n);
     case PN_RECURSIVE:
     case PN_WORK_TABLE: return rt_op_recursive_new(rc, n);
+    case PN_EXCHANGE: return rt_op_exchange_new(rc, n);
     }
     werr(rc->err, SQLSTATE_INTERNAL, 0, "unknown plan node");
     return NULL;
@@ -136,6 +151,9 @@ void rt_close_ops(int n, RtOp **ops)
 
 static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of, RtDataflow **out, WError *err)
 {
+    if (plan->parallelism > 1 && replay_of)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                    "feature not supported: VERIFY of a view with streaming_parallelism > 1");
     RtDataflow *df = xcalloc(1, sizeof *df);
     df->plan = plan;
     df->rc.env = env;
@@ -149,17 +167,16 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
     df->n_ops = plan->n_nodes;
     df->ops = xcalloc((size_t)df->n_ops, sizeof(RtOp *));
     df->sources = xcalloc((size_t)df->n_ops, sizeof(RtOp *));
-    if (rt_instantiate(&df->rc, plan->n_nodes, plan->nodes, df->ops)) {
+    /* A parallel view: shard 0 is this dataflow's operators (every node);
+     * the other shards' come next, and start before shard 0's, whose start
+     * hooks may already send them rows. */
+    if (plan->parallelism > 1)
+        df->par = rt_par_new(plan, &df->rc, df->ops);
+    if (rt_instantiate(&df->rc, plan->n_nodes, plan->nodes, df->ops) || (df->par && rt_par_open(df->par, &df->err))) {
         *err = df->err;
         rt_dataflow_close(df);
         return -1;
     }
-    if (rt_start_ops(df->n_ops, df->ops)) {
-        *err = df->err;
-        rt_dataflow_close(df);
-        return -1;
-    }
-    arena_reset(df->rc.chunk_arena);
     for (int i = 0; i < df->n_ops; i++) {
         if (plan->nodes[i]->kind == PN_SOURCE || plan->nodes[i]->kind == PN_VIEW_SOURCE ||
             plan->nodes[i]->kind == PN_TABLE_WRITE)
@@ -167,6 +184,12 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
         if (plan->nodes[i] == plan->root)
             df->root = df->ops[i];
     }
+    if ((df->par && rt_par_start(df->par, &df->err)) || rt_start_ops(df->n_ops, df->ops)) {
+        *err = df->err;
+        rt_dataflow_close(df);
+        return -1;
+    }
+    arena_reset(df->rc.chunk_arena);
     *out = df;
     return 0;
 }
@@ -174,6 +197,8 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
 int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err)
 {
     *did_work = false;
+    if (df->par)
+        return rt_par_step(df->par, timeout_ms, did_work, err);
     int rcode = 0;
     for (int i = 0; i < df->n_sources && !rcode; i++)
         rcode = ((RtSource *)df->sources[i])->src->poll(df->sources[i], i == 0 ? timeout_ms : 0, did_work);
@@ -257,20 +282,28 @@ RtOp *rt_dataflow_op_of(RtDataflow *df, const PlanNode *n)
 
 void rt_dataflow_positions(RtDataflow *df, Buf *out)
 {
-    for (int i = 0; i < df->n_sources; i++) {
-        const PlanNode *n = df->sources[i]->node;
-        if (n->kind != PN_SOURCE)
-            continue;
-        buf_printf(out, "%s%s ", out->len ? "; " : "", n->source ? n->source->name : "");
-        rt_source_positions(df->sources[i], out);
+    for (int s = 0; s < n_shards(df); s++) {
+        RtOp **srcs;
+        int ns = shard_sources(df, s, &srcs);
+        for (int i = 0; i < ns; i++) {
+            const PlanNode *n = srcs[i]->node;
+            if (n->kind != PN_SOURCE)
+                continue;
+            buf_printf(out, "%s%s ", out->len ? "; " : "", n->source ? n->source->name : "");
+            rt_source_positions(srcs[i], out);
+        }
     }
 }
 
 int rt_dataflow_source_progress(RtDataflow *df, RtSourceProgress *out, int max)
 {
     int n = 0;
-    for (int i = 0; i < df->n_sources && n < max; i++)
-        n += rt_source_progress(df->sources[i], out + n, max - n);
+    for (int s = 0; s < n_shards(df); s++) {
+        RtOp **srcs;
+        int ns = shard_sources(df, s, &srcs);
+        for (int i = 0; i < ns && n < max; i++)
+            n += rt_source_progress(srcs[i], out + n, max - n);
+    }
     return n;
 }
 
@@ -316,15 +349,22 @@ void rt_dataflow_remove_fan(RtDataflow *df, RtOp *op)
         }
 }
 
-/* Plan operators, then the sinks hanging off the root. */
-static int n_all(RtDataflow *df) { return df->n_ops + (df->root ? df->root->n_fan : 0); }
-static RtOp *op_at(RtDataflow *df, int i) { return i < df->n_ops ? df->ops[i] : df->root->fan[i - df->n_ops]; }
+/* Plan operators of every shard, then the sinks hanging off the root; op_at
+ * is NULL where a node has no instance in a shard. */
+static int n_all(RtDataflow *df) { return df->n_ops * n_shards(df) + (df->root ? df->root->n_fan : 0); }
+static RtOp *op_at(RtDataflow *df, int i)
+{
+    int all_ops = df->n_ops * n_shards(df);
+    if (i >= all_ops)
+        return df->root->fan[i - all_ops];
+    return shard_ops(df, i / df->n_ops)[i % df->n_ops];
+}
 
 void rt_dataflow_committed(RtDataflow *df, uint64_t epoch)
 {
     for (int i = 0; i < n_all(df); i++) {
         RtOp *op = op_at(df, i);
-        if (op->vt->committed)
+        if (op && op->vt->committed)
             op->vt->committed(op, epoch);
     }
     rt_bad_records_committed(&df->rc, epoch);
@@ -336,8 +376,10 @@ int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, uint64_t epoch, W
         return -1;
     for (int i = 0; i < n_all(df); i++) {
         RtOp *op = op_at(df, i);
+        if (!op)
+            continue;
         if (op->vt->flush_state && op->vt->flush_state(op, epoch)) {
-            *err = df->err;
+            *err = *op->rc->err;
             return -1;
         }
         if (op->table && stor_checkpoint_add_table(ck, op->table, err))
@@ -350,17 +392,25 @@ int rt_dataflow_checkpoint(RtDataflow *df, StorCheckpoint *ck, uint64_t epoch, W
 
 int rt_dataflow_flush_target(RtDataflow *df, WError *err)
 {
-    for (int i = 0; i < df->n_sources; i++)
-        if (((RtSource *)df->sources[i])->src->flush_target(df->sources[i], err))
-            return -1;
+    for (int s = 0; s < n_shards(df); s++) {
+        RtOp **srcs;
+        int ns = shard_sources(df, s, &srcs);
+        for (int i = 0; i < ns; i++)
+            if (((RtSource *)srcs[i])->src->flush_target(srcs[i], err))
+                return -1;
+    }
     return 0;
 }
 
 bool rt_dataflow_flushed(RtDataflow *df)
 {
-    for (int i = 0; i < df->n_sources; i++)
-        if (!((RtSource *)df->sources[i])->src->flushed(df->sources[i]))
-            return false;
+    for (int s = 0; s < n_shards(df); s++) {
+        RtOp **srcs;
+        int ns = shard_sources(df, s, &srcs);
+        for (int i = 0; i < ns; i++)
+            if (!((RtSource *)srcs[i])->src->flushed(srcs[i]))
+                return false;
+    }
     return true;
 }
 
@@ -376,15 +426,37 @@ StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id)
     return NULL;
 }
 
-void rt_dataflow_stats(RtDataflow *df, RtStats *out) { *out = df->rc.stats; }
+void rt_dataflow_stats(RtDataflow *df, RtStats *out)
+{
+    *out = df->rc.stats;
+    /* Shards: counts add up; the watermark is the least of those that have one. */
+    for (int s = 1; s < n_shards(df); s++) {
+        const RtStats *x = &shard_rc(df, s)->stats;
+        out->records_in += x->records_in;
+        out->bad_records += x->bad_records;
+        out->rows_out += x->rows_out;
+        out->late_rows += x->late_rows;
+        out->eval_errors += x->eval_errors;
+        if (x->watermark != TS_MINUS_INF && (out->watermark == TS_MINUS_INF || x->watermark < out->watermark))
+            out->watermark = x->watermark;
+        if (!out->last_error[0] && x->last_error[0])
+            memcpy(out->last_error, x->last_error, sizeof out->last_error);
+    }
+}
 
-void rt_dataflow_set_name(RtDataflow *df, const char *name) { df->rc.name = name; }
+void rt_dataflow_set_name(RtDataflow *df, const char *name)
+{
+    for (int s = 0; s < n_shards(df); s++)
+        shard_rc(df, s)->name = name;
+}
 
 uint64_t rt_dataflow_dirty_bytes(RtDataflow *df)
 {
     uint64_t sum = 0;
     for (int i = 0; i < n_all(df); i++) {
         RtOp *op = op_at(df, i);
+        if (!op)
+            continue;
         if (op->table)
             sum += stor_table_dirty_bytes(op->table);
         if (op->table2)
@@ -393,13 +465,20 @@ uint64_t rt_dataflow_dirty_bytes(RtDataflow *df)
     return sum;
 }
 
-bool rt_dataflow_failed_record(RtDataflow *df, RtFailedRecord *out) { return rt_dataflow_failed_record_rc(&df->rc, out); }
+bool rt_dataflow_failed_record(RtDataflow *df, RtFailedRecord *out)
+{
+    for (int s = 0; s < n_shards(df); s++)
+        if (rt_dataflow_failed_record_rc(shard_rc(df, s), out))
+            return true;
+    return false;
+}
 
 bool rt_dataflow_dead_letters_pending(RtDataflow *df) { return rt_bad_records_pending(&df->rc); }
 
 void rt_dataflow_skip_record(RtDataflow *df, const char *source, int32_t partition, int64_t offset)
 {
-    rt_dataflow_skip_record_rc(&df->rc, source, partition, offset);
+    for (int s = 0; s < n_shards(df); s++)
+        rt_dataflow_skip_record_rc(shard_rc(df, s), source, partition, offset);
 }
 
 /* Copies up to cap-1 bytes of src into dst as text safe to show anywhere:
@@ -456,20 +535,25 @@ int rt_source_error(RtOp *op, const CatRelation *src, int32_t partition, int64_t
 
 int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max)
 {
-    const RtCtx *rc = &df->rc;
-    uint64_t kept = rc->n_src_errs < RT_SOURCE_ERRORS_KEPT ? rc->n_src_errs : RT_SOURCE_ERRORS_KEPT;
     int n = 0;
-    for (uint64_t k = rc->n_src_errs - kept; k < rc->n_src_errs && n < max; k++)
-        out[n++] = rc->src_errs[k % RT_SOURCE_ERRORS_KEPT];
+    for (int s = 0; s < n_shards(df); s++) {
+        const RtCtx *rc = shard_rc(df, s);
+        uint64_t kept = rc->n_src_errs < RT_SOURCE_ERRORS_KEPT ? rc->n_src_errs : RT_SOURCE_ERRORS_KEPT;
+        for (uint64_t k = rc->n_src_errs - kept; k < rc->n_src_errs && n < max; k++)
+            out[n++] = rc->src_errs[k % RT_SOURCE_ERRORS_KEPT];
+    }
     return n;
 }
 
 int rt_dataflow_watermarks(RtDataflow *df, RtPartitionWatermark *out, int max)
 {
     int n = 0;
-    for (int i = 0; i < df->n_ops && n < max; i++)
-        if (df->ops[i] && df->ops[i]->partitions)
-            n += df->ops[i]->partitions(df->ops[i], out + n, max - n);
+    for (int s = 0; s < n_shards(df); s++) {
+        RtOp **ops = shard_ops(df, s);
+        for (int i = 0; i < df->n_ops && n < max; i++)
+            if (ops[i] && ops[i]->partitions)
+                n += ops[i]->partitions(ops[i], out + n, max - n);
+    }
     return n;
 }
 
@@ -477,26 +561,49 @@ void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out)
 {
     memset(out, 0, sizeof *out);
     out->open_windows = -1;
-    if (i >= 0 && i < df->n_ops && df->ops[i]) {
-        RtOp *op = df->ops[i];
-        *out = op->counters;
-        out->open_windows = op->open_windows ? op->open_windows(op) : -1;
+    if (i < 0 || i >= df->n_ops)
+        return;
+    /* A parallel node: its instances' counters added up. */
+    for (int s = 0; s < n_shards(df); s++) {
+        RtOp *op = shard_ops(df, s)[i];
+        if (!op)
+            continue;
+        if (s == 0) {
+            *out = op->counters;
+            out->open_windows = -1;
+        } else {
+            out->rows_in += op->counters.rows_in;
+            out->rows_out += op->counters.rows_out;
+            out->late_rows += op->counters.late_rows;
+            out->bad_records += op->counters.bad_records;
+            out->expired_keys += op->counters.expired_keys;
+        }
+        if (op->open_windows) {
+            int64_t w = op->open_windows(op);
+            out->open_windows = out->open_windows < 0 ? w : out->open_windows + w;
+        }
     }
 }
 
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i)
 {
-    if (i < 0 || i >= df->n_ops || !df->ops[i])
+    if (i < 0 || i >= df->n_ops)
         return 0;
-    RtOp *op = df->ops[i];
-    return (op->table ? stor_table_size_bytes(op->table) : 0) + (op->table2 ? stor_table_size_bytes(op->table2) : 0);
+    uint64_t sum = 0;
+    for (int s = 0; s < n_shards(df); s++) {
+        RtOp *op = shard_ops(df, s)[i];
+        if (op)
+            sum += (op->table ? stor_table_size_bytes(op->table) : 0) +
+                   (op->table2 ? stor_table_size_bytes(op->table2) : 0);
+    }
+    return sum;
 }
 
 bool rt_dataflow_expiry_due(RtDataflow *df)
 {
     int64_t now = INT64_MIN;
-    for (int i = 0; i < df->n_ops; i++) {
-        RtOp *op = df->ops[i];
+    for (int i = 0; i < df->n_ops * n_shards(df); i++) {
+        RtOp *op = op_at(df, i);
         if (!op || !op->expiry_due)
             continue;
         if (now == INT64_MIN)
@@ -520,6 +627,9 @@ void rt_dataflow_close(RtDataflow *df)
     }
     if (df->root)
         free(df->root->fan);
+    /* Workers stop first; the other shards close before shard 0, whose
+     * operators they never reference. */
+    rt_par_free(df->par);
     rt_close_ops(df->n_ops, df->ops);
     rt_bad_records_free(&df->rc);
     free(df->rc.src_errs);
@@ -531,8 +641,14 @@ void rt_dataflow_close(RtDataflow *df)
 
 int rt_dataflow_drop_state(StorEnv *stor, const PlanView *plan, WError *err)
 {
-    for (int i = 0; i < plan->n_nodes; i++)
-        if (plan->nodes[i]->table_id && stor_table_drop(stor, plan->nodes[i]->table_id, err))
+    for (int i = 0; i < plan->n_nodes; i++) {
+        const PlanNode *n = plan->nodes[i];
+        if (n->table_id && stor_table_drop(stor, n->table_id, err))
             return -1;
+        /* A parallel node's other instances' tables. */
+        for (int k = 2; n->shard_tables && k < 2 * plan->parallelism; k++)
+            if (n->shard_tables[k] && stor_table_drop(stor, n->shard_tables[k], err))
+                return -1;
+    }
     return 0;
 }

@@ -702,11 +702,32 @@ static int send_end(RtOp *op)
     return rt_emit_watermark(op, TS_PLUS_INF);
 }
 
+/* A parallel view's instance s of P generates the blocks of chunk_rows
+ * event numbers k with k % P == s (the union over instances is the one
+ * stream, and each instance's events stay in event-time order): next is
+ * moved to the first event number of a block of its own. */
+static void own_block(NexmarkOp *s, const RtOp *op)
+{
+    int P = rt_op_shards(op);
+    if (P <= 1)
+        return;
+    int64_t B = s->cfg.chunk_rows, blk = s->next / B;
+    int64_t skip = ((int64_t)op->rc->shard - blk % P + P) % P;
+    if (skip)
+        s->next = (blk + skip) * B;
+}
+
 static int nx_poll(RtOp *op, int timeout_ms, bool *did_work)
 {
     NexmarkOp *s = (NexmarkOp *)(void *)op;
     RtCtx *rc = op->rc;
     int64_t limit = s->cfg.event_num;
+    own_block(s, op);
+    if (rt_op_shards(op) > 1) {
+        int64_t end = (s->next / s->cfg.chunk_rows + 1) * s->cfg.chunk_rows;
+        if (limit < 0 || end < limit)
+            limit = end;
+    }
     if (s->cfg.pace) {
         /* events whose time has come: base + n*1000/rate <= now */
         int64_t now = wall_ms() - s->base_ms;
@@ -723,6 +744,7 @@ static int nx_poll(RtOp *op, int timeout_ms, bool *did_work)
         int rows = rt_nexmark_gen_fill(s->gen, &s->next, limit, c);
         if (s->next != before)
             *did_work = true;
+        own_block(s, op);
         rc->stats.records_in += (uint64_t)rows;
         if (rows && rt_emit(op, c))
             return -1;

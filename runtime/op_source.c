@@ -48,6 +48,7 @@ typedef struct SourceOp {
     RtSource base;            /* base.op first: an RtOp* is a SourceOp* */
     RtKafkaSource *ks;
     int n_parts;
+    int n_owned;              /* partitions this instance reads (p % n_shards == shard; all on one thread) */
     int64_t *next;            /* next offset per partition (RT_KAFKA_EARLIEST before any record) */
     int64_t *target;          /* flush target per partition, or NULL */
     int64_t *bound;           /* scan.bounded.mode = 'latest': end offset per partition, or NULL */
@@ -131,7 +132,7 @@ static int source_save(RtOp *op)
 {
     SourceOp *s = (SourceOp *)(void *)op;
     for (int p = 0; p < s->n_parts; p++) {
-        if (s->next[p] < 0)
+        if (s->next[p] < 0 || !rt_op_owns(op, p))
             continue;
         unsigned char k[4], v[8];
         put_be32(k, (uint32_t)p);
@@ -484,7 +485,15 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
         free(ids);
         goto fail;
     }
-    int rcode = rt_kafka_source_assign(s->ks, s->n_parts, ids, s->next, rc->err);
+    /* A parallel view's instance reads its share of the partitions only. */
+    int64_t *from = xcalloc((size_t)s->n_parts + 1, sizeof(int64_t));
+    for (int p = 0; p < s->n_parts; p++)
+        if (rt_op_owns(&s->base.op, p)) {
+            ids[s->n_owned] = p;
+            from[s->n_owned++] = s->next[p];
+        }
+    int rcode = rt_kafka_source_assign(s->ks, s->n_owned, ids, from, rc->err);
+    free(from);
     free(ids);
     if (rcode)
         goto fail;
@@ -710,6 +719,15 @@ static int grow(SourceOp *s, int n)
 {
     const CatRelation *r = s->base.op.node->source;
     int old = s->n_parts;
+    if (rt_op_shards(&s->base.op) > 1)
+        /* Instances split the partitions p % P: the new ones belong to other
+         * instances too, and one that had none has already told the exchanges
+         * its input ended. The engine restarts the view from its last
+         * checkpoint (as after a broker outage), which splits them afresh. */
+        return werr(s->base.op.rc->err, "55000", 0,
+                    "topic \"%s\" of source \"%s\" grew from %d to %d partitions; the view runs on %d instances "
+                    "and restarts from its last checkpoint to spread them",
+                    cat_option(r, "topic"), r->name, old, n, rt_op_shards(&s->base.op));
     s->next = grow_array(s->next, old, n, RT_KAFKA_EARLIEST);
     if (s->target)
         s->target = grow_array(s->target, old, n, 0); /* FLUSH asked before they existed */
@@ -768,6 +786,16 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
     RtCtx *rc = op->rc;
     if (check_topic(s))
         return -1;
+    if (s->n_owned == 0) {
+        /* An instance with no partition to read must not hold the others'
+         * watermark back at the exchanges: its input has ended. */
+        if (!s->ended) {
+            s->ended = true;
+            *did_work = true;
+            return rt_emit_watermark(op, TS_PLUS_INF);
+        }
+        return 0;
+    }
     int n = rt_kafka_source_poll(s->ks, timeout_ms, s->recs, POLL_BATCH);
     if (n < 0)
         return 0; /* transient: the connector logs and retries */
@@ -797,8 +825,10 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
             j++;
         /* A Debezium update may make two rows of one record. */
         Chunk *c = chunk_new(rc->chunk_arena, node->out.n, node->out.types, (j - i) * (s->format == FMT_DEBEZIUM ? 2 : 1));
-        c->src_partition = part;
-        c->src_n_partitions = s->n_parts;
+        /* Per instance, partitions are numbered among those it reads, so
+         * the watermark operator's minimum is over these only. */
+        c->src_partition = rt_op_shards(op) > 1 ? part / rt_op_shards(op) : part;
+        c->src_n_partitions = rt_op_shards(op) > 1 ? s->n_owned : s->n_parts;
         c->src_offsets = arena_alloc(rc->chunk_arena, sizeof(int64_t) * (size_t)c->cap);
         for (int k = i; k < j; k++) {
             const RtKafkaRecord *rec = &s->recs[k];
@@ -871,7 +901,7 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
     if (s->bound && !s->ended) {
         bool done = true;
         for (int p = 0; p < s->n_parts && done; p++)
-            done = s->bound[p] <= 0 || (s->next[p] >= 0 && s->next[p] >= s->bound[p]);
+            done = !rt_op_owns(op, p) || s->bound[p] <= 0 || (s->next[p] >= 0 && s->next[p] >= s->bound[p]);
         if (done) {
             /* The end of a bounded input is a watermark of +infinity: every window fires
              * (a replay stops where its live twin is, which saw +infinity only if it ended). */
@@ -902,6 +932,8 @@ static bool source_flushed(RtOp *op)
     if (!s->target)
         return true;
     for (int p = 0; p < s->n_parts; p++) {
+        if (!rt_op_owns(op, p))
+            continue;
         int64_t t = s->target[p];
         if (s->bound && s->bound[p] < t)
             t = s->bound[p];
@@ -918,8 +950,9 @@ void rt_source_positions(RtOp *op, Buf *out)
     const SourceOp *s = (const SourceOp *)(const void *)op;
     if (op->node->kind != PN_SOURCE || op->vt != &SOURCE_VT)
         return;
-    for (int p = 0; p < s->n_parts; p++)
-        buf_printf(out, "%s%d:%lld", p ? " " : "", p, (long long)(s->next[p] > 0 ? s->next[p] : 0));
+    for (int p = 0, k = 0; p < s->n_parts; p++)
+        if (rt_op_owns(op, p))
+            buf_printf(out, "%s%d:%lld", k++ ? " " : "", p, (long long)(s->next[p] > 0 ? s->next[p] : 0));
 }
 
 int rt_source_progress(RtOp *op, RtSourceProgress *out, int max)
@@ -929,6 +962,8 @@ int rt_source_progress(RtOp *op, RtSourceProgress *out, int max)
     SourceOp *s = (SourceOp *)(void *)op;
     int n = 0;
     for (int p = 0; p < s->n_parts && n < max; p++) {
+        if (!rt_op_owns(op, p))
+            continue;
         RtSourceProgress *o = &out[n++];
         memset(o, 0, sizeof *o);
         snprintf(o->source, sizeof o->source, "%s", op->node->source->name);

@@ -54,7 +54,9 @@ static int side_push(UnionOp *u, int side, Chunk *c)
 
 static int side_watermark(UnionOp *u, int side, int64_t wm)
 {
-    if (wm <= u->wm[side])
+    /* An idle instance below a union (parallel views) still holds it: the
+     * union's own minimum knows no idleness. */
+    if (wm == RT_WM_IDLE || wm <= u->wm[side])
         return 0;
     u->wm[side] = wm;
     int64_t m = u->wm[0] < u->wm[1] ? u->wm[0] : u->wm[1];

@@ -37,6 +37,8 @@ typedef struct WmOp {
     int64_t max_future_us;    /* far-future limit ahead of the wall clock (0 off) */
     bool clamp;               /* far_future = 'clamp': count the row's time as the limit instead of rejecting it */
     int time_col;             /* the WATERMARK column */
+    int64_t started_ms;       /* monotonic ms at open: idleness of partitions never seen */
+    bool idle_sent;           /* a split instance said RT_WM_IDLE; its next row says otherwise */
 } WmOp;
 
 static int64_t mono_ms(void)
@@ -110,6 +112,12 @@ static int wm_push(RtOp *op, Chunk *c)
 {
     WmOp *w = (WmOp *)op;
     const PlanNode *n = op->node;
+    if (w->idle_sent) {
+        /* Data again: the exchanges count this instance's watermark again. */
+        w->idle_sent = false;
+        if (rt_emit_watermark(op, w->emitted))
+            return -1;
+    }
     int part = c->src_partition >= 0 ? c->src_partition : 0;
     ensure_parts(w, c->src_n_partitions > part ? c->src_n_partitions : part + 1);
     Column wc;
@@ -201,6 +209,19 @@ static int wm_watermark(RtOp *op, int64_t wm)
         w->emitted = w->current;
         return rt_emit_watermark(op, w->current);
     }
+    /* A split instance whose partitions are all idle (or which has seen
+     * none for idle_timeout) tells the exchanges not to wait for it, as one
+     * instance leaves its idle partitions out of its minimum. */
+    if (!w->proctime && !w->idle_sent && rt_op_shards(op) > 1) {
+        int64_t now = mono_ms();
+        bool all = w->n_parts || now - w->started_ms > w->idle_ms;
+        for (int p = 0; p < w->n_parts && all; p++)
+            all = now - w->last_seen_ms[p] > w->idle_ms;
+        if (all) {
+            w->idle_sent = true;
+            return rt_emit_watermark(op, RT_WM_IDLE);
+        }
+    }
     return 0;
 }
 
@@ -246,7 +267,9 @@ static int wm_partitions(RtOp *op, RtPartitionWatermark *out, int max)
     for (int p = 0; p < w->n_parts && n < max; p++, n++) {
         RtPartitionWatermark *o = &out[n];
         snprintf(o->source, sizeof o->source, "%s", src ? src->name : "");
-        o->partition = p;
+        /* A parallel view's instance numbers the partitions it reads among
+         * themselves (op_source.c): p there is partition p * n + shard. */
+        o->partition = rt_op_shards(op) > 1 ? p * rt_op_shards(op) + op->rc->shard : p;
         o->watermark = w->part_max[p];
         o->max_event_time = w->max_event[p];
         o->source_watermark = w->current;
@@ -288,6 +311,7 @@ RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
     w->current = TS_MINUS_INF;
     w->emitted = TS_MINUS_INF;
     w->time_col = n->wm_col;
+    w->started_ms = mono_ms();
     const CatRelation *src = wm_source(n);
     const char *idle = src ? cat_option(src, "idle_timeout") : NULL;
     Interval iv;

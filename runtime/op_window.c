@@ -139,7 +139,7 @@ static int window_push(RtOp *op, Chunk *c)
 
 static int window_watermark(RtOp *op, int64_t wm)
 {
-    if (wm > op->wm)
+    if (wm > op->wm && wm != RT_WM_IDLE)
         op->wm = wm;
     return rt_emit_watermark(op, wm);
 }

@@ -93,7 +93,77 @@ struct RtCtx {
     int n_poll_recs;
     struct RtBadRecords *bad; /* on_error bookkeeping (bad_records.c), NULL until needed */
     const RtWork *work;       /* ad hoc queries: the work tables of the recursions being run, or NULL */
+    /* A parallel view (parallel.c): the instance these operators are (0 runs
+     * on the engine thread, 1..n_shards-1 on worker threads) and the
+     * exchanges' plumbing; NULL/0/0 in a view run on one thread. */
+    struct RtPar *par;
+    int shard;
+    int n_shards;
 };
+
+/* Sent as a watermark by a split source's watermark operator whose
+ * partitions are all idle (idle_timeout): up to the next exchange it means
+ * "this instance does not hold the watermark back" (as an idle partition
+ * does not within one instance) and is not a time; the exchange receivers
+ * leave that sender out until it sends a real watermark again. Operators
+ * between the two pass it on untouched. */
+#define RT_WM_IDLE (TS_PLUS_INF - 1)
+
+/* The instances op's node is split into: the view's parallelism for a
+ * parallel node, else 1 (a single source of a parallel view reads all). */
+static inline int rt_op_shards(const RtOp *op)
+{
+    return op->rc->n_shards > 1 && op->node->parallelism > 1 ? op->rc->n_shards : 1;
+}
+/* Whether op's instance reads source partition p (p % shards == shard). */
+static inline bool rt_op_owns(const RtOp *op, int p) { return rt_op_shards(op) <= 1 || p % rt_op_shards(op) == op->rc->shard; }
+
+/* ---- parallel views (parallel.c, op_exchange.c) ----
+ * A view planned with parallelism P > 1 runs P instances (shards) of its
+ * plan: shard 0 holds every node and runs on the engine thread inside
+ * rt_dataflow_step, shards 1..P-1 hold the parallel nodes and run on the
+ * dataflow's worker threads during the step. Exchanges move rows between
+ * them through queues; between steps the workers are parked and no chunk
+ * is in flight. */
+typedef struct RtPar RtPar;
+/* The plumbing of a parallel plan; shard 0's context rc0 gets par/shard set
+ * (shard 0's operators are made by the caller, with rc0, into ops0). */
+RtPar *rt_par_new(const PlanView *plan, RtCtx *rc0, RtOp **ops0);
+/* Makes shards 1..P-1's operators (after shard 0's). 0, or -1 with err. */
+int rt_par_open(RtPar *par, WError *err);
+/* Calls the start hooks of shards 1..P-1, then starts the worker threads. */
+int rt_par_start(RtPar *par, WError *err);
+/* One time slice of every shard (see parallel.c). As rt_dataflow_step. */
+int rt_par_step(RtPar *par, int timeout_ms, bool *did_work, WError *err);
+/* Stops the workers and closes shards 1..P-1 (shard 0 is the caller's). */
+void rt_par_free(RtPar *par);
+int rt_par_shards(const RtPar *par);
+/* Shard s's context and its operators (parallel to the plan's nodes, NULL
+ * where the node has no instance in s); s = 0 is the caller's. */
+RtCtx *rt_par_ctx(RtPar *par, int s);
+RtOp **rt_par_ops(RtPar *par, int s);
+int rt_par_sources(RtPar *par, int s, RtOp ***out);
+/* Exchanges: op_exchange.c sends a chunk (c, owned with its arena a) or a
+ * watermark (c NULL) from shard `from` to shard `to`'s instance of
+ * exchange node n: queued during a step, delivered at once (on this thread)
+ * between steps, when the workers are parked. -1 when the receiver failed. */
+int rt_par_send(RtPar *par, const PlanNode *n, int from, int to, Arena *a, Chunk *c, int64_t wm);
+/* An arena for one message's chunk, from the dataflow's pool (reused after
+ * delivery, so the hot path does not malloc and free a block per chunk). */
+Arena *rt_par_arena(RtPar *par);
+/* op_exchange.c: the receiving side. */
+RtOp *rt_op_exchange_new(RtCtx *rc, const PlanNode *n);
+int rt_exchange_receive(RtOp *op, int from, Chunk *c, int64_t wm);
+/* The watermark rule of an exchange receiver, alone (unit-tested): last
+ * holds each sender's last watermark (TS_PLUS_INF for shards that never
+ * send), idle whether it said RT_WM_IDLE since; sender's new watermark wm
+ * (or RT_WM_IDLE) is recorded, and the receiver's watermark is returned:
+ * the minimum over the senders not idle, or when all are idle the minimum
+ * over those that ever sent one (TS_MINUS_INF if none did). */
+int64_t rt_exchange_wm_rule(int64_t *last, bool *idle, int n, int sender, int64_t wm);
+/* A row that sender annotated with watermark row_wm is judged at the
+ * receiver against min(row_wm, every other non-idle sender's last watermark). */
+int64_t rt_exchange_row_wm(const int64_t *last, const bool *idle, int n, int sender, int64_t row_wm);
 
 /* Hands c to the downstream operator. The receiver owns the chunk from then
  * on (it may filter it in place): the sender must not touch it again. */

@@ -26,6 +26,8 @@
  */
 #include "runtime_int.h"
 
+#include <pthread.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +36,15 @@
 #define TTL_AT 0xFC
 #define TTL_IX 0xFB
 
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+static const char *clock_path;
+static void clock_init(void) { clock_path = getenv("WEIR_TEST_CLOCK"); }
+
 int64_t rt_proc_now_us(void)
 {
-    static int checked;
-    static const char *path;
-    if (!checked) {
-        path = getenv("WEIR_TEST_CLOCK");
-        checked = 1;
-    }
+    /* Once per process: worker threads of parallel views call this too. */
+    pthread_once(&clock_once, clock_init);
+    const char *path = clock_path;
     if (path && *path) {
         FILE *f = fopen(path, "r");
         if (f) {

@@ -67,7 +67,10 @@ void cat_obj_free(CatObj *o)
 /* The entry's body: kind, name, statement, state table ids. */
 static void catalog_body(const CatObj *o, Buf *b)
 {
-    int n = 4 + o->n_table_ids + (o->tz != NULL);
+    /* After the ids, optional trailing values told apart by their type, so
+     * entries written before either existed still read: an integer is the
+     * streaming_parallelism (when > 1), a text the time zone (when not UTC). */
+    int n = 4 + o->n_table_ids + (o->parallelism > 1) + (o->tz != NULL);
     Value *vals = xcalloc((size_t)n, sizeof(Value));
     vals[0] = value_int(TYPE_INT8, o->kind);
     vals[1] = value_str(TYPE_TEXT, o->name, strlen(o->name));
@@ -75,8 +78,11 @@ static void catalog_body(const CatObj *o, Buf *b)
     vals[3] = value_int(TYPE_INT8, o->n_table_ids);
     for (int i = 0; i < o->n_table_ids; i++)
         vals[4 + i] = value_int(TYPE_INT8, (int64_t)o->table_ids[i]);
-    if (o->tz) /* after the ids, so entries written before time zones read as UTC */
-        vals[n - 1] = value_str(TYPE_TEXT, tz_name(o->tz), strlen(tz_name(o->tz)));
+    int k = 4 + o->n_table_ids;
+    if (o->parallelism > 1)
+        vals[k++] = value_int(TYPE_INT8, o->parallelism);
+    if (o->tz)
+        vals[k++] = value_str(TYPE_TEXT, tz_name(o->tz), strlen(tz_name(o->tz)));
     row_encode(b, vals, n);
     free(vals);
 }
@@ -723,11 +729,20 @@ static int replay_catalog(Engine *e, WError *err)
             break;
         }
         int nids = (int)head[3].u.i;
-        Value *vals = xcalloc((size_t)(nids + 5), sizeof(Value));
-        size_t body_used = 0;
-        if (row_decode_prefix(it->body, it->len, vals, nids + 4, &body_used) ||
-            (body_used < it->len && row_decode((const char *)it->body + body_used, it->len - body_used,
-                                               &vals[nids + 4], 1))) {
+        Value *vals = xcalloc((size_t)(nids + 6), sizeof(Value));
+        /* The ids, then up to two optional values (catalog_body): an integer
+         * streaming_parallelism, a text time zone. */
+        size_t used_ids = 0;
+        int n_extra = 0;
+        bool bad = row_decode_prefix(it->body, it->len, vals, nids + 4, &used_ids) != 0;
+        while (!bad && used_ids < it->len && n_extra < 2) {
+            size_t u = 0;
+            bad = row_decode_prefix((const char *)it->body + used_ids, it->len - used_ids, &vals[nids + 4 + n_extra], 1,
+                                    &u) != 0;
+            used_ids += u;
+            n_extra++;
+        }
+        if (bad || used_ids != it->len) {
             free(vals);
             rc = werr(err, SQLSTATE_INTERNAL, 0, "corrupt catalog entry %llu", (unsigned long long)it->id);
             break;
@@ -750,12 +765,23 @@ static int replay_catalog(Engine *e, WError *err)
         o->kind = (CatKind)vals[0].u.i;
         o->name = strndup(vals[1].u.s.p, vals[1].u.s.len);
         o->sql = strndup(vals[2].u.s.p, vals[2].u.s.len);
+        o->parallelism = 1;
+        const Value *zone = NULL;
+        for (int x = 0; x < n_extra; x++) {
+            const Value *v = &vals[nids + 4 + x];
+            if (v->null)
+                continue;
+            if (v->type == TYPE_TEXT)
+                zone = v;
+            else if (v->u.i >= 1 && v->u.i <= PLAN_MAX_PARALLELISM)
+                o->parallelism = (int)v->u.i;
+        }
         o->n_table_ids = nids;
         o->table_ids = xcalloc((size_t)(nids ? nids : 1), sizeof(uint64_t));
         for (int k = 0; k < nids; k++)
             o->table_ids[k] = (uint64_t)vals[4 + k].u.i;
-        if (body_used < it->len && !vals[nids + 4].null) {
-            char *zn = strndup(vals[nids + 4].u.s.p, vals[nids + 4].u.s.len);
+        if (zone) {
+            char *zn = strndup(zone->u.s.p, zone->u.s.len);
             WError zerr = {0};
             if (tz_find(zn, &o->tz, &zerr))
                 fprintf(stderr, "weir: %s was created in time zone %s, which this system does not know: using UTC\n",

@@ -34,6 +34,9 @@ typedef struct CatObj {
      * the sink exists; a view left without one at start is dropped). */
     bool sink_query;
     struct CatObj *sink_owner;
+    /* CAT_VIEW: the session's streaming_parallelism at CREATE (persisted after
+     * the table ids when > 1), so the view is re-planned with the same shape */
+    int parallelism;
     /* CAT_SINK */
     struct CatObj *from;      /* the view it reads */
     RtSinkSpec spec;          /* in arena */

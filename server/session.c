@@ -54,6 +54,7 @@ static const struct {
     {"integer_datetimes", "on"},
     {"transaction_isolation", "read committed"},
     {"streaming_allow_unbounded_state", "false"},
+    {"streaming_parallelism", "1"},
     {"password_encryption", "scram-sha-256"},
 };
 
@@ -632,6 +633,15 @@ static bool allow_unbounded(Session *s)
     return v && (!strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"));
 }
 
+/* The session's streaming_parallelism (checked by SET), 1 without a session. */
+static int session_parallelism(Session *s)
+{
+    int p = 1;
+    if (s)
+        plan_parallelism_value(setting_get(s, "streaming_parallelism"), &p);
+    return p;
+}
+
 static void rel_from_view(CatObj *o)
 {
     CatRelation *r = &o->rel;
@@ -665,7 +675,11 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
     o->arena = arena_new(0);
     PlanCatalog cat = engine_plan_catalog(e, o, replay != NULL, false, o->arena);
     /* At start, a view is rebuilt as it was accepted (with or without the opt-in). */
-    PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || allow_unbounded(s)};
+    /* ...and with the parallelism its session had (the catalog keeps it). */
+    if (!replay)
+        o->parallelism = session_parallelism(s);
+    PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || allow_unbounded(s),
+                           .parallelism = o->parallelism};
     o->plan = plan_view(cv, &cat, &opt, o->arena, err);
     if (!o->plan)
         goto fail;
@@ -1403,7 +1417,8 @@ static int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WEr
     int rc = 0;
     PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
     if (ex->stmt->kind == STMT_CREATE_VIEW) {
-        PlanViewOptions opt = {.name = ex->stmt->u.create_view->name, .allow_unbounded = allow_unbounded(s)};
+        PlanViewOptions opt = {.name = ex->stmt->u.create_view->name, .allow_unbounded = allow_unbounded(s),
+                               .parallelism = session_parallelism(s)};
         PlanView *v = plan_view(ex->stmt->u.create_view, &cat, &opt, a, err);
         if (v)
             plan_explain_view(v, json, &b);
@@ -1631,6 +1646,11 @@ static int set(Session *s, const AstStmt *st, bool reset, SrvResult *out, WError
                    werr_hint(err, "Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\"."),
                    -1;
     }
+    int par;
+    if (!reset && a->value && !strcasecmp(a->name, "streaming_parallelism") && plan_parallelism_value(a->value, &par))
+        return werr(err, SQLSTATE_INVALID_PARAMETER, st->pos,
+                    "invalid value for parameter \"streaming_parallelism\": \"%s\"", a->value),
+               werr_hint(err, "streaming_parallelism is an integer from 1 to %d.", PLAN_MAX_PARALLELISM), -1;
     setting_set(s, a->name, reset ? NULL : a->value);
     srv_result_complete(out, reset ? "RESET" : "SET");
     return 0;

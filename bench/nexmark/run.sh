@@ -10,10 +10,12 @@
 # cannot run yet is reported "not supported: <error>".
 #
 #   bench/nexmark/run.sh [--weir PATH] [--events N] [--rate R] [--queries "q0 q1"]
-#                        [--intervals "1000 3600000"] [--sink]
+#                        [--intervals "1000 3600000"] [--sink] [--parallelism "1 2"]
 #
 # --intervals are --checkpoint-interval values in ms (3600000 ~ no checkpoint during the run).
 # --sink adds a blackhole sink on each view (as the published suite does).
+# --parallelism runs each query at each streaming_parallelism given (default 1); with more
+# than one, a line per query and interval gives each one's events/s over the first one's.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -23,6 +25,8 @@ rate=10000000
 queries=""
 intervals="1000 3600000"
 sink=0
+parallelism=1
+ratios=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --weir) weir=$2; shift 2 ;;
@@ -31,7 +35,8 @@ while [ $# -gt 0 ]; do
     --queries) queries=$2; shift 2 ;;
     --intervals) intervals=$2; shift 2 ;;
     --sink) sink=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --parallelism) parallelism=$2; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -66,23 +71,25 @@ sql() { psql "$conn" -X -At -q -v ON_ERROR_STOP=1 "$@" 2>&1; }
 echo "# weir Nexmark: $events events at $rate events/s of event time; $(nproc) cores; $weir"
 gen=$(dirname "$weir")/../runtime/test_nexmark
 [ -x "$gen" ] && "$gen" --bench "$events" | sed 's/^/# /'
-printf '%-10s %9s %12s %12s %6s %14s %9s %6s %9s %10s %10s  %s\n' query ckpt_ms events/s rows/s cores "ev/s/core" peak_MiB ckpts ckpt_ms "ckpt_KiB" view_rows note
+printf '%-10s %3s %9s %12s %12s %6s %14s %9s %6s %9s %10s %10s  %s\n' query P ckpt_ms events/s rows/s cores "ev/s/core" peak_MiB ckpts ckpt_ms "ckpt_KiB" view_rows note
 for q in $queries; do
     f="$here/$q.sql"
     [ -f "$f" ] || { echo "$q: no such file $f" >&2; continue; }
     for iv in $intervals; do
+    base=""
+    for par in $parallelism; do
         start_server "$iv" || exit 1
         out=$(EVENTS=$events RATE=$rate PACE=false envsubst <"$here/sources.sql" | sql -f -)
         if [ -n "$out" ]; then
-            printf '%-10s %9s  sources failed: %s\n' "$q" "$iv" "$(echo "$out" | head -1)"
+            printf '%-10s %3s %9s  sources failed: %s\n' "$q" "$par" "$iv" "$(echo "$out" | head -1)"
             stop_server
             continue
         fi
         c0=$(cpu_ticks "$server_pid")
         t0=$(date +%s.%N)
-        out=$(EVENTS=$events RATE=$rate envsubst <"$f" | sql -f -)
+        out=$( (echo "SET streaming_parallelism = $par;"; EVENTS=$events RATE=$rate envsubst <"$f") | sql -f -)
         if echo "$out" | grep -q ERROR; then
-            printf '%-10s %9s  not supported: %s\n' "$q" "$iv" "$(echo "$out" | grep ERROR | head -1 | sed 's/.*ERROR: *//')"
+            printf '%-10s %3s %9s  not supported: %s\n' "$q" "$par" "$iv" "$(echo "$out" | grep ERROR | head -1 | sed 's/.*ERROR: *//')"
             stop_server
             continue
         fi
@@ -101,7 +108,7 @@ for q in $queries; do
         t1=$(date +%s.%N)
         # FLUSH skips a view whose dataflow stopped: that is a failure, not a figure.
         if [ -z "$note" ] && [ "$(sql -c "SELECT running FROM weir_views WHERE name = '$view'")" != "t" ]; then
-            printf '%-10s %9s  failed: view stopped: %s\n' "$q" "$iv" \
+            printf '%-10s %3s %9s  failed: view stopped: %s\n' "$q" "$par" "$iv" \
                 "$(grep 'stopped' "$tmp/server.log" | head -1 | sed 's/^weir: //')"
             stop_server
             continue
@@ -112,13 +119,20 @@ for q in $queries; do
         vrows=$(sql -c "SELECT count(*) FROM $view")
         ck=$(sql -c "SELECT count(*), coalesce(avg(duration_ms), 0), coalesce(avg(bytes), 0) FROM weir_checkpoints")
         IFS='|' read -r nck ckms ckb <<<"$ck"
-        awk -v q="$q" -v iv="$iv" -v ev="$events" -v rows="${rows:-0}" -v t0="$t0" -v t1="$t1" \
+        evs=$(awk -v ev="$events" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", ev / (t1 - t0) }')
+        if [ -z "$base" ]; then base=$evs; base_par=$par; fi
+        [ "$par" != "$base_par" ] && ratios="${ratios}$(printf '%-10s ckpt_ms %-8s P=%s / P=%s: %.2fx (%s / %s events/s)' "$q" "$iv" "$par" "$base_par" \
+            "$(awk -v a="$evs" -v b="$base" 'BEGIN { print a / b }')" "$evs" "$base")
+"
+        awk -v q="$q" -v par="$par" -v iv="$iv" -v ev="$events" -v rows="${rows:-0}" -v t0="$t0" -v t1="$t1" \
             -v c0="$c0" -v c1="$c1" -v hz="$hz" -v hwm="${hwm:-0}" -v nck="${nck:-0}" -v ckms="${ckms:-0}" \
             -v ckb="${ckb:-0}" -v note="$note" -v vrows="$vrows" 'BEGIN {
                 s = t1 - t0; cpu = (c1 - c0) / hz; if (cpu <= 0) cpu = 1 / hz
-                printf "%-10s %9s %12.0f %12.0f %6.2f %14.0f %9.0f %6d %9.1f %10.0f %10s  %s\n",
-                    q, iv, ev / s, rows / s, cpu / s, ev / cpu, hwm / 1024, nck, ckms, ckb / 1024, vrows, note
+                printf "%-10s %3s %9s %12.0f %12.0f %6.2f %14.0f %9.0f %6d %9.1f %10.0f %10s  %s\n",
+                    q, par, iv, ev / s, rows / s, cpu / s, ev / cpu, hwm / 1024, nck, ckms, ckb / 1024, vrows, note
             }'
         stop_server
     done
+    done
 done
+[ -n "${ratios:-}" ] && printf '\n# scaling\n%s' "$ratios"
