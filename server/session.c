@@ -1690,7 +1690,10 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     }
     case STMT_CREATE_VIEW: {
         const AstCreateView *cv = st->u.create_view;
-        if (engine_find(e, cv->name)) {
+        // CREATE [OR REPLACE] VIEW and CREATE OR REPLACE MATERIALIZED VIEW are 0A000 whether or
+        // not the name exists: answering 42P07 (or, with IF NOT EXISTS, success) would tell a
+        // user that the statement is supported and only the name is in the way.
+        if (cv->materialized && !cv->or_replace && engine_find(e, cv->name)) {
             if (cv->if_not_exists) {
                 char msg[300];
                 snprintf(msg, sizeof msg, "relation \"%s\" already exists, skipping", cv->name);
