@@ -703,23 +703,28 @@ static void make_key(AggOp *a, const Value *kv, int nk)
 }
 
 /* A group's state while a chunk updates it (agg_push): the entry of the
- * touched map holds the state's encoding (ptr, count = its length, flag =
- * PEND_PUT) or that the group is gone (PEND_DEL), and the table is written
- * once per group and chunk, at the flush, instead of once per row. A group
- * that gets many rows of a chunk (a window's max over every count of q5, a
- * hot auction) then costs one table read and one write, not one of each
- * per row. Everything that reads the table (advance, checkpoints, state_ttl
- * sweeps) runs after a flush. */
+ * touched map holds the state's values (ptr, an array of n_state Values
+ * whose strings are copied into the touch arena; flag PEND_PUT) or that the
+ * group is gone (PEND_DEL), and the table is written once per group and
+ * chunk, at the flush, instead of once per row. A group that gets many rows
+ * of a chunk (q5: a window's max over every count, a hot auction) then
+ * costs one table read, one decode, one encode and one write, not one of
+ * each per row. Everything that reads the table (advance, checkpoints,
+ * state_ttl sweeps) runs after a flush. */
 enum { PEND_NONE, PEND_PUT, PEND_DEL };
 
 static void pending_set(AggOp *a, ByteMapEntry *e, const Value *st)
 {
-    buf_reset(&a->vbuf);
-    row_encode(&a->vbuf, st, a->n_state);
-    if (!e->ptr || (size_t)e->count != a->vbuf.len)
-        e->ptr = arena_alloc(a->touch_arena, a->vbuf.len);
-    memcpy(e->ptr, a->vbuf.data, a->vbuf.len);
-    e->count = (int64_t)a->vbuf.len;
+    if (!e->ptr)
+        e->ptr = arena_alloc(a->touch_arena, sizeof(Value) * (size_t)a->n_state);
+    Value *pv = e->ptr;
+    for (int i = 0; i < a->n_state; i++) {
+        pv[i] = st[i];
+        /* st's strings may point into a->tmp, the chunk or this very entry:
+         * a copy outlives them all until the flush. */
+        if (!st[i].null && type_phys(st[i].type) == PHYS_STR && st[i].u.s.len)
+            pv[i].u.s.p = arena_strndup(a->touch_arena, st[i].u.s.p, st[i].u.s.len);
+    }
     e->flag = PEND_PUT;
 }
 
@@ -731,8 +736,7 @@ static int pending_load(AggOp *a, ByteMapEntry *e, Value *st)
     if (e->flag == PEND_DEL)
         return 0;
     if (e->flag == PEND_PUT) {
-        if (row_decode(e->ptr, (size_t)e->count, st, a->n_state))
-            return werr(a->op.rc->err, SQLSTATE_INTERNAL, 0, "corrupt aggregation state");
+        memcpy(st, e->ptr, sizeof(Value) * (size_t)a->n_state);
         return 1;
     }
     return state_load(a, e->key, e->klen, st);
@@ -744,8 +748,7 @@ static int pending_write(AggOp *a, ByteMapEntry *e, Value *st)
     int f = pending_load(a, e, st);
     if (f < 0)
         return -1;
-    if (e->flag == PEND_PUT &&
-        stor_table_put(a->op.table, e->key, e->klen, e->ptr, (size_t)e->count, a->op.rc->err))
+    if (e->flag == PEND_PUT && state_store(a, e->key, e->klen, st))
         return -1;
     if (e->flag == PEND_DEL && stor_table_delete(a->op.table, e->key, e->klen, a->op.rc->err))
         return -1;
