@@ -14,30 +14,28 @@
 
 typedef struct TypeInfo {
     const char *name;
-    PhysKind phys;
     uint32_t oid;
     int16_t len;
 } TypeInfo;
 
 static const TypeInfo TYPES[TYPE__COUNT] = {
-    [TYPE_NULL] = {"unknown", PHYS_I64, 705, -2},
-    [TYPE_BOOL] = {"boolean", PHYS_I64, 16, 1},
-    [TYPE_INT2] = {"smallint", PHYS_I64, 21, 2},
-    [TYPE_INT4] = {"integer", PHYS_I64, 23, 4},
-    [TYPE_INT8] = {"bigint", PHYS_I64, 20, 8},
-    [TYPE_FLOAT4] = {"real", PHYS_F64, 700, 4},
-    [TYPE_FLOAT8] = {"double precision", PHYS_F64, 701, 8},
-    [TYPE_NUMERIC] = {"numeric", PHYS_NUM, 1700, -1},
-    [TYPE_TEXT] = {"character varying", PHYS_STR, 1043, -1},
-    [TYPE_BYTEA] = {"bytea", PHYS_STR, 17, -1},
-    [TYPE_DATE] = {"date", PHYS_I64, 1082, 4},
-    [TYPE_TIMESTAMP] = {"timestamp without time zone", PHYS_I64, 1114, 8},
-    [TYPE_TIMESTAMPTZ] = {"timestamp with time zone", PHYS_I64, 1184, 8},
-    [TYPE_INTERVAL] = {"interval", PHYS_IV, 1186, 16},
-    [TYPE_JSONB] = {"jsonb", PHYS_STR, 3802, -1},
+    [TYPE_NULL] = {"unknown", 705, -2},
+    [TYPE_BOOL] = {"boolean", 16, 1},
+    [TYPE_INT2] = {"smallint", 21, 2},
+    [TYPE_INT4] = {"integer", 23, 4},
+    [TYPE_INT8] = {"bigint", 20, 8},
+    [TYPE_FLOAT4] = {"real", 700, 4},
+    [TYPE_FLOAT8] = {"double precision", 701, 8},
+    [TYPE_NUMERIC] = {"numeric", 1700, -1},
+    [TYPE_TEXT] = {"character varying", 1043, -1},
+    [TYPE_BYTEA] = {"bytea", 17, -1},
+    [TYPE_DATE] = {"date", 1082, 4},
+    [TYPE_TIMESTAMP] = {"timestamp without time zone", 1114, 8},
+    [TYPE_TIMESTAMPTZ] = {"timestamp with time zone", 1184, 8},
+    [TYPE_INTERVAL] = {"interval", 1186, 16},
+    [TYPE_JSONB] = {"jsonb", 3802, -1},
 };
 
-PhysKind type_phys(TypeId t) { return TYPES[t].phys; }
 const char *type_name(TypeId t) { return TYPES[t].name; }
 uint32_t type_oid(TypeId t) { return TYPES[t].oid; }
 int16_t type_wire_len(TypeId t) { return TYPES[t].len; }
@@ -793,6 +791,24 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
     uint64_t w = 0;
     memcpy(&w, s, n);
     return hash_u64(h ^ w ^ ((uint64_t)n << 56));
+}
+
+void hash_bytes2(const void *p, size_t n, uint64_t seed0, uint64_t seed1, uint64_t out[2])
+{
+    const unsigned char *s = p;
+    uint64_t h0 = seed0 ^ (n * UINT64_C(0x9e3779b97f4a7c15)), h1 = seed1 ^ (n * UINT64_C(0x9e3779b97f4a7c15));
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h0 = hash_u64(h0 ^ w) * UINT64_C(0x9e3779b97f4a7c15);
+        h1 = hash_u64(h1 ^ w) * UINT64_C(0x9e3779b97f4a7c15);
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    out[0] = hash_u64(h0 ^ w ^ ((uint64_t)n << 56));
+    out[1] = hash_u64(h1 ^ w ^ ((uint64_t)n << 56));
 }
 
 uint64_t value_hash(const Value *v, uint64_t seed)

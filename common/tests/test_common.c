@@ -147,8 +147,46 @@ static void test_arena(void)
     arena_free(a);
 }
 
+/* hash_bytes2 must give exactly what two hash_bytes calls give: join state
+ * keys are made of these hashes, and state restored from a checkpoint
+ * written before hash_bytes2 keeps its keys. Every tail length 0..7 and
+ * several word counts, from an unaligned start. */
+static void test_hash_bytes2(void)
+{
+    unsigned char buf[80];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (unsigned char)(i * 37 + 11);
+    int bad = 0;
+    for (size_t n = 0; n + 1 <= sizeof buf; n++) {
+        uint64_t h[2];
+        hash_bytes2(buf + 1, n, 7, UINT64_C(0xbb67ae8584caa73b), h);
+        if (h[0] != hash_bytes(buf + 1, n, 7) || h[1] != hash_bytes(buf + 1, n, UINT64_C(0xbb67ae8584caa73b)))
+            bad++;
+    }
+    is_int(bad, 0, "hash_bytes2 equals two hash_bytes");
+    uint64_t h[2];
+    hash_bytes2("abc", 3, 1, 1, h);
+    ok(h[0] == h[1], "same seed, same hash");
+    hash_bytes2("abc", 3, 1, 2, h);
+    ok(h[0] != h[1], "seeds give different hashes");
+}
+
+/* type_phys is inline in types.h: one entry per type, checked here. */
+static void test_type_phys(void)
+{
+    ok(type_phys(TYPE_INT8) == PHYS_I64 && type_phys(TYPE_BOOL) == PHYS_I64 && type_phys(TYPE_DATE) == PHYS_I64 &&
+           type_phys(TYPE_TIMESTAMPTZ) == PHYS_I64 && type_phys(TYPE_NULL) == PHYS_I64,
+       "integer-like types are I64");
+    ok(type_phys(TYPE_FLOAT4) == PHYS_F64 && type_phys(TYPE_FLOAT8) == PHYS_F64, "floats are F64");
+    ok(type_phys(TYPE_TEXT) == PHYS_STR && type_phys(TYPE_BYTEA) == PHYS_STR && type_phys(TYPE_JSONB) == PHYS_STR,
+       "text, bytea, jsonb are STR");
+    ok(type_phys(TYPE_INTERVAL) == PHYS_IV && type_phys(TYPE_NUMERIC) == PHYS_NUM, "interval IV, numeric NUM");
+}
+
 int main(void)
 {
+    test_hash_bytes2();
+    test_type_phys();
     test_arena();
     test_text_io();
     test_keys();
