@@ -562,6 +562,8 @@ expr(A) ::= LP expr(E) RP.                     { A = ast_paren(ctx, E); }
 expr(A) ::= LP(T) select(Q) RP. [DOT]          { A = ast_subquery(ctx, T, SUBQ_SCALAR, Q); }
 expr(A) ::= EXISTS(T) LP select(Q) RP.         { A = ast_subquery(ctx, T, SUBQ_EXISTS, Q); }
 expr(A) ::= CURRENT_TIMESTAMP(T).              { A = ast_func_name(ctx, T, "current_timestamp"); }
+expr(A) ::= CURRENT_DATE(T).                   { A = ast_func_name(ctx, T, "current_date"); }
+expr(A) ::= LOCALTIMESTAMP(T).                 { A = ast_func_name(ctx, T, "localtimestamp"); }
 
 expr(A) ::= nm(N) LP RP filter_opt(F) over_opt(O).                       { A = ast_func_decorate(ctx, ast_func(ctx, N, NULL, false, false), F, O); }
 expr(A) ::= nm(N) LP STAR RP filter_opt(F) over_opt(O).                  { A = ast_func_decorate(ctx, ast_func(ctx, N, NULL, false, true), F, O); }

@@ -930,8 +930,9 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
                 return NULL;
         return make_call(b, f[6] ? FN_CONCAT_WS : FN_CONCAT_ARGS, TYPE_TEXT, e->pos, n, args);
     }
+    bool today = strcmp(f, "current_date") == 0, local = strcmp(f, "localtimestamp") == 0;
     if ((strcmp(f, "now") == 0 || strcmp(f, "current_timestamp") == 0 || strcmp(f, "transaction_timestamp") == 0 ||
-         strcmp(f, "statement_timestamp") == 0) && n == 0) {
+         strcmp(f, "statement_timestamp") == 0 || today || local) && n == 0) {
         /* The statement's time as a hidden argument: every row sees one value. */
         if (b->now_us == 0) {
             Value now;
@@ -940,7 +941,9 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
             b->now_us = now.u.i;
         }
         args[0] = make_const(b, value_int(TYPE_TIMESTAMPTZ, b->now_us));
-        return make_call(b, FN_NOW, TYPE_TIMESTAMPTZ, e->pos, 1, args);
+        PlanExpr *now = make_call(b, FN_NOW, TYPE_TIMESTAMPTZ, e->pos, 1, args);
+        /* CURRENT_DATE and LOCALTIMESTAMP: the same instant on the session's wall clock. */
+        return today || local ? bind_cast(b, now, today ? TYPE_DATE : TYPE_TIMESTAMP, e->pos) : now;
     }
     if (strcmp(f, "make_interval") == 0 && n <= 7) {
         for (int i = 0; i < n; i++)
