@@ -459,6 +459,13 @@ int rt_kafka_source_end_offsets(RtKafkaSource *s, int64_t *out, int timeout_ms, 
         int64_t lo, hi;
         rd_kafka_resp_err_t e =
             rd_kafka_query_watermark_offsets(s->rk, s->topic, p, &lo, &hi, timeout_ms);
+        if (e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || e == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
+            e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC) {
+            /* The broker answers and the partition is gone (the source's
+             * topic.lost_after grace): nothing in it to wait for. */
+            out[p] = -1;
+            continue;
+        }
         if (e) {
             werr(err, is_conn_err(e) ? SQLSTATE_CONNECTION_FAILURE : SQLSTATE_IO_ERROR, 0,
                  "could not read the end offset of kafka topic \"%s\" partition %d: %s",
