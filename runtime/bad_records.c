@@ -558,20 +558,6 @@ static int read_instance(RtCtx *rc, RtBadRecords *b, WError *err)
     return b->instance[0] ? 0 : -1;
 }
 
-/* Waits up to ms on cv (mu held), or less when stop is set. */
-static void wait_ms(RtBadRecords *b, int ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait(&b->cv, &b->mu, &ts);
-}
-
 /* The delivery thread: the queue's head until it is delivered, then the next. */
 static void *deliver_main(void *arg)
 {
@@ -597,7 +583,7 @@ static void *deliver_main(void *arg)
                         err.msg);
             warned = true;
             if (!b->stop)
-                wait_ms(b, backoff);
+                rt_cond_wait_ms(&b->cv, &b->mu, backoff);
             backoff = backoff < DLQ_RETRY_MS / 2 ? backoff * 2 : DLQ_RETRY_MS;
             continue;
         }

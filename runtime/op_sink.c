@@ -266,19 +266,6 @@ static void set_state(RtSink *s, const char *st, const char *err)
         snprintf(s->last_error, sizeof s->last_error, "%.250s", err);
 }
 
-static void wait_ms(RtSink *s, int ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-}
-
 static void *deliver_main(void *arg)
 {
     RtSink *s = arg;
@@ -299,7 +286,7 @@ static void *deliver_main(void *arg)
             pthread_mutex_lock(&s->mu);
             if (rc) {
                 set_state(s, "unreachable", err.msg);
-                wait_ms(s, backoff);
+                rt_cond_wait_ms(&s->cv, &s->mu, backoff);
                 backoff = backoff < 10000 ? backoff * 2 : 10000;
                 continue;
             }
@@ -336,7 +323,7 @@ static void *deliver_main(void *arg)
             /* A broken connection is reopened; the epoch is retried as a whole. */
             s->conn->close(s->writer);
             s->writer = NULL;
-            wait_ms(s, backoff);
+            rt_cond_wait_ms(&s->cv, &s->mu, backoff);
             backoff = backoff < 10000 ? backoff * 2 : 10000;
             continue;
         }

@@ -477,14 +477,7 @@ static void run_shard(RtPar *par, int s)
         pthread_mutex_lock(&par->qmu);
         atomic_fetch_add(&par->sleepers, 1);
         if (!quiet(par) && !inbound(par, s)) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&par->qcv, &par->qmu, &ts);
+            rt_cond_wait_ms(&par->qcv, &par->qmu, 1);
         }
         atomic_fetch_sub(&par->sleepers, 1);
         pthread_mutex_unlock(&par->qmu);

@@ -11,10 +11,26 @@
 #ifndef WEIR_RUNTIME_INT_H
 #define WEIR_RUNTIME_INT_H
 
+#include <pthread.h>
+#include <time.h>
+
 #include "chunk.h"
 #include "kafka.h"
 #include "row.h"
 #include "runtime.h"
+
+/* Waits on cv (mu held) for at most ms milliseconds (CLOCK_REALTIME, the
+ * condition variables' default clock): the delivery threads' backoff and the
+ * parallel shards' quiesce naps. */
+static inline void rt_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)(ms % 1000) * 1000000L;
+    ts.tv_sec += ms / 1000 + ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
+}
 
 typedef struct RtOp RtOp;
 typedef struct RtTtl RtTtl;
