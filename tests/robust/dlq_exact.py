@@ -23,13 +23,17 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from weirtest import Tap, free_port  # noqa: E402
+
+tap = Tap()
 
 try:
     import psycopg2
@@ -44,28 +48,6 @@ TOPIC = "dq_in"
 # (crash point or "kill", hit): see the module comment. Phase 2 takes CHECKPOINT #1 (hits 1-2:
 # two objects), reads the input, then CHECKPOINT #2 (hits 3-4, delivers), then #3 (hits 5-6).
 CASES = [("kill", 0), ("checkpoint_committed", 2), ("checkpoint_mid", 5)]
-
-n_test = 0
-n_fail = 0
-
-
-def tap(ok, what, detail=""):
-    global n_test, n_fail
-    n_test += 1
-    n_fail += 0 if ok else 1
-    print("%s %d - %s" % ("ok" if ok else "not ok", n_test, what))
-    if detail and not ok:
-        for line in str(detail).strip().splitlines()[-20:]:
-            print("#   " + line)
-    sys.stdout.flush()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Run:
@@ -242,9 +224,8 @@ def main():
         broker.terminate()
         broker.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % n_test)
 
 
 if __name__ == "__main__":
     main()
-    sys.exit(1 if n_fail else 0)
+    tap.end()

@@ -22,13 +22,17 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from weirtest import Tap, free_port  # noqa: E402
+
+tap = Tap()
 
 try:
     import psycopg2
@@ -40,28 +44,6 @@ except ImportError as e:  # pragma: no cover
 GOOD = 30  # per round
 BAD = 3    # per round
 TOPIC, DLQ = "dh_in", "dh_dlq"
-
-n_test = 0
-n_fail = 0
-
-
-def tap(ok, what, detail=""):
-    global n_test, n_fail
-    n_test += 1
-    n_fail += 0 if ok else 1
-    print("%s %d - %s" % ("ok" if ok else "not ok", n_test, what))
-    if detail and not ok:
-        for line in str(detail).strip().splitlines()[-20:]:
-            print("#   " + line)
-    sys.stdout.flush()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def _drain(f):
@@ -223,15 +205,14 @@ def main():
         s.stop()
         broker.terminate()
         broker.wait(20)
-        if n_fail:
+        if tap.failed:
             try:
                 print("# server log tail:\n# " + "\n# ".join(s.log()[-3000:].splitlines()))
             except OSError:
                 pass
         shutil.rmtree(tmp, ignore_errors=True)
-    print("1..%d" % n_test)
-    return 1 if n_fail else 0
+    tap.end()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
