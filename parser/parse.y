@@ -58,7 +58,7 @@
   SYSTEM_TIME TIME TRANSACTION UNKNOWN UPDATE VALUES VARYING VIEW WATERMARK WINDOW
   WITHOUT WORK YEAR ZONE OF BOTH LEADING TRAILING
   SUBSCRIBE COPY STDOUT ANALYZE VERIFY USER PASSWORD RECURSIVE RENAME
-  DECLARE CURSOR FETCH AT.
+  DECLARE CURSOR FETCH AT TRY_CAST.
 
 /* Precedence, lowest first, as in Postgres's gram.y. */
 %left UNION EXCEPT.
@@ -71,7 +71,7 @@
 %nonassoc BETWEEN IN LIKE ILIKE NOT_LA.
 
 %nonassoc ESCAPE.
-%left CONCAT ARROW ARROW2.
+%left CONCAT ARROW ARROW2 TILDE TILDE_STAR NTILDE NTILDE_STAR.
 %left PLUS MINUS.
 %left STAR SLASH REM.
 %left CARET.
@@ -576,6 +576,7 @@ over_opt(A) ::= .                              { A = NULL; }
 over_opt(A) ::= OVER LP partition_opt(P) orderby_opt(O) RP. { A = ast_window_spec(ctx, P, O); }
 
 expr(A) ::= CAST(T) LP expr(E) AS typename(N) RP. { A = ast_cast(ctx, E, N, T.pos); }
+expr(A) ::= TRY_CAST(T) LP expr(E) AS typename(N) RP. { A = ast_cast(ctx, E, N, T.pos); A->try_cast = true; }
 expr(A) ::= expr(E) DCOLON typename(N).        { A = ast_cast(ctx, E, N, E->pos); }
 expr(A) ::= EXTRACT(T) LP extract_field(F) FROM expr(E) RP. { A = ast_extract(ctx, T, F, E); }
 extract_field(A) ::= nm(N).                    { A = ast_ident(ctx, N); }
@@ -611,6 +612,11 @@ expr(A) ::= expr(L) CARET expr(R).             { A = ast_binary(ctx, OP_POW, L, 
 expr(A) ::= expr(L) AT(T) TIME ZONE expr(Z).   { A = ast_func_op(ctx, T, "timezone", Z, L); }
 expr(A) ::= expr(L) ARROW(T) expr(R).          { A = ast_func_op(ctx, T, "->", L, R); }
 expr(A) ::= expr(L) ARROW2(T) expr(R).         { A = ast_func_op(ctx, T, "->>", L, R); }
+/* Regular expression matches: Postgres's "any other operator" precedence (that of ||). */
+expr(A) ::= expr(L) TILDE(T) expr(R).          { A = ast_func_op(ctx, T, "~", L, R); }
+expr(A) ::= expr(L) TILDE_STAR(T) expr(R).     { A = ast_func_op(ctx, T, "~*", L, R); }
+expr(A) ::= expr(L) NTILDE(T) expr(R).         { A = ast_func_op(ctx, T, "!~", L, R); }
+expr(A) ::= expr(L) NTILDE_STAR(T) expr(R).    { A = ast_func_op(ctx, T, "!~*", L, R); }
 
 /* Calls with keywords inside the parentheses (SQL's special forms); the
  * builders check the function's name. POS_IN is IN directly inside
