@@ -13,7 +13,8 @@
  * the key's destructor frees a thread's cache when it exits).
  *
  * A pathological pattern must not hang a view: every match runs with
- * PCRE2's match and depth limits, and hitting one is a 54000 error.
+ * PCRE2's match limit (steps) and heap limit (backtracking memory), and
+ * hitting one is a 54000 error.
  */
 #include "scalar_int.h"
 #include "arena.h"
@@ -25,8 +26,8 @@
 #include <string.h>
 
 #define RE_CACHE_SIZE 16
-#define RE_MATCH_LIMIT 1000000u   /* backtracking steps of one match attempt */
-#define RE_DEPTH_LIMIT 10000u     /* nested backtracking depth (bounds heap use too) */
+#define RE_MATCH_LIMIT 10000000u  /* backtracking steps of one search (PCRE2's default) */
+#define RE_HEAP_LIMIT (64u << 10) /* KiB of backtracking frames: deep patterns on long texts fit */
 
 typedef struct ReEntry {
     char *pat;
@@ -73,7 +74,7 @@ static ReCache *cache_get(WError *err)
         return NULL;
     }
     pcre2_set_match_limit(c->mctx, RE_MATCH_LIMIT);
-    pcre2_set_depth_limit(c->mctx, RE_DEPTH_LIMIT);
+    pcre2_set_heap_limit(c->mctx, RE_HEAP_LIMIT);
     pthread_setspecific(cache_key, c);
     return c;
 }

@@ -338,6 +338,9 @@ static void test_regex(void)
     long_a[20001] = 0;
     is_str(C2(FN_RE_MATCH, TYPE_BOOL, T(long_a), T("(a+)+$")), "ERR 54000", "catastrophic backtracking is 54000");
     is_str(C2(FN_RE_MATCH, TYPE_BOOL, T(long_a), T("a+b$")), "t", "a simple pattern on the same text matches");
+    is_str(C2(FN_RE_MATCH, TYPE_BOOL, T(long_a), T("^(a|b)*$")), "t", "deep backtracking on a long text is no error");
+    is_str(C2(FN_RE_MATCH, TYPE_BOOL, T("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"), T("^(a+)+$")), "ERR 54000",
+           "exponential backtracking on a short text is 54000");
     WError e = {0};
     ok(scalar_regex_check(FN_REGEXP_LIKE, "a", 1, "g", 1, &e) < 0 && strcmp(e.sqlstate, "22023") == 0,
        "regexp_like rejects the g flag at plan time");
