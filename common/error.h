@@ -38,6 +38,7 @@
 #define SQLSTATE_IO_ERROR            "58030"
 #define SQLSTATE_OUT_OF_MEMORY       "53200"
 #define SQLSTATE_PROGRAM_LIMIT       "54000"
+#define SQLSTATE_INVALID_REGEX       "2201B"
 #define SQLSTATE_TOO_COMPLEX         "54001"  /* statement_too_complex: nesting or parser stack limit */
 #define SQLSTATE_DEPENDENT_OBJECTS   "2BP01"
 #define SQLSTATE_WRONG_OBJECT_TYPE   "42809"

@@ -55,6 +55,9 @@ static const char *FN_NAMES[FN__COUNT] = {
     [FN_NEG_N] = "-", [FN_ABS_N] = "abs", [FN_ROUND_N] = "round", [FN_ROUND_NN] = "round",
     [FN_TRUNC_N] = "trunc", [FN_TRUNC_NN] = "trunc", [FN_FLOOR_N] = "floor", [FN_CEIL_N] = "ceil",
     [FN_SIGN_N] = "sign", [FN_NUM_TYPMOD] = "numeric",
+    [FN_RE_MATCH] = "~", [FN_RE_IMATCH] = "~*", [FN_RE_NMATCH] = "!~", [FN_RE_NIMATCH] = "!~*",
+    [FN_REGEXP_REPLACE] = "regexp_replace", [FN_REGEXP_LIKE] = "regexp_like", [FN_REGEXP_COUNT] = "regexp_count",
+    [FN_REGEXP_SUBSTR] = "regexp_substr", [FN_REGEXP_EXTRACT] = "regexp_extract", [FN_TRY_CAST] = "TRY_CAST",
 };
 
 const char *scalar_fn_name(ScalarFn fn) { return (unsigned)fn < FN__COUNT && FN_NAMES[fn] ? FN_NAMES[fn] : "?"; }
@@ -69,6 +72,7 @@ bool scalar_fn_is_infix(ScalarFn fn)
     case FN_IV_MUL_F: case FN_DATE_ADD_I: case FN_DATE_SUB_I: case FN_DATE_SUB_DATE:
     case FN_EQ: case FN_NE: case FN_LT: case FN_LE: case FN_GT: case FN_GE:
     case FN_AND: case FN_OR: case FN_CONCAT: case FN_LIKE: case FN_ILIKE:
+    case FN_RE_MATCH: case FN_RE_IMATCH: case FN_RE_NMATCH: case FN_RE_NIMATCH:
     case FN_IS_DISTINCT: case FN_IS_NOT_DISTINCT:
     case FN_JSON_GET_KEY: case FN_JSON_GET_IDX: case FN_JSON_GET_KEY_TEXT: case FN_JSON_GET_IDX_TEXT:
         return true;
@@ -655,6 +659,19 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         return 0;
     }
     case FN_CAST: return scalar_cast(x, result, a, out, err);
+    case FN_TRY_CAST: {
+        /* Only a data exception (class 22: bad input, out of range) becomes
+         * NULL; anything else (an internal error, out of memory) still fails. */
+        WError tmp = {0};
+        if (scalar_cast(x, result, a, out, &tmp) == 0)
+            return 0;
+        if (strncmp(tmp.sqlstate, "22", 2) == 0) {
+            *out = value_null(result);
+            return 0;
+        }
+        *err = tmp;
+        return -1;
+    }
     case FN_CASE:
         for (int i = 0; i + 1 < n; i += 2)
             if (truth(&args[i]) == 1) {
@@ -715,6 +732,8 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
             return scalar_text_call(fn, result, n, args, a, out, err);
         if (fn >= FN_DATE_TRUNC && fn <= FN_NOW)
             return scalar_time_call(fn, result, n, args, a, out, err);
+        if (fn >= FN_RE_MATCH && fn <= FN_REGEXP_EXTRACT)
+            return scalar_regex_call(fn, result, n, args, a, out, err);
         if (fn >= FN_JSON_GET_KEY && fn <= FN_JSON_ARRAY_LENGTH)
             return scalar_json_call(fn, result, n, args, a, out, err);
         break;

@@ -89,6 +89,14 @@ typedef enum ScalarFn {
     FN_ADD_N, FN_SUB_N, FN_MUL_N, FN_DIV_N, FN_MOD_N, FN_NEG_N, FN_ABS_N,
     FN_ROUND_N, FN_ROUND_NN, FN_TRUNC_N, FN_TRUNC_NN, FN_FLOOR_N, FN_CEIL_N, FN_SIGN_N,
     FN_NUM_TYPMOD,  /* (numeric, int4 precision, int4 scale): NUMERIC(p,s) of a cast, 22003 if it does not fit */
+    /* regular expressions (scalar_regex.c, PCRE2): the pattern is args[1] */
+    FN_RE_MATCH, FN_RE_IMATCH, FN_RE_NMATCH, FN_RE_NIMATCH,  /* ~ ~* !~ !~* */
+    FN_REGEXP_REPLACE,  /* (s, pattern, replacement [, flags]) */
+    FN_REGEXP_LIKE,     /* (s, pattern [, flags]) */
+    FN_REGEXP_COUNT, FN_REGEXP_SUBSTR,  /* (s, pattern) */
+    FN_REGEXP_EXTRACT,  /* (s, pattern [, group]): Flink's; group 0 (the default) is the whole match */
+    /* TRY_CAST(x AS t): args[0] to the result type, NULL where the cast fails with a 22xxx error */
+    FN_TRY_CAST,
     FN__COUNT
 } ScalarFn;
 
@@ -122,6 +130,14 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err);
  * ...", 0A000 "unit ... not supported for type ...".
  */
 int scalar_check_field(ScalarFn fn, TypeId t, const char *field, size_t len, WError *err);
+
+/*
+ * Compiles a constant regular expression pattern with its flags text
+ * (NULL for none) so the binder can reject a bad one at plan time: 0, or -1
+ * with err 2201B (bad pattern) or 22023 (bad flag). The compiled pattern
+ * stays in the calling thread's cache.
+ */
+int scalar_regex_check(ScalarFn fn, const char *p, size_t len, const char *flags, size_t flen, WError *err);
 
 /* SQL LIKE matching (with '\' as the escape character). */
 bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, int esc);

@@ -16,6 +16,7 @@
 int scalar_text_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, Value *out, WError *err);
 int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, Value *out, WError *err);
 int scalar_json_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, Value *out, WError *err);
+int scalar_regex_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, Value *out, WError *err);
 /* to_char and date_format (scalar_format.c): args are (timestamp[tz], pattern). */
 int scalar_format_call(ScalarFn fn, const Value *args, Arena *a, Value *out, WError *err);
 

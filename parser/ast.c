@@ -427,6 +427,14 @@ AstExpr *ast_cast(ParseCtx *c, AstExpr *arg, const char *type, int pos)
     return e;
 }
 
+/* SIMILAR TO: its SQL-standard pattern language is not translated (yet); ~ covers the need. */
+AstExpr *ast_similar(ParseCtx *c, Token t, AstExpr *e, AstExpr *pat)
+{
+    (void)pat;
+    werr(c->err, SQLSTATE_NOT_SUPPORTED, t.pos, "feature not supported: SIMILAR TO (use the ~ operator)");
+    return e;
+}
+
 AstExpr *ast_case(ParseCtx *c, Token t, AstExpr *operand, AstList *whens, AstExpr *else_)
 {
     AstExpr *e = new_expr(c, AST_CASE, t.pos, max3(EXPR_DEPTH(operand), list_depth(whens), EXPR_DEPTH(else_)) + 1);
@@ -536,6 +544,17 @@ AstExpr *ast_func_from(ParseCtx *c, Token name, Token kw, AstExpr *x, AstExpr *f
         return special_call(c, name.pos, "btrim", from, x, NULL);
     parse_syntax_error(c, kw);
     return x ? x : from; /* f(FROM e) has no x; a builder never returns NULL */
+}
+
+AstExpr *ast_try_cast(ParseCtx *c, Token name, Token as, AstExpr *x, const char *type)
+{
+    if (!name_is(name, "try_cast")) {
+        parse_syntax_error(c, as);
+        return x;
+    }
+    AstExpr *e = ast_cast(c, x, type, name.pos);
+    e->try_cast = true;
+    return e;
 }
 
 AstExpr *ast_func_trim(ParseCtx *c, Token name, Token where, AstExpr *chars, AstExpr *x)
@@ -1426,7 +1445,8 @@ int parse_sql_params(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, 
             peek_r = lex(&c, &L, &peek, &peek_type);
             have_peek = true;
             if (peek_r > 0 && type == TK_NOT &&
-                (peek_type == TK_IN || peek_type == TK_LIKE || peek_type == TK_ILIKE || peek_type == TK_BETWEEN))
+                (peek_type == TK_IN || peek_type == TK_LIKE || peek_type == TK_ILIKE || peek_type == TK_BETWEEN ||
+                 peek_type == TK_SIMILAR))
                 type = TK_NOT_LA;
             if (peek_r > 0 && type == TK_WITH && peek_type == TK_TIME)
                 type = TK_WITH_LA;

@@ -58,7 +58,7 @@
   SYSTEM_TIME TIME TRANSACTION UNKNOWN UPDATE VALUES VARYING VIEW WATERMARK WINDOW
   WITHOUT WORK YEAR ZONE OF BOTH LEADING TRAILING
   SUBSCRIBE COPY STDOUT ANALYZE VERIFY USER PASSWORD RECURSIVE RENAME
-  DECLARE CURSOR FETCH AT.
+  DECLARE CURSOR FETCH AT SIMILAR.
 
 /* Precedence, lowest first, as in Postgres's gram.y. */
 %left UNION EXCEPT.
@@ -68,10 +68,10 @@
 %right NOT.
 %nonassoc IS.
 %nonassoc EQ NE LT LE GT GE.
-%nonassoc BETWEEN IN LIKE ILIKE NOT_LA.
+%nonassoc BETWEEN IN LIKE ILIKE SIMILAR NOT_LA.
 
 %nonassoc ESCAPE.
-%left CONCAT ARROW ARROW2.
+%left CONCAT ARROW ARROW2 TILDE TILDE_STAR NTILDE NTILDE_STAR.
 %left PLUS MINUS.
 %left STAR SLASH REM.
 %left CARET.
@@ -576,6 +576,8 @@ over_opt(A) ::= .                              { A = NULL; }
 over_opt(A) ::= OVER LP partition_opt(P) orderby_opt(O) RP. { A = ast_window_spec(ctx, P, O); }
 
 expr(A) ::= CAST(T) LP expr(E) AS typename(N) RP. { A = ast_cast(ctx, E, N, T.pos); }
+/* TRY_CAST(x AS t) (Flink, SQL Server): not a keyword, so try_cast stays a usable name. */
+expr(A) ::= nm(F) LP expr(E) AS(K) typename(N) RP. { A = ast_try_cast(ctx, F, K, E, N); }
 expr(A) ::= expr(E) DCOLON typename(N).        { A = ast_cast(ctx, E, N, E->pos); }
 expr(A) ::= EXTRACT(T) LP extract_field(F) FROM expr(E) RP. { A = ast_extract(ctx, T, F, E); }
 extract_field(A) ::= nm(N).                    { A = ast_ident(ctx, N); }
@@ -611,6 +613,11 @@ expr(A) ::= expr(L) CARET expr(R).             { A = ast_binary(ctx, OP_POW, L, 
 expr(A) ::= expr(L) AT(T) TIME ZONE expr(Z).   { A = ast_func_op(ctx, T, "timezone", Z, L); }
 expr(A) ::= expr(L) ARROW(T) expr(R).          { A = ast_func_op(ctx, T, "->", L, R); }
 expr(A) ::= expr(L) ARROW2(T) expr(R).         { A = ast_func_op(ctx, T, "->>", L, R); }
+/* Regular expression matches: Postgres's "any other operator" precedence (that of ||). */
+expr(A) ::= expr(L) TILDE(T) expr(R).          { A = ast_func_op(ctx, T, "~", L, R); }
+expr(A) ::= expr(L) TILDE_STAR(T) expr(R).     { A = ast_func_op(ctx, T, "~*", L, R); }
+expr(A) ::= expr(L) NTILDE(T) expr(R).         { A = ast_func_op(ctx, T, "!~", L, R); }
+expr(A) ::= expr(L) NTILDE_STAR(T) expr(R).    { A = ast_func_op(ctx, T, "!~*", L, R); }
 
 /* Calls with keywords inside the parentheses (SQL's special forms); the
  * builders check the function's name. POS_IN is IN directly inside
@@ -655,6 +662,11 @@ expr(A) ::= expr(E) ILIKE expr(P). [LIKE]                 { A = ast_like(ctx, E,
 expr(A) ::= expr(E) ILIKE expr(P) ESCAPE expr(X). [LIKE]  { A = ast_like(ctx, E, P, X, false, true); }
 expr(A) ::= expr(E) NOT_LA ILIKE expr(P). [LIKE]          { A = ast_like(ctx, E, P, NULL, true, true); }
 expr(A) ::= expr(E) NOT_LA ILIKE expr(P) ESCAPE expr(X). [LIKE] { A = ast_like(ctx, E, P, X, true, true); }
+/* SQL's SIMILAR TO regular expressions: parsed, then 0A000 (~ is the way). */
+expr(A) ::= expr(E) SIMILAR(T) TO expr(P). [LIKE]                  { A = ast_similar(ctx, T, E, P); }
+expr(A) ::= expr(E) SIMILAR(T) TO expr(P) ESCAPE expr(X). [LIKE]   { A = ast_similar(ctx, T, E, P); (void)X; }
+expr(A) ::= expr(E) NOT_LA SIMILAR(T) TO expr(P). [LIKE]           { A = ast_similar(ctx, T, E, P); }
+expr(A) ::= expr(E) NOT_LA SIMILAR(T) TO expr(P) ESCAPE expr(X). [LIKE] { A = ast_similar(ctx, T, E, P); (void)X; }
 
 /* INTERVAL 'n' unit [TO unit] */
 interval_qual(A) ::= .                         { A = NULL; }

@@ -104,6 +104,7 @@ typedef struct AstExpr {
     struct AstExpr *else_;   /* CASE ELSE or NULL */
     bool negated;            /* NOT IN / NOT BETWEEN / IS NOT / NOT LIKE */
     bool ilike;              /* AST_LIKE: ILIKE */
+    bool try_cast;           /* AST_CAST: TRY_CAST, NULL where the cast fails with a data error */
     AstIsKind is_kind;       /* AST_IS */
     bool distinct;           /* AST_FUNC: f(DISTINCT ...) */
     bool star_arg;           /* AST_FUNC: count(*) */

@@ -117,6 +117,8 @@ AstExpr *ast_in_select(ParseCtx *c, AstExpr *e, AstSelect *q, bool negated);
 AstExpr *ast_between(ParseCtx *c, AstExpr *e, AstExpr *lo, AstExpr *hi, bool negated);
 AstExpr *ast_is(ParseCtx *c, AstExpr *e, AstIsKind k, bool negated, AstExpr *other);
 AstExpr *ast_like(ParseCtx *c, AstExpr *e, AstExpr *pat, AstExpr *esc, bool negated, bool ilike);
+AstExpr *ast_try_cast(ParseCtx *c, Token name, Token as, AstExpr *x, const char *type);
+AstExpr *ast_similar(ParseCtx *c, Token t, AstExpr *e, AstExpr *pat);
 AstExpr *ast_extract(ParseCtx *c, Token kw, const char *field, AstExpr *e);
 /* SQL's call forms with keywords inside the parentheses, rewritten as plain
  * calls (kw is the FROM/FOR/IN token, for the syntax error when the name is

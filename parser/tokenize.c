@@ -19,7 +19,7 @@
 enum {
     CC_SPACE, CC_ALPHA, CC_DIGIT, CC_QUOTE, CC_DQUOTE, CC_E, CC_DOLLAR, CC_MINUS, CC_SLASH,
     CC_LT, CC_GT, CC_EQ, CC_BANG, CC_PIPE, CC_COLON, CC_DOT, CC_COMMA, CC_SEMI, CC_LP, CC_RP,
-    CC_PLUS, CC_STAR, CC_PERCENT, CC_CARET, CC_NUL, CC_ILLEGAL,
+    CC_PLUS, CC_STAR, CC_PERCENT, CC_CARET, CC_TILDE, CC_NUL, CC_ILLEGAL,
 };
 
 static const unsigned char char_class_ascii[128] = {
@@ -40,7 +40,7 @@ static const unsigned char char_class_ascii[128] = {
     /* 6x */ CC_ILLEGAL, CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_E,       CC_ALPHA,   CC_ALPHA,
              CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,
     /* 7x */ CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ALPHA,
-             CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ILLEGAL, CC_PIPE,    CC_ILLEGAL, CC_ILLEGAL, CC_ILLEGAL,
+             CC_ALPHA,   CC_ALPHA,   CC_ALPHA,   CC_ILLEGAL, CC_PIPE,    CC_ILLEGAL, CC_TILDE,   CC_ILLEGAL,
 };
 
 /* UTF-8 lead and continuation bytes (>= 0x80) are identifier characters. */
@@ -112,7 +112,7 @@ static const struct {
     {"RESET", TK_RESET}, {"RESTRICT", TK_RESTRICT}, {"RIGHT", TK_RIGHT},
     {"ROLLBACK", TK_ROLLBACK}, {"ROWS", TK_ROWS}, {"SAVEPOINT", TK_SAVEPOINT}, {"SECOND", TK_SECOND}, {"SECONDS", TK_SECOND},
     {"SELECT", TK_SELECT},
-    {"SESSION", TK_SESSION}, {"SET", TK_SET}, {"SHOW", TK_SHOW}, {"SINK", TK_SINK},
+    {"SESSION", TK_SESSION}, {"SET", TK_SET}, {"SHOW", TK_SHOW}, {"SIMILAR", TK_SIMILAR}, {"SINK", TK_SINK},
     {"SOURCE", TK_SOURCE}, {"START", TK_START}, {"STDOUT", TK_STDOUT},
     {"STREAM", TK_STREAM}, {"SUBSCRIBE", TK_SUBSCRIBE}, {"SYSTEM", TK_SYSTEM},
     {"SYSTEM_TIME", TK_SYSTEM_TIME}, {"TABLE", TK_TABLE}, {"THEN", TK_THEN}, {"TIME", TK_TIME},
@@ -306,8 +306,15 @@ int parse_get_token(const unsigned char *z, int *type)
             *type = TK_NE;
             return 2;
         }
+        if (z[1] == '~') {   /* the regular expression operators !~ and !~* */
+            *type = z[2] == '*' ? TK_NTILDE_STAR : TK_NTILDE;
+            return z[2] == '*' ? 3 : 2;
+        }
         *type = TK_ILLEGAL;
         return 1;
+    case CC_TILDE:   /* ~ and ~* */
+        *type = z[1] == '*' ? TK_TILDE_STAR : TK_TILDE;
+        return z[1] == '*' ? 2 : 1;
     case CC_PIPE:
         if (z[1] == '|') {
             *type = TK_CONCAT;

@@ -379,6 +379,14 @@ static PlanExpr *bind_binary(BindCtx *b, const Scope *s, const AstExpr *e, AstOp
     bool ux = x->kind == PE_CONST && x->unknown, uy = y->kind == PE_CONST && y->unknown;
     /* Time arithmetic first: the operand types pick the function. */
     if (op == OP_ADD || op == OP_SUB) {
+        /* date +/- interval and interval + date: a timestamp, as in Postgres. */
+        if (tx == TYPE_DATE && ty == TYPE_INTERVAL) {
+            x = make_cast(b, x, TYPE_TIMESTAMP, x->pos);
+            tx = TYPE_TIMESTAMP;
+        } else if (op == OP_ADD && tx == TYPE_INTERVAL && ty == TYPE_DATE) {
+            y = make_cast(b, y, TYPE_TIMESTAMP, y->pos);
+            ty = TYPE_TIMESTAMP;
+        }
         if ((tx == TYPE_TIMESTAMP || tx == TYPE_TIMESTAMPTZ) && (ty == TYPE_INTERVAL || uy)) {
             if (!(y = coerce_expr(b, y, TYPE_INTERVAL, pos)))
                 return NULL;
@@ -728,6 +736,16 @@ static const FuncSig FUNCS[] = {
     {"jsonb_typeof", FN_JSON_TYPEOF, T_, 1, {J_}}, {"json_typeof", FN_JSON_TYPEOF, T_, 1, {J_}},
     {"jsonb_array_length", FN_JSON_ARRAY_LENGTH, I_, 1, {J_}},
     {"json_array_length", FN_JSON_ARRAY_LENGTH, I_, 1, {J_}},
+    /* regular expressions; the parser makes the operators calls named "~" etc. */
+    {"~", FN_RE_MATCH, TYPE_BOOL, 2, {T_, T_}}, {"~*", FN_RE_IMATCH, TYPE_BOOL, 2, {T_, T_}},
+    {"!~", FN_RE_NMATCH, TYPE_BOOL, 2, {T_, T_}}, {"!~*", FN_RE_NIMATCH, TYPE_BOOL, 2, {T_, T_}},
+    {"regexp", FN_RE_MATCH, TYPE_BOOL, 2, {T_, T_}},
+    {"regexp_like", FN_REGEXP_LIKE, TYPE_BOOL, 2, {T_, T_}}, {"regexp_like", FN_REGEXP_LIKE, TYPE_BOOL, 3, {T_, T_, T_}},
+    {"regexp_replace", FN_REGEXP_REPLACE, T_, 3, {T_, T_, T_}},
+    {"regexp_replace", FN_REGEXP_REPLACE, T_, 4, {T_, T_, T_, T_}},
+    {"regexp_count", FN_REGEXP_COUNT, I_, 2, {T_, T_}}, {"regexp_substr", FN_REGEXP_SUBSTR, T_, 2, {T_, T_}},
+    {"regexp_extract", FN_REGEXP_EXTRACT, T_, 2, {T_, T_}},
+    {"regexp_extract", FN_REGEXP_EXTRACT, T_, 3, {T_, T_, I_}},
 };
 
 static bool is_untyped(const PlanExpr *e) { return e->kind == PE_CONST && (e->unknown || e->value.null); }
@@ -849,6 +867,24 @@ static PlanExpr *bind_json_op(BindCtx *b, const char *op, int pos, PlanExpr **ar
     return make_call(b, fn, text ? TYPE_TEXT : TYPE_JSONB, pos, 2, args);
 }
 
+/* A constant bad pattern or flag is a plan-time error at the pattern's (or flags') position. */
+static bool check_regex(BindCtx *b, const PlanExpr *r)
+{
+    const PlanExpr *p = r->args[1];
+    const PlanExpr *fl = (r->fn == FN_REGEXP_REPLACE && r->n_args == 4) || (r->fn == FN_REGEXP_LIKE && r->n_args == 3)
+                             ? r->args[r->n_args - 1] : NULL;
+    if (p->kind != PE_CONST || p->value.null)
+        return true;
+    bool const_flags = fl && fl->kind == PE_CONST && !fl->value.null;
+    if (fl && fl->kind == PE_CONST && fl->value.null)
+        return true;
+    if (scalar_regex_check(r->fn, p->value.u.s.p, p->value.u.s.len, const_flags ? fl->value.u.s.p : NULL,
+                           const_flags ? fl->value.u.s.len : 0, b->err) == 0)
+        return true;
+    b->err->pos = strcmp(b->err->sqlstate, SQLSTATE_INVALID_REGEX) == 0 || !fl ? p->pos : fl->pos;
+    return false;
+}
+
 static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
 {
     const char *f = e->text;
@@ -967,9 +1003,27 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
         bool text = strstr(f, "_text") != NULL;
         return make_call(b, text ? FN_JSON_PATH_TEXT : FN_JSON_PATH, text ? TYPE_TEXT : TYPE_JSONB, e->pos, n, args);
     }
+    if (strcmp(f, "if") == 0 && n == 3) {
+        /* Flink's IF(cond, a, b): CASE WHEN cond THEN a ELSE b END. */
+        if (!(args[0] = coerce_expr(b, args[0], TYPE_BOOL, args[0]->pos)))
+            return NULL;
+        TypeId t = unify_args(b, "IF", 1, 3, args);
+        if (t == TYPE_NULL)
+            return NULL;
+        return make_call(b, FN_CASE, t, e->pos, 3, args);
+    }
     PlanExpr *r = bind_fixed(b, f, e->pos, n, args);
+    if (r && r->fn >= FN_RE_MATCH && r->fn <= FN_REGEXP_EXTRACT && !check_regex(b, r))
+        return NULL;
     if (r || b->err->set)
         return r;
+    if (n == 2 && (f[0] == '~' || f[0] == '!')) {
+        werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "operator does not exist: %s %s %s",
+             is_untyped(args[0]) ? "unknown" : type_name(args[0]->type), f,
+             is_untyped(args[1]) ? "unknown" : type_name(args[1]->type));
+        werr_hint(b->err, "No operator matches the given name and argument types. You might need to add explicit type casts.");
+        return NULL;
+    }
     return no_function(b, e->pos, f, n, args);
 }
 
@@ -1103,6 +1157,10 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
             b->err->pos = e->pos;
             return NULL;
         }
+        if (mod && e->try_cast) {
+            werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: TRY_CAST to NUMERIC(p,s); cast to NUMERIC");
+            return NULL;
+        }
         if (mod) {
             /* CAST(x AS NUMERIC(p,s)): to numeric, then round to s digits and
              * check the integer part fits p - s (a constant folds here too). */
@@ -1111,6 +1169,15 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
             PlanExpr *args[3] = {x, make_const(b, value_int(TYPE_INT4, prec)),
                                  make_const(b, value_int(TYPE_INT4, scale))};
             return make_call(b, FN_NUM_TYPMOD, TYPE_NUMERIC, e->pos, 3, args);
+        }
+        if (e->try_cast) {
+            /* A bare literal is text here, so that its bad input is a NULL, not a plan-time error. */
+            if (x->kind == PE_CONST && x->unknown && !x->value.null && !(x = coerce_expr(b, x, TYPE_TEXT, x->pos)))
+                return NULL;
+            PlanExpr *c = bind_cast(b, x, t, e->pos);
+            if (c && c->kind == PE_CALL && c->fn == FN_CAST)
+                c->fn = FN_TRY_CAST;
+            return c;
         }
         return bind_cast(b, x, t, e->pos);
     }

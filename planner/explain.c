@@ -41,8 +41,8 @@ void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out)
     case PE_CALL:
         if (e->fn == FN_NOW) {
             buf_puts(out, "now()");   /* its argument is the statement time, not the user's */
-        } else if (e->fn == FN_CAST) {
-            buf_puts(out, "CAST(");
+        } else if (e->fn == FN_CAST || e->fn == FN_TRY_CAST) {
+            buf_puts(out, e->fn == FN_CAST ? "CAST(" : "TRY_CAST(");
             expr_to_text(e->args[0], in, out);
             buf_printf(out, " AS %s)", type_name(e->type));
         } else if (scalar_fn_is_infix(e->fn) && (e->n_args == 2 || ((e->fn == FN_LIKE || e->fn == FN_ILIKE) &&

@@ -8,6 +8,7 @@
 #include "tap.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 static Arena *A;
@@ -298,6 +299,69 @@ static void test_casts(void)
            "date beyond the timestamp range");
 }
 
+/* Each thread has its own compiled-pattern cache: the same patterns from two
+ * threads at once must give the same answers (and ASan/TSan-clean frees at exit). */
+static void *regex_thread(void *arg)
+{
+    int *ok = arg;
+    Arena *a = arena_new(0);
+    for (int i = 0; i < 200; i++) {
+        char pat[32];
+        snprintf(pat, sizeof pat, "^x%d(y+)$", i % 40);   /* more patterns than the cache holds */
+        char subj[32];
+        snprintf(subj, sizeof subj, "x%dyy", i % 40);
+        Value args[3] = {T(subj), T(pat), I(1)}, r;
+        WError e = {0};
+        if (scalar_call(FN_REGEXP_EXTRACT, TYPE_TEXT, 3, args, a, &r, &e) || r.null || r.u.s.len != 2)
+            *ok = 0;
+    }
+    arena_free(a);
+    return NULL;
+}
+
+static void test_regex(void)
+{
+    is_str(C2(FN_RE_MATCH, TYPE_BOOL, T("abc"), T("b.")), "t", "~ finds a match anywhere");
+    is_str(C2(FN_RE_NIMATCH, TYPE_BOOL, T("ABC"), T("b")), "f", "!~* is caseless and negated");
+    is_str(C2(FN_RE_MATCH, TYPE_BOOL, T("abc"), T("(")), "ERR 2201B", "bad pattern is 2201B");
+    is_str(C2(FN_RE_MATCH, TYPE_BOOL, N(TYPE_TEXT), T("(")), "NULL", "NULL subject: NULL, pattern not compiled");
+    is_str(C3(FN_REGEXP_REPLACE, TYPE_TEXT, T("a1b22"), T("([0-9])"), T("<\\1\\&>")), "a<11>b22",
+           "first match only, \\1 and \\& substituted");
+    is_str(call(FN_REGEXP_REPLACE, TYPE_TEXT, 4, (Value[]){T("a1b22"), T("[0-9]"), T("#"), T("g")}), "a#b##", "g flag");
+    is_str(call(FN_REGEXP_REPLACE, TYPE_TEXT, 4, (Value[]){T("a"), T("a"), T("#"), T("q")}), "ERR 22023", "bad flag");
+    is_str(C2(FN_REGEXP_COUNT, TYPE_INT4, T("héhé"), T("")), "5", "empty matches step by characters, not bytes");
+    is_str(C3(FN_REGEXP_EXTRACT, TYPE_TEXT, T("k=v"), T("(\\w)=(\\w)"), I(-1)), "NULL", "negative group: NULL");
+    /* a pathological pattern stops at the match limit instead of running for ages */
+    char long_a[20002];
+    memset(long_a, 'a', 20000);
+    long_a[20000] = 'b';
+    long_a[20001] = 0;
+    is_str(C2(FN_RE_MATCH, TYPE_BOOL, T(long_a), T("(a+)+$")), "ERR 54000", "catastrophic backtracking is 54000");
+    is_str(C2(FN_RE_MATCH, TYPE_BOOL, T(long_a), T("a+b$")), "t", "a simple pattern on the same text matches");
+    is_str(C2(FN_RE_MATCH, TYPE_BOOL, T(long_a), T("^(a|b)*$")), "t", "deep backtracking on a long text is no error");
+    is_str(C2(FN_RE_MATCH, TYPE_BOOL, T("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"), T("^(a+)+$")), "ERR 54000",
+           "exponential backtracking on a short text is 54000");
+    WError e = {0};
+    ok(scalar_regex_check(FN_REGEXP_LIKE, "a", 1, "g", 1, &e) < 0 && strcmp(e.sqlstate, "22023") == 0,
+       "regexp_like rejects the g flag at plan time");
+    int ok1 = 1, ok2 = 1;
+    pthread_t t1, t2;
+    pthread_create(&t1, NULL, regex_thread, &ok1);
+    pthread_create(&t2, NULL, regex_thread, &ok2);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    ok(ok1 && ok2, "two threads with more patterns than the cache holds agree");
+}
+
+static void test_try_cast(void)
+{
+    is_str(C1(FN_TRY_CAST, TYPE_INT4, T("12")), "12", "TRY_CAST that works");
+    is_str(C1(FN_TRY_CAST, TYPE_INT4, T("1x")), "NULL", "bad input: NULL");
+    is_str(C1(FN_TRY_CAST, TYPE_INT2, I(70000)), "NULL", "out of range: NULL");
+    is_str(C1(FN_TRY_CAST, TYPE_DATE, T("2024-13-01")), "NULL", "bad date: NULL");
+    is_str(C1(FN_TRY_CAST, TYPE_INT4, N(TYPE_TEXT)), "NULL", "NULL in, NULL out");
+}
+
 int main(void)
 {
     A = arena_new(0);
@@ -307,6 +371,8 @@ int main(void)
     test_time();
     test_json();
     test_casts();
+    test_regex();
+    test_try_cast();
     arena_free(A);
     return tap_done();
 }

@@ -779,6 +779,22 @@ static void test_expressions(void)
     ok(e && e->is_kind == IS_TRUE && e->negated, "is not true");
     e = expr_of("SELECT a ILIKE 'x!%' ESCAPE '!'");
     ok(e && e->kind == AST_LIKE && e->ilike && e->hi && strcmp(e->hi->text, "!") == 0, "ilike escape");
+    e = expr_of("SELECT a ~ 'x' = b !~* 'y'");
+    ok(e && e->kind == AST_BINARY && e->op == OP_EQ && ((AstExpr *)AST_AT(e->args, 0))->kind == AST_FUNC &&
+           strcmp(((AstExpr *)AST_AT(e->args, 1))->text, "!~*") == 0, "~ and !~* bind tighter than =");
+    e = expr_of("SELECT a || b ~ c");
+    ok(e && e->kind == AST_FUNC && strcmp(e->text, "~") == 0 && ((AstExpr *)AST_AT(e->args, 0))->kind != AST_COLUMN,
+       "~ is left-associative with || (Postgres's operator precedence)");
+    e = expr_of("SELECT a !~* 'x'");
+    ok(e && e->kind == AST_FUNC && strcmp(e->text, "!~*") == 0, "!~*");
+    e = expr_of("SELECT TRY_CAST(a AS INT)");
+    ok(e && e->kind == AST_CAST && e->try_cast && e->type_name && e->arg, "try_cast");
+    e = expr_of("SELECT CAST(a AS INT)");
+    ok(e && e->kind == AST_CAST && !e->try_cast, "cast is not try_cast");
+    is_str(parse_err("SELECT lower(a AS INT)"), "42601", "f(x AS t) only for try_cast");
+    is_str(parse_err("SELECT a NOT SIMILAR TO 'x'"), "0A000", "SIMILAR TO is 0A000");
+    e = expr_of("SELECT try_cast, similar FROM t");
+    ok(e && e->kind == AST_COLUMN, "try_cast and similar are names");
     e = expr_of("SELECT EXTRACT(EPOCH FROM ts)");
     ok(e && e->kind == AST_EXTRACT && strcmp(e->text, "epoch") == 0 && e->arg, "extract");
     e = expr_of("SELECT EXTRACT(second FROM ts)");
