@@ -52,14 +52,22 @@ trap stop_server EXIT
 
 start_server() { # $1 = checkpoint interval
     tmp=$(mktemp -d /tmp/weir-bench-XXXXXX)
-    port=$(free_port)
-    "$weir" --data-dir "$tmp/data" --port "$port" --http-port 0 --no-broker \
-        --checkpoint-interval "$1" >"$tmp/server.log" 2>&1 &
-    server_pid=$!
-    conn="host=127.0.0.1 port=$port dbname=weir user=weir sslmode=disable"
-    for _ in $(seq 100); do
-        psql "$conn" -Atqc 'SELECT 1' >/dev/null 2>&1 && return 0
-        sleep 0.1
+    local attempt
+    for attempt in 1 2 3 4 5; do
+        port=$(free_port)
+        "$weir" --data-dir "$tmp/data" --port "$port" --http-port 0 --no-broker \
+            --checkpoint-interval "$1" >"$tmp/server.log" 2>&1 &
+        server_pid=$!
+        conn="host=127.0.0.1 port=$port dbname=weir user=weir sslmode=disable"
+        for _ in $(seq 100); do
+            psql "$conn" -Atqc 'SELECT 1' >/dev/null 2>&1 && return 0
+            kill -0 "$server_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        # Another process took the free port first (a test suite beside): another port.
+        grep -q "Address already in use" "$tmp/server.log" || break
+        wait "$server_pid" 2>/dev/null
+        rm -rf "$tmp/data"
     done
     echo "weir did not start; log:" >&2
     cat "$tmp/server.log" >&2
