@@ -246,6 +246,9 @@ int rt_par_open(RtPar *par, WError *err)
         sh->own.chunk_arena = arena_new(1 << 20);
         sh->own.stats.watermark = TS_MINUS_INF;
         sh->own.name = rc0->name;
+        /* The view's time zone (rt_eval sets it on the worker threads too). */
+        sh->own.own_tz = rc0->own_tz;
+        sh->own.tz = rc0->tz;
         sh->own.par = par;
         sh->own.shard = s;
         sh->own.n_shards = par->P;
