@@ -298,7 +298,20 @@ int rt_source_future_policy(const CatRelation *src, int64_t *max_future_us, bool
     return 0;
 }
 
-static const RtOpVt WM_VT = {.push = wm_push, .watermark = wm_watermark, .flush_state = wm_flush_state, .finish = wm_finish, .close = wm_close};
+/* A restored watermark is announced once the dataflow is wired: operators
+ * that take the minimum of several inputs (a union, a join, an exchange's
+ * receiver) start every input at -infinity, and an input that never
+ * advances again after a restart would otherwise hold them there for good.
+ * Downstream, windows already closed are gone from the state, so hearing
+ * the same watermark again fires only what had not fired yet. */
+static int wm_start(RtOp *op)
+{
+    WmOp *w = (WmOp *)op;
+    return w->emitted > TS_MINUS_INF ? rt_emit_watermark(op, w->emitted) : 0;
+}
+
+static const RtOpVt WM_VT = {.push = wm_push, .watermark = wm_watermark, .flush_state = wm_flush_state,
+                             .finish = wm_finish, .close = wm_close, .start = wm_start};
 
 RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
 {
