@@ -181,6 +181,8 @@ static void node_params(const PlanNode *n, Buf *out)
         }
         break;
     case PN_AGG:
+        if (n->agg_phase != PLAN_AGG_ONE)
+            buf_printf(out, "phase: %s, ", n->agg_phase == PLAN_AGG_LOCAL ? "local" : "global");
         buf_puts(out, "group: ");
         cols_list(in, n->n_group, n->group_cols, out);
         buf_puts(out, ", aggs: [");
@@ -507,6 +509,8 @@ static void explain_json(const PlanNode *n, Buf *out)
         buf_printf(out, ", \"parallelism\": %d, \"distribution\": ", n->parallelism);
         json_str(out, tmp.data);
     }
+    if (n->kind == PN_AGG && n->agg_phase != PLAN_AGG_ONE)
+        buf_printf(out, ", \"phase\": \"%s\"", n->agg_phase == PLAN_AGG_LOCAL ? "local" : "global");
     if (n->kind == PN_EXCHANGE) {
         buf_puts(out, ", \"exchange_reason\": ");
         json_str(out, n->ex_reason ? n->ex_reason : "");

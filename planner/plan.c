@@ -1711,9 +1711,22 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
             }
             continue;
         }
+        if (strcasecmp(o->key, "agg_phase_strategy") == 0) {
+            /* Flink's table.optimizer.agg-phase-strategy: two-phase aggregation
+             * where it applies (plan_dist.c), or never. Kept in the view's
+             * text, so re-planning at start gives the same shape. */
+            if (o->value && strcasecmp(o->value, "one_phase") == 0)
+                p.one_phase_agg = true;
+            else if (!o->value || strcasecmp(o->value, "two_phase") != 0) {
+                werr(err, SQLSTATE_INVALID_PARAMETER, o->pos,
+                     "agg_phase_strategy must be 'two_phase' or 'one_phase', not '%s'", o->value ? o->value : "");
+                return NULL;
+            }
+            continue;
+        }
         if (strcasecmp(o->key, "state_ttl") != 0) {
             werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
-            werr_hint(err, "View options: backfill_from, state_ttl, streaming_parallelism.");
+            werr_hint(err, "View options: agg_phase_strategy, backfill_from, state_ttl, streaming_parallelism.");
             return NULL;
         }
         Interval iv;

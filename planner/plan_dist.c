@@ -93,6 +93,8 @@ static Need need_of(Arena *a, const PlanNode *n, int k)
             return single_need("union with a single input is single");
         return (Need){PLAN_DIST_ANY, 0, NULL, NULL};
     case PN_AGG: {
+        if (n->agg_phase == PLAN_AGG_LOCAL)
+            return (Need){PLAN_DIST_ANY, 0, NULL, NULL}; /* pre-aggregates whatever reaches it */
         if (n->n_group == 0)
             return single_need("aggregation without a group key is single");
         /* Panes and sessions are merged across window bounds per key: hash
@@ -259,6 +261,100 @@ static void output_dist(Arena *a, PlanNode *n)
     }
 }
 
+/* Two-phase (local-global) aggregation. A HASH-distributed aggregation
+ * sends every row of a group to one instance: with a hot key (a count per
+ * window: one group per window) one instance does all the work whatever P
+ * is. Split, each instance aggregates the rows it has (LOCAL, no exchange
+ * before it) and only the partial rows' changes cross the exchange to the
+ * instance owning the group (GLOBAL), which combines them. Only where an
+ * exchange would be inserted anyway (input ANY, or hashed on other columns)
+ * and every aggregate is decomposable: count(*)/count(x) -> sum of the
+ * partial counts (as BIGINT, not sum's NUMERIC), sum -> sum, min -> min,
+ * max -> max. A group's global row exists exactly while some partial row
+ * exists, i.e. while the group has rows, as in one phase; retractions
+ * reach the local that holds the row, whose partial then changes (-U/+U)
+ * or goes (-D). Windowed aggregations split with both phases keeping the
+ * window, the emit mode and the lateness: a local emits a partial before
+ * forwarding the watermark that would make it late, and the exchange gives
+ * the global the minimum of the locals' watermarks, so the global never
+ * drops a partial its local accepted, and closes a window (EOWC) only once
+ * every local has emitted its partial for it. Left in one phase:
+ *  - SESSION windows: a row's session is decided by merging with the
+ *    key's neighbouring sessions, which only the instance holding all of
+ *    the key's rows can do (the locals' sessions would not line up);
+ *  - HOP in panes: the global would have to merge partial panes into
+ *    windows, which the pane operator does from its own pane states only;
+ *  - WITH (state_ttl): a local and the global expire a group at different
+ *    processing times (a local idles while other instances keep the group
+ *    alive), and a retraction reaching a local that dropped the group
+ *    would then be lost where one phase applied it;
+ *  - avg, count(DISTINCT), bool_and/or, string_agg, first/last_value: not
+ *    (or not exactly) combinable from one partial value;
+ *  - an input that is single (nothing to pre-aggregate in parallel), or
+ *    already hashed on a subset of the group columns (no exchange either
+ *    way... it gets one today, but the instances already see whole groups).
+ * The node keeps its id, table, output and readers and becomes the GLOBAL
+ * phase; the LOCAL one is new, inserted before it at index `at` of p's
+ * nodes (a fresh id and table, allocated here, in plan order, so
+ * re-planning at start gives the same ids). Returns the local or NULL. */
+static PlanNode *split_agg(PlanCtx *p, int at)
+{
+    PlanNode *n = p->nodes[at];
+    PlanNode *in = n->inputs[0];
+    Arena *a = p->b.a;
+    if (p->one_phase_agg || n->agg_phase != PLAN_AGG_ONE || n->n_group == 0 || n->session || n->pane_us ||
+        n->state_ttl_us || in->dist == PLAN_DIST_SINGLE)
+        return NULL;
+    for (int i = 0; i < n->n_aggs; i++) {
+        PlanAggKind k = n->aggs[i].kind;
+        if ((k != AGG_COUNT_STAR && k != AGG_COUNT && k != AGG_SUM && k != AGG_MIN && k != AGG_MAX) ||
+            n->aggs[i].distinct)
+            return NULL;
+    }
+    if (in->dist == PLAN_DIST_HASH) {
+        /* Hashed on group columns only: every group is whole at one instance. */
+        bool inside = true;
+        for (int i = 0; i < in->n_dist_keys && inside; i++) {
+            bool found = false;
+            for (int g = 0; g < n->n_group; g++)
+                found |= n->group_cols[g] == in->dist_keys[i];
+            inside = found;
+        }
+        if (inside)
+            return NULL;
+    }
+    PlanNode *l = new_node(p, PN_AGG, in); /* appended last: moved below */
+    int id = l->id;
+    *l = *n;
+    l->id = id;
+    l->inputs[0] = in;
+    l->agg_phase = PLAN_AGG_LOCAL;
+    l->table_id = new_table(p);
+    /* The partial rows: group columns then one value per aggregate, as n's
+     * output. Only an EOWC local without lateness emits each once. */
+    l->append_only = n->emit == PLAN_EMIT_ON_CLOSE && n->win_group_idx >= 0 && n->lateness_us == 0;
+    l->keys = arena_alloc(a, sizeof(int) * (size_t)n->n_group);
+    for (int g = 0; g < n->n_group; g++)
+        l->keys[g] = g;
+    l->n_keys = n->n_group;
+    memmove(&p->nodes[at + 1], &p->nodes[at], sizeof(PlanNode *) * (size_t)(p->n_nodes - 1 - at));
+    p->nodes[at] = l;
+
+    n->inputs[0] = l;
+    n->agg_phase = PLAN_AGG_GLOBAL;
+    n->group_cols = l->keys;
+    PlanAgg *ga = arena_alloc(a, sizeof(PlanAgg) * (size_t)(n->n_aggs ? n->n_aggs : 1));
+    for (int i = 0; i < n->n_aggs; i++) {
+        const PlanAgg *g = &l->aggs[i];
+        PlanAggKind k = g->kind == AGG_COUNT_STAR || g->kind == AGG_COUNT ? AGG_SUM : g->kind;
+        /* sum(BIGINT) keeps BIGINT here: the runtime sums by the result type. */
+        ga[i] = (PlanAgg){.kind = k, .arg = n->n_group + i, .arg_type = g->type, .type = g->type,
+                          .filter_col = -1};
+    }
+    n->aggs = ga;
+    return l;
+}
+
 int plan_distribute(PlanCtx *p, PlanView *v, int P)
 {
     Arena *a = p->b.a;
@@ -269,6 +365,11 @@ int plan_distribute(PlanCtx *p, PlanView *v, int P)
         PlanNode *n = p->nodes[i];
         if (n->kind == PN_EXCHANGE)
             continue;
+        if (n->kind == PN_AGG) {
+            Need d = need_of(a, n, 0);
+            if (d.dist == PLAN_DIST_HASH && !same_hash(n->inputs[0], &d) && split_agg(p, i))
+                n = p->nodes[i]; /* the local phase, now here; n is next */
+        }
         for (int k = 0; k < n->n_inputs; k++) {
             Need d = need_of(a, n, k);
             PlanNode *in = n->inputs[k];

@@ -186,6 +186,12 @@ typedef enum PlanDist { PLAN_DIST_SINGLE, PLAN_DIST_ANY, PLAN_DIST_HASH } PlanDi
 
 typedef enum PlanEmit { PLAN_EMIT_CHANGES, PLAN_EMIT_ON_CLOSE } PlanEmit;
 
+/* Two-phase aggregation in a parallel view (plan_dist.c): a LOCAL aggregation
+ * pre-aggregates each instance's rows (its output is a changelog of partial
+ * rows), a GLOBAL one behind a hash exchange combines the partials (count ->
+ * sum of counts, sum -> sum, min -> min, max -> max). ONE: not split. */
+typedef enum PlanAggPhase { PLAN_AGG_ONE, PLAN_AGG_LOCAL, PLAN_AGG_GLOBAL } PlanAggPhase;
+
 /* A view's backfill_from: where its Kafka sources start reading when the
  * view has no checkpointed offsets. DEFAULT: the source's scan.startup.mode. */
 typedef enum PlanStart { PLAN_START_DEFAULT, PLAN_START_EARLIEST, PLAN_START_LATEST, PLAN_START_TIMESTAMP } PlanStart;
@@ -237,6 +243,7 @@ typedef struct PlanNode {
      * state not read or written for this long (processing time) is dropped; 0 = never */
     int64_t state_ttl_us;
     PlanEmit emit;
+    PlanAggPhase agg_phase;     /* ONE unless plan_dist.c split it in two phases */
     /* pane_us > 0: the input holds panes (window_start/end = pane bounds); windows of
      * win_size_us every win_slide_us (offset win_offset_us) are merged from them */
     int pane_start_idx, pane_end_idx; /* group indexes of window_start/window_end, -1 absent */

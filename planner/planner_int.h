@@ -126,6 +126,7 @@ typedef struct PlanCtx {
     bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
     bool allow_unbounded;    /* the user accepted operators with unbounded state */
     int64_t state_ttl_us;    /* the view's WITH (state_ttl): bounds regular joins and aggregations; 0 none */
+    bool one_phase_agg;      /* WITH (agg_phase_strategy = 'one_phase'): no two-phase aggregations */
     int n_nodes, cap_nodes;
     PlanNode **nodes;
 } PlanCtx;
