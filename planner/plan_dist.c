@@ -289,10 +289,11 @@ static void output_dist(Arena *a, PlanNode *n)
  *    alive), and a retraction reaching a local that dropped the group
  *    would then be lost where one phase applied it;
  *  - avg, count(DISTINCT), bool_and/or, string_agg, first/last_value: not
- *    (or not exactly) combinable from one partial value;
+ *    (or not exactly) combinable from one partial value; sum of a float
+ *    (see below);
  *  - an input that is single (nothing to pre-aggregate in parallel), or
- *    already hashed on a subset of the group columns (no exchange either
- *    way... it gets one today, but the instances already see whole groups).
+ *    hashed on a subset of the group columns (each instance already holds
+ *    whole groups: a local phase would do all the work and save nothing).
  * The node keeps its id, table, output and readers and becomes the GLOBAL
  * phase; the LOCAL one is new, inserted before it at index `at` of p's
  * nodes (a fresh id and table, allocated here, in plan order, so
@@ -309,6 +310,10 @@ static PlanNode *split_agg(PlanCtx *p, int at)
         PlanAggKind k = n->aggs[i].kind;
         if ((k != AGG_COUNT_STAR && k != AGG_COUNT && k != AGG_SUM && k != AGG_MIN && k != AGG_MAX) ||
             n->aggs[i].distinct)
+            return NULL;
+        /* A float sum rounds after every addition: summing partial sums adds
+         * in another order, and the last digits would differ from one phase. */
+        if (k == AGG_SUM && (n->aggs[i].type == TYPE_FLOAT8 || n->aggs[i].type == TYPE_FLOAT4))
             return NULL;
     }
     if (in->dist == PLAN_DIST_HASH) {
