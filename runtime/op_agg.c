@@ -132,6 +132,7 @@ typedef struct AggOp {
     Ends wins;
     Value *upd_before;        /* pane_push: the old states of the windows a late row updates */
     int64_t *upd_ws;          /* ... and their starts; both for size/slide windows */
+    bool idle_out;            /* RT_WM_IDLE passed on, no real watermark since (agg_watermark) */
     bool has_ttl;             /* WITH (state_ttl): idle groups expire (see the file comment) */
     RtTtl ttl;
     Buf dbuf;                 /* expire_group's scratch */
@@ -1506,6 +1507,21 @@ static int agg_push(RtOp *op, Chunk *c)
 static int agg_watermark(RtOp *op, int64_t wm)
 {
     AggOp *a = (AggOp *)op;
+    /* The local phase of a two-phase aggregation (planner/plan_dist.c) sits
+     * between a split watermark operator and an exchange: an idle instance's
+     * RT_WM_IDLE is no event time (taken as one, it would close and forget
+     * every window and drop the rows that follow as late), so it passes on
+     * untouched; the real watermark after it goes on even when not ahead, so
+     * the exchange counts this instance again (as op_window.c does). */
+    if (wm == RT_WM_IDLE) {
+        a->idle_out = true;
+        return emit_pending(a) ? -1 : rt_emit_watermark(op, wm);
+    }
+    if (a->idle_out) {
+        a->idle_out = false;
+        if (wm <= op->wm)
+            return rt_emit_watermark(op, op->wm);
+    }
     if (wm <= op->wm)
         return 0;
     if (a->session) {
