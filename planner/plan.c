@@ -1432,6 +1432,8 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
                     return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
                                 "feature not supported: count(DISTINCT ...) over SESSION windows");
         }
+        for (int i = 0; i < agg.n_group; i++)
+            a->n_group_bounds += pre_scope.cols[i].role == ROLE_WINDOW_START || pre_scope.cols[i].role == ROLE_WINDOW_END;
         for (int i = 0; i < agg.n_group && !a->session; i++) {
             ColRole r = pre_scope.cols[i].role;
             if (r == ROLE_WINDOW_END) {
@@ -1712,14 +1714,16 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
             continue;
         }
         if (strcasecmp(o->key, "agg_phase_strategy") == 0) {
-            /* Flink's table.optimizer.agg-phase-strategy: two-phase aggregation
-             * where it applies (plan_dist.c), or never. Kept in the view's
-             * text, so re-planning at start gives the same shape. */
-            if (o->value && strcasecmp(o->value, "one_phase") == 0)
-                p.one_phase_agg = true;
-            else if (!o->value || strcasecmp(o->value, "two_phase") != 0) {
+            /* Flink's table.optimizer.agg-phase-strategy (plan_dist.c, split_agg).
+             * Kept in the view's text, so re-planning at start gives the same shape. */
+            static const char *const strategies[] = {"auto", "one_phase", "two_phase"};
+            p.agg_phase_strategy = -1;
+            for (int k = 0; k < 3 && o->value; k++)
+                if (strcasecmp(o->value, strategies[k]) == 0)
+                    p.agg_phase_strategy = k;
+            if (p.agg_phase_strategy < 0) {
                 werr(err, SQLSTATE_INVALID_PARAMETER, o->pos,
-                     "agg_phase_strategy must be 'two_phase' or 'one_phase', not '%s'", o->value ? o->value : "");
+                     "agg_phase_strategy must be 'auto', 'one_phase' or 'two_phase', not '%s'", o->value ? o->value : "");
                 return NULL;
             }
             continue;

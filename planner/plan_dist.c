@@ -294,6 +294,15 @@ static void output_dist(Arena *a, PlanNode *n)
  *  - an input that is single (nothing to pre-aggregate in parallel), or
  *    hashed on a subset of the group columns (each instance already holds
  *    whole groups: a local phase would do all the work and save nothing).
+ * When: WITH (agg_phase_strategy = 'two_phase') wherever the above allows;
+ * 'auto' (the default) only when every group column is a window bound (a
+ * count per window: every row of the stream goes to the one group of its
+ * window, the case two phases are for). Over a key with many values (q5's
+ * count per auction and window) the local phase hardly reduces the rows and
+ * doubles the state and the work: Nexmark q5 at P=2 ran 40% slower split
+ * (bench/README.md). The planner knows no cardinalities, so a hot key that
+ * is not a window (a few channels) is the user's call: 'two_phase'.
+ * 'one_phase' never splits.
  * The node keeps its id, table, output and readers and becomes the GLOBAL
  * phase; the LOCAL one is new, inserted before it at index `at` of p's
  * nodes (a fresh id and table, allocated here, in plan order, so
@@ -303,8 +312,11 @@ static PlanNode *split_agg(PlanCtx *p, int at)
     PlanNode *n = p->nodes[at];
     PlanNode *in = n->inputs[0];
     Arena *a = p->b.a;
-    if (p->one_phase_agg || n->agg_phase != PLAN_AGG_ONE || n->n_group == 0 || n->session || n->pane_us ||
-        n->state_ttl_us || in->dist == PLAN_DIST_SINGLE)
+    if (p->agg_phase_strategy == 1 || n->agg_phase != PLAN_AGG_ONE || n->n_group == 0 || n->session ||
+        n->pane_us || n->state_ttl_us || in->dist == PLAN_DIST_SINGLE)
+        return NULL;
+    /* 'auto': only where the key is hot by construction. */
+    if (p->agg_phase_strategy == 0 && n->n_group_bounds < n->n_group)
         return NULL;
     for (int i = 0; i < n->n_aggs; i++) {
         PlanAggKind k = n->aggs[i].kind;

@@ -231,6 +231,7 @@ typedef struct PlanNode {
     /* PN_AGG */
     int n_group;
     int *group_cols;            /* input columns */
+    int n_group_bounds;         /* how many group columns are window bounds (window_start/window_end) */
     int n_aggs;
     PlanAgg *aggs;
     int win_group_idx;          /* index into group_cols of the window bound column, -1 unbounded */

@@ -126,7 +126,9 @@ typedef struct PlanCtx {
     bool streaming;          /* a view (connectors, watermarks) vs an ad hoc query */
     bool allow_unbounded;    /* the user accepted operators with unbounded state */
     int64_t state_ttl_us;    /* the view's WITH (state_ttl): bounds regular joins and aggregations; 0 none */
-    bool one_phase_agg;      /* WITH (agg_phase_strategy = 'one_phase'): no two-phase aggregations */
+    /* WITH (agg_phase_strategy): 'auto' (0: two phases for aggregations keyed by
+     * window bounds only), 'one_phase' (1: never), 'two_phase' (2: wherever it applies) */
+    int agg_phase_strategy;
     int n_nodes, cap_nodes;
     PlanNode **nodes;
 } PlanCtx;
