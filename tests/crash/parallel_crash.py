@@ -128,7 +128,17 @@ VIEWS = [
     ("pairs", 3, "SELECT a.k, count(*) AS n FROM src a JOIN src2 b ON a.k = b.k "
                  "AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts GROUP BY a.k",
      "SELECT k, n FROM pairs ORDER BY k"),
+    # Two-phase aggregations (planner/plan_dist.c): a count per window (split by default) and
+    # per_k forced into two phases; each instance's local state and the global one restart
+    # from the same checkpoint.
+    ("wsum", 3, "SELECT window_start, count(*) AS n, sum(v) AS s FROM TUMBLE(src, ts, INTERVAL '10' SECOND) "
+                "GROUP BY window_start EMIT ON WINDOW CLOSE",
+     "SELECT window_start::text, n, s FROM wsum ORDER BY 1"),
+    ("per_k2", 2, "SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k",
+     "SELECT k, n, s FROM per_k2 ORDER BY k"),
 ]
+# More view options, after streaming_parallelism.
+OPTIONS = {"per_k2": ", agg_phase_strategy = 'two_phase'"}
 
 
 def main():
@@ -152,7 +162,8 @@ def main():
                  f"WITH (connector = 'kafka', topic = '{topic}', properties.bootstrap.server = '{st.kafka}', "
                  f"topic.partitions = '{PARTS}')")
         for name, par, sql, _ in VIEWS:
-            st.q(f"CREATE MATERIALIZED VIEW {name} WITH (streaming_parallelism = {par}) AS {sql}")
+            st.q(f"CREATE MATERIALIZED VIEW {name} WITH (streaming_parallelism = {par}{OPTIONS.get(name, '')}) "
+                 f"AS {sql}")
         done = threading.Event()
         sent = rows + [rows[0]] if a.self_test else rows
         prod = threading.Thread(target=produce, args=(st.kafka, topic, sent, random.Random(a.seed + 1), done))
@@ -167,10 +178,16 @@ def main():
         st.restart()
         st.q("FLUSH")
         want = oracle(rows)
+        want["per_k2"] = want["per_k"]
+        per_w = {}
+        for w, _, c, s in want["tumble"]:
+            n0, s0 = per_w.get(w, (0, 0))
+            per_w[w] = (n0 + c, s0 + s)
+        want["wsum"] = sorted((w, c, s) for w, (c, s) in per_w.items())
         for name, par, _, query in VIEWS:
             got = [tuple(r) for r in st.q(query)]
             exp = want["tumble" if name == "eowc" else name]
-            if name == "eowc":
+            if name in ("eowc", "wsum"):
                 # The closing rows an hour later leave their own window open.
                 last = max(w for w, *_ in exp)
                 exp = [r for r in exp if r[0] != last]
