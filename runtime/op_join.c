@@ -2,7 +2,8 @@
  * op_join.c: joins of two changelogs: regular hash joins and interval joins.
  *
  * Each side keeps its rows in its own state table, keyed by
- *   [join key] [event time, interval joins only] [a 128-bit hash of the row]
+ *   [join key] [event time, interval joins only] [a 128-bit hash of the row, or
+ *   for an append-only side a 128-bit sequence number: see state_key]
  * with value (count, matches, the row): how many copies of the row are present and
  * how many rows of the other side it matches (what outer joins need to
  * know when to emit or retract the NULL-padded row). A row arriving on one
@@ -49,6 +50,9 @@ typedef struct Side {
     const bool *stored;       /* the columns kept (PlanNode.join_stored), NULL all: the rest are
                                * read by nobody, so they are stored and emitted as NULL */
     Value *nulls;             /* with stored: a NULL of each column's type, copied into unread columns */
+    bool seq;                 /* append-only input: rows keyed by a sequence number, not their hash */
+    uint64_t seq_run;         /* seq: the last committed epoch when the join started, + 1 */
+    uint64_t next_seq;        /* seq: the next row's number in this run */
     bool outer;               /* unmatched rows of this side appear padded with NULLs */
     int64_t wm;
     int64_t min_ts;           /* interval joins: no row in state is older (INT64_MIN: unknown) */
@@ -157,7 +161,7 @@ static int residual_ok(JoinOp *j, const Value *pair)
  * zeros (16 bytes) and the row's encoding after them: the row is encoded
  * once, where it is stored, instead of encoded and then copied behind the
  * counts (with rows of ~500 bytes the copy was a tenth of q7's engine time). */
-static void state_key(JoinOp *j, int s, const Value *vals, Buf *out, size_t *prefix_len, Buf *val)
+static void state_key(JoinOp *j, int s, const Value *vals, bool seq, Buf *out, size_t *prefix_len, Buf *val)
 {
     Side *sd = &j->side[s];
     Value kv[64];
@@ -175,6 +179,18 @@ static void state_key(JoinOp *j, int s, const Value *vals, Buf *out, size_t *pre
     buf_put_u64be(val, 0);
     buf_put_u64be(val, 0);
     row_encode(val, vals, sd->n_cols);
+    if (seq) {
+        /* A new row of an append-only side: a number of its own (never hashed,
+         * never looked up: no earlier copy can be in state), as long as a hash.
+         * (run, n) is unique: a row of run r is committed only by a checkpoint
+         * of epoch >= r, so every row in state at a restart has a smaller run
+         * than the next one; a hash (older checkpoints) is random. */
+        unsigned char sb[16];
+        put_be64(sb, sd->seq_run);
+        put_be64(sb + 8, sd->next_seq++);
+        buf_append(out, sb, 16);
+        return;
+    }
     /* The same two hashes as two hash_bytes calls (state from older
      * checkpoints keeps its keys), in one pass over the row. */
     uint64_t h[2];
@@ -245,7 +261,8 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
     if (me->time_col >= 0 && vals[me->time_col].null)
         return 0; /* no time, no window of partners */
     size_t plen;
-    state_key(j, s, vals, &j->kbuf, &plen, &j->vbuf);
+    bool seq = me->seq && sign > 0;
+    state_key(j, s, vals, seq, &j->kbuf, &plen, &j->vbuf);
     if (j->has_ttl) {
         /* Before reading: a key past its TTL must not be seen. A row writes
          * its own side's key (rows with a NULL key too: an outer join keeps
@@ -254,14 +271,18 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
             (!null_key && rt_ttl_touch(&ot->ttl, j->kbuf.data, plen, j->now, false, rc->err)))
             return -1;
     }
-    const void *v;
-    size_t vl;
-    int f = stor_table_get(me->t, j->kbuf.data, j->kbuf.len, &v, &vl, rc->err);
-    if (f < 0)
-        return -1;
     int64_t count = 0;
-    if (f == 1 && vl >= 16)
-        count = (int64_t)get_be64(v);
+    if (!seq) {
+        /* A row keyed by its hash may be there already (a duplicate, or the
+         * row a retraction removes). */
+        const void *v;
+        size_t vl;
+        int f = stor_table_get(me->t, j->kbuf.data, j->kbuf.len, &v, &vl, rc->err);
+        if (f < 0)
+            return -1;
+        if (f == 1 && vl >= 16)
+            count = (int64_t)get_be64(v);
+    }
     if (sign < 0 && count <= 0) {
         if (j->has_ttl)
             return 0; /* its row may have expired: the retraction has nothing to undo */
@@ -617,6 +638,16 @@ RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
         rt_open_state(rc, n->table_id2, &j->side[1].t, rc->err)) {
         join_close(&j->op);
         return NULL;
+    }
+    uint64_t last_epoch = 0;
+    if ((n->inputs[0]->append_only || n->inputs[1]->append_only) &&
+        stor_last_epoch(rc->env->stor, &last_epoch, rc->err)) {
+        join_close(&j->op);
+        return NULL;
+    }
+    for (int s = 0; s < 2; s++) {
+        j->side[s].seq = n->inputs[s]->append_only;
+        j->side[s].seq_run = last_epoch + 1;
     }
     /* Both sides' state goes into every checkpoint (the join owns and closes them). */
     j->op.table = j->side[0].t;
