@@ -402,6 +402,20 @@ static void node_state(const PlanNode *n, Buf *out)
             buf_puts(out, " (a key's rows idle that long, in processing time, are dropped)");
         } else
             buf_puts(out, "; UNBOUNDED (no time bound)");
+        for (int s = 0; s < 2; s++) {
+            if (!n->join_stored[s])
+                continue;
+            /* plan_prune.c: the columns nobody reads are not stored. */
+            const PlanSchema *sc = &n->inputs[s]->out;
+            buf_printf(out, "; %s rows store only [", s ? "right" : "left");
+            bool first = true;
+            for (int c = 0; c < sc->n; c++)
+                if (n->join_stored[s][c]) {
+                    buf_printf(out, "%s%s", first ? "" : ", ", sc->names[c]);
+                    first = false;
+                }
+            buf_putc(out, ']');
+        }
         break;
     }
     case PN_TEMPORAL_JOIN: {

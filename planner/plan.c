@@ -1925,6 +1925,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         v->late_schema.names[nw] = "watermark";
         v->late_schema.types[nw] = TYPE_TIMESTAMP;
     }
+    plan_prune_joins(a, v);
     if (plan_distribute(&p, v, parallelism))
         return NULL;
     return v;

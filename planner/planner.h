@@ -258,6 +258,11 @@ typedef struct PlanNode {
     int left_time_col, right_time_col;
     int64_t lo_us, hi_us;
     uint64_t table_id2;         /* the right side's state */
+    /* Per side (left, right): the input columns the join stores and emits, or NULL for all.
+     * Set by plan_prune.c on an append-only side when some of its columns are read neither
+     * by the join nor above it (Nexmark's ~500-byte `extra`); the others are stored and
+     * emitted as NULL, which nothing reads. */
+    const bool *join_stored[2];
     /* PN_TEMPORAL_JOIN: the join fields above, with right_keys = the versioned side's primary
      * key (in key order) and left_keys the probe columns equal to it; left_time_col is the
      * probe's event time (AS OF) and right_time_col the version time, unless proc_time

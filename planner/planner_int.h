@@ -206,4 +206,9 @@ void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out);
  * prefix of the view's key into key lookups (PlanNode.scan_eq ...). */
 void plan_key_lookups(PlanQuery *q, Arena *a);
 
+/* plan_prune.c: marks the columns each append-only side of a join must store
+ * (PlanNode.join_stored), from what the nodes above it read. Runs on a finished
+ * view plan, before plan_distribute. */
+void plan_prune_joins(Arena *a, PlanView *v);
+
 #endif

@@ -2,7 +2,8 @@
  * op_join.c: joins of two changelogs: regular hash joins and interval joins.
  *
  * Each side keeps its rows in its own state table, keyed by
- *   [join key] [event time, interval joins only] [a 128-bit hash of the row]
+ *   [join key] [event time, interval joins only] [a 128-bit hash of the row, or
+ *   for an append-only side a 128-bit sequence number: see state_key]
  * with value (count, matches, the row): how many copies of the row are present and
  * how many rows of the other side it matches (what outer joins need to
  * know when to emit or retract the NULL-padded row). A row arriving on one
@@ -46,6 +47,12 @@ typedef struct Side {
     int n_cols;
     const int *keys;
     int time_col;             /* interval joins: the event-time column, else -1 */
+    const bool *stored;       /* the columns kept (PlanNode.join_stored), NULL all: the rest are
+                               * read by nobody, so they are stored and emitted as NULL */
+    Value *nulls;             /* with stored: a NULL of each column's type, copied into unread columns */
+    bool seq;                 /* append-only input: rows keyed by a sequence number, not their hash */
+    uint64_t seq_run;         /* seq: the last committed epoch when the join started, + 1 */
+    uint64_t next_seq;        /* seq: the next row's number in this run */
     bool outer;               /* unmatched rows of this side appear padded with NULLs */
     int64_t wm;
     int64_t min_ts;           /* interval joins: no row in state is older (INT64_MIN: unknown) */
@@ -64,7 +71,28 @@ struct JoinOp {
     int64_t emitted_wm;
     bool has_ttl;             /* WITH (state_ttl) */
     int64_t now;              /* processing time of the chunk being pushed (state_ttl) */
+    /* The residual is evaluated pair by pair over one reused one-row chunk
+     * (its arrays in res_arena, its strings in the step's chunk arena): a
+     * fresh chunk of every output column per pair was a seventh of q4's
+     * engine time. Only the columns the residual reads are set. */
+    Arena *res_arena;
+    Chunk *res_chunk;
+    struct Partner *ps;       /* apply_row's partner list, kept between rows */
+    int ps_cap;
+    int n_res_cols;
+    int *res_cols;
 };
+
+static void residual_cols(const PlanExpr *e, bool *mask, int n)
+{
+    if (!e)
+        return;
+    if (e->kind == PE_COL && e->col >= 0 && e->col < n)
+        mask[e->col] = true;
+    if (e->kind == PE_CALL)
+        for (int i = 0; i < e->n_args; i++)
+            residual_cols(e->args[i], mask, n);
+}
 
 static int emit_row(JoinOp *j, RowOp op, const Value *vals)
 {
@@ -111,8 +139,16 @@ static int residual_ok(JoinOp *j, const Value *pair)
     if (!res)
         return 1;
     RtCtx *rc = j->op.rc;
-    Chunk *c = chunk_new(rc->chunk_arena, j->n_out, j->op.node->out.types, 1);
-    chunk_append(c, OP_INSERT, pair);
+    Chunk *c = j->res_chunk;
+    c->arena = rc->chunk_arena; /* string copies and the result live for this step */
+    for (int i = 0; i < j->n_res_cols; i++) {
+        int k = j->res_cols[i];
+        Value v = pair[k];
+        v.type = j->op.node->out.types[k];
+        chunk_set(c, k, 0, &v);
+    }
+    c->ops[0] = OP_INSERT;
+    c->n_rows = 1;
     Column col;
     uint8_t bad = 0;
     if (rt_eval(rc, res, c, &col, &bad))
@@ -127,7 +163,7 @@ static int residual_ok(JoinOp *j, const Value *pair)
  * zeros (16 bytes) and the row's encoding after them: the row is encoded
  * once, where it is stored, instead of encoded and then copied behind the
  * counts (with rows of ~500 bytes the copy was a tenth of q7's engine time). */
-static void state_key(JoinOp *j, int s, const Value *vals, Buf *out, size_t *prefix_len, Buf *val)
+static void state_key(JoinOp *j, int s, const Value *vals, bool seq, Buf *out, size_t *prefix_len, Buf *val)
 {
     Side *sd = &j->side[s];
     Value kv[64];
@@ -145,6 +181,18 @@ static void state_key(JoinOp *j, int s, const Value *vals, Buf *out, size_t *pre
     buf_put_u64be(val, 0);
     buf_put_u64be(val, 0);
     row_encode(val, vals, sd->n_cols);
+    if (seq) {
+        /* A new row of an append-only side: a number of its own (never hashed,
+         * never looked up: no earlier copy can be in state), as long as a hash.
+         * (run, n) is unique: a row of run r is committed only by a checkpoint
+         * of epoch >= r, so every row in state at a restart has a smaller run
+         * than the next one; a hash (older checkpoints) is random. */
+        unsigned char sb[16];
+        put_be64(sb, sd->seq_run);
+        put_be64(sb + 8, sd->next_seq++);
+        buf_append(out, sb, 16);
+        return;
+    }
     /* The same two hashes as two hash_bytes calls (state from older
      * checkpoints keeps its keys), in one pass over the row. */
     uint64_t h[2];
@@ -177,14 +225,15 @@ static bool in_interval(const PlanNode *n, int s, const Value *mine, const Value
     return d >= n->lo_us && d <= n->hi_us;
 }
 
-typedef struct Partner {
+typedef struct Partner Partner;
+struct Partner {
     char *key;
     size_t klen;
     int64_t count, matches;
     char *row;                /* its encoding (copied), for rewriting its value */
     size_t rlen;
     Value *vals;
-} Partner;
+};
 
 /* Interval joins index each side's rows by time in the same table: key
  * TIME_IX, the time (8 bytes, order-preserving), then the row's state key;
@@ -215,7 +264,8 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
     if (me->time_col >= 0 && vals[me->time_col].null)
         return 0; /* no time, no window of partners */
     size_t plen;
-    state_key(j, s, vals, &j->kbuf, &plen, &j->vbuf);
+    bool seq = me->seq && sign > 0;
+    state_key(j, s, vals, seq, &j->kbuf, &plen, &j->vbuf);
     if (j->has_ttl) {
         /* Before reading: a key past its TTL must not be seen. A row writes
          * its own side's key (rows with a NULL key too: an outer join keeps
@@ -224,14 +274,18 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
             (!null_key && rt_ttl_touch(&ot->ttl, j->kbuf.data, plen, j->now, false, rc->err)))
             return -1;
     }
-    const void *v;
-    size_t vl;
-    int f = stor_table_get(me->t, j->kbuf.data, j->kbuf.len, &v, &vl, rc->err);
-    if (f < 0)
-        return -1;
     int64_t count = 0;
-    if (f == 1 && vl >= 16)
-        count = (int64_t)get_be64(v);
+    if (!seq) {
+        /* A row keyed by its hash may be there already (a duplicate, or the
+         * row a retraction removes). */
+        const void *v;
+        size_t vl;
+        int f = stor_table_get(me->t, j->kbuf.data, j->kbuf.len, &v, &vl, rc->err);
+        if (f < 0)
+            return -1;
+        if (f == 1 && vl >= 16)
+            count = (int64_t)get_be64(v);
+    }
     if (sign < 0 && count <= 0) {
         if (j->has_ttl)
             return 0; /* its row may have expired: the retraction has nothing to undo */
@@ -241,8 +295,10 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
     }
     /* Partners: the other side's rows with the same key (collected first:
      * updating their counts while scanning would disturb the scan). */
-    Partner *ps = NULL;
-    int np = 0, cap = 0;
+    /* The partner list is the join's, reused row after row (a malloc and
+     * free per row were 4% of q4's engine time). */
+    Partner *ps = j->ps;
+    int np = 0;
     int64_t total = 0;
     Value pair[MAXC];
     if (!null_key) {
@@ -255,9 +311,9 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
         while ((got = stor_iter_next(it, &k, &kl, &ov, &ovl, rc->err)) == 1) {
             if (ovl < 16)
                 continue;
-            if (np == cap) {
-                cap = cap ? cap * 2 : 16;
-                ps = xrealloc(ps, sizeof *ps * (size_t)cap);
+            if (np == j->ps_cap) {
+                j->ps_cap = j->ps_cap ? j->ps_cap * 2 : 16;
+                ps = j->ps = xrealloc(j->ps, sizeof *ps * (size_t)j->ps_cap);
             }
             Partner *p = &ps[np];
             /* Its key only to rewrite its match count (outer sides). */
@@ -279,17 +335,14 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
             int ok = residual_ok(j, pair);
             if (ok < 0) {
                 stor_iter_close(it);
-                free(ps);
                 return -1;
             }
             if (ok)
                 np++;
         }
         stor_iter_close(it);
-        if (got < 0) {
-            free(ps);
+        if (got < 0)
             return -1;
-        }
     }
     int rcode = 0;
     RowOp op = sign > 0 ? OP_INSERT : OP_DELETE;
@@ -320,7 +373,6 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
         for (int64_t c = 0; c < p->count && !rcode; c++)
             rcode = emit_row(j, op, pair);
     }
-    free(ps);
     if (rcode)
         return -1;
     if (me->outer && total == 0 && !n->interval) {
@@ -438,8 +490,16 @@ static int side_push(JoinOp *j, int s, Chunk *c)
     if (j->has_ttl)
         j->now = rt_proc_now_us();
     for (int r = 0; r < c->n_rows; r++) {
-        for (int i = 0; i < me->n_cols; i++)
-            chunk_get(c, i, r, &vals[i]);
+        if (me->stored) {
+            for (int i = 0; i < me->n_cols; i++)
+                if (me->stored[i])
+                    chunk_get(c, i, r, &vals[i]);
+                else
+                    vals[i] = me->nulls[i];
+        } else {
+            for (int i = 0; i < me->n_cols; i++)
+                chunk_get(c, i, r, &vals[i]);
+        }
         if (n->interval) {
             /* Late for its own input: partners may already be gone. */
             int64_t wm = c->wm ? c->wm[r] : me->wm;
@@ -524,8 +584,13 @@ static void join_close(RtOp *op)
     buf_free(&j->obuf);
     buf_free(&j->vbuf);
     buf_free(&j->tbuf);
+    if (j->res_arena)
+        arena_free(j->res_arena);
+    free(j->res_cols);
+    free(j->ps);
     for (int s = 0; s < 2; s++) {
         rt_ttl_fini(&j->side[s].ttl);
+        free(j->side[s].nulls);
         buf_free(&j->side[s].dead);
     }
     free(j);
@@ -548,10 +613,26 @@ RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
         j->port[s] = (PortOp){.op = {.vt = &PORT_VT, .node = n, .rc = rc, .wm = TS_MINUS_INF}, .j = j, .side = s};
         Side *sd = &j->side[s];
         sd->n_cols = n->inputs[s]->out.n;
+        sd->stored = n->join_stored[s];
+        if (sd->stored) {
+            sd->nulls = xcalloc((size_t)(sd->n_cols ? sd->n_cols : 1), sizeof(Value));
+            for (int i = 0; i < sd->n_cols; i++)
+                sd->nulls[i] = value_null(n->inputs[s]->out.types[i]);
+        }
         sd->keys = s == 0 ? n->left_keys : n->right_keys;
         sd->time_col = n->interval ? (s == 0 ? n->left_time_col : n->right_time_col) : -1;
         sd->wm = TS_MINUS_INF;
         sd->min_ts = INT64_MIN; /* unknown until the first scan (state may come from a checkpoint) */
+    }
+    if (n->residual) {
+        bool mask[MAXC] = {false};
+        residual_cols(n->residual, mask, j->n_out < MAXC ? j->n_out : MAXC);
+        j->res_cols = xcalloc((size_t)(j->n_out ? j->n_out : 1), sizeof(int));
+        for (int i = 0; i < j->n_out && i < MAXC; i++)
+            if (mask[i])
+                j->res_cols[j->n_res_cols++] = i;
+        j->res_arena = arena_new(0);
+        j->res_chunk = chunk_new(j->res_arena, j->n_out, n->out.types, 1);
     }
     j->side[0].outer = n->join_type == JOIN_LEFT || n->join_type == JOIN_FULL;
     j->side[1].outer = n->join_type == JOIN_RIGHT || n->join_type == JOIN_FULL;
@@ -559,6 +640,16 @@ RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
         rt_open_state(rc, n->table_id2, &j->side[1].t, rc->err)) {
         join_close(&j->op);
         return NULL;
+    }
+    uint64_t last_epoch = 0;
+    if ((n->inputs[0]->append_only || n->inputs[1]->append_only) &&
+        stor_last_epoch(rc->env->stor, &last_epoch, rc->err)) {
+        join_close(&j->op);
+        return NULL;
+    }
+    for (int s = 0; s < 2; s++) {
+        j->side[s].seq = n->inputs[s]->append_only;
+        j->side[s].seq_run = last_epoch + 1;
     }
     /* Both sides' state goes into every checkpoint (the join owns and closes them). */
     j->op.table = j->side[0].t;
