@@ -193,6 +193,14 @@ int rt_par_shards(const RtPar *par) { return par->P; }
 RtCtx *rt_par_ctx(RtPar *par, int s) { return par->sh[s].rc; }
 RtOp **rt_par_ops(RtPar *par, int s) { return par->sh[s].ops; }
 
+RtOp *rt_par_changes_op(RtPar *par)
+{
+    for (int i = 0; i < par->plan->n_nodes; i++)
+        if (par->plan->nodes[i] == par->plan->changes)
+            return par->sh[0].ops[i];
+    return NULL;
+}
+
 int rt_par_sources(RtPar *par, int s, RtOp ***out)
 {
     *out = par->sh[s].sources;
