@@ -335,6 +335,41 @@ static void add_view_changes(PlanCtx *p, PlanView *v)
     v->changes = c;
 }
 
+/* Undoes add_view_changes for a view created before the materialize could
+ * split, re-planned at start: its catalog entry has no table ids for the
+ * other instances (new_table gave 0), and every row it has is in instance
+ * 0's table, so it stays single, its rows gathered to it as then. The
+ * gather moves before the materialize; an exchange planned to split the
+ * store stays (it only routes rows the gather then collects). */
+static void unsplit_materialize(PlanCtx *p, PlanView *v)
+{
+    PlanNode *m = v->root, *c = v->changes, *e = c->inputs[0], *in = m->inputs[0];
+    e->inputs[0] = in;
+    e->out = in->out;
+    e->append_only = in->append_only;
+    e->wm_col = in->wm_col;
+    e->n_keys = in->n_keys;
+    e->keys = in->keys;
+    e->dup_keys = in->dup_keys;
+    e->ex_lazy = false;
+    e->ex_reason = "materialize is single";
+    m->inputs[0] = e;
+    m->dist = PLAN_DIST_SINGLE;
+    m->n_dist_keys = 0;
+    m->dist_keys = NULL;
+    m->parallelism = 1;
+    m->shard_tables = NULL;
+    int at = -1;
+    for (int i = 0; i < p->n_nodes; i++)
+        if (p->nodes[i] == m)
+            at = i;
+    /* [.., m, e, c] becomes [.., e, m]: c was last, e right after m. */
+    p->nodes[at] = e;
+    p->nodes[at + 1] = m;
+    p->n_nodes--;
+    v->changes = NULL;
+}
+
 int plan_distribute(PlanCtx *p, PlanView *v, int P)
 {
     Arena *a = p->b.a;
@@ -391,5 +426,11 @@ int plan_distribute(PlanCtx *p, PlanView *v, int P)
                 n->shard_tables[2 * s + 1] = new_table(p);
         }
     }
+    /* The materialize's tables are the last asked for: none left means a
+     * catalog entry from before the split. */
+    if (v->changes && !v->root->shard_tables[2])
+        unsplit_materialize(p, v);
+    v->nodes = p->nodes;
+    v->n_nodes = p->n_nodes;
     return 0;
 }
