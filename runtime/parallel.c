@@ -4,7 +4,7 @@
  *
  * A view planned with parallelism P (plan_dist.c) runs P instances of its
  * plan. Shard 0 holds every node (its parallel nodes' instance 0 and all
- * SINGLE nodes: the materialize, sinks, subscribers) and runs on the engine
+ * SINGLE nodes: the view's ViewChanges node, sinks, subscribers) and runs on the engine
  * thread; shards 1..P-1 hold the parallel nodes only, built from copies of
  * the plan nodes that carry their own state table ids, each with its own
  * RtCtx and chunk arena, and run on the view's worker threads
