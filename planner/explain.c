@@ -315,6 +315,10 @@ static void node_params(const PlanNode *n, Buf *out)
         break;
     case PN_EXCHANGE:
         break;
+    case PN_VIEW_CHANGES:
+        buf_printf(out, "view: %s, gathered from %d instances while a sink, subscriber or view reads them",
+                   n->view_name, n->inputs[0]->inputs[0]->parallelism);
+        break;
     }
 }
 
@@ -559,9 +563,9 @@ static void explain_json(const PlanNode *n, Buf *out)
 void plan_explain_view(const PlanView *v, bool json, Buf *out)
 {
     if (json)
-        explain_json(v->root, out);
+        explain_json(v->changes ? v->changes : v->root, out);
     else
-        explain_text(v->root, "", true, true, out);
+        explain_text(v->changes ? v->changes : v->root, "", true, true, out);
 }
 
 void plan_explain_query(const PlanQuery *q, bool json, Buf *out)

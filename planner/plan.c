@@ -23,7 +23,7 @@ const char *plan_node_kind_name(PlanNodeKind k)
     static const char *names[] = {"Source", "Watermark", "Project", "Filter", "Window", "HashAgg",
                                   "Materialize", "Join", "TopN", "ViewScan", "ViewSource", "Values",
                                   "TableWrite", "TemporalJoin", "Union", "SetOp", "SemiJoin", "RecursiveUnion",
-                                  "WorkTable", "Exchange"};
+                                  "WorkTable", "Exchange", "ViewChanges"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 

@@ -7,8 +7,11 @@
  * and keeps its input's HASH when the hashed columns pass through. Keyed
  * state needs every row of a key at one instance: aggregations hash their
  * group key, joins both sides' join keys, Top-N its partition key, set
- * operations the whole row. What has no key, or is not parallelized yet
- * (the materialize, views and tables read as sources, LATE ROWS INTO,
+ * operations the whole row. A view's materialize stores its rows split
+ * too: hashed on its key (the whole row for a counted view), or ANY for a
+ * keyless append-only view (row ids s, s + P, ... per instance). What has
+ * no key, or is not parallelized yet (a global aggregation's one row, a
+ * table's upsert materialize, views and tables read as sources, LATE ROWS INTO,
  * aggregations without GROUP BY, temporal joins: split, their answers to
  * probes behind the watermark depended on the instances' timing), is SINGLE: one instance, instance 0,
  * which the runtime runs on the engine thread.
@@ -19,6 +22,12 @@
  * Exchange to SINGLE is a gather. Each stateful node with P instances gets
  * P - 1 more state tables (asked for after every other table of the view,
  * in plan order, so re-planning at start hands back the same ids).
+ *
+ * A split materialize's changes still have one place where they are read
+ * (sinks, subscribers and views over this one attach there): a lazy gather
+ * Exchange and a single ViewChanges node after it, the plan's last node
+ * (PlanView.changes). The gather moves rows only while something reads
+ * them; watermarks always.
  */
 #include "planner_int.h"
 
@@ -129,11 +138,41 @@ static Need need_of(Arena *a, const PlanNode *n, int k)
             cols[i] = i;
         return hash_need(a, in, in->out.n, cols, "set operation keyed by the row");
     }
-    case PN_MATERIALIZE:
-        return single_need("materialize is single");
+    case PN_MATERIALIZE: {
+        if (n->upsert)
+            return single_need("a table's materialize is single");
+        if (n->row_id_key)
+            return (Need){PLAN_DIST_ANY, 0, NULL, NULL};
+        if (n->counted) {
+            int *cols = arena_alloc(a, sizeof(int) * (size_t)(in->out.n ? in->out.n : 1));
+            for (int i = 0; i < in->out.n; i++)
+                cols[i] = i;
+            return hash_need(a, in, in->out.n, cols, "materialize keyed by the row");
+        }
+        if (n->n_keys == 0)
+            return single_need("materialize of a view without a key is single");
+        return hash_need(a, in, n->n_keys, n->keys, "materialize keyed by");
+    }
     default:
         return single_need(arena_printf(a, "%s is single", plan_node_kind_name(n->kind)));
     }
+}
+
+/* Input hashed on some of the columns d asks for: every row of one value
+ * of d's columns is already at one instance (a materialize keyed by more
+ * than its input is split on). */
+static bool sub_hash(const PlanNode *in, const Need *d)
+{
+    if (in->dist != PLAN_DIST_HASH || in->n_dist_keys == 0)
+        return false;
+    for (int i = 0; i < in->n_dist_keys; i++) {
+        bool found = false;
+        for (int j = 0; j < d->n && !found; j++)
+            found = in->dist_keys[i] == d->cols[j];
+        if (!found)
+            return false;
+    }
+    return true;
 }
 
 static bool same_hash(const PlanNode *in, const Need *d)
@@ -218,6 +257,15 @@ static void output_dist(Arena *a, PlanNode *n)
         return;
     case PN_UNION:
         n->dist = in->dist == PLAN_DIST_SINGLE ? PLAN_DIST_SINGLE : PLAN_DIST_ANY;
+        return;
+    case PN_MATERIALIZE:
+        /* Split as its input is (need_of's exchange made it so), unless it
+         * must be single; the row id column is appended, others keep their places. */
+        n->dist = n->upsert || (n->n_keys == 0 && !n->row_id_key) ? PLAN_DIST_SINGLE : in->dist;
+        if (n->dist == PLAN_DIST_HASH) {
+            n->n_dist_keys = in->n_dist_keys;
+            n->dist_keys = in->dist_keys;
+        }
         return;
     case PN_AGG: {
         n->dist = in->dist;
@@ -374,6 +422,69 @@ static PlanNode *split_agg(PlanCtx *p, int at)
     return l;
 }
 
+/* After a split materialize: a lazy gather and the ViewChanges node where
+ * the view's changes are read, last in the node list (it reads nothing
+ * else, and nothing reads it but sinks and subscribers, which are not
+ * plan nodes). */
+static void add_view_changes(PlanCtx *p, PlanView *v)
+{
+    PlanNode *m = v->root;
+    PlanNode *c = new_node(p, PN_VIEW_CHANGES, m);
+    int id = c->id;
+    /* The materialize's description (columns, key, watermark, view name)
+     * without its state. */
+    *c = *m;
+    c->kind = PN_VIEW_CHANGES;
+    c->id = id;
+    c->n_inputs = 1;
+    c->inputs[0] = m;
+    c->table_id = c->table_id2 = 0;
+    c->shard_tables = NULL;
+    c->dist = PLAN_DIST_SINGLE;
+    c->n_dist_keys = 0;
+    c->dist_keys = NULL;
+    c->parallelism = 1;
+    Need d = single_need("the view's changes are read in one place");
+    PlanNode *e = insert_exchange(p, p->n_nodes - 1, 0, &d, v->root->parallelism);
+    e->ex_lazy = true;
+    v->changes = c;
+}
+
+/* Undoes add_view_changes for a view created before the materialize could
+ * split, re-planned at start: its catalog entry has no table ids for the
+ * other instances (new_table gave 0), and every row it has is in instance
+ * 0's table, so it stays single, its rows gathered to it as then. The
+ * gather moves before the materialize; an exchange planned to split the
+ * store stays (it only routes rows the gather then collects). */
+static void unsplit_materialize(PlanCtx *p, PlanView *v)
+{
+    PlanNode *m = v->root, *c = v->changes, *e = c->inputs[0], *in = m->inputs[0];
+    e->inputs[0] = in;
+    e->out = in->out;
+    e->append_only = in->append_only;
+    e->wm_col = in->wm_col;
+    e->n_keys = in->n_keys;
+    e->keys = in->keys;
+    e->dup_keys = in->dup_keys;
+    e->ex_lazy = false;
+    e->ex_reason = "materialize is single";
+    m->inputs[0] = e;
+    m->dist = PLAN_DIST_SINGLE;
+    m->n_dist_keys = 0;
+    m->dist_keys = NULL;
+    m->parallelism = 1;
+    m->shard_tables = NULL;
+    int at = -1;
+    for (int i = 0; i < p->n_nodes; i++)
+        if (p->nodes[i] == m)
+            at = i;
+    /* [.., m, e, c] becomes [.., e, m]: c was last, e right after m. */
+    p->nodes[at] = e;
+    p->nodes[at + 1] = m;
+    p->n_nodes--;
+    v->changes = NULL;
+}
+
 int plan_distribute(PlanCtx *p, PlanView *v, int P)
 {
     Arena *a = p->b.a;
@@ -394,6 +505,10 @@ int plan_distribute(PlanCtx *p, PlanView *v, int P)
             PlanNode *in = n->inputs[k];
             bool ok = d.dist == PLAN_DIST_ANY || (d.dist == PLAN_DIST_SINGLE && in->dist == PLAN_DIST_SINGLE) ||
                       (d.dist == PLAN_DIST_HASH && same_hash(in, &d));
+            /* A view's materialize over a single input stays single: an
+             * exchange only to split the store would cost what it saves. */
+            if (n->kind == PN_MATERIALIZE && d.dist == PLAN_DIST_HASH)
+                ok = in->dist == PLAN_DIST_SINGLE || sub_hash(in, &d);
             if (!ok) {
                 insert_exchange(p, i, k, &d, P);
                 i++; /* n moved one place down */
@@ -413,6 +528,8 @@ int plan_distribute(PlanCtx *p, PlanView *v, int P)
             p->nodes[i]->parallelism = 0;
         return 0;
     }
+    if (v->root->parallelism > 1)
+        add_view_changes(p, v);
     v->parallelism = P;
     v->nodes = p->nodes;
     v->n_nodes = p->n_nodes;
@@ -429,5 +546,11 @@ int plan_distribute(PlanCtx *p, PlanView *v, int P)
                 n->shard_tables[2 * s + 1] = new_table(p);
         }
     }
+    /* The materialize's tables are the last asked for: none left means a
+     * catalog entry from before the split. */
+    if (v->changes && !v->root->shard_tables[2])
+        unsplit_materialize(p, v);
+    v->nodes = p->nodes;
+    v->n_nodes = p->n_nodes;
     return 0;
 }

@@ -154,6 +154,7 @@ typedef enum PlanNodeKind {
     PN_RECURSIVE,     /* batch: WITH RECURSIVE, iterated to a fixpoint (a leaf running two sub-queries) */
     PN_WORK_TABLE,    /* batch: inside a recursive term, the rows the previous iteration added */
     PN_EXCHANGE,      /* parallel views (plan_dist.c): routes rows to the instance that owns their key */
+    PN_VIEW_CHANGES,  /* a split materialize's changes, gathered: where sinks, subscribers and views over it read */
 } PlanNodeKind;
 
 /* What a PN_SEMI_JOIN does with the subquery's verdict on each left row. The
@@ -325,6 +326,9 @@ typedef struct PlanNode {
     /* PN_EXCHANGE: its output is its input's rows, at the instances dist says;
      * why it is there, for EXPLAIN */
     const char *ex_reason;
+    /* PN_EXCHANGE: a gather that sends rows only while its reader (a
+     * PN_VIEW_CHANGES) has consumers; watermarks always. */
+    bool ex_lazy;
 } PlanNode;
 
 /* WITH RECURSIVE stops with 54001 past these (the iterations of one CTE, its rows). */
@@ -334,6 +338,11 @@ typedef struct PlanNode {
 /* A planned streaming view (CREATE MATERIALIZED VIEW). */
 typedef struct PlanView {
     PlanNode *root;             /* PN_MATERIALIZE */
+    /* A split materialize (parallelism > 1; plan_dist.c): the single
+     * PN_VIEW_CHANGES node after its gather, the last node, where the view's
+     * changes are read (sinks, SUBSCRIBE, views over this one). NULL when
+     * the materialize is single: then root is that place. */
+    PlanNode *changes;
     int n_nodes;
     PlanNode **nodes;           /* topological order: inputs before users */
     PlanSchema schema;          /* the view's visible columns */

@@ -31,6 +31,9 @@ struct RtDataflow {
     RtOp **sources;
     RtOp *root;
     RtPar *par;               /* a parallel view's shards 1..P-1 (parallel.c), or NULL */
+    /* A split materialize (plan->changes): its instances' tables read as
+     * one (rt_dataflow_view_table); root is then the ViewChanges operator. */
+    StorTable *merged;
 };
 
 /* Shards: 1 on one thread; shard 0 is df's own ops and sources. */
@@ -112,6 +115,7 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_RECURSIVE:
     case PN_WORK_TABLE: return rt_op_recursive_new(rc, n);
     case PN_EXCHANGE: return rt_op_exchange_new(rc, n);
+    case PN_VIEW_CHANGES: return rt_op_view_changes_new(rc, n);
     }
     werr(rc->err, SQLSTATE_INTERNAL, 0, "unknown plan node");
     return NULL;
@@ -149,6 +153,22 @@ void rt_close_ops(int n, RtOp **ops)
             ops[i]->vt->close(ops[i]);
 }
 
+/* The materialize instances' tables, one per shard, read as one. */
+static int open_merged(RtDataflow *df)
+{
+    int at = -1;
+    for (int i = 0; i < df->n_ops; i++)
+        if (df->plan->nodes[i] == df->plan->root)
+            at = i;
+    int P = n_shards(df);
+    StorTable **parts = xcalloc((size_t)P, sizeof *parts);
+    for (int s = 0; s < P; s++)
+        parts[s] = at >= 0 && shard_ops(df, s)[at] ? shard_ops(df, s)[at]->table : NULL;
+    int rc = stor_table_open_merged(parts, P, &df->merged, &df->err);
+    free(parts);
+    return rc;
+}
+
 static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of, RtDataflow **out, WError *err)
 {
     if (plan->parallelism > 1 && replay_of)
@@ -181,8 +201,13 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
         if (plan->nodes[i]->kind == PN_SOURCE || plan->nodes[i]->kind == PN_VIEW_SOURCE ||
             plan->nodes[i]->kind == PN_TABLE_WRITE)
             df->sources[df->n_sources++] = df->ops[i];
-        if (plan->nodes[i] == plan->root)
+        if (plan->nodes[i] == (plan->changes ? plan->changes : plan->root))
             df->root = df->ops[i];
+    }
+    if (plan->changes && open_merged(df)) {
+        *err = df->err;
+        rt_dataflow_close(df);
+        return -1;
     }
     if ((df->par && rt_par_start(df->par, &df->err)) || rt_start_ops(df->n_ops, df->ops)) {
         *err = df->err;
@@ -414,7 +439,12 @@ bool rt_dataflow_flushed(RtDataflow *df)
     return true;
 }
 
-StorTable *rt_dataflow_view_table(RtDataflow *df) { return df->root ? df->root->table : NULL; }
+StorTable *rt_dataflow_view_table(RtDataflow *df)
+{
+    if (df->merged)
+        return df->merged;
+    return df->root ? df->root->table : NULL;
+}
 
 StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id)
 {
@@ -627,6 +657,7 @@ void rt_dataflow_close(RtDataflow *df)
     }
     if (df->root)
         free(df->root->fan);
+    stor_table_close(df->merged); /* before the tables it reads */
     /* Workers stop first; the other shards close before shard 0, whose
      * operators they never reference. */
     rt_par_free(df->par);

@@ -19,6 +19,13 @@
  * the watermark its sender gave it, lowered to the other senders' at the
  * moment it arrives: downstream operators judge lateness against what the
  * receiver knows, as the union operator does for its two inputs.
+ *
+ * A lazy gather (ex_lazy: after a split materialize) drops rows while the
+ * ViewChanges operator it feeds has no fans: nobody reads the changes, the
+ * rows are stored already. Watermarks still go. Fans are added and removed
+ * only between steps, on the engine thread, while the workers are parked
+ * (parallel.c), and the step's mutex hand-off publishes the change, so a
+ * worker's plain read of n_fan during a step races with nothing.
  */
 #include "runtime_int.h"
 
@@ -40,6 +47,7 @@ typedef struct ExOp {
     int *rows;                /* scratch: the rows going to one shard */
     uint8_t *keep;
     int cap;
+    RtOp *reader;             /* ex_lazy: shard 0's ViewChanges operator (found at the first push) */
 } ExOp;
 
 int64_t rt_exchange_wm_rule(int64_t *last, bool *idle, int n, int sender, int64_t wm)
@@ -200,6 +208,12 @@ static int ex_push(RtOp *op, Chunk *c)
     int self = op->rc->shard;
     if (c->n_rows == 0)
         return 0;
+    if (op->node->ex_lazy) {
+        if (!x->reader && !(x->reader = rt_par_changes_op(op->rc->par)))
+            return werr(op->rc->err, SQLSTATE_INTERNAL, 0, "exchange: a lazy gather without its reader");
+        if (!x->reader->n_fan)
+            return 0;
+    }
     if (c->n_rows > x->cap) {
         x->cap = c->n_rows;
         x->target = xrealloc(x->target, sizeof(int) * (size_t)x->cap);

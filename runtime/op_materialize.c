@@ -8,6 +8,12 @@
  * can equal since those start with 0x00 or 0x01), so ids are never reused
  * after a restart. Ad hoc queries read the table in key order.
  *
+ * A parallel view's materialize may be split (plan_dist.c): instance s of
+ * P writes its own table, for the keys hashed to it (or, keyless, the rows
+ * that reach it, numbered s, s + P, s + 2P, ... from its own saved counter
+ * so ids stay unique across instances); readers merge the tables
+ * (rt_dataflow_view_table).
+ *
  * A table's materialize (upsert) turns whatever feeds the table into its
  * true changelog by looking up the stored row of each key (mat_upsert).
  */
@@ -21,6 +27,7 @@ static const unsigned char ROW_ID_KEY[2] = {0xff, 0xff};
 typedef struct MatOp {
     RtOp op;
     int64_t next_row_id;
+    int64_t row_id_step;      /* the instances of a split materialize: ids of instance s are s mod step */
     bool row_id_dirty;
     Buf kbuf, vbuf;
     Buf pend;                 /* key of a -U whose delete waits for the next row (its +U) */
@@ -118,7 +125,8 @@ static int mat_push(RtOp *op, Chunk *c)
         if (n->row_id_key) {
             if (!rowop_is_add(c->ops[r]))
                 return werr(rc->err, SQLSTATE_INTERNAL, 0, "a retraction reached a keyless view");
-            vals[ncols - 1] = value_int(TYPE_INT8, m->next_row_id++);
+            vals[ncols - 1] = value_int(TYPE_INT8, m->next_row_id);
+            m->next_row_id += m->row_id_step;
             m->row_id_dirty = true;
         }
         for (int k = 0; k < n->n_keys; k++)
@@ -241,6 +249,9 @@ RtOp *rt_op_materialize_new(RtCtx *rc, const PlanNode *n)
         mat_close(&m->op);
         return NULL;
     }
+    bool split = n->parallelism > 1 && rc->n_shards > 1;
+    m->row_id_step = split ? rc->n_shards : 1;
+    m->next_row_id = split ? rc->shard : 0;
     if (f == 1 && vl == 8)
         m->next_row_id = (int64_t)get_be64(v);
     return &m->op;

@@ -549,7 +549,7 @@ int rt_dataflow_attach_sink(RtDataflow *df, const RtSinkSpec *spec, const int *v
     if (!rc)
         rc = load_pending(s);
     if (!rc && !s->started)
-        rc = snapshot(s, root->table, root->node->out.n, true);
+        rc = snapshot(s, rt_dataflow_view_table(df), root->node->out.n, true);
     s->op.rc->err = saved;
     if (rc || pthread_create(&s->thread, NULL, deliver_main, s) != 0) {
         if (!rc)
@@ -573,7 +573,7 @@ int rt_sink_switch(RtSink *s, RtDataflow *from, RtDataflow *to, const int *view_
     s->op.rc->err = err;
     /* The old view's rows out, then the new view's in: per key, the first
      * change carries the row the target has and the last the row it gets. */
-    int rc = snapshot(s, old->table, old->node->out.n, false);
+    int rc = snapshot(s, rt_dataflow_view_table(from), old->node->out.n, false);
     s->op.rc->err = saved;
     /* Whatever happened, s ends attached to `to` (the caller may detach it there). */
     rt_dataflow_remove_fan(from, &s->op);
@@ -587,7 +587,7 @@ int rt_sink_switch(RtSink *s, RtDataflow *from, RtDataflow *to, const int *view_
         return -1;
     saved = s->op.rc->err;
     s->op.rc->err = err;
-    rc = snapshot(s, root->table, root->node->out.n, true);
+    rc = snapshot(s, rt_dataflow_view_table(to), root->node->out.n, true);
     s->op.rc->err = saved;
     return rc;
 }

@@ -4,7 +4,7 @@
  *
  * A view planned with parallelism P (plan_dist.c) runs P instances of its
  * plan. Shard 0 holds every node (its parallel nodes' instance 0 and all
- * SINGLE nodes: the materialize, sinks, subscribers) and runs on the engine
+ * SINGLE nodes: the view's ViewChanges node, sinks, subscribers) and runs on the engine
  * thread; shards 1..P-1 hold the parallel nodes only, built from copies of
  * the plan nodes that carry their own state table ids, each with its own
  * RtCtx and chunk arena, and run on the view's worker threads
@@ -192,6 +192,14 @@ RtPar *rt_par_new(const PlanView *plan, RtCtx *rc0, RtOp **ops0)
 int rt_par_shards(const RtPar *par) { return par->P; }
 RtCtx *rt_par_ctx(RtPar *par, int s) { return par->sh[s].rc; }
 RtOp **rt_par_ops(RtPar *par, int s) { return par->sh[s].ops; }
+
+RtOp *rt_par_changes_op(RtPar *par)
+{
+    for (int i = 0; i < par->plan->n_nodes; i++)
+        if (par->plan->nodes[i] == par->plan->changes)
+            return par->sh[0].ops[i];
+    return NULL;
+}
 
 int rt_par_sources(RtPar *par, int s, RtOp ***out)
 {

@@ -74,7 +74,11 @@ void rt_dataflow_committed(RtDataflow *df, uint64_t epoch);
 int rt_dataflow_flush_target(RtDataflow *df, WError *err);
 /* True once the sources have consumed up to the last flush target. */
 bool rt_dataflow_flushed(RtDataflow *df);
-/* The materialize operator's table (the view's rows). */
+/* The view's rows: the materialize operator's table, or for a split
+ * materialize (a parallel view's) a read-only handle merging its
+ * instances' tables in key order (stor_table_open_merged). Every reader of
+ * a view's rows goes through this, never the root operator's table. Owned
+ * by df; valid until rt_dataflow_close. */
 StorTable *rt_dataflow_view_table(RtDataflow *df);
 /* Any open state table of the dataflow by id (e.g. its late-rows relation), or NULL. */
 StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id);

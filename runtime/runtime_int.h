@@ -158,6 +158,9 @@ int rt_par_shards(const RtPar *par);
  * where the node has no instance in s); s = 0 is the caller's. */
 RtCtx *rt_par_ctx(RtPar *par, int s);
 RtOp **rt_par_ops(RtPar *par, int s);
+/* Shard 0's operator of the plan's PN_VIEW_CHANGES node (a split
+ * materialize's readers hang off it), or NULL. */
+RtOp *rt_par_changes_op(RtPar *par);
 int rt_par_sources(RtPar *par, int s, RtOp ***out);
 /* Exchanges: op_exchange.c sends a chunk (c, owned with its arena a) or a
  * watermark (c NULL) from shard `from` to shard `to`'s instance of
@@ -286,6 +289,7 @@ RtOp *rt_op_filter_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_window_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_materialize_new(RtCtx *rc, const PlanNode *n);
+RtOp *rt_op_view_changes_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_temporal_join_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n);

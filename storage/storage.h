@@ -195,6 +195,19 @@ int stor_iter_next(StorIter *it, const void **key, size_t *klen, const void **va
                    size_t *vlen, WError *err);
 void stor_iter_close(StorIter *it);
 
+/* A read-only handle over several tables read as one (a parallel view's
+ * rows, kept by its materialize instances, each owning a part of the key
+ * space). get returns the first part (in parts order) that has the key;
+ * iterators (stor_iter_open / _below / _range) k-way merge the parts' own
+ * iterators in key order, a key in several parts returned once, from the
+ * first; their pointers are valid until the next call, as for one table.
+ * put and delete fail (XX000); stor_table_size_bytes adds the parts up.
+ * @param parts the tables, borrowed: each must stay open while the handle
+ *        or an iterator on it is open (close the handle first).
+ * @param out receives the handle, owned by the caller (stor_table_close,
+ *        which leaves the parts open). @return 0, or <0 (XX000 no parts). */
+int stor_table_open_merged(StorTable *const *parts, int n, StorTable **out, WError *err);
+
 /* Gets that had to read LMDB (missed the dirty map, the cache and the
  * committed-key filter), since open. */
 uint64_t stor_table_point_reads(const StorTable *t);

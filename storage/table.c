@@ -86,6 +86,10 @@ static DKey dkey_of(const void *key, size_t klen)
 
 struct StorTable {
     StorEnv *env;
+    /* A merged handle (stor_table_open_merged): the parts it reads, borrowed;
+     * n_parts 0 for an ordinary table. Nothing below is used by a merged one. */
+    StorTable **parts;
+    int n_parts;
     uint64_t id;
     uint8_t prefix[8];          /* id, big-endian: the LMDB key prefix */
     Ent *slots;
@@ -586,6 +590,11 @@ void stor_table_close(StorTable *t)
 {
     if (!t)
         return;
+    if (t->n_parts) {
+        free(t->parts);
+        free(t);
+        return;
+    }
     for (size_t i = 0; i < t->cap; i++)
         free(t->slots[i].data);
     free(t->slots);
@@ -644,6 +653,12 @@ size_t stor_table_dirty_bytes(const StorTable *t) { return t->dirty_bytes; }
 
 uint64_t stor_table_size_bytes(StorTable *t)
 {
+    if (t->n_parts) {
+        uint64_t sum = 0;
+        for (int i = 0; i < t->n_parts; i++)
+            sum += stor_table_size_bytes(t->parts[i]);
+        return sum;
+    }
     if (!t->committed_bytes_ok) {
         uint64_t sum = 0;
         MDB_txn *txn;
@@ -679,11 +694,27 @@ static int check_key(size_t klen, WError *err)
     return 0;
 }
 
+/* A merged handle only reads: its parts belong to the operators that write them. */
+static int read_only(const StorTable *t, WError *err)
+{
+    if (t->n_parts)
+        return werr(err, SQLSTATE_INTERNAL, 0, "storage: a merged table is read-only");
+    return 0;
+}
+
 int stor_table_get(StorTable *t, const void *key, size_t klen, const void **val, size_t *vlen,
                    WError *err)
 {
     if (check_key(klen, err) < 0)
         return -1;
+    if (t->n_parts) {
+        for (int p = 0; p < t->n_parts; p++) {
+            int f = stor_table_get(t->parts[p], key, klen, val, vlen, err);
+            if (f)
+                return f;
+        }
+        return 0;
+    }
     uint64_t h = hash_key(key, klen);
     size_t i = find_slot(t, h, key, klen);
     Ent *e = &t->slots[i];
@@ -765,7 +796,7 @@ static void write_ent(StorTable *t, const void *key, size_t klen, const void *va
 int stor_table_put(StorTable *t, const void *key, size_t klen, const void *val, size_t vlen,
                    WError *err)
 {
-    if (check_key(klen, err) < 0)
+    if (check_key(klen, err) < 0 || read_only(t, err))
         return -1;
     if (vlen >= UINT32_MAX)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "storage: state value too large (%zu bytes)",
@@ -776,7 +807,7 @@ int stor_table_put(StorTable *t, const void *key, size_t klen, const void *val, 
 
 int stor_table_delete(StorTable *t, const void *key, size_t klen, WError *err)
 {
-    if (check_key(klen, err) < 0)
+    if (check_key(klen, err) < 0 || read_only(t, err))
         return -1;
     uint64_t h = hash_key(key, klen);
     if ((!t->has_committed && !t->in_ck) || !bloom_maybe(t, h)) {
@@ -1062,6 +1093,12 @@ typedef struct Run {
     size_t n, pos, cap;
 } Run;
 
+typedef struct MergeHead {
+    const void *key, *val;
+    size_t klen, vlen;
+    bool has, done;
+} MergeHead;
+
 struct StorIter {
     StorTable *t;
     uint8_t *prefix;    /* table prefix ++ scan prefix */
@@ -1071,6 +1108,11 @@ struct StorIter {
     bool lmdb_done;
     bool lmdb_started;
     Buf last;           /* last committed key read (full key), to resume */
+    /* A merged table's iterator: one per part, and each one's current row
+     * (has[i] false: not read yet or finished, done[i]). */
+    StorIter **subs;
+    int n_subs;
+    MergeHead *heads;
     char *upper;        /* keys at or above this are left out (NULL: none) */
     size_t ulen;
     uint8_t *lower;     /* table prefix ++ the first key to return, or NULL */
@@ -1164,6 +1206,92 @@ static int fill_batch(StorIter *it, WError *err)
     return 0;
 }
 
+/* ---------------------------------------------------------------------------
+ * Merged tables: one read-only view over the tables of a split operator
+ * (a parallel view's materialize instances), whose key sets are disjoint
+ * but for keys every part keeps for itself (the row-id counter): a key
+ * found in several parts is returned once, from the lowest part, as get
+ * does.
+ * ------------------------------------------------------------------------- */
+
+int stor_table_open_merged(StorTable *const *parts, int n, StorTable **out, WError *err)
+{
+    if (n < 1)
+        return werr(err, SQLSTATE_INTERNAL, 0, "storage: a merged table needs at least one part");
+    for (int i = 0; i < n; i++)
+        if (!parts[i] || parts[i]->n_parts)
+            return werr(err, SQLSTATE_INTERNAL, 0, "storage: a merged table's parts must be plain tables");
+    StorTable *t = xcalloc(1, sizeof *t);
+    t->env = parts[0]->env;
+    t->parts = xmalloc(sizeof(StorTable *) * (size_t)n);
+    memcpy(t->parts, parts, sizeof(StorTable *) * (size_t)n);
+    t->n_parts = n;
+    *out = t;
+    return 0;
+}
+
+static int merged_open(StorTable *t, const void *prefix, size_t plen, const void *lower, size_t llen,
+                       const void *upper, size_t ulen, StorIter **out, WError *err)
+{
+    StorIter *it = xcalloc(1, sizeof *it);
+    it->t = t;
+    it->subs = xcalloc((size_t)t->n_parts, sizeof(StorIter *));
+    it->heads = xcalloc((size_t)t->n_parts, sizeof(MergeHead));
+    it->n_subs = t->n_parts;
+    for (int i = 0; i < t->n_parts; i++)
+        if (stor_iter_open_range(t->parts[i], prefix, plen, lower, llen, upper, ulen, &it->subs[i], err)) {
+            stor_iter_close(it);
+            return -1;
+        }
+    *out = it;
+    return 0;
+}
+
+/* The k-way merge. A part's head stays valid until its own iterator is
+ * called again, which happens only on the call after the one that returned
+ * it: so what the caller got is valid until its next call, as for a plain
+ * iterator. k is the number of instances (at most 64): a linear scan for
+ * the least head beats a heap at that size. */
+static int merged_next(StorIter *it, const void **key, size_t *klen, const void **val, size_t *vlen,
+                       WError *err)
+{
+    for (int i = 0; i < it->n_subs; i++) {
+        MergeHead *h = &it->heads[i];
+        if (h->has || h->done)
+            continue;
+        int f = stor_iter_next(it->subs[i], &h->key, &h->klen, &h->val, &h->vlen, err);
+        if (f < 0)
+            return -1;
+        h->has = f == 1;
+        h->done = f == 0;
+    }
+    int best = -1;
+    for (int i = 0; i < it->n_subs; i++) {
+        MergeHead *h = &it->heads[i];
+        if (!h->has)
+            continue;
+        if (best < 0) {
+            best = i;
+            continue;
+        }
+        int c = key_cmp(h->key, h->klen, it->heads[best].key, it->heads[best].klen);
+        if (c < 0) {
+            best = i;
+        } else if (c == 0) {
+            h->has = false; /* the same key in a later part: the earlier one's is returned */
+        }
+    }
+    if (best < 0)
+        return 0;
+    MergeHead *h = &it->heads[best];
+    h->has = false;
+    *key = h->key;
+    *klen = h->klen;
+    *val = h->val;
+    *vlen = h->vlen;
+    return 1;
+}
+
 int stor_iter_open(StorTable *t, const void *prefix, size_t plen, StorIter **out, WError *err)
 {
     return stor_iter_open_range(t, prefix, plen, NULL, 0, NULL, 0, out, err);
@@ -1180,6 +1308,8 @@ int stor_iter_open_range(StorTable *t, const void *prefix, size_t plen, const vo
 {
     if (check_key(plen, err) < 0 || (upper && check_key(ulen, err) < 0) || (lower && check_key(llen, err) < 0))
         return -1;
+    if (t->n_parts)
+        return merged_open(t, prefix, plen, lower, llen, upper, ulen, out, err);
     StorIter *it = xcalloc(1, sizeof *it);
     it->t = t;
     it->plen = 8 + plen;
@@ -1209,6 +1339,8 @@ int stor_iter_open_range(StorTable *t, const void *prefix, size_t plen, const vo
 int stor_iter_next(StorIter *it, const void **key, size_t *klen, const void **val, size_t *vlen,
                    WError *err)
 {
+    if (it->subs)
+        return merged_next(it, key, klen, val, vlen, err);
     for (;;) {
         if (it->lmdb.pos >= it->lmdb.n && !it->lmdb_done && fill_batch(it, err) < 0)
             return -1;
@@ -1244,6 +1376,10 @@ void stor_iter_close(StorIter *it)
 {
     if (!it)
         return;
+    for (int i = 0; i < it->n_subs; i++)
+        stor_iter_close(it->subs[i]);
+    free(it->subs);
+    free(it->heads);
     buf_free(&it->dirty.data);
     free(it->dirty.offs);
     buf_free(&it->lmdb.data);

@@ -1115,6 +1115,81 @@ static void test_crash(void)
     }
 }
 
+/* A merged handle over three tables: committed and dirty rows of every
+ * part, in one key order, by get and by each kind of iterator; a key kept
+ * by several parts comes once; writes fail; the parts stay usable. */
+static void test_merged(void)
+{
+    char *dir = new_dir();
+    StorEnv *env = open_env(dir, NULL);
+    StorTable *p[3], *m = NULL;
+    WError err = {0};
+    char s[1024];
+    for (int i = 0; i < 3; i++)
+        stor_table_open(env, 40 + (uint64_t)i, &p[i], NULL);
+    ok(stor_table_open_merged(p, 0, &m, &err) < 0 && !strcmp(err.sqlstate, "XX000"), "merged: no parts refused");
+    /* keys a0..a8 spread round-robin, b* in part 2 only; "zz" in every part */
+    for (int k = 0; k < 9; k++) {
+        char key[8], val[8];
+        snprintf(key, sizeof key, "a%d", k);
+        snprintf(val, sizeof val, "%d", k);
+        tput(p[k % 3], key, val);
+    }
+    tput(p[2], "b1", "x");
+    for (int i = 0; i < 3; i++) {
+        char val[4];
+        snprintf(val, sizeof val, "p%d", i);
+        tput(p[i], "zz", val);
+    }
+    commit_tables(env, 1, p, 3);
+    /* dirty rows over committed ones: a new key, an overwrite, a delete */
+    tput(p[1], "a45", "new");
+    tput(p[0], "a3", "three");
+    stor_table_delete(p[2], "a5", 2, NULL);
+    ok(stor_table_open_merged(p, 3, &m, &err) == 0, "merged: open");
+    scan_str(m, "", s, sizeof s);
+    ok(!strcmp(s, "a0=0,a1=1,a2=2,a3=three,a4=4,a45=new,a6=6,a7=7,a8=8,b1=x,zz=p0,"), "merged: full scan in key order");
+    scan_str(m, "b", s, sizeof s);
+    ok(!strcmp(s, "b1=x,"), "merged: prefix scan");
+    scan_below_str(m, "a", "a45", s, sizeof s);
+    ok(!strcmp(s, "a0=0,a1=1,a2=2,a3=three,a4=4,"), "merged: scan below");
+    StorIter *it;
+    const void *k, *v;
+    size_t kl, vl, n = 0;
+    s[0] = 0;
+    if (stor_iter_open_range(m, "a", 1, "a4", 2, "a7", 2, &it, NULL) == 0) {
+        while (stor_iter_next(it, &k, &kl, &v, &vl, NULL) == 1)
+            n += (size_t)snprintf(s + n, sizeof s - n, "%.*s,", (int)kl, (const char *)k);
+        stor_iter_close(it);
+    }
+    ok(!strcmp(s, "a4,a45,a6,"), "merged: range scan");
+    char out[16];
+    ok(tget(m, "a7", out, sizeof out) == 1 && !strcmp(out, "7"), "merged: get from the part that has it");
+    ok(tget(m, "a5", out, sizeof out) == 0, "merged: a deleted key is gone");
+    ok(tget(m, "zz", out, sizeof out) == 1 && !strcmp(out, "p0"), "merged: a shared key from the first part");
+    ok(tget(m, "nope", out, sizeof out) == 0, "merged: missing key");
+    ok(stor_table_put(m, "c", 1, "1", 1, &err) < 0 && !strcmp(err.sqlstate, "XX000"), "merged: put refused");
+    ok(stor_table_delete(m, "a1", 2, &err) < 0 && !strcmp(err.sqlstate, "XX000"), "merged: delete refused");
+    ok(stor_table_size_bytes(m) == stor_table_size_bytes(p[0]) + stor_table_size_bytes(p[1]) +
+                                       stor_table_size_bytes(p[2]),
+       "merged: size adds the parts");
+    /* an iterator survives writes to a part between its calls */
+    if (stor_iter_open(m, "a", 1, &it, NULL) == 0) {
+        int rows = 0;
+        while (stor_iter_next(it, &k, &kl, &v, &vl, NULL) == 1) {
+            if (rows++ == 0)
+                tput(p[1], "a9", "late");
+        }
+        stor_iter_close(it);
+        ok(rows >= 8, "merged: iterating while a part is written");
+    }
+    stor_table_close(m);
+    ok(tget(p[1], "a4", out, sizeof out) == 1 && !strcmp(out, "4"), "merged: parts stay open after close");
+    for (int i = 0; i < 3; i++)
+        stor_table_close(p[i]);
+    stor_close(env);
+}
+
 int main(void)
 {
     snprintf(base, sizeof base, "/tmp/weir-stor-XXXXXX");
@@ -1126,6 +1201,7 @@ int main(void)
     test_catalog_in_checkpoint();
     test_table_basic();
     test_scan();
+    test_merged();
     test_abort_and_snapshot();
     test_async_write();
     test_drop();
