@@ -80,6 +80,16 @@ static void map_usage(StorEnv *env, uint64_t *used, uint64_t *mapsize)
     *mapsize = info.me_mapsize;
 }
 
+/* map_usage for a caller holding no map_lock: mdb_env_info reads the meta
+ * pages through the map, which another thread's map_grow may be replacing
+ * (mdb_env_set_mapsize remaps it), so it waits for that to finish. */
+static void map_usage_shared(StorEnv *env, uint64_t *used, uint64_t *mapsize)
+{
+    pthread_rwlock_rdlock(&env->map_lock);
+    map_usage(env, used, mapsize);
+    pthread_rwlock_unlock(&env->map_lock);
+}
+
 /* Grow the map to at least want bytes (rounded up to 1 MiB, at least
  * doubling, capped at max_map_size). Returns 0, or -1 with 53100 when the
  * map is already at the cap. */
@@ -123,7 +133,7 @@ out:
 static uint64_t room_wanted(StorEnv *env, uint64_t need)
 {
     uint64_t used, cur;
-    map_usage(env, &used, &cur);
+    map_usage_shared(env, &used, &cur);
     uint64_t want = used + 2 * need + need / 2 + 64 * (uint64_t)env->psize + MiB;
     return want > cur ? want : 0;
 }
@@ -158,7 +168,7 @@ int env_write(StorEnv *env, uint64_t need, WriteBody body, void *arg, WError *er
         /* Aborted: nothing was written. Double and retry; map_grow fails
          * with 53100 once the cap is reached, which bounds the loop. */
         uint64_t used, cur;
-        map_usage(env, &used, &cur);
+        map_usage_shared(env, &used, &cur);
         if (map_grow(env, cur * 2, err) < 0)
             return -1;
     }
