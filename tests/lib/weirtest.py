@@ -9,6 +9,7 @@ tests/clients and tests/dashboard:
         st.q("CREATE SOURCE ...")
         ... st.kafka, st.port, st.http_port, st.tmp ...
 """
+import collections
 import os
 import re
 import shutil
@@ -139,3 +140,48 @@ class Stack:
     def __exit__(self, *exc):
         self.stop()
         return False
+
+
+class Subscriber(threading.Thread):
+    """COPY (SUBSCRIBE v) TO STDOUT on its own connection, accumulating the changes."""
+
+    def __init__(self, port, view):
+        super().__init__(daemon=True)
+        self.conn = psycopg2.connect(host="127.0.0.1", port=port, dbname="weir", user="weir")
+        self.conn.autocommit = True
+        self.view = view
+        self.lock = threading.Lock()
+        self.acc = collections.Counter()
+        self.bad = []          # multiplicities that went below 0 or above 1
+        self.buf = ""
+        self.error = None
+
+    def write(self, data):
+        if isinstance(data, bytes):
+            data = data.decode()
+        with self.lock:
+            self.buf += data
+            while "\n" in self.buf:
+                line, self.buf = self.buf.split("\n", 1)
+                f = line.split("\t")
+                row = tuple(f[2:])
+                self.acc[row] += int(f[1])
+                if self.acc[row] < 0 or self.acc[row] > 1:
+                    self.bad.append((row, self.acc[row]))
+                if self.acc[row] == 0:
+                    del self.acc[row]
+
+    def run(self):
+        try:
+            self.conn.cursor().copy_expert(f"COPY (SUBSCRIBE {self.view}) TO STDOUT", self)
+        except psycopg2.Error as e:
+            self.error = e
+
+    def contents(self):
+        with self.lock:
+            return set(self.acc), list(self.bad)
+
+    def close(self):
+        self.conn.cancel()
+        self.join(10)
+        self.conn.close()
