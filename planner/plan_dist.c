@@ -548,8 +548,17 @@ int plan_distribute(PlanCtx *p, PlanView *v, int P)
     }
     /* The materialize's tables are the last asked for: none left means a
      * catalog entry from before the split. */
-    if (v->changes && !v->root->shard_tables[2])
+    if (v->changes && !v->root->shard_tables[2]) {
+        /* Two-phase aggregation came with the split store: an entry that
+         * lacks the store's tables lacks the local phases' too, and those,
+         * asked for earlier, took ids that belong to other instances' state. */
+        for (int i = 0; i < p->n_nodes; i++)
+            if (p->nodes[i]->kind == PN_AGG && p->nodes[i]->agg_phase == PLAN_AGG_LOCAL)
+                return werr(p->b.err, SQLSTATE_NOT_SUPPORTED, 0,
+                            "feature not supported: this parallel view was created by an earlier weir, whose plan "
+                            "had no two-phase aggregation; drop it and create it again");
         unsplit_materialize(p, v);
+    }
     v->nodes = p->nodes;
     v->n_nodes = p->n_nodes;
     return 0;
