@@ -73,9 +73,8 @@ typedef struct ProbeEntry {
 
 typedef struct ProbeCache {
     Arena *arena;             /* keys, partner lists, rows and decoded values of the entries */
-    size_t bytes;             /* about what the arena holds since its last reset */
     uint64_t gen;             /* the side's gen the entries were read at */
-    int n, next;              /* entries used; the slot the next new entry replaces once full */
+    int n, next;              /* entries used; once all are, the slot the next new entry replaces */
     ProbeEntry e[PROBE_SLOTS];
 } ProbeCache;
 
@@ -294,17 +293,17 @@ static void time_key(Buf *out, int64_t t, const void *key, size_t klen)
 /* Every row of side ot under the join key key[0..plen), unfiltered, in scan
  * order: *out gets n of them, valid until the next probe of ot or write to it.
  * From ot's probe cache when it can serve (see ProbeCache), else by a prefix
- * scan whose copies go to the cache (a kept list) or to the step's chunk
- * arena (outer sides and state_ttl: their probes write or expire the rows). */
+ * scan into the step's chunk arena, whose result is then kept in the cache
+ * when it is short enough (never for outer sides and state_ttl: their
+ * probes write or expire the rows they read). */
 static int probe(JoinOp *j, Side *ot, const void *key, size_t plen, Partner **out, int *n)
 {
     RtCtx *rc = j->op.rc;
     ProbeCache *pc = &ot->pc;
     bool cache = !ot->outer && !j->has_ttl;
     if (cache) {
-        if (pc->gen != ot->gen || pc->bytes > PROBE_MAX_BYTES) {
+        if (pc->gen != ot->gen || arena_used(pc->arena) > PROBE_MAX_BYTES) {
             arena_reset(pc->arena);
-            pc->bytes = 0;
             pc->n = pc->next = 0;
             pc->gen = ot->gen;
         }
@@ -317,7 +316,10 @@ static int probe(JoinOp *j, Side *ot, const void *key, size_t plen, Partner **ou
             }
         }
     }
-    Arena *ar = cache ? pc->arena : rc->chunk_arena;
+    /* The scan's copies live for the step (a long list is not kept, and must
+     * not hold the cache's memory until the next probe); a kept list is
+     * copied again into the cache below. */
+    Arena *ar = rc->chunk_arena;
     int np = 0;
     StorIter *it;
     if (stor_iter_open(ot->t, key, plen, &it, rc->err))
@@ -341,8 +343,6 @@ static int probe(JoinOp *j, Side *ot, const void *key, size_t plen, Partner **ou
         p->row = arena_strndup(ar, (const char *)ov + 16, ovl - 16);
         p->rlen = ovl - 16;
         p->vals = arena_alloc(ar, sizeof(Value) * (size_t)ot->n_cols);
-        if (cache)
-            pc->bytes += ovl + sizeof(Value) * (size_t)ot->n_cols;
         if (row_decode(p->row, p->rlen, p->vals, ot->n_cols))
             continue;
         np++;
@@ -353,15 +353,26 @@ static int probe(JoinOp *j, Side *ot, const void *key, size_t plen, Partner **ou
     *out = j->raw;
     *n = np;
     if (cache && np <= PROBE_MAX_PARTNERS) {
-        ProbeEntry *e = &pc->e[pc->n < PROBE_SLOTS ? pc->n++ : pc->next];
-        if (e - pc->e == pc->next)
+        int slot = pc->n;
+        if (pc->n < PROBE_SLOTS)
+            pc->n++;
+        else {
+            slot = pc->next;
             pc->next = (pc->next + 1) % PROBE_SLOTS;
+        }
+        ProbeEntry *e = &pc->e[slot];
         e->key = arena_strndup(pc->arena, key, plen);
         e->klen = plen;
         e->np = np;
         e->ps = arena_alloc(pc->arena, sizeof *e->ps * (size_t)(np ? np : 1));
-        memcpy(e->ps, j->raw, sizeof *e->ps * (size_t)np);
-        pc->bytes += plen + sizeof *e->ps * (size_t)np;
+        for (int i = 0; i < np; i++) {
+            Partner *p = &e->ps[i];
+            *p = j->raw[i];
+            p->row = arena_strndup(pc->arena, p->row, p->rlen);
+            p->vals = arena_alloc(pc->arena, sizeof(Value) * (size_t)ot->n_cols);
+            row_decode(p->row, p->rlen, p->vals, ot->n_cols); /* decoded once already: cannot fail */
+        }
+        *out = e->ps;
     }
     return 0;
 }
