@@ -56,8 +56,8 @@ struct Partner {
 
 /* The rows of a side under the join keys probed last. Valid while the side's
  * table is unchanged (gen): every write to it drops the whole cache, which is
- * cheap when the side changes rarely (q5's max per window) and costs nothing
- * but the copies a scan makes anyway when it changes often. Bounded: a list of
+ * cheap when the side changes rarely (q5's max per window) and costs a second
+ * copy of each short list scanned when it changes often. Bounded: a list of
  * more than PROBE_MAX_PARTNERS rows is not kept, and the arena is emptied past
  * PROBE_MAX_BYTES. */
 #define PROBE_SLOTS 8
@@ -291,7 +291,8 @@ static void time_key(Buf *out, int64_t t, const void *key, size_t klen)
 }
 
 /* Every row of side ot under the join key key[0..plen), unfiltered, in scan
- * order: *out gets n of them, valid until the next probe of ot or write to it.
+ * order: *out gets n of them, valid until the next probe (of either side) or
+ * the next write to ot.
  * From ot's probe cache when it can serve (see ProbeCache), else by a prefix
  * scan into the step's chunk arena, whose result is then kept in the cache
  * when it is short enough (never for outer sides and state_ttl: their
