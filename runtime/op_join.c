@@ -20,6 +20,14 @@
  * row is emitted then, so the output stays append-only. A row older than
  * its own input's watermark is late and dropped.
  *
+ * A side answers probes from a small cache of the rows under the join keys
+ * probed last (ProbeCache), dropped whenever its table is written: q5's
+ * counts change thousands of times per window while the window's max, the
+ * other side, changes a few times, so nearly every probe of the max side is
+ * served without a scan. Outer sides (their match counts are rewritten by
+ * every probe) and sides with a state_ttl (a probe may expire rows) are
+ * always scanned.
+ *
  * A regular join with WITH (state_ttl) tracks each side's join keys in
  * processing time (state_ttl.c): a row arriving touches its key on its own
  * side (a write) and on the other side (a read of its rows); a key idle for
@@ -35,6 +43,40 @@
 #define MAXC 1601
 
 typedef struct JoinOp JoinOp;
+
+typedef struct Partner Partner;
+struct Partner {
+    char *key;
+    size_t klen;
+    int64_t count, matches;
+    char *row;                /* its encoding (copied), for rewriting its value */
+    size_t rlen;
+    Value *vals;
+};
+
+/* The rows of a side under the join keys probed last. Valid while the side's
+ * table is unchanged (gen): every write to it drops the whole cache, which is
+ * cheap when the side changes rarely (q5's max per window) and costs a second
+ * copy of each short list scanned when it changes often. Bounded: a list of
+ * more than PROBE_MAX_PARTNERS rows is not kept, and the arena is emptied past
+ * PROBE_MAX_BYTES. */
+#define PROBE_SLOTS 8
+#define PROBE_MAX_PARTNERS 64
+#define PROBE_MAX_BYTES ((size_t)1 << 20)
+
+typedef struct ProbeEntry {
+    char *key;                /* the join key's encoding (the prefix scanned) */
+    size_t klen;
+    Partner *ps;              /* unfiltered: every row under the key, in scan order */
+    int np;
+} ProbeEntry;
+
+typedef struct ProbeCache {
+    Arena *arena;             /* keys, partner lists, rows and decoded values of the entries */
+    uint64_t gen;             /* the side's gen the entries were read at */
+    int n, next;              /* entries used; once all are, the slot the next new entry replaces */
+    ProbeEntry e[PROBE_SLOTS];
+} ProbeCache;
 
 typedef struct PortOp {
     RtOp op;
@@ -58,7 +100,12 @@ typedef struct Side {
     int64_t min_ts;           /* interval joins: no row in state is older (INT64_MIN: unknown) */
     RtTtl ttl;                /* with state_ttl: the access times of this side's join keys */
     Buf dead;                 /* expire_key: keys to delete after the scan */
+    uint64_t gen;             /* bumped by every write to t (side_changed) */
+    ProbeCache pc;            /* probes of this side by the other side's rows */
 } Side;
+
+/* Every write to a side's table goes with this: the probe cache is stale. */
+static void side_changed(Side *sd) { sd->gen++; }
 
 struct JoinOp {
     RtOp op;
@@ -79,6 +126,8 @@ struct JoinOp {
     Chunk *res_chunk;
     struct Partner *ps;       /* apply_row's partner list, kept between rows */
     int ps_cap;
+    struct Partner *raw;      /* probe's scan results before filtering, kept between rows */
+    int raw_cap;
     int n_res_cols;
     int *res_cols;
 };
@@ -225,16 +274,6 @@ static bool in_interval(const PlanNode *n, int s, const Value *mine, const Value
     return d >= n->lo_us && d <= n->hi_us;
 }
 
-typedef struct Partner Partner;
-struct Partner {
-    char *key;
-    size_t klen;
-    int64_t count, matches;
-    char *row;                /* its encoding (copied), for rewriting its value */
-    size_t rlen;
-    Value *vals;
-};
-
 /* Interval joins index each side's rows by time in the same table: key
  * TIME_IX, the time (8 bytes, order-preserving), then the row's state key;
  * empty value. Row state keys start with a null flag (0 or 1), so the
@@ -249,6 +288,94 @@ static void time_key(Buf *out, int64_t t, const void *key, size_t klen)
     buf_reset(out);
     buf_append(out, b, 9);
     buf_append(out, key, klen);
+}
+
+/* Every row of side ot under the join key key[0..plen), unfiltered, in scan
+ * order: *out gets n of them, valid until the next probe (of either side) or
+ * the next write to ot.
+ * From ot's probe cache when it can serve (see ProbeCache), else by a prefix
+ * scan into the step's chunk arena, whose result is then kept in the cache
+ * when it is short enough (never for outer sides and state_ttl: their
+ * probes write or expire the rows they read). */
+static int probe(JoinOp *j, Side *ot, const void *key, size_t plen, Partner **out, int *n)
+{
+    RtCtx *rc = j->op.rc;
+    ProbeCache *pc = &ot->pc;
+    bool cache = !ot->outer && !j->has_ttl;
+    if (cache) {
+        if (pc->gen != ot->gen || arena_used(pc->arena) > PROBE_MAX_BYTES) {
+            arena_reset(pc->arena);
+            pc->n = pc->next = 0;
+            pc->gen = ot->gen;
+        }
+        for (int i = 0; i < pc->n; i++) {
+            ProbeEntry *e = &pc->e[i];
+            if (e->klen == plen && memcmp(e->key, key, plen) == 0) {
+                *out = e->ps;
+                *n = e->np;
+                return 0;
+            }
+        }
+    }
+    /* The scan's copies live for the step (a long list is not kept, and must
+     * not hold the cache's memory until the next probe); a kept list is
+     * copied again into the cache below. */
+    Arena *ar = rc->chunk_arena;
+    int np = 0;
+    StorIter *it;
+    if (stor_iter_open(ot->t, key, plen, &it, rc->err))
+        return -1;
+    const void *k, *ov;
+    size_t kl, ovl;
+    int got;
+    while ((got = stor_iter_next(it, &k, &kl, &ov, &ovl, rc->err)) == 1) {
+        if (ovl < 16)
+            continue;
+        if (np == j->raw_cap) {
+            j->raw_cap = j->raw_cap ? j->raw_cap * 2 : 16;
+            j->raw = xrealloc(j->raw, sizeof *j->raw * (size_t)j->raw_cap);
+        }
+        Partner *p = &j->raw[np];
+        /* Its key only to rewrite its match count (outer sides). */
+        p->key = ot->outer ? arena_strndup(ar, k, kl) : NULL;
+        p->klen = kl;
+        p->count = (int64_t)get_be64(ov);
+        p->matches = (int64_t)get_be64((const unsigned char *)ov + 8);
+        p->row = arena_strndup(ar, (const char *)ov + 16, ovl - 16);
+        p->rlen = ovl - 16;
+        p->vals = arena_alloc(ar, sizeof(Value) * (size_t)ot->n_cols);
+        if (row_decode(p->row, p->rlen, p->vals, ot->n_cols))
+            continue;
+        np++;
+    }
+    stor_iter_close(it);
+    if (got < 0)
+        return -1;
+    *out = j->raw;
+    *n = np;
+    if (cache && np <= PROBE_MAX_PARTNERS) {
+        int slot = pc->n;
+        if (pc->n < PROBE_SLOTS)
+            pc->n++;
+        else {
+            slot = pc->next;
+            pc->next = (pc->next + 1) % PROBE_SLOTS;
+        }
+        ProbeEntry *e = &pc->e[slot];
+        e->key = arena_strndup(pc->arena, key, plen);
+        e->klen = plen;
+        e->np = np;
+        e->ps = arena_alloc(pc->arena, sizeof *e->ps * (size_t)(np ? np : 1));
+        for (int i = 0; i < np; i++) {
+            Partner *p = &e->ps[i];
+            *p = j->raw[i];
+            p->row = arena_strndup(pc->arena, p->row, p->rlen);
+            p->vals = arena_alloc(pc->arena, sizeof(Value) * (size_t)ot->n_cols);
+            row_decode(p->row, p->rlen, p->vals, ot->n_cols); /* decoded once already: cannot fail */
+        }
+        *out = e->ps;
+    }
+    return 0;
 }
 
 /* Applies one row (sign +1 insert, -1 retraction) arriving on side s. */
@@ -302,47 +429,27 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
     int64_t total = 0;
     Value pair[MAXC];
     if (!null_key) {
-        StorIter *it;
-        if (stor_iter_open(ot->t, j->kbuf.data, plen, &it, rc->err))
+        Partner *raw;
+        int nraw;
+        if (probe(j, ot, j->kbuf.data, plen, &raw, &nraw))
             return -1;
-        const void *k, *ov;
-        size_t kl, ovl;
-        int got;
-        while ((got = stor_iter_next(it, &k, &kl, &ov, &ovl, rc->err)) == 1) {
-            if (ovl < 16)
-                continue;
-            if (np == j->ps_cap) {
-                j->ps_cap = j->ps_cap ? j->ps_cap * 2 : 16;
-                ps = j->ps = xrealloc(j->ps, sizeof *ps * (size_t)j->ps_cap);
-            }
-            Partner *p = &ps[np];
-            /* Its key only to rewrite its match count (outer sides). */
-            p->key = ot->outer ? arena_strndup(rc->chunk_arena, k, kl) : NULL;
-            p->klen = kl;
-            p->count = (int64_t)get_be64(ov);
-            p->matches = (int64_t)get_be64((const unsigned char *)ov + 8);
-            p->row = arena_strndup(rc->chunk_arena, (const char *)ov + 16, ovl - 16);
-            p->rlen = ovl - 16;
-            p->vals = arena_alloc(rc->chunk_arena, sizeof(Value) * (size_t)ot->n_cols);
-            if (row_decode(p->row, p->rlen, p->vals, ot->n_cols))
-                continue;
-            if (!in_interval(n, s, vals, p->vals, j->side))
+        if (nraw > j->ps_cap) {
+            j->ps_cap = nraw;
+            ps = j->ps = xrealloc(j->ps, sizeof *ps * (size_t)j->ps_cap);
+        }
+        for (int i = 0; i < nraw; i++) {
+            if (!in_interval(n, s, vals, raw[i].vals, j->side))
                 continue;
             if (s == 0)
-                combine(j, vals, p->vals, pair);
+                combine(j, vals, raw[i].vals, pair);
             else
-                combine(j, p->vals, vals, pair);
+                combine(j, raw[i].vals, vals, pair);
             int ok = residual_ok(j, pair);
-            if (ok < 0) {
-                stor_iter_close(it);
+            if (ok < 0)
                 return -1;
-            }
             if (ok)
-                np++;
+                ps[np++] = raw[i];
         }
-        stor_iter_close(it);
-        if (got < 0)
-            return -1;
     }
     int rcode = 0;
     RowOp op = sign > 0 ? OP_INSERT : OP_DELETE;
@@ -361,6 +468,7 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
             }
             p->matches += sign;
             state_value(&j->obuf, p->count, p->matches, p->row, p->rlen);
+            side_changed(ot);
             if (!rcode)
                 rcode = stor_table_put(ot->t, p->key, p->klen, j->obuf.data, j->obuf.len, rc->err);
             if (!rcode && before > 0 && after == 0) {
@@ -383,12 +491,14 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
     if (n->interval && count == 0 && sign > 0) {
         /* A new row: index it by time, so expire() reads only the rows due. */
         time_key(&j->tbuf, vals[me->time_col].u.i, j->kbuf.data, j->kbuf.len);
+        side_changed(me);
         if (stor_table_put(me->t, j->tbuf.data, j->tbuf.len, "", 0, rc->err))
             return -1;
     }
     count += sign;
     if (sign > 0 && me->time_col >= 0 && me->min_ts != INT64_MIN && vals[me->time_col].u.i < me->min_ts)
         me->min_ts = vals[me->time_col].u.i;
+    side_changed(me);
     if (count <= 0)
         return stor_table_delete(me->t, j->kbuf.data, j->kbuf.len, rc->err);
     put_be64((unsigned char *)j->vbuf.data, (uint64_t)count); /* the row is in place (state_key) */
@@ -460,6 +570,7 @@ static int expire(JoinOp *j)
         }
         int64_t min_left = horizon; /* every row left is at or after the horizon */
         me->min_ts = min_left;
+        side_changed(me);
         for (size_t off = 0; off + 4 <= dead.len;) {
             const unsigned char *p = (const unsigned char *)dead.data + off;
             uint32_t l = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -478,6 +589,7 @@ static int expire(JoinOp *j)
 static int expire_key(void *arg, const void *key, size_t klen, WError *err)
 {
     Side *sd = arg;
+    side_changed(sd);
     return rt_ttl_drop_prefix(sd->t, key, klen, &sd->dead, err);
 }
 
@@ -588,8 +700,11 @@ static void join_close(RtOp *op)
         arena_free(j->res_arena);
     free(j->res_cols);
     free(j->ps);
+    free(j->raw);
     for (int s = 0; s < 2; s++) {
         rt_ttl_fini(&j->side[s].ttl);
+        if (j->side[s].pc.arena)
+            arena_free(j->side[s].pc.arena);
         free(j->side[s].nulls);
         buf_free(&j->side[s].dead);
     }
@@ -623,6 +738,7 @@ RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
         sd->time_col = n->interval ? (s == 0 ? n->left_time_col : n->right_time_col) : -1;
         sd->wm = TS_MINUS_INF;
         sd->min_ts = INT64_MIN; /* unknown until the first scan (state may come from a checkpoint) */
+        sd->pc.arena = arena_new(0);
     }
     if (n->residual) {
         bool mask[MAXC] = {false};
