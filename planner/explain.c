@@ -102,7 +102,7 @@ static void dist_text(const PlanNode *n, Buf *out)
             buf_printf(out, "%s%s", i ? ", " : "", n->out.names[n->dist_keys[i]]);
         buf_putc(out, ')');
     } else {
-        buf_puts(out, n->dist == PLAN_DIST_ANY ? "any" : "single");
+        buf_puts(out, n->dist == PLAN_DIST_ANY ? "any" : n->dist == PLAN_DIST_BROADCAST ? "broadcast" : "single");
     }
 }
 

@@ -84,6 +84,36 @@ static Need hash_need(Arena *a, const PlanNode *in, int n, int *cols, const char
 
 static Need single_need(const char *reason) { return (Need){PLAN_DIST_SINGLE, 0, NULL, reason}; }
 
+/* An aggregation whose every group column is a window bound has one row
+ * per window (and per phase instance before its global phase): few rows,
+ * whatever the input's volume. Found below projections and filters. */
+static bool one_row_per_window(const PlanNode *n)
+{
+    while ((n->kind == PN_PROJECT || n->kind == PN_FILTER || n->kind == PN_EXCHANGE) && n->n_inputs == 1)
+        n = n->inputs[0];
+    return n->kind == PN_AGG && n->n_group > 0 && n->n_group_bounds == n->n_group && !n->session;
+}
+
+/* A join whose right side has one row per window (Nexmark q5: the counts
+ * per auction and window joined with the maximum per window) keyed by the
+ * window alone would send every change of the big side to the instance of
+ * its window: a handful of windows are open at a time, so one instance
+ * does nearly all the work and the big side crosses the threads. Instead
+ * the small side goes to every instance (a broadcast exchange) and the big
+ * side stays where it is: each instance joins its own left rows with all
+ * the right rows, so each pair is produced once, by the left row's
+ * instance. Inner and left joins only: a right row without a match would
+ * come out of every instance in a right or full join. Not with state_ttl:
+ * the instances would expire their copies of a right row at different
+ * times. The left side must be split already (a single one keeps the join
+ * single, as before). */
+static bool broadcast_right(const PlanNode *n)
+{
+    return (n->join_type == JOIN_INNER || n->join_type == JOIN_LEFT) && !n->state_ttl_us &&
+           n->inputs[0]->dist != PLAN_DIST_SINGLE && n->inputs[1]->dist != PLAN_DIST_SINGLE &&
+           one_row_per_window(n->inputs[1]) && !one_row_per_window(n->inputs[0]);
+}
+
 /* What node n asks of its input k. */
 static Need need_of(Arena *a, const PlanNode *n, int k)
 {
@@ -123,6 +153,10 @@ static Need need_of(Arena *a, const PlanNode *n, int k)
     case PN_TEMPORAL_JOIN:
         return single_need("temporal join is single");
     case PN_JOIN:
+        if (n->n_join_keys && broadcast_right(n)) /* the small side to every instance, the other stays */
+            return k ? (Need){PLAN_DIST_BROADCAST, 0, NULL, "the small side of the join, to every instance"}
+                     : (Need){PLAN_DIST_ANY, 0, NULL, NULL};
+        /* fall through */
     case PN_SEMI_JOIN:
         if (n->n_join_keys == 0)
             return single_need("join without an equality key is single");

@@ -179,8 +179,9 @@ typedef struct PlanSchema {
 /* How the instances of a node in a parallel view (plan_dist.c) split the
  * rows. ANY: each instance takes whatever reaches it (stateless operators,
  * sources); HASH: row r is at instance hash(dist_keys of r) % P; SINGLE: one
- * instance (instance 0) sees every row. */
-typedef enum PlanDist { PLAN_DIST_SINGLE, PLAN_DIST_ANY, PLAN_DIST_HASH } PlanDist;
+ * instance (instance 0) sees every row; BROADCAST (an exchange's only): every
+ * instance sees every row (the small side of a join, plan_dist.c). */
+typedef enum PlanDist { PLAN_DIST_SINGLE, PLAN_DIST_ANY, PLAN_DIST_HASH, PLAN_DIST_BROADCAST } PlanDist;
 
 /* streaming_parallelism: at most this many instances per node. */
 #define PLAN_MAX_PARALLELISM 64

@@ -36,6 +36,7 @@ typedef struct ExOp {
     RtOp op;
     int P;
     bool hash;                /* HASH: rows go to hash(key) % P; else all to shard 0 */
+    bool broadcast;           /* BROADCAST: every row to every shard (a join's small side) */
     bool receiver;            /* this shard has the consumer */
     int64_t *last;            /* receiver: per sender shard, its last watermark */
     bool *idle;               /* receiver: per sender shard, it said RT_WM_IDLE since */
@@ -221,6 +222,13 @@ static int ex_push(RtOp *op, Chunk *c)
         x->rows = xrealloc(x->rows, sizeof(int) * (size_t)x->cap);
         x->keep = xrealloc(x->keep, (size_t)x->cap);
     }
+    if (x->broadcast) {
+        /* Every instance gets every row: copies to the others, the chunk itself to this one. */
+        for (int t = 0; t < x->P; t++)
+            if (t != self && send_rows(x, c, t, c->n_rows))
+                return -1;
+        return rt_exchange_receive(op, self, c, 0);
+    }
     if (!x->hash)
         return self == 0 ? rt_exchange_receive(op, self, c, 0) : send_rows(x, c, 0, c->n_rows);
     int counts[PLAN_MAX_PARALLELISM] = {0};
@@ -257,7 +265,7 @@ static int ex_watermark(RtOp *op, int64_t wm)
         x->sent = wm;
     }
     int self = op->rc->shard;
-    for (int t = 0; t < (x->hash ? x->P : 1); t++) {
+    for (int t = 0; t < (x->hash || x->broadcast ? x->P : 1); t++) {
         int rc = t == self ? rt_exchange_receive(op, self, NULL, wm)
                            : rt_par_send(op->rc->par, op->node, self, t, NULL, NULL, wm);
         if (rc)
@@ -296,6 +304,7 @@ RtOp *rt_op_exchange_new(RtCtx *rc, const PlanNode *n)
     x->op.wm = TS_MINUS_INF;
     x->P = rc->n_shards;
     x->hash = n->dist == PLAN_DIST_HASH;
+    x->broadcast = n->dist == PLAN_DIST_BROADCAST;
     x->receiver = rc->shard == 0 || n->parallelism > 1;
     x->emitted = x->sent = TS_MINUS_INF;
     x->last = xcalloc((size_t)x->P, sizeof(int64_t));
