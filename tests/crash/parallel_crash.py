@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """parallel_crash.py: parallel views (streaming_parallelism 2 and 3) survive kill -9 exactly.
 
-A source over a 4-partition topic feeds four views planned with parallelism 2 or 3 (each
-instance keeps its own state tables and its share of the partitions' offsets). Rows are
+A source over a 4-partition topic feeds seven views planned with parallelism 2 or 3 (each
+instance keeps its own state tables, its part of the view's rows and its share of the
+partitions' offsets): keyed and windowed aggregations, EMIT ON WINDOW CLOSE, an interval join,
+two-phase aggregations and a join with a broadcast side. Rows are
 produced in bursts while the server is SIGKILLed several times and restarted on the same data
 directory; at the end every view must equal what an oracle computes in Python from the rows
 produced: nothing lost, nothing counted twice, in any instance.
@@ -136,6 +138,14 @@ VIEWS = [
      "SELECT window_start::text, n, s FROM wsum ORDER BY 1"),
     ("per_k2", 2, "SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k",
      "SELECT k, n, s FROM per_k2 ORDER BY k"),
+    # Nexmark q5's shape: the counts per (window, k) joined with the max count per window, whose
+    # one row per window is broadcast to every instance (each instance's copy restarts too).
+    ("hot", 2, "SELECT c.window_start, c.k, c.n FROM (SELECT window_start, k, count(*) AS n "
+               "FROM TUMBLE(src, ts, INTERVAL '10' SECOND) GROUP BY window_start, window_end, k) c "
+               "JOIN (SELECT window_start, max(n) AS m FROM (SELECT window_start, k, count(*) AS n "
+               "FROM TUMBLE(src, ts, INTERVAL '10' SECOND) GROUP BY window_start, window_end, k) x "
+               "GROUP BY window_start) mx ON c.window_start = mx.window_start AND c.n >= mx.m",
+     "SELECT window_start::text, k, n FROM hot ORDER BY 1, 2"),
 ]
 # More view options, after streaming_parallelism.
 OPTIONS = {"per_k2": ", agg_phase_strategy = 'two_phase'"}
@@ -184,6 +194,10 @@ def main():
             n0, s0 = per_w.get(w, (0, 0))
             per_w[w] = (n0 + c, s0 + s)
         want["wsum"] = sorted((w, c, s) for w, (c, s) in per_w.items())
+        top = {}
+        for w, _, c, _ in want["tumble"]:
+            top[w] = max(top.get(w, 0), c)
+        want["hot"] = sorted((w, k, c) for w, k, c, _ in want["tumble"] if c == top[w])
         for name, par, _, query in VIEWS:
             got = [tuple(r) for r in st.q(query)]
             exp = want["tumble" if name == "eowc" else name]
