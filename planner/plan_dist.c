@@ -219,6 +219,18 @@ static bool same_hash(const PlanNode *in, const Need *d)
     return true;
 }
 
+/* An exchange passes its input's rows on as they are: the same columns,
+ * changelog mode, watermark column and key. */
+static void exchange_reads(PlanNode *e, const PlanNode *in)
+{
+    e->out = in->out;
+    e->append_only = in->append_only;
+    e->wm_col = in->wm_col;
+    e->n_keys = in->n_keys;
+    e->keys = in->keys;
+    e->dup_keys = in->dup_keys;
+}
+
 /* The exchange giving input k of nodes[at] the distribution d, inserted
  * before it in p's node list (which stays topological). */
 static PlanNode *insert_exchange(PlanCtx *p, int at, int k, const Need *d, int P)
@@ -228,12 +240,7 @@ static PlanNode *insert_exchange(PlanCtx *p, int at, int k, const Need *d, int P
     PlanNode *e = new_node(p, PN_EXCHANGE, in); /* appended last: moved below */
     memmove(&p->nodes[at + 1], &p->nodes[at], sizeof(PlanNode *) * (size_t)(p->n_nodes - 1 - at));
     p->nodes[at] = e;
-    e->out = in->out;
-    e->append_only = in->append_only;
-    e->wm_col = in->wm_col;
-    e->n_keys = in->n_keys;
-    e->keys = in->keys;
-    e->dup_keys = in->dup_keys;
+    exchange_reads(e, in);
     e->dist = d->dist;
     e->n_dist_keys = d->n;
     e->dist_keys = d->cols;
@@ -494,12 +501,7 @@ static void unsplit_materialize(PlanCtx *p, PlanView *v)
 {
     PlanNode *m = v->root, *c = v->changes, *e = c->inputs[0], *in = m->inputs[0];
     e->inputs[0] = in;
-    e->out = in->out;
-    e->append_only = in->append_only;
-    e->wm_col = in->wm_col;
-    e->n_keys = in->n_keys;
-    e->keys = in->keys;
-    e->dup_keys = in->dup_keys;
+    exchange_reads(e, in);
     e->ex_lazy = false;
     e->ex_reason = "materialize is single";
     m->inputs[0] = e;

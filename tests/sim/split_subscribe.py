@@ -37,8 +37,6 @@ def check(ok, what, detail=""):
         print(f"not ok - {what}\n#   {detail}")
 
 
-
-
 def insert(st, rows):
     vals = ", ".join(f"({k}, {x}, '2026-01-01 00:00:{i % 60:02d}')" for i, (k, x) in enumerate(rows))
     st.q(f"INSERT INTO ev VALUES {vals}")
