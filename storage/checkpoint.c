@@ -24,6 +24,9 @@
 typedef struct CkTable {
     StorTable *t;
     uint64_t id;
+    MDB_dbi dbi;        /* where its rows go (table_location) */
+    uint8_t prefix[8];
+    size_t pl;
     uint64_t snap_seq;  /* the table's write sequence at add time */
     const SnapRec *recs; /* the table's frozen dirty entries, in slot order (owned by the table) */
     struct RecRef *order; /* the records in key order (sort_recs, on the writer) */
@@ -83,6 +86,9 @@ int stor_checkpoint_add_table(StorCheckpoint *ck, StorTable *t, WError *err)
     memset(c, 0, sizeof *c);
     c->t = t;
     c->id = table_id(t);
+    const uint8_t *pfx;
+    table_location(t, &c->dbi, &pfx, &c->pl);
+    memcpy(c->prefix, pfx, c->pl);
     uint64_t bytes;
     c->snap_seq = table_snapshot(t, &c->recs, &c->n_rows, &bytes, &c->any_put);
     ck->payload += bytes;
@@ -132,9 +138,13 @@ int stor_checkpoint_put_catalog(StorCheckpoint *ck, const StorCatalogEntry *e, W
     return 0;
 }
 
+/* Tables in `state` first, in id order (each one's rows are a contiguous
+ * key range there), then the tables with databases of their own. */
 static int cktab_cmp(const void *a, const void *b)
 {
     const CkTable *x = a, *y = b;
+    if (x->pl != y->pl)
+        return x->pl == 8 ? -1 : 1;
     return (x->id > y->id) - (x->id < y->id);
 }
 
@@ -241,6 +251,8 @@ static void sort_recs(CkTable *c)
     RecRef *v = xmalloc((c->n_rows + 1) * sizeof *v);
     for (size_t n = 0; n < c->n_rows; n++) {
         const SnapRec *r = &c->recs[n];
+        if (n + 8 < c->n_rows)
+            __builtin_prefetch(c->recs[n + 8].data); /* the entries are spread over the heap */
         uint8_t b[PFX] = {0};
         memcpy(b, r->data, r->klen < PFX ? r->klen : PFX);
         v[n].rec = r;
@@ -252,21 +264,91 @@ static void sort_recs(CkTable *c)
     c->n_order = c->n_rows;
 }
 
+/* LMDB's key order (memcmp, then the shorter first). */
+static int lmdb_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c ? c : (alen > blen) - (alen < blen);
+}
+
+/* Writes one table's snapshot, in key order, through one cursor. The rows
+ * whose keys sort above every key the database holds go in with
+ * MDB_APPEND: no search from the root, and a full page is left full when
+ * the next one starts (a plain put into the middle of a B-tree splits the
+ * page in half, so sequential inserts leave half-empty pages and write
+ * twice the pages). With a database per table that is every new row of an
+ * append-only table (row ids, window ends). The other rows are put through
+ * the cursor, which LMDB does not re-search from the root while the key
+ * falls on the page it is on. A tombstone above the last key has nothing
+ * to delete. */
+static int write_table(MDB_txn *txn, const CkTable *c, uint8_t *kb)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, c->dbi, &cur);
+    if (rc)
+        return rc;
+    memcpy(kb, c->prefix, c->pl);
+    /* The database's last key, copied (a put may move the page). */
+    uint8_t last[8 + STOR_MAX_KEY];
+    size_t last_len = 0;
+    MDB_val k, d;
+    rc = mdb_cursor_get(cur, &k, &d, MDB_LAST);
+    if (rc == 0) {
+        last_len = k.mv_size;
+        memcpy(last, k.mv_data, k.mv_size);
+    } else if (rc != MDB_NOTFOUND)
+        goto out;
+    rc = 0;
+    /* The first row above it: the rows are sorted. */
+    size_t lo = 0, hi = c->n_order;
+    if (last_len) {
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            const SnapRec *r = c->order[mid].rec;
+            memcpy(kb + c->pl, r->data, r->klen);
+            if (lmdb_key_cmp(kb, c->pl + r->klen, last, last_len) <= 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+    } else
+        lo = 0;
+    for (size_t j = 0; j < c->n_order; j++) {
+        const SnapRec *r = c->order[j].rec;
+        if (j + 8 < c->n_order)
+            __builtin_prefetch(c->order[j + 8].rec->data);
+        memcpy(kb + c->pl, r->data, r->klen);
+        k.mv_size = c->pl + r->klen;
+        k.mv_data = kb;
+        if (r->del) {
+            if (j >= lo)
+                continue;
+            rc = mdb_cursor_get(cur, &k, &d, MDB_SET);
+            if (rc == 0)
+                rc = mdb_cursor_del(cur, 0);
+            else if (rc == MDB_NOTFOUND)
+                rc = 0;
+        } else {
+            d.mv_size = r->vlen;
+            d.mv_data = (void *)(r->data + r->klen);
+            rc = FAULT("lmdb_put") ? EIO : mdb_cursor_put(cur, &k, &d, j >= lo ? MDB_APPEND : 0);
+        }
+        if (rc)
+            break;
+    }
+out:
+    mdb_cursor_close(cur);
+    return rc;
+}
+
 static int commit_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
 {
     StorCheckpoint *ck = arg;
     int rc;
     uint8_t kb[8 + STOR_MAX_KEY];
-    for (size_t i = 0; i < ck->n_tabs; i++) {
-        const CkTable *c = &ck->tabs[i];
-        put_u64be(kb, c->id);
-        for (size_t j = 0; j < c->n_order; j++) {
-            const SnapRec *r = c->order[j].rec;
-            if ((rc = write_row(txn, env->dbi_state, r->data, r->klen, r->data + r->klen, r->vlen,
-                                r->del, kb, 8)))
-                return rc;
-        }
-    }
+    for (size_t i = 0; i < ck->n_tabs; i++)
+        if ((rc = write_table(txn, &ck->tabs[i], kb)))
+            return rc;
     for (size_t off = 0; off < ck->meta.len; off += rec_size(ck->meta.data + off)) {
         const char *rec = ck->meta.data + off;
         TabRec h;

@@ -237,7 +237,9 @@ static int sys_put_u64(MDB_txn *txn, MDB_dbi dbi, const char *name, uint64_t v)
 }
 
 /* First transaction: create the DBIs, check or stamp the format version,
- * load the last epoch. */
+ * load the last epoch. A format-1 directory (every table in `state`) is
+ * restamped 2: its tables stay where they are (stor_table_open finds their
+ * rows in `state`), tables opened from now on get their own databases. */
 static int open_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
 {
     int rc;
@@ -246,18 +248,30 @@ static int open_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
     if ((rc = mdb_dbi_open(txn, "catalog", MDB_CREATE, &env->dbi_catalog)) ||
         (rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &env->dbi_meta)) ||
         (rc = mdb_dbi_open(txn, "state", MDB_CREATE, &env->dbi_state)) ||
-        (rc = mdb_dbi_open(txn, "sys", MDB_CREATE, &env->dbi_sys)))
+        (rc = mdb_dbi_open(txn, "sys", MDB_CREATE, &env->dbi_sys)) ||
+        (rc = mdb_dbi_open(txn, NULL, 0, &env->dbi_main)))
         return rc;
     if ((rc = sys_get_u64(txn, env->dbi_sys, "version", &v, &found)))
         return rc;
-    if (found && v != STOR_FORMAT_VERSION) {
+    if (found && (v < STOR_FORMAT_OLDEST || v > STOR_FORMAT_VERSION)) {
         werr(err, SQLSTATE_IO_ERROR, 0, "storage: data directory format %llu is not supported",
              (unsigned long long)v);
         if (err)
-            werr_detail(err, "this build reads format %u", STOR_FORMAT_VERSION);
+            werr_detail(err, "this build reads formats %u to %u", STOR_FORMAT_OLDEST,
+                        STOR_FORMAT_VERSION);
         return BODY_FAILED;
     }
-    if (!found && (rc = sys_put_u64(txn, env->dbi_sys, "version", STOR_FORMAT_VERSION)))
+    if (env->format == 1) {
+        /* Test hook: write what a format-1 weir writes. */
+        if (found && v != 1) {
+            werr(err, SQLSTATE_IO_ERROR, 0, "storage: WEIR_STORAGE_FORMAT=1 on a format %llu directory",
+                 (unsigned long long)v);
+            return BODY_FAILED;
+        }
+        if (!found && (rc = sys_put_u64(txn, env->dbi_sys, "version", 1)))
+            return rc;
+    } else if ((!found || v != STOR_FORMAT_VERSION) &&
+               (rc = sys_put_u64(txn, env->dbi_sys, "version", STOR_FORMAT_VERSION)))
         return rc;
     if ((rc = sys_get_u64(txn, env->dbi_sys, "epoch", &v, &found)))
         return rc;
@@ -305,7 +319,15 @@ int stor_open(const char *dir, const StorOptions *opt, StorEnv **out, WError *er
         stor_mdb_err(err, rc, "create environment");
         goto fail;
     }
-    mdb_env_set_maxdbs(env->mdb, 8);
+    if (!env->opt.max_table_dbs)
+        env->opt.max_table_dbs = STOR_DEFAULT_TABLE_DBS;
+    /* WEIR_STORAGE_FORMAT=1 (tests only) writes the previous layout: every
+     * table in `state`, version 1, as a data directory of an older weir. */
+    const char *fmt = getenv("WEIR_STORAGE_FORMAT");
+    env->format = fmt && strcmp(fmt, "1") == 0 ? 1 : STOR_FORMAT_VERSION;
+    if (env->opt.max_table_dbs > 100000)
+        env->opt.max_table_dbs = 100000; /* LMDB allocates per transaction for every slot */
+    mdb_env_set_maxdbs(env->mdb, STOR_CORE_DBS + env->opt.max_table_dbs);
     mdb_env_set_maxreaders(env->mdb, 256);
     mdb_env_set_mapsize(env->mdb, env->opt.initial_map_size);
     if ((rc = mdb_env_open(env->mdb, dir, MDB_NOTLS, 0644))) {

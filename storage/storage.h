@@ -56,6 +56,9 @@ typedef struct StorOptions {
     size_t initial_map_size;   /* bytes mapped at open; default 256 MiB (never less than the data) */
     size_t max_map_size;       /* growth cap in bytes; default 64 GiB; past it writes fail 53100 */
     size_t table_cache_bytes;  /* per-table budget for clean cached entries; default 256 MiB */
+    unsigned max_table_dbs;    /* state tables with an LMDB database of their own; default 1000.
+                                * Tables opened past it share one database (slower checkpoints
+                                * of append-only tables, nothing else changes) */
 } StorOptions;
 
 /* Open (creating if needed) the data directory dir.

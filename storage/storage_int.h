@@ -12,7 +12,19 @@
 
 #include "storage.h"
 
-#define STOR_FORMAT_VERSION 1u
+/* Format 2: tables opened on a new data directory get an LMDB database of
+ * their own (table_dbi_name); format 1 kept every table in `state`. A
+ * format-1 directory is read as is and restamped 2 at open (its tables
+ * stay in `state`), so a weir that only knows format 1 refuses it rather
+ * than missing the newer tables' rows. */
+#define STOR_FORMAT_VERSION 2u
+#define STOR_FORMAT_OLDEST 1u
+/* The four databases every environment has (catalog, meta, state, sys). */
+#define STOR_CORE_DBS 4
+/* Default StorOptions.max_table_dbs. Each read transaction's begin costs
+ * LMDB a loop over the opened databases, so this stays moderate; tables
+ * past it share `state`. */
+#define STOR_DEFAULT_TABLE_DBS 1000u
 #define RTXN_POOL_MAX 32
 
 /* Returned by a write-transaction body that filled err itself (not an
@@ -34,7 +46,9 @@ struct StorEnv {
     MDB_dbi dbi_meta;           /* name bytes -> checkpoint metadata blob */
     MDB_dbi dbi_state;          /* u64be table id ++ user key -> value */
     MDB_dbi dbi_sys;            /* "epoch", "next_id", "version" */
+    MDB_dbi dbi_main;           /* LMDB's main database: the named databases' records */
     unsigned psize;             /* LMDB page size in bytes */
+    unsigned format;            /* layout new tables get: 2, or 1 (WEIR_STORAGE_FORMAT=1, tests) */
     int lock_fd;                /* holds flock(LOCK_EX) on dir/LOCK */
     char *dir;
     StorOptions opt;            /* defaults filled in */
@@ -84,6 +98,12 @@ static inline uint64_t get_u64be(const uint8_t *p)
 
 /* Table <-> checkpoint hooks (table.c). */
 uint64_t table_id(const StorTable *t);
+/* Where t's rows live: database dbi, each LMDB key = prefix (pl bytes)
+ * ++ user key. A table in `state` has its 8-byte id as prefix; a table
+ * with its own database has one 0 byte (LMDB keys may not be empty). */
+void table_location(const StorTable *t, MDB_dbi *dbi, const uint8_t **prefix, size_t *pl);
+/* The name of table id's own database: "t" and 16 hex digits. */
+void table_dbi_name(uint64_t id, char name[18]);
 /* A header of a metadata record in a checkpoint (name, value follow). */
 typedef struct TabRec {
     uint32_t klen;

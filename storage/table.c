@@ -91,7 +91,9 @@ struct StorTable {
     StorTable **parts;
     int n_parts;
     uint64_t id;
-    uint8_t prefix[8];          /* id, big-endian: the LMDB key prefix */
+    uint8_t prefix[8];          /* the LMDB key prefix (table_location) */
+    size_t pl;                  /* its length: 8 in `state` (the id, big-endian), 1 in an own database */
+    MDB_dbi dbi;                /* the database holding the rows */
     Ent *slots;
     size_t cap;                 /* power of two */
     size_t n_used;              /* non-empty slots */
@@ -555,11 +557,62 @@ static void bloom_free(StorTable *t)
     t->n_blooms = 0;
 }
 
-static void make_key(uint8_t *buf, const uint8_t prefix[8], const void *key, size_t klen)
+static void make_key(uint8_t *buf, const StorTable *t, const void *key, size_t klen)
 {
-    memcpy(buf, prefix, 8);
+    memcpy(buf, t->prefix, t->pl);
     if (klen)
-        memcpy(buf + 8, key, klen);
+        memcpy(buf + t->pl, key, klen);
+}
+
+void table_dbi_name(uint64_t id, char name[18])
+{
+    static const char hex[] = "0123456789abcdef";
+    name[0] = 't';
+    for (int i = 0; i < 16; i++)
+        name[1 + i] = hex[(id >> (60 - 4 * i)) & 15];
+    name[17] = 0;
+}
+
+void table_location(const StorTable *t, MDB_dbi *dbi, const uint8_t **prefix, size_t *pl)
+{
+    *dbi = t->dbi;
+    *prefix = t->prefix;
+    *pl = t->pl;
+}
+
+/* Opens (creating it unless told not to) a table's own database in a
+ * write transaction: mdb_dbi_open must not run in two transactions at
+ * once, and only write transactions are serialized. Committing it writes
+ * (and syncs) only when the database is new. */
+typedef struct DbiOpen {
+    uint64_t id;
+    MDB_dbi dbi;
+    bool full;                  /* no database slot left, and table id has no database yet */
+} DbiOpen;
+
+static int dbi_open_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
+{
+    DbiOpen *a = arg;
+    char name[18];
+    table_dbi_name(a->id, name);
+    a->full = false;
+    int rc = mdb_dbi_open(txn, name, MDB_CREATE, &a->dbi);
+    if (rc != MDB_DBS_FULL)
+        return rc;
+    MDB_val k = {17, name}, d;
+    rc = mdb_get(txn, env->dbi_main, &k, &d);
+    if (rc == MDB_NOTFOUND) {
+        a->full = true;
+        return 0;
+    }
+    if (rc)
+        return rc;
+    werr(err, SQLSTATE_PROGRAM_LIMIT, 0,
+         "storage: state table %llu cannot be opened: %u state tables with their own database "
+         "are open already", (unsigned long long)a->id, env->opt.max_table_dbs);
+    if (err)
+        werr_detail(err, "raise the limit (StorOptions.max_table_dbs) or open fewer tables");
+    return BODY_FAILED;
 }
 
 int stor_table_open(StorEnv *env, uint64_t table_id, StorTable **out, WError *err)
@@ -571,17 +624,21 @@ int stor_table_open(StorEnv *env, uint64_t table_id, StorTable **out, WError *er
     t->env = env;
     t->id = table_id;
     put_u64be(t->prefix, table_id);
+    t->pl = 8;
+    t->dbi = env->dbi_state;
     t->cap = 64;
     t->slots = slots_new(t->cap);
     t->cache_budget = env->opt.table_cache_bytes;
     if (env_read_begin(env, &txn, err) < 0)
         goto fail;
+    /* Rows in `state` (a table of a format-1 directory, or one opened past
+     * max_table_dbs): the table stays there. Otherwise it has (or gets)
+     * its own database, unless no slot is left. */
     rc = mdb_cursor_open(txn, env->dbi_state, &cur);
     if (rc == 0) {
         MDB_val k = {8, t->prefix}, d;
         rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
         t->has_committed = rc == 0 && k.mv_size >= 8 && memcmp(k.mv_data, t->prefix, 8) == 0;
-        t->known_keys = !t->has_committed;
         if (rc == MDB_NOTFOUND)
             rc = 0;
         mdb_cursor_close(cur);
@@ -591,6 +648,33 @@ int stor_table_open(StorEnv *env, uint64_t table_id, StorTable **out, WError *er
         stor_mdb_err(err, rc, "open state table");
         goto fail;
     }
+    if (!t->has_committed && env->format >= 2) {
+        DbiOpen a = {.id = table_id};
+        if (env_write(env, 0, dbi_open_body, &a, err) < 0)
+            goto fail;
+        if (!a.full) {
+            t->dbi = a.dbi;
+            t->prefix[0] = 0;
+            t->pl = 1;
+            if (env_read_begin(env, &txn, err) < 0)
+                goto fail;
+            rc = mdb_cursor_open(txn, t->dbi, &cur);
+            if (rc == 0) {
+                MDB_val k, d;
+                rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+                t->has_committed = rc == 0;
+                if (rc == MDB_NOTFOUND)
+                    rc = 0;
+                mdb_cursor_close(cur);
+            }
+            env_read_end(env, txn);
+            if (rc) {
+                stor_mdb_err(err, rc, "open state table");
+                goto fail;
+            }
+        }
+    }
+    t->known_keys = !t->has_committed;
     *out = t;
     return 0;
 fail:
@@ -624,12 +708,23 @@ void stor_table_close(StorTable *t)
     free(t);
 }
 
+/* Deletes the table's own database (if any) and its rows in `state` (if
+ * any). mdb_drop closes the handle at once, even if this transaction is
+ * later aborted and re-run: so the handle is looked up by name each time. */
 static int drop_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
 {
     uint8_t prefix[8];
     MDB_cursor *cur;
+    char name[18];
+    MDB_dbi dbi;
+    table_dbi_name(*(uint64_t *)arg, name);
+    int rc = mdb_dbi_open(txn, name, 0, &dbi);
+    if (rc == 0)
+        rc = mdb_drop(txn, dbi, 1);
+    if (rc && rc != MDB_NOTFOUND)
+        return rc;
     put_u64be(prefix, *(uint64_t *)arg);
-    int rc = mdb_cursor_open(txn, env->dbi_state, &cur);
+    rc = mdb_cursor_open(txn, env->dbi_state, &cur);
     if (rc)
         return rc;
     MDB_val k = {8, prefix}, d;
@@ -678,13 +773,13 @@ uint64_t stor_table_size_bytes(StorTable *t)
         MDB_cursor *cur;
         if (env_read_begin(t->env, &txn, NULL) < 0)
             return t->dirty_bytes;
-        if (mdb_cursor_open(txn, t->env->dbi_state, &cur) == 0) {
-            MDB_val k = {8, t->prefix}, d;
+        if (mdb_cursor_open(txn, t->dbi, &cur) == 0) {
+            MDB_val k = {t->pl, t->prefix}, d;
             for (int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE); rc == 0;
                  rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
-                if (k.mv_size < 8 || memcmp(k.mv_data, t->prefix, 8) != 0)
+                if (k.mv_size < t->pl || memcmp(k.mv_data, t->prefix, t->pl) != 0)
                     break;
-                sum += k.mv_size - 8 + d.mv_size;
+                sum += k.mv_size - t->pl + d.mv_size;
             }
             mdb_cursor_close(cur);
         }
@@ -743,12 +838,12 @@ int stor_table_get(StorTable *t, const void *key, size_t klen, const void **val,
 
     uint8_t kb[8 + STOR_MAX_KEY];
     MDB_txn *txn;
-    make_key(kb, t->prefix, key, klen);
+    make_key(kb, t, key, klen);
     if (env_read_begin(t->env, &txn, err) < 0)
         return -1;
-    MDB_val k = {8 + klen, kb}, d;
+    MDB_val k = {t->pl + klen, kb}, d;
     t->point_reads++;
-    int rc = FAULT("lmdb_get") ? EIO : mdb_get(txn, t->env->dbi_state, &k, &d);
+    int rc = FAULT("lmdb_get") ? EIO : mdb_get(txn, t->dbi, &k, &d);
     size_t slot = (size_t)-1;
     if (rc == 0 || rc == MDB_NOTFOUND)
         slot = cache_insert(t, h, key, klen, rc == 0 ? d.mv_data : NULL, rc == 0 ? d.mv_size : 0);
@@ -1115,7 +1210,7 @@ typedef struct MergeHead {
 struct StorIter {
     StorTable *t;
     uint8_t *prefix;    /* table prefix ++ scan prefix */
-    size_t plen;        /* including the 8 table bytes */
+    size_t plen;        /* including the table's key prefix (table_location) */
     Run dirty;          /* snapshot, fixed at open */
     Run lmdb;           /* current batch of committed rows */
     bool lmdb_done;
@@ -1175,7 +1270,7 @@ static int fill_batch(StorIter *it, WError *err)
     buf_reset(&r->data);
     if (env_read_begin(t->env, &txn, err) < 0)
         return -1;
-    if ((rc = mdb_cursor_open(txn, t->env->dbi_state, &cur))) {
+    if ((rc = mdb_cursor_open(txn, t->dbi, &cur))) {
         env_read_end(t->env, txn);
         return stor_mdb_err(err, rc, "state table scan");
     }
@@ -1200,13 +1295,13 @@ static int fill_batch(StorIter *it, WError *err)
             rc = MDB_NOTFOUND;
             break;
         }
-        if (it->upper && key_cmp((const char *)k.mv_data + 8, k.mv_size - 8, it->upper, it->ulen) >= 0) {
+        if (it->upper && key_cmp((const char *)k.mv_data + t->pl, k.mv_size - t->pl, it->upper, it->ulen) >= 0) {
             rc = MDB_NOTFOUND;
             break;
         }
         if (r->n >= BATCH_ROWS || r->data.len >= BATCH_BYTES)
             break;
-        run_add(r, (char *)k.mv_data + 8, k.mv_size - 8, d.mv_data, d.mv_size, false);
+        run_add(r, (char *)k.mv_data + t->pl, k.mv_size - t->pl, d.mv_data, d.mv_size, false);
         buf_reset(&it->last);
         buf_append(&it->last, k.mv_data, k.mv_size);
     }
@@ -1325,18 +1420,18 @@ int stor_iter_open_range(StorTable *t, const void *prefix, size_t plen, const vo
         return merged_open(t, prefix, plen, lower, llen, upper, ulen, out, err);
     StorIter *it = xcalloc(1, sizeof *it);
     it->t = t;
-    it->plen = 8 + plen;
+    it->plen = t->pl + plen;
     it->prefix = xmalloc(it->plen);
-    make_key(it->prefix, t->prefix, prefix, plen);
+    make_key(it->prefix, t, prefix, plen);
     if (upper) {
         it->upper = xmalloc(ulen ? ulen : 1);
         memcpy(it->upper, upper, ulen);
         it->ulen = ulen;
     }
     if (lower) {
-        it->llen = 8 + llen;
+        it->llen = t->pl + llen;
         it->lower = xmalloc(it->llen);
-        make_key(it->lower, t->prefix, lower, llen);
+        make_key(it->lower, t, lower, llen);
     }
     size_t n;
     SortItem *v = sorted_dirty(t, prefix, plen, lower, llen, upper, ulen, &n);
