@@ -201,20 +201,23 @@ static unsigned recref_byte(const RecRef *r, int b) { return (unsigned)(r->p[b /
  * bytes, skipping the bytes every key shares (a window's start, a
  * table's prefix), then qsort within the rare runs whose first PFX bytes
  * tie. A checkpoint sorts hundreds of thousands of rows: comparison
- * sorting them was a third of the writer's time. */
-static void radix_sort(RecRef *v, size_t n)
+ * sorting them was a third of the writer's time. Bytes at or past
+ * max_klen are zero padding in every key: not even counted (a row id key
+ * is 8-9 bytes, and the histograms were most of the sort). */
+static void radix_sort(RecRef *v, size_t n, size_t max_klen)
 {
     if (n < 512) {
         if (n > 1)
             qsort(v, n, sizeof *v, recref_cmp);
         return;
     }
+    int nb = max_klen < PFX ? (int)max_klen : PFX;
     size_t(*hist)[256] = xcalloc(PFX, sizeof *hist);
     for (size_t i = 0; i < n; i++)
-        for (int b = 0; b < PFX; b++)
+        for (int b = 0; b < nb; b++)
             hist[b][recref_byte(&v[i], b)]++;
     RecRef *tmp = xmalloc(n * sizeof *tmp), *src = v, *dst = tmp;
-    for (int b = PFX - 1; b >= 0; b--) {
+    for (int b = nb - 1; b >= 0; b--) {
         if (hist[b][recref_byte(&v[0], b)] == n)
             continue; /* every key has this byte */
         size_t pos[256], sum = 0;
@@ -249,6 +252,7 @@ static void radix_sort(RecRef *v, size_t n)
 static void sort_recs(CkTable *c)
 {
     RecRef *v = xmalloc((c->n_rows + 1) * sizeof *v);
+    size_t max_klen = 0;
     for (size_t n = 0; n < c->n_rows; n++) {
         const SnapRec *r = &c->recs[n];
         if (n + 8 < c->n_rows)
@@ -256,10 +260,12 @@ static void sort_recs(CkTable *c)
         uint8_t b[PFX] = {0};
         memcpy(b, r->data, r->klen < PFX ? r->klen : PFX);
         v[n].rec = r;
+        if (r->klen > max_klen)
+            max_klen = r->klen;
         for (int w = 0; w < PFX_WORDS; w++)
             v[n].p[w] = get_u64be(b + 8 * w);
     }
-    radix_sort(v, c->n_rows);
+    radix_sort(v, c->n_rows, max_klen);
     c->order = v;
     c->n_order = c->n_rows;
 }
@@ -315,6 +321,11 @@ static int write_table(MDB_txn *txn, const CkTable *c, uint8_t *kb)
         lo = 0;
     for (size_t j = 0; j < c->n_order; j++) {
         const SnapRec *r = c->order[j].rec;
+        /* order[] is sequential, but each record and its entry are one
+         * cache miss each (slot order, entries spread over the heap): fetch
+         * both ahead, the record further ahead than the entry it points to. */
+        if (j + 16 < c->n_order)
+            __builtin_prefetch(c->order[j + 16].rec);
         if (j + 8 < c->n_order)
             __builtin_prefetch(c->order[j + 8].rec->data);
         memcpy(kb + c->pl, r->data, r->klen);
