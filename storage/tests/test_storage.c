@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <lmdb.h>
+
 #include "storage.h"
 #include "tap.h"
 
@@ -636,12 +638,18 @@ static void test_drop(void)
 /* Random operations against a reference model, with a tiny cache budget
  * so eviction, backward-shift deletion and LMDB fallback reads all run. */
 #define MODEL_KEYS 1500
-static void test_model(void)
+static void test_model(bool format1)
 {
     char *dir = new_dir();
+    /* format1: the table lives in `state` (a directory of an older weir). */
+    if (format1)
+        setenv("WEIR_STORAGE_FORMAT", "1", 1);
     StorEnv *env = open_env(dir, NULL);
+    unsetenv("WEIR_STORAGE_FORMAT");
     StorTable *t;
     static int cur[MODEL_KEYS], com[MODEL_KEYS]; /* value+1, 0 = absent */
+    memset(cur, 0, sizeof cur);
+    memset(com, 0, sizeof com);
     int bad_get = 0, bad_scan = 0, fails = 0;
     uint64_t epoch = 0;
     srand(12345);
@@ -732,6 +740,319 @@ static void test_model(void)
     is_int(bad, 0, "model: reopen shows exactly the last committed state");
     stor_table_close(t);
     stor_close(env);
+}
+
+/* ---------------------------------------------------------------------------
+ * Layout: a database per table, MDB_APPEND above its last key, format-1
+ * directories, the database limit. Where rows are is read with LMDB itself.
+ * ------------------------------------------------------------------------- */
+
+typedef struct Raw {
+    long in_state;      /* rows of the table in `state` */
+    long own;           /* rows in its own database, -1: no such database */
+    uint64_t version;
+} Raw;
+
+static Raw raw_layout(const char *dir, uint64_t id)
+{
+    Raw r = {-1, -1, 0};
+    MDB_env *e;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_cursor *cur;
+    MDB_val k, d;
+    char name[32];
+    uint8_t pfx[8];
+    for (int i = 0; i < 8; i++)
+        pfx[i] = (uint8_t)(id >> (56 - 8 * i));
+    if (mdb_env_create(&e) || mdb_env_set_maxdbs(e, 64) ||
+        mdb_env_open(e, dir, MDB_RDONLY, 0644) || mdb_txn_begin(e, NULL, MDB_RDONLY, &txn)) {
+        diag("raw_layout: cannot open %s", dir);
+        return r;
+    }
+    if (mdb_dbi_open(txn, "state", 0, &dbi) == 0 && mdb_cursor_open(txn, dbi, &cur) == 0) {
+        r.in_state = 0;
+        k.mv_size = 8;
+        k.mv_data = pfx;
+        for (int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+             rc == 0 && k.mv_size >= 8 && memcmp(k.mv_data, pfx, 8) == 0;
+             rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT))
+            r.in_state++;
+        mdb_cursor_close(cur);
+    }
+    snprintf(name, sizeof name, "t%016llx", (unsigned long long)id);
+    if (mdb_dbi_open(txn, name, 0, &dbi) == 0 && mdb_cursor_open(txn, dbi, &cur) == 0) {
+        r.own = 0;
+        for (int rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); rc == 0;
+             rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT))
+            r.own++;
+        mdb_cursor_close(cur);
+    }
+    if (mdb_dbi_open(txn, "sys", 0, &dbi) == 0) {
+        k.mv_size = 7;
+        k.mv_data = "version";
+        if (mdb_get(txn, dbi, &k, &d) == 0 && d.mv_size == 8)
+            for (int i = 0; i < 8; i++)
+                r.version = r.version << 8 | ((uint8_t *)d.mv_data)[i];
+    }
+    mdb_txn_abort(txn);
+    mdb_env_close(e);
+    return r;
+}
+
+static void put_id(StorTable *t, uint64_t id, int val)
+{
+    uint8_t k[8];
+    char v[16];
+    for (int i = 0; i < 8; i++)
+        k[i] = (uint8_t)(id >> (56 - 8 * i));
+    snprintf(v, sizeof v, "%d", val);
+    stor_table_put(t, k, 8, v, strlen(v), NULL);
+}
+
+static void del_id(StorTable *t, uint64_t id)
+{
+    uint8_t k[8];
+    for (int i = 0; i < 8; i++)
+        k[i] = (uint8_t)(id >> (56 - 8 * i));
+    stor_table_delete(t, k, 8, NULL);
+}
+
+/* Compares a full scan of t (8-byte ids) with model[] (value + 1, 0 = none). */
+static int scan_mismatches(StorTable *t, const int *model, uint64_t n)
+{
+    StorIter *it;
+    const void *k, *v;
+    size_t kl, vl;
+    int bad = 0;
+    uint64_t next = 0;
+    if (stor_iter_open(t, NULL, 0, &it, NULL) < 0)
+        return -1;
+    while (stor_iter_next(it, &k, &kl, &v, &vl, NULL) == 1) {
+        uint64_t id = 0;
+        if (kl != 8) {
+            bad++;
+            continue;
+        }
+        for (int i = 0; i < 8; i++)
+            id = id << 8 | ((const uint8_t *)k)[i];
+        while (next < id && next < n)
+            bad += model[next++] != 0; /* a row the scan skipped */
+        char buf[16];
+        snprintf(buf, sizeof buf, "%.*s", (int)vl, (const char *)v);
+        bad += id >= n || model[id] != atoi(buf) + 1;
+        next = id + 1;
+    }
+    while (next < n)
+        bad += model[next++] != 0;
+    stor_iter_close(it);
+    return bad;
+}
+
+/* An append-mostly table, as a view's rows under row ids: each checkpoint
+ * adds ids above every committed one (the MDB_APPEND path) and also
+ * rewrites, deletes and fills in ids below the last one (the cursor path),
+ * and deletes a key above the last one that was never committed. */
+#define APPEND_IDS 40000
+static void test_append_rows(void)
+{
+    char *dir = new_dir();
+    StorEnv *env = open_env(dir, NULL);
+    StorTable *t;
+    static int model[APPEND_IDS];
+    uint64_t top = 0;
+    stor_table_open(env, 5, &t, NULL);
+    for (int epoch = 1; epoch <= 4; epoch++) {
+        /* Even ids appended; the odd ids left behind are filled in later. */
+        for (int j = 0; j < 4000; j++, top += 2) {
+            put_id(t, top, epoch * 100000 + (int)top);
+            model[top] = epoch * 100000 + (int)top + 1;
+        }
+        if (epoch > 1) {
+            for (uint64_t id = 1; id < top - 8000; id += 7) { /* fill-ins and rewrites below the last key */
+                put_id(t, id, -(int)id - 1);
+                model[id] = -(int)id;
+            }
+            for (uint64_t id = 4; id < top - 8000; id += 11) {
+                del_id(t, id);
+                model[id] = 0;
+            }
+        }
+        put_id(t, top + 1, 1); /* above the last key, deleted before its first checkpoint */
+        del_id(t, top + 1);
+        commit_tables(env, (uint64_t)epoch, &t, 1);
+    }
+    stor_table_put(t, "", 0, "empty", 5, NULL); /* an empty key: LMDB keys may not be empty */
+    commit_tables(env, 5, &t, 1);
+    is_int(scan_mismatches(t, model, APPEND_IDS), 1, "append: scan before reopen (plus the empty key)");
+    stor_table_close(t);
+    stor_close(env);
+
+    Raw r = raw_layout(dir, 5);
+    long want = 1;
+    for (int i = 0; i < APPEND_IDS; i++)
+        want += model[i] != 0;
+    is_int(r.own, want, "append: every row in the table's own database");
+    is_int(r.in_state, 0, "append: none in state");
+    is_int((long)r.version, 2, "append: format 2 stamped");
+
+    env = open_env(dir, NULL);
+    stor_table_open(env, 5, &t, NULL);
+    const void *v;
+    size_t vl;
+    ok(stor_table_get(t, "", 0, &v, &vl, NULL) == 1 && vl == 5 && memcmp(v, "empty", 5) == 0,
+       "append: the empty key reads back");
+    stor_table_delete(t, "", 0, NULL);
+    commit_tables(env, 6, &t, 1);
+    is_int(scan_mismatches(t, model, APPEND_IDS), 0, "append: reopened scan matches the model");
+    int bad = 0;
+    for (uint64_t id = 0; id < APPEND_IDS; id += 3) {
+        uint8_t k[8];
+        for (int i = 0; i < 8; i++)
+            k[i] = (uint8_t)(id >> (56 - 8 * i));
+        int rc = stor_table_get(t, k, 8, &v, &vl, NULL);
+        char buf[16];
+        snprintf(buf, sizeof buf, "%.*s", rc == 1 ? (int)vl : 0, rc == 1 ? (const char *)v : "");
+        bad += rc != (model[id] != 0) || (rc == 1 && atoi(buf) + 1 != model[id]);
+    }
+    is_int(bad, 0, "append: reopened gets match the model");
+    stor_table_close(t);
+    is_int(stor_table_drop(env, 5, NULL), 0, "append: drop");
+    stor_close(env);
+    r = raw_layout(dir, 5);
+    is_int(r.own, -1, "append: drop deletes the table's database");
+    env = open_env(dir, NULL);
+    stor_table_open(env, 5, &t, NULL);
+    char s[64];
+    scan_str(t, "", s, sizeof s);
+    is_str(s, "", "append: the dropped table reopens empty");
+    stor_table_close(t);
+    stor_close(env);
+}
+
+/* A data directory written by a weir of format 1 (every table in `state`;
+ * WEIR_STORAGE_FORMAT=1 writes that layout): its tables stay in `state` and
+ * keep working, tables opened later get their own databases, drop clears
+ * both, and the directory is restamped 2 so the older weir refuses it. */
+static void test_old_layout(void)
+{
+    char *dir = new_dir();
+    StorTable *t[3];
+    char s[256];
+    WError err = {0};
+    setenv("WEIR_STORAGE_FORMAT", "1", 1);
+    StorEnv *env = open_env(dir, NULL);
+    stor_table_open(env, 10, &t[0], NULL);
+    stor_table_open(env, 11, &t[1], NULL);
+    tput(t[0], "a", "1");
+    tput(t[0], "c", "3");
+    tput(t[1], "x", "old");
+    commit_tables(env, 1, t, 2);
+    stor_table_close(t[0]);
+    stor_table_close(t[1]);
+    stor_close(env);
+    unsetenv("WEIR_STORAGE_FORMAT");
+    Raw r = raw_layout(dir, 10);
+    ok(r.in_state == 2 && r.own == -1 && r.version == 1, "old layout: format 1 writes to state");
+
+    env = open_env(dir, NULL);
+    stor_table_open(env, 10, &t[0], NULL);
+    stor_table_open(env, 11, &t[1], NULL);
+    stor_table_open(env, 12, &t[2], NULL);
+    scan_str(t[0], "", s, sizeof s);
+    is_str(s, "a=1,c=3,", "old layout: format-1 rows read back");
+    tput(t[0], "b", "2"); /* between committed keys */
+    tput(t[0], "d", "4"); /* above them */
+    stor_table_delete(t[0], "a", 1, NULL);
+    tput(t[1], "y", "new");
+    tput(t[2], "n", "fresh");
+    commit_tables(env, 2, t, 3);
+    for (int i = 0; i < 3; i++)
+        stor_table_close(t[i]);
+    stor_close(env);
+    r = raw_layout(dir, 10);
+    ok(r.in_state == 3 && r.own == -1, "old layout: a format-1 table stays in state");
+    is_int((long)r.version, 2, "old layout: restamped format 2");
+    r = raw_layout(dir, 12);
+    ok(r.in_state == 0 && r.own == 1, "old layout: a new table gets its own database");
+
+    setenv("WEIR_STORAGE_FORMAT", "1", 1);
+    StorEnv *old = NULL;
+    ok(stor_open(dir, NULL, &old, &err) < 0 && strcmp(err.sqlstate, "58030") == 0,
+       "old layout: the format-1 layout is refused on a format-2 directory");
+    unsetenv("WEIR_STORAGE_FORMAT");
+    env = open_env(dir, NULL);
+    stor_table_open(env, 10, &t[0], NULL);
+    stor_table_open(env, 11, &t[1], NULL);
+    stor_table_open(env, 12, &t[2], NULL);
+    scan_str(t[0], "", s, sizeof s);
+    is_str(s, "b=2,c=3,d=4,", "old layout: the format-1 table after a format-2 checkpoint");
+    scan_str(t[1], "", s, sizeof s);
+    is_str(s, "x=old,y=new,", "old layout: its neighbour");
+    scan_str(t[2], "", s, sizeof s);
+    is_str(s, "n=fresh,", "old layout: the new table");
+    for (int i = 0; i < 3; i++)
+        stor_table_close(t[i]);
+    is_int(stor_table_drop(env, 10, NULL), 0, "old layout: drop a format-1 table");
+    is_int(stor_table_drop(env, 12, NULL), 0, "old layout: drop a new table");
+    stor_close(env);
+    Raw r10 = raw_layout(dir, 10), r11 = raw_layout(dir, 11), r12 = raw_layout(dir, 12);
+    ok(r10.in_state == 0 && r10.own == -1 && r12.in_state == 0 && r12.own == -1 && r11.in_state == 2,
+       "old layout: drop removes the rows from state or the database, and nothing else");
+}
+
+/* StorOptions.max_table_dbs: tables past it share `state` (and work as
+ * well); a table whose database exists but finds no free slot fails with
+ * 54000; a drop frees its slot. */
+static void test_dbi_limit(void)
+{
+    char *dir = new_dir();
+    StorOptions o = {.max_table_dbs = 2};
+    StorTable *t[5];
+    char s[64], k[8];
+    WError err = {0};
+    StorEnv *env = open_env(dir, &o);
+    for (int i = 0; i < 4; i++) {
+        stor_table_open(env, (uint64_t)i + 1, &t[i], NULL);
+        snprintf(k, sizeof k, "k%d", i + 1);
+        tput(t[i], k, "v");
+    }
+    commit_tables(env, 1, t, 4);
+    for (int i = 0; i < 4; i++)
+        stor_table_close(t[i]);
+    stor_close(env);
+    Raw r1 = raw_layout(dir, 1), r2 = raw_layout(dir, 2), r3 = raw_layout(dir, 3), r4 = raw_layout(dir, 4);
+    ok(r1.own == 1 && r2.own == 1 && r1.in_state == 0, "limit: the first tables get databases");
+    ok(r3.own == -1 && r3.in_state == 1 && r4.own == -1 && r4.in_state == 1,
+       "limit: tables past it share state");
+
+    o.max_table_dbs = 1;
+    env = open_env(dir, &o);
+    is_int(stor_table_open(env, 1, &t[0], NULL), 0, "limit lowered: the first table opens");
+    is_int(stor_table_open(env, 2, &t[1], &err), -1, "limit lowered: a table whose database finds no slot fails");
+    is_str(err.sqlstate, "54000", "limit lowered: 54000");
+    ok(strstr(err.msg, "state table 2") != NULL, "limit lowered: the message names the table");
+    is_int(stor_table_open(env, 3, &t[2], NULL), 0, "limit lowered: a table in state opens");
+    scan_str(t[2], "", s, sizeof s);
+    is_str(s, "k3=v,", "limit lowered: its rows");
+    stor_table_close(t[0]);
+    stor_table_close(t[2]);
+    stor_close(env);
+
+    o.max_table_dbs = 2;
+    env = open_env(dir, &o);
+    is_int(stor_table_drop(env, 1, NULL), 0, "limit: drop a table with a database");
+    stor_table_open(env, 2, &t[1], NULL);
+    stor_table_open(env, 5, &t[4], NULL); /* takes the dropped table's slot */
+    tput(t[4], "k5", "v");
+    commit_tables(env, 2, &t[4], 1);
+    scan_str(t[1], "", s, sizeof s);
+    is_str(s, "k2=v,", "limit: the other table still reads");
+    stor_table_close(t[1]);
+    stor_table_close(t[4]);
+    stor_close(env);
+    Raw r5 = raw_layout(dir, 5);
+    ok(r5.own == 1 && r5.in_state == 0, "limit: a drop frees a database slot");
 }
 
 /* A checkpoint of thousands of rows (the writer radix-sorts them) whose
@@ -1205,7 +1526,11 @@ int main(void)
     test_abort_and_snapshot();
     test_async_write();
     test_drop();
-    test_model();
+    test_model(false);
+    test_model(true);
+    test_append_rows();
+    test_old_layout();
+    test_dbi_limit();
     test_big_checkpoint();
     test_growth();
     test_map_cap();
