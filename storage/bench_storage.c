@@ -2,7 +2,10 @@
  * bench_storage.c: micro-benchmark of state tables (not a test).
  * Puts N keys (default 1M, 16-byte keys, 32-byte values) into a table,
  * checkpoints them, then measures cached gets, cold gets from LMDB, a full
- * scan and an overwrite checkpoint of 10% of the keys.
+ * scan and an overwrite checkpoint of 10% of the keys. Then the shape of
+ * a view's rows (Nexmark q0): 10 checkpoints that each append n/2 rows
+ * under increasing 8-byte row ids to one table and rewrite one row of a
+ * table with a higher id, reporting the writer's CPU per row.
  *   bench_storage [n_keys] [dir]
  */
 #include <stdio.h>
@@ -18,6 +21,63 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Append-only rows (a view's rows under row ids) beside a small table
+ * with a higher id rewritten every checkpoint (a row-id counter). */
+static int bench_append(StorEnv *env, uint64_t n, uint64_t epoch)
+{
+    StorTable *rows, *ctr;
+    WError err = {0};
+    char v[40];
+    uint8_t k[8];
+    memset(v, 'r', sizeof v);
+    if (stor_table_open(env, 2, &rows, &err) < 0 || stor_table_open(env, 3, &ctr, &err) < 0) {
+        fprintf(stderr, "open: %s %s\n", err.sqlstate, err.msg);
+        return -1;
+    }
+    double wall = 0, cpu = 0;
+    uint64_t id = 0, total = 0;
+    for (int c = 0; c < 10; c++) {
+        for (uint64_t i = 0; i < n; i++, id++) {
+            for (int b = 0; b < 8; b++)
+                k[b] = (uint8_t)(id >> (56 - 8 * b));
+            memcpy(v, &id, 8);
+            stor_table_put(rows, k, 8, v, sizeof v, NULL);
+        }
+        stor_table_put(ctr, "next", 4, &id, 8, NULL);
+        StorCheckpoint *ck;
+        if (stor_checkpoint_begin(env, epoch + (uint64_t)c, &ck, &err) < 0 ||
+            stor_checkpoint_add_table(ck, rows, &err) < 0 || stor_checkpoint_add_table(ck, ctr, &err) < 0) {
+            fprintf(stderr, "checkpoint: %s %s\n", err.sqlstate, err.msg);
+            return -1;
+        }
+        double t0 = now(), c0 = cpu_now();
+        int rc = stor_checkpoint_write(ck, &err);
+        wall += now() - t0;
+        cpu += cpu_now() - c0;
+        stor_checkpoint_finish(ck);
+        if (rc < 0) {
+            fprintf(stderr, "checkpoint: %s %s\n", err.sqlstate, err.msg);
+            return -1;
+        }
+        total += n + 1;
+    }
+    StorStats st;
+    stor_stats(env, &st);
+    printf("%-28s %8.1f ms  writer CPU %.1f ms, %.2f us/row  (10 x %llu rows)  file %.1f MB\n",
+           "append checkpoints (avg)", wall / 10 * 1e3, cpu / 10 * 1e3, cpu / (double)total * 1e6,
+           (unsigned long long)n, st.used_bytes / 1e6);
+    stor_table_close(rows);
+    stor_table_close(ctr);
+    return 0;
 }
 
 static char *keys; /* n pre-generated 16-byte keys in random order */
@@ -116,6 +176,8 @@ int main(int argc, char **argv)
         return 1;
     printf("table size_bytes             %.1f MB\n", stor_table_size_bytes(t) / 1e6);
     stor_table_close(t);
+    if (bench_append(env, n / 2, 3) < 0)
+        return 1;
     stor_close(env);
     free(keys);
     if (argc <= 2) {
