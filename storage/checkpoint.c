@@ -27,6 +27,8 @@ typedef struct CkTable {
     MDB_dbi dbi;        /* where its rows go (table_location) */
     uint8_t prefix[8];
     size_t pl;
+    bool dbi_ok;        /* false: the table has no database yet; commit_body makes one */
+    bool placed;        /* commit_body created its database or put it in `state` */
     uint64_t snap_seq;  /* the table's write sequence at add time */
     const SnapRec *recs; /* the table's frozen dirty entries, in slot order (owned by the table) */
     struct RecRef *order; /* the records in key order (sort_recs, on the writer) */
@@ -87,7 +89,7 @@ int stor_checkpoint_add_table(StorCheckpoint *ck, StorTable *t, WError *err)
     c->t = t;
     c->id = table_id(t);
     const uint8_t *pfx;
-    table_location(t, &c->dbi, &pfx, &c->pl);
+    c->dbi_ok = table_location(t, &c->dbi, &pfx, &c->pl);
     memcpy(c->prefix, pfx, c->pl);
     uint64_t bytes;
     c->snap_seq = table_snapshot(t, &c->recs, &c->n_rows, &bytes, &c->any_put);
@@ -352,14 +354,44 @@ out:
     return rc;
 }
 
+/* A table without a database gets one in this transaction (only write
+ * transactions open databases: LMDB forbids two transactions doing it at
+ * once), or `state` when no slot is left. Re-run from scratch after
+ * MDB_MAP_FULL: an aborted transaction closes the handles it opened. */
+static int place_table(StorEnv *env, MDB_txn *txn, CkTable *c)
+{
+    char name[18];
+    table_dbi_name(c->id, name);
+    c->placed = true;
+    int rc = mdb_dbi_open(txn, name, MDB_CREATE, &c->dbi);
+    if (rc == MDB_DBS_FULL) {
+        c->dbi = env->dbi_state;
+        put_u64be(c->prefix, c->id);
+        c->pl = 8;
+        return 0;
+    }
+    c->prefix[0] = 0;
+    c->pl = 1;
+    return rc;
+}
+
 static int commit_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
 {
     StorCheckpoint *ck = arg;
     int rc;
     uint8_t kb[8 + STOR_MAX_KEY];
-    for (size_t i = 0; i < ck->n_tabs; i++)
-        if ((rc = write_table(txn, &ck->tabs[i], kb)))
+    for (size_t i = 0; i < ck->n_tabs; i++) {
+        CkTable *c = &ck->tabs[i];
+        if (!c->dbi_ok) {
+            c->placed = false;
+            if (!c->any_put)
+                continue; /* tombstones only, and nothing committed to delete */
+            if ((rc = place_table(env, txn, c)))
+                return rc;
+        }
+        if ((rc = write_table(txn, c, kb)))
             return rc;
+    }
     for (size_t off = 0; off < ck->meta.len; off += rec_size(ck->meta.data + off)) {
         const char *rec = ck->meta.data + off;
         TabRec h;
@@ -381,6 +413,8 @@ static void ck_free(StorCheckpoint *ck, bool committed)
 {
     StorEnv *env = ck->env;
     for (size_t i = 0; i < ck->n_tabs; i++) {
+        if (committed && ck->tabs[i].placed)
+            table_placed(ck->tabs[i].t, ck->tabs[i].dbi, ck->tabs[i].pl == 8);
         table_checkpoint_done(ck->tabs[i].t, ck->tabs[i].snap_seq, committed, ck->tabs[i].any_put);
         free(ck->tabs[i].order);
     }

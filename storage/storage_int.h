@@ -100,8 +100,14 @@ static inline uint64_t get_u64be(const uint8_t *p)
 uint64_t table_id(const StorTable *t);
 /* Where t's rows live: database dbi, each LMDB key = prefix (pl bytes)
  * ++ user key. A table in `state` has its 8-byte id as prefix; a table
- * with its own database has one 0 byte (LMDB keys may not be empty). */
-void table_location(const StorTable *t, MDB_dbi *dbi, const uint8_t **prefix, size_t *pl);
+ * with its own database has one 0 byte (LMDB keys may not be empty).
+ * Returns false if t has no database yet (no committed rows anywhere):
+ * then the checkpoint creates one for it, or puts its rows in `state` when
+ * no slot is left, and tells the table with table_placed. */
+bool table_location(const StorTable *t, MDB_dbi *dbi, const uint8_t **prefix, size_t *pl);
+/* On t's thread, after the commit that created t's database (or put its
+ * first rows in `state`, in_state). */
+void table_placed(StorTable *t, MDB_dbi dbi, bool in_state);
 /* The name of table id's own database: "t" and 16 hex digits. */
 void table_dbi_name(uint64_t id, char name[18]);
 /* A header of a metadata record in a checkpoint (name, value follow). */

@@ -94,6 +94,8 @@ struct StorTable {
     uint8_t prefix[8];          /* the LMDB key prefix (table_location) */
     size_t pl;                  /* its length: 8 in `state` (the id, big-endian), 1 in an own database */
     MDB_dbi dbi;                /* the database holding the rows */
+    bool dbi_ok;                /* dbi is valid; false: no rows anywhere yet, and no database
+                                 * (the first checkpoint with a put creates it: table_placed) */
     Ent *slots;
     size_t cap;                 /* power of two */
     size_t n_used;              /* non-empty slots */
@@ -573,21 +575,31 @@ void table_dbi_name(uint64_t id, char name[18])
     name[17] = 0;
 }
 
-void table_location(const StorTable *t, MDB_dbi *dbi, const uint8_t **prefix, size_t *pl)
+bool table_location(const StorTable *t, MDB_dbi *dbi, const uint8_t **prefix, size_t *pl)
 {
     *dbi = t->dbi;
     *prefix = t->prefix;
     *pl = t->pl;
+    return t->dbi_ok;
 }
 
-/* Opens (creating it unless told not to) a table's own database in a
- * write transaction: mdb_dbi_open must not run in two transactions at
- * once, and only write transactions are serialized. Committing it writes
- * (and syncs) only when the database is new. */
+void table_placed(StorTable *t, MDB_dbi dbi, bool in_state)
+{
+    t->dbi = dbi;
+    t->dbi_ok = true;
+    if (in_state) {
+        put_u64be(t->prefix, t->id);
+        t->pl = 8;
+    }
+}
+
+/* Opens an existing database of a table in a write transaction:
+ * mdb_dbi_open must not run in two transactions at once, and only write
+ * transactions are serialized (checkpoints create databases in theirs).
+ * The commit writes nothing. */
 typedef struct DbiOpen {
     uint64_t id;
     MDB_dbi dbi;
-    bool full;                  /* no database slot left, and table id has no database yet */
 } DbiOpen;
 
 static int dbi_open_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
@@ -595,17 +607,8 @@ static int dbi_open_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
     DbiOpen *a = arg;
     char name[18];
     table_dbi_name(a->id, name);
-    a->full = false;
-    int rc = mdb_dbi_open(txn, name, MDB_CREATE, &a->dbi);
+    int rc = mdb_dbi_open(txn, name, 0, &a->dbi);
     if (rc != MDB_DBS_FULL)
-        return rc;
-    MDB_val k = {17, name}, d;
-    rc = mdb_get(txn, env->dbi_main, &k, &d);
-    if (rc == MDB_NOTFOUND) {
-        a->full = true;
-        return 0;
-    }
-    if (rc)
         return rc;
     werr(err, SQLSTATE_PROGRAM_LIMIT, 0,
          "storage: state table %llu cannot be opened: %u state tables with their own database "
@@ -632,8 +635,12 @@ int stor_table_open(StorEnv *env, uint64_t table_id, StorTable **out, WError *er
     if (env_read_begin(env, &txn, err) < 0)
         goto fail;
     /* Rows in `state` (a table of a format-1 directory, or one opened past
-     * max_table_dbs): the table stays there. Otherwise it has (or gets)
-     * its own database, unless no slot is left. */
+     * max_table_dbs): the table stays there. Otherwise it has its own
+     * database, or gets one from its first checkpoint with a put (so the
+     * temporary tables of ad hoc queries, never checkpointed, never make
+     * one), or shares `state` if no slot is left then. */
+    bool own = false;
+    t->dbi_ok = true;
     rc = mdb_cursor_open(txn, env->dbi_state, &cur);
     if (rc == 0) {
         MDB_val k = {8, t->prefix}, d;
@@ -643,35 +650,44 @@ int stor_table_open(StorEnv *env, uint64_t table_id, StorTable **out, WError *er
             rc = 0;
         mdb_cursor_close(cur);
     }
+    if (rc == 0 && !t->has_committed && env->format >= 2) {
+        char name[18];
+        table_dbi_name(table_id, name);
+        MDB_val k = {17, name}, d;
+        rc = mdb_get(txn, env->dbi_main, &k, &d);
+        own = rc == 0;
+        if (rc == MDB_NOTFOUND)
+            rc = 0;
+        t->prefix[0] = 0;
+        t->pl = 1;
+        t->dbi_ok = false;
+    }
     env_read_end(env, txn);
     if (rc) {
         stor_mdb_err(err, rc, "open state table");
         goto fail;
     }
-    if (!t->has_committed && env->format >= 2) {
+    if (own) {
         DbiOpen a = {.id = table_id};
         if (env_write(env, 0, dbi_open_body, &a, err) < 0)
             goto fail;
-        if (!a.full) {
-            t->dbi = a.dbi;
-            t->prefix[0] = 0;
-            t->pl = 1;
-            if (env_read_begin(env, &txn, err) < 0)
-                goto fail;
-            rc = mdb_cursor_open(txn, t->dbi, &cur);
-            if (rc == 0) {
-                MDB_val k, d;
-                rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST);
-                t->has_committed = rc == 0;
-                if (rc == MDB_NOTFOUND)
-                    rc = 0;
-                mdb_cursor_close(cur);
-            }
-            env_read_end(env, txn);
-            if (rc) {
-                stor_mdb_err(err, rc, "open state table");
-                goto fail;
-            }
+        t->dbi = a.dbi;
+        t->dbi_ok = true;
+        if (env_read_begin(env, &txn, err) < 0)
+            goto fail;
+        rc = mdb_cursor_open(txn, t->dbi, &cur);
+        if (rc == 0) {
+            MDB_val k, d;
+            rc = mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+            t->has_committed = rc == 0;
+            if (rc == MDB_NOTFOUND)
+                rc = 0;
+            mdb_cursor_close(cur);
+        }
+        env_read_end(env, txn);
+        if (rc) {
+            stor_mdb_err(err, rc, "open state table");
+            goto fail;
         }
     }
     t->known_keys = !t->has_committed;
@@ -766,6 +782,10 @@ uint64_t stor_table_size_bytes(StorTable *t)
         for (int i = 0; i < t->n_parts; i++)
             sum += stor_table_size_bytes(t->parts[i]);
         return sum;
+    }
+    if (!t->committed_bytes_ok && !t->has_committed) {
+        t->committed_bytes = 0;
+        t->committed_bytes_ok = true;
     }
     if (!t->committed_bytes_ok) {
         uint64_t sum = 0;

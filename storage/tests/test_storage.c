@@ -1018,9 +1018,28 @@ static void test_dbi_limit(void)
         tput(t[i], k, "v");
     }
     commit_tables(env, 1, t, 4);
-    for (int i = 0; i < 4; i++)
+    int bad = 0;
+    for (int i = 0; i < 4; i++) {
+        /* Read back from LMDB where the checkpoint put them. */
+        stor_table_set_cache_budget(t[i], 0);
+        snprintf(k, sizeof k, "k%d", i + 1);
+        bad += tget(t[i], k, s, sizeof s) != 1 || strcmp(s, "v") != 0;
         stor_table_close(t[i]);
+    }
+    is_int(bad, 0, "limit: every table reads its rows back after its first checkpoint");
+    /* Tables that never commit a put get no database: the temporary tables
+     * of ad hoc queries, and a table whose checkpoint held tombstones only. */
+    stor_table_open(env, 6, &t[0], NULL);
+    stor_table_open(env, 7, &t[1], NULL);
+    tput(t[0], "gone", "v");
+    stor_table_delete(t[1], "never", 5, NULL);
+    commit_tables(env, 2, &t[1], 1);
+    stor_table_close(t[0]);
+    stor_table_close(t[1]);
     stor_close(env);
+    Raw r6 = raw_layout(dir, 6), r7 = raw_layout(dir, 7);
+    ok(r6.own == -1 && r6.in_state == 0 && r7.own == -1 && r7.in_state == 0,
+       "limit: tables that never commit a put make no database");
     Raw r1 = raw_layout(dir, 1), r2 = raw_layout(dir, 2), r3 = raw_layout(dir, 3), r4 = raw_layout(dir, 4);
     ok(r1.own == 1 && r2.own == 1 && r1.in_state == 0, "limit: the first tables get databases");
     ok(r3.own == -1 && r3.in_state == 1 && r4.own == -1 && r4.in_state == 1,
@@ -1045,7 +1064,7 @@ static void test_dbi_limit(void)
     stor_table_open(env, 2, &t[1], NULL);
     stor_table_open(env, 5, &t[4], NULL); /* takes the dropped table's slot */
     tput(t[4], "k5", "v");
-    commit_tables(env, 2, &t[4], 1);
+    commit_tables(env, 3, &t[4], 1);
     scan_str(t[1], "", s, sizeof s);
     is_str(s, "k2=v,", "limit: the other table still reads");
     stor_table_close(t[1]);
