@@ -141,9 +141,12 @@ int stor_next_id(StorEnv *env, uint64_t *out, WError *err);
 typedef struct StorTable StorTable;
 
 /* Open the table with table_id (it exists implicitly; an unknown id is an
- * empty table). At most one open StorTable per table_id.
+ * empty table). At most one open StorTable per table_id. A table whose
+ * rows have their own LMDB database takes a write transaction to open it
+ * (it waits for a checkpoint being written); a new one takes none.
  * @param out receives the table, owned by the caller (stor_table_close).
- * @return 0, or <0 (58030). */
+ * @return 0, or <0 (58030; 54000 when the table has a database and
+ *         StorOptions.max_table_dbs databases are open already). */
 int stor_table_open(StorEnv *env, uint64_t table_id, StorTable **out, WError *err);
 
 /* Free the table's memory. Its committed data stays; its dirty entries are
