@@ -5,7 +5,8 @@
  * scan and an overwrite checkpoint of 10% of the keys. Then the shape of
  * a view's rows (Nexmark q0): 10 checkpoints that each append n/2 rows
  * under increasing 8-byte row ids to one table and rewrite one row of a
- * table with a higher id, reporting the writer's CPU per row.
+ * table with a higher id, reporting the writer's CPU per row. Last, the
+ * cold gets again with BENCH_DBS (default 250) more tables' databases open.
  *   bench_storage [n_keys] [dir]
  */
 #include <stdio.h>
@@ -178,6 +179,37 @@ int main(int argc, char **argv)
     stor_table_close(t);
     if (bench_append(env, n / 2, 3) < 0)
         return 1;
+
+    /* Every read transaction's begin loops over the open databases: gets
+     * from LMDB again, with more tables' databases open. */
+    int N_MANY = getenv("BENCH_DBS") ? atoi(getenv("BENCH_DBS")) : 250;
+    StorTable **many = malloc(N_MANY * sizeof *many);
+    StorCheckpoint *ck;
+    if (stor_checkpoint_begin(env, 20, &ck, &err) < 0)
+        return 1;
+    for (int i = 0; i < N_MANY; i++) {
+        if (stor_table_open(env, 100 + (uint64_t)i, &many[i], &err) < 0) {
+            fprintf(stderr, "open: %s %s\n", err.sqlstate, err.msg);
+            return 1;
+        }
+        stor_table_put(many[i], "k", 1, "v", 1, NULL);
+        stor_checkpoint_add_table(ck, many[i], NULL);
+    }
+    if (stor_checkpoint_commit(ck, &err) < 0)
+        return 1;
+    stor_table_open(env, 1, &t, NULL);
+    stor_table_set_cache_budget(t, 0);
+    found = 0;
+    t0 = now();
+    for (uint64_t i = 0; i < n; i++)
+        found += stor_table_get(t, key(i), 16, &pv, &vl, NULL) == 1;
+    dt = now() - t0;
+    printf("%-28s %8.1f ms  %.2f M rows/s (%llu found)\n", "get (LMDB, +N dbs open)", dt * 1e3,
+           n / dt / 1e6, (unsigned long long)found);
+    stor_table_close(t);
+    for (int i = 0; i < N_MANY; i++)
+        stor_table_close(many[i]);
+    free(many);
     stor_close(env);
     free(keys);
     if (argc <= 2) {

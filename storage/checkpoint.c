@@ -363,7 +363,17 @@ static int place_table(StorEnv *env, MDB_txn *txn, CkTable *c)
     char name[18];
     table_dbi_name(c->id, name);
     c->placed = true;
-    int rc = mdb_dbi_open(txn, name, MDB_CREATE, &c->dbi);
+    /* The limit counts the databases in the directory, not only the open
+     * ones: then every table that has one finds a slot when it opens
+     * (unless the limit was lowered), whichever tables a process opens. */
+    MDB_stat st;
+    int rc = mdb_stat(txn, env->dbi_main, &st);
+    if (rc)
+        return rc;
+    if (st.ms_entries < STOR_CORE_DBS + (size_t)env->opt.max_table_dbs)
+        rc = mdb_dbi_open(txn, name, MDB_CREATE, &c->dbi);
+    else
+        rc = MDB_DBS_FULL;
     if (rc == MDB_DBS_FULL) {
         c->dbi = env->dbi_state;
         put_u64be(c->prefix, c->id);

@@ -56,7 +56,7 @@ typedef struct StorOptions {
     size_t initial_map_size;   /* bytes mapped at open; default 256 MiB (never less than the data) */
     size_t max_map_size;       /* growth cap in bytes; default 64 GiB; past it writes fail 53100 */
     size_t table_cache_bytes;  /* per-table budget for clean cached entries; default 256 MiB */
-    unsigned max_table_dbs;    /* state tables with an LMDB database of their own; default 1000.
+    unsigned max_table_dbs;    /* state tables with an LMDB database of their own; default 256.
                                 * Tables opened past it share one database (slower checkpoints
                                 * of append-only tables, nothing else changes) */
 } StorOptions;
@@ -146,7 +146,8 @@ typedef struct StorTable StorTable;
  * (it waits for a checkpoint being written); a new one takes none.
  * @param out receives the table, owned by the caller (stor_table_close).
  * @return 0, or <0 (58030; 54000 when the table has a database and
- *         StorOptions.max_table_dbs databases are open already). */
+ *         StorOptions.max_table_dbs databases are open already, which
+ *         happens only if the limit was lowered since it was made). */
 int stor_table_open(StorEnv *env, uint64_t table_id, StorTable **out, WError *err);
 
 /* Free the table's memory. Its committed data stays; its dirty entries are

@@ -1072,6 +1072,27 @@ static void test_dbi_limit(void)
     stor_close(env);
     Raw r5 = raw_layout(dir, 5);
     ok(r5.own == 1 && r5.in_state == 0, "limit: a drop frees a database slot");
+
+    /* Tables 2 and 5 have databases; a process that opens neither still
+     * finds the limit reached, so the next restart can open them all. */
+    env = open_env(dir, &o);
+    stor_table_open(env, 8, &t[0], NULL);
+    tput(t[0], "k8", "v");
+    commit_tables(env, 4, &t[0], 1);
+    stor_table_close(t[0]);
+    stor_close(env);
+    Raw r8 = raw_layout(dir, 8);
+    ok(r8.own == -1 && r8.in_state == 1, "limit: databases of tables not open count too");
+    env = open_env(dir, &o);
+    int opened = 0;
+    uint64_t ids[] = {2, 5, 8};
+    for (int i = 0; i < 3; i++) {
+        opened += stor_table_open(env, ids[i], &t[i], NULL) == 0;
+        if (t[i])
+            stor_table_close(t[i]);
+    }
+    is_int(opened, 3, "limit: every table opens after a restart");
+    stor_close(env);
 }
 
 /* A checkpoint of thousands of rows (the writer radix-sorts them) whose
