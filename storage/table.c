@@ -734,7 +734,14 @@ static int drop_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
     char name[18];
     MDB_dbi dbi;
     table_dbi_name(*(uint64_t *)arg, name);
-    int rc = mdb_dbi_open(txn, name, 0, &dbi);
+    /* Look in the main database first: mdb_dbi_open fails with
+     * MDB_DBS_FULL when every slot is taken, even for a name that does not
+     * exist. One that exists finds a slot: the limit bounds the databases
+     * in the directory, and this one's slot is free or its own. */
+    MDB_val nk = {17, name}, nd;
+    int rc = mdb_get(txn, env->dbi_main, &nk, &nd);
+    if (rc == 0)
+        rc = mdb_dbi_open(txn, name, 0, &dbi);
     if (rc == 0)
         rc = mdb_drop(txn, dbi, 1);
     if (rc && rc != MDB_NOTFOUND)
