@@ -1926,6 +1926,10 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         v->late_schema.types[nw] = TYPE_TIMESTAMP;
     }
     plan_prune_joins(a, v);
+    /* Parallel views keep one reader per node: plan_dist.c places exchanges
+     * and shard tables per edge of a tree (planner/README.md). */
+    if (opt && opt->share && parallelism <= 1)
+        plan_share(a, v);
     if (plan_distribute(&p, v, parallelism))
         return NULL;
     return v;

@@ -386,6 +386,10 @@ typedef struct PlanViewOptions {
     const char *name;           /* the view's name */
     bool allow_unbounded;       /* session setting streaming_allow_unbounded_state */
     int parallelism;            /* session setting streaming_parallelism (0 = 1); WITH (streaming_parallelism) overrides */
+    /* Merge equal sub-plans so they run once (plan_share.c). False for a view
+     * created before sharing existed, re-planned at start: its state was
+     * written by the unshared plan (planner/README.md "Shared sub-plans"). */
+    bool share;
 } PlanViewOptions;
 
 /* Parses a streaming_parallelism value (an integer 1..PLAN_MAX_PARALLELISM,

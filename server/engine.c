@@ -68,9 +68,10 @@ void cat_obj_free(CatObj *o)
 static void catalog_body(const CatObj *o, Buf *b)
 {
     /* After the ids, optional trailing values told apart by their type, so
-     * entries written before either existed still read: an integer is the
-     * streaming_parallelism (when > 1), a text the time zone (when not UTC). */
-    int n = 4 + o->n_table_ids + (o->parallelism > 1) + (o->tz != NULL);
+     * entries written before any existed still read: an integer is the
+     * streaming_parallelism (when > 1), a text the time zone (when not UTC),
+     * a boolean true that the view's plan shares its equal sub-plans. */
+    int n = 4 + o->n_table_ids + (o->parallelism > 1) + (o->tz != NULL) + o->shared_plan;
     Value *vals = xcalloc((size_t)n, sizeof(Value));
     vals[0] = value_int(TYPE_INT8, o->kind);
     vals[1] = value_str(TYPE_TEXT, o->name, strlen(o->name));
@@ -83,6 +84,8 @@ static void catalog_body(const CatObj *o, Buf *b)
         vals[k++] = value_int(TYPE_INT8, o->parallelism);
     if (o->tz)
         vals[k++] = value_str(TYPE_TEXT, tz_name(o->tz), strlen(tz_name(o->tz)));
+    if (o->shared_plan)
+        vals[k++] = value_bool(true);
     row_encode(b, vals, n);
     free(vals);
 }
@@ -729,13 +732,13 @@ static int replay_catalog(Engine *e, WError *err)
             break;
         }
         int nids = (int)head[3].u.i;
-        Value *vals = xcalloc((size_t)(nids + 6), sizeof(Value));
-        /* The ids, then up to two optional values (catalog_body): an integer
-         * streaming_parallelism, a text time zone. */
+        Value *vals = xcalloc((size_t)(nids + 7), sizeof(Value));
+        /* The ids, then up to three optional values (catalog_body): an integer
+         * streaming_parallelism, a text time zone, a boolean shared plan. */
         size_t used_ids = 0;
         int n_extra = 0;
         bool bad = row_decode_prefix(it->body, it->len, vals, nids + 4, &used_ids) != 0;
-        while (!bad && used_ids < it->len && n_extra < 2) {
+        while (!bad && used_ids < it->len && n_extra < 3) {
             size_t u = 0;
             bad = row_decode_prefix((const char *)it->body + used_ids, it->len - used_ids, &vals[nids + 4 + n_extra], 1,
                                     &u) != 0;
@@ -773,6 +776,8 @@ static int replay_catalog(Engine *e, WError *err)
                 continue;
             if (v->type == TYPE_TEXT)
                 zone = v;
+            else if (v->type == TYPE_BOOL)
+                o->shared_plan = v->u.i != 0;
             else if (v->u.i >= 1 && v->u.i <= PLAN_MAX_PARALLELISM)
                 o->parallelism = (int)v->u.i;
         }

@@ -37,6 +37,11 @@ typedef struct CatObj {
     /* CAT_VIEW: the session's streaming_parallelism at CREATE (persisted after
      * the table ids when > 1), so the view is re-planned with the same shape */
     int parallelism;
+    /* CAT_VIEW: planned with shared sub-plans (planner/plan_share.c); every
+     * view created since they exist (persisted as a trailing boolean). A view
+     * from an older catalog keeps its unshared plan: its state was written
+     * by that plan. */
+    bool shared_plan;
     /* CAT_SINK */
     struct CatObj *from;      /* the view it reads */
     RtSinkSpec spec;          /* in arena */
