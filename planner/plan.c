@@ -1926,10 +1926,12 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         v->late_schema.types[nw] = TYPE_TIMESTAMP;
     }
     plan_prune_joins(a, v);
-    /* Parallel views keep one reader per node: plan_dist.c places exchanges
-     * and shard tables per edge of a tree (planner/README.md). */
-    if (opt && opt->share && parallelism <= 1)
-        plan_share(a, v);
+    /* Before the distribution: a shared node's readers each get the
+     * exchange they need from it (planner/README.md "Shared sub-plans"). */
+    if (opt && opt->share && plan_share(a, v)) {
+        p.nodes = v->nodes;
+        p.n_nodes = v->n_nodes;
+    }
     if (plan_distribute(&p, v, parallelism))
         return NULL;
     return v;
