@@ -129,6 +129,11 @@ static void self_join(void)
     e = explain(u);
     ok(e && !strstr(e, "shared"), "EXPLAIN unshared: no reference");
     free(e);
+    Buf b = BUF_INIT;
+    plan_explain_view(s, true, &b);
+    ok(b.data && strstr(b.data, "\"shared\": 1, \"readers\": 2") && strstr(b.data, "\"shared\": 1, \"shown_above\": true}"),
+       "EXPLAIN JSON: the shared node once with its readers, then a reference");
+    buf_free(&b);
     arena_free(a);
 }
 
