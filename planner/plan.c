@@ -1994,6 +1994,12 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         v->late_schema.types[nw] = TYPE_TIMESTAMP;
     }
     plan_prune_joins(a, v);
+    /* Before the distribution: a shared node's readers each get the
+     * exchange they need from it (planner/README.md "Shared sub-plans"). */
+    if (p.plan_rev >= 2 && plan_share(a, v)) {
+        p.nodes = v->nodes;
+        p.n_nodes = v->n_nodes;
+    }
     if (plan_distribute(&p, v, parallelism))
         return NULL;
     return v;

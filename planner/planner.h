@@ -389,8 +389,11 @@ typedef struct PlanQuery {
  *   0  before revisions were recorded
  *   1  WHERE conjuncts over both sides of an inner JOIN ... ON are also part of
  *      its ON (as they were already for FROM a, b): a time bound in WHERE
- *      makes an interval join, an equality a hash key */
-#define PLAN_REV_CURRENT 1
+ *      makes an interval join, an equality a hash key
+ *   2  equal sub-plans run once (plan_share.c; planner/README.md "Shared
+ *      sub-plans": an older view's two copies may have checkpointed different
+ *      source offsets, so it keeps them) */
+#define PLAN_REV_CURRENT 2
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */

@@ -216,5 +216,9 @@ void plan_key_lookups(PlanQuery *q, Arena *a);
  * (PlanNode.join_stored), from what the nodes above it read. Runs on a finished
  * view plan, before plan_distribute. */
 void plan_prune_joins(Arena *a, PlanView *v);
+/* plan_share.c: merges the equal sub-plans of a finished one-thread view plan
+ * (after plan_prune_joins, before plan_distribute) so they run once; returns
+ * how many nodes were merged away. */
+int plan_share(Arena *a, PlanView *v);
 
 #endif
