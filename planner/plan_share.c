@@ -65,6 +65,14 @@ static bool value_same(const Value *x, const Value *y)
         return true;
     if (x->type == TYPE_NUMERIC && x->nscale != y->nscale)
         return false;
+    /* The same constant, not SQL-equal ones: '1 month' = '30 days' and
+     * -0.0 = 0.0 compare equal but compute different results. */
+    switch (type_phys(x->type)) {
+    case PHYS_IV:
+        return x->u.iv.months == y->u.iv.months && x->u.iv.days == y->u.iv.days && x->u.iv.usecs == y->u.iv.usecs;
+    case PHYS_F64: return memcmp(&x->u.f, &y->u.f, sizeof x->u.f) == 0;
+    default: break;
+    }
     return value_cmp(x, y) == 0;
 }
 

@@ -70,8 +70,13 @@ static void catalog_body(const CatObj *o, Buf *b)
     /* After the ids, optional trailing values told apart by their type, so
      * entries written before any existed still read: a bigint is the
      * streaming_parallelism (when > 1), a text the time zone (when not UTC),
-     * an integer the planner revision of a view (when not 0, planner.h). */
-    int n = 4 + o->n_table_ids + (o->parallelism > 1) + (o->tz != NULL) + (o->plan_rev > 0);
+     * an integer the planner revision of a view (when not 0, planner.h).
+     * With a revision all three are written, NULL where there is nothing to
+     * say: a weir from before revisions reads at most two and refuses the
+     * entry (corrupt), where it would take a lone revision for a parallelism
+     * and plan the view by older rules over state its plan did not write. */
+    bool rev = o->plan_rev > 0;
+    int n = 4 + o->n_table_ids + (rev ? 3 : (o->parallelism > 1) + (o->tz != NULL));
     Value *vals = xcalloc((size_t)n, sizeof(Value));
     vals[0] = value_int(TYPE_INT8, o->kind);
     vals[1] = value_str(TYPE_TEXT, o->name, strlen(o->name));
@@ -82,9 +87,13 @@ static void catalog_body(const CatObj *o, Buf *b)
     int k = 4 + o->n_table_ids;
     if (o->parallelism > 1)
         vals[k++] = value_int(TYPE_INT8, o->parallelism);
+    else if (rev)
+        vals[k++] = value_null(TYPE_INT8);
     if (o->tz)
         vals[k++] = value_str(TYPE_TEXT, tz_name(o->tz), strlen(tz_name(o->tz)));
-    if (o->plan_rev > 0)
+    else if (rev)
+        vals[k++] = value_null(TYPE_TEXT);
+    if (rev)
         vals[k++] = value_int(TYPE_INT4, o->plan_rev);
     row_encode(b, vals, n);
     free(vals);
