@@ -27,6 +27,7 @@
 #include "storage_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -199,6 +200,12 @@ static size_t find_slot(const StorTable *t, uint64_t h, const void *key, size_t 
 #define SLOTS_HUGE_PAGE ((size_t)2 << 20)
 #define SLOTS_HUGE_MIN ((size_t)4 << 20)
 
+/* The mapping of a slot array of n entries of SLOTS_HUGE_MIN or more. */
+static size_t slots_bytes(size_t n)
+{
+    return (n * sizeof(Ent) + SLOTS_HUGE_PAGE - 1) & ~(SLOTS_HUGE_PAGE - 1);
+}
+
 static Ent *slots_new(size_t n)
 {
     size_t bytes = n * sizeof(Ent);
@@ -207,18 +214,29 @@ static Ent *slots_new(size_t n)
         /* A big map is probed at random: on 4 KiB pages nearly every probe
          * of a map of millions of keys also misses the TLB. Transparent
          * huge pages (asked for: the kernel's default is "madvise") cut
-         * those misses; without them this is an ordinary aligned block. */
-        size_t huge = (bytes + SLOTS_HUGE_PAGE - 1) & ~(size_t)(SLOTS_HUGE_PAGE - 1);
-        s = aligned_alloc(SLOTS_HUGE_PAGE, huge);
-        if (!s)
-            s = xmalloc(bytes);
-        else
-            (void)madvise(s, huge, MADV_HUGEPAGE);
+         * those misses. A mapping of its own, so the advice goes with it
+         * (on a heap block it would stay on that memory after the free). */
+        s = mmap(NULL, slots_bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (s == MAP_FAILED) {
+            fprintf(stderr, "weir: out of memory (%zu bytes for a state table's map)\n", slots_bytes(n));
+            abort();
+        }
+        (void)madvise(s, slots_bytes(n), MADV_HUGEPAGE);
     } else {
         s = xmalloc(bytes);
     }
     memset(s, 0, bytes);
     return s;
+}
+
+static void slots_free(Ent *s, size_t n)
+{
+    if (!s)
+        return;
+    if (n * sizeof(Ent) >= SLOTS_HUGE_MIN)
+        munmap(s, slots_bytes(n));
+    else
+        free(s);
 }
 
 static void rehash(StorTable *t, size_t ncap)
@@ -235,7 +253,7 @@ static void rehash(StorTable *t, size_t ncap)
             j = (j + 1) & (ncap - 1);
         t->slots[j] = old[i];
     }
-    free(old);
+    slots_free(old, ocap);
 }
 
 static void spare_free(StorTable *t)
@@ -629,7 +647,7 @@ void stor_table_close(StorTable *t)
     }
     for (size_t i = 0; i < t->cap; i++)
         free(t->slots[i].data);
-    free(t->slots);
+    slots_free(t->slots, t->cap);
     for (size_t i = 0; i < t->n_retired; i++)
         free(t->retired[i]);
     free(t->retired);
