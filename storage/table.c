@@ -877,6 +877,13 @@ static void write_ent(StorTable *t, const void *key, size_t klen, const void *va
     t->dirty_bytes += ent_bytes(e);
 }
 
+void stor_table_prefetch(const StorTable *t, const void *key, size_t klen)
+{
+    if (t->n_parts || !t->slots)
+        return;
+    __builtin_prefetch(&t->slots[hash_key(key, klen) & (t->cap - 1)], 1, 1);
+}
+
 int stor_table_put(StorTable *t, const void *key, size_t klen, const void *val, size_t vlen,
                    WError *err)
 {
