@@ -21,9 +21,8 @@ void buf_reset(Buf *b)
         b->data[0] = 0;
 }
 
-void buf_reserve(Buf *b, size_t extra)
+void buf_grow(Buf *b, size_t need)
 {
-    size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return;
     size_t cap = b->cap ? b->cap : 64;
@@ -33,18 +32,7 @@ void buf_reserve(Buf *b, size_t extra)
     b->cap = cap;
 }
 
-void buf_append(Buf *b, const void *p, size_t n)
-{
-    buf_reserve(b, n);
-    if (n)
-        memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len] = 0;
-}
-
 void buf_puts(Buf *b, const char *s) { buf_append(b, s, strlen(s)); }
-void buf_putc(Buf *b, char c) { buf_append(b, &c, 1); }
-void buf_put_u8(Buf *b, uint8_t v) { buf_append(b, &v, 1); }
 
 void buf_put_u16be(Buf *b, uint16_t v)
 {

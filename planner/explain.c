@@ -11,6 +11,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void fmt_us(int64_t us, Buf *out)
@@ -441,19 +442,78 @@ static void node_state(const PlanNode *n, Buf *out)
     }
 }
 
+/* Shared sub-plans (plan_share.c): the nodes with several readers, each
+ * labelled #1, #2... in the order EXPLAIN first prints them. */
+typedef struct Shared {
+    int n;
+    const PlanNode **node;
+    int *readers;
+    int *label;               /* 0 until printed */
+    int next_label;
+} Shared;
+
+static void shared_init(Shared *sh, PlanNode *const *nodes, int n)
+{
+    memset(sh, 0, sizeof *sh);
+    if (!nodes || n <= 0)
+        return;
+    sh->n = n;
+    sh->node = xcalloc((size_t)n, sizeof *sh->node);
+    sh->readers = xcalloc((size_t)n, sizeof(int));
+    sh->label = xcalloc((size_t)n, sizeof(int));
+    for (int i = 0; i < n; i++) {
+        sh->node[i] = nodes[i];
+        for (int k = 0; k < nodes[i]->n_inputs; k++)
+            for (int j = 0; j < i; j++)
+                if (nodes[j] == nodes[i]->inputs[k])
+                    sh->readers[j]++;
+    }
+}
+
+static void shared_free(Shared *sh)
+{
+    free(sh->node);
+    free(sh->readers);
+    free(sh->label);
+}
+
+/* n's index when it has several readers, else -1. */
+static int shared_at(const Shared *sh, const PlanNode *n)
+{
+    for (int i = 0; i < sh->n; i++)
+        if (sh->node[i] == n)
+            return sh->readers[i] > 1 ? i : -1;
+    return -1;
+}
+
+static const char *kind_prefix(const PlanNode *n)
+{
+    return n->kind == PN_VIEW_SCAN || n->kind == PN_VALUES || n->kind == PN_RECURSIVE || n->kind == PN_WORK_TABLE
+               ? "Batch" : "Stream";
+}
+
 /* One node and its inputs as a tree: prefix is what stands left of the
- * branch (├─ or └─) of this node; properties go on the line below. */
-static void explain_text(const PlanNode *n, const char *prefix, bool root, bool last, Buf *out)
+ * branch (├─ or └─) of this node; properties go on the line below. A shared
+ * node is printed in full once, with "[shared #k, N readers]"; where it is
+ * read again, one line "StreamX [shared #k, shown above]". */
+static void explain_text(Shared *sh, const PlanNode *n, const char *prefix, bool root, bool last, Buf *out)
 {
     buf_puts(out, prefix);
     if (!root)
         buf_puts(out, last ? "└─ " : "├─ ");
-    buf_printf(out, "%s%s { ",
-               n->kind == PN_VIEW_SCAN || n->kind == PN_VALUES || n->kind == PN_RECURSIVE || n->kind == PN_WORK_TABLE
-                   ? "Batch" : "Stream",
-               plan_node_kind_name(n->kind));
+    int at = shared_at(sh, n);
+    if (at >= 0 && sh->label[at]) {
+        buf_printf(out, "%s%s [shared #%d, shown above]\n", kind_prefix(n), plan_node_kind_name(n->kind), sh->label[at]);
+        return;
+    }
+    buf_printf(out, "%s%s { ", kind_prefix(n), plan_node_kind_name(n->kind));
     node_params(n, out);
-    buf_puts(out, " }\n");
+    buf_puts(out, " }");
+    if (at >= 0) {
+        sh->label[at] = ++sh->next_label;
+        buf_printf(out, " [shared #%d, %d readers]", sh->label[at], sh->readers[at]);
+    }
+    buf_puts(out, "\n");
     Buf child = BUF_INIT;
     buf_puts(&child, prefix);
     if (!root)
@@ -479,11 +539,11 @@ static void explain_text(const PlanNode *n, const char *prefix, bool root, bool 
     buf_free(&st);
     buf_putc(out, '\n');
     for (int i = 0; i < n->n_inputs; i++)
-        explain_text(n->inputs[i], child.data, false, i == n->n_inputs - 1, out);
+        explain_text(sh, n->inputs[i], child.data, false, i == n->n_inputs - 1, out);
     if (n->kind == PN_RECURSIVE) {
         /* Not inputs (the runtime runs them apart), shown as if they were: first the anchor, then the step. */
-        explain_text(n->rec_anchor->root, child.data, false, false, out);
-        explain_text(n->rec_step->root, child.data, false, true, out);
+        explain_text(sh, n->rec_anchor->root, child.data, false, false, out);
+        explain_text(sh, n->rec_step->root, child.data, false, true, out);
     }
     buf_free(&child);
 }
@@ -502,11 +562,22 @@ static void json_str(Buf *out, const char *s)
     buf_putc(out, '"');
 }
 
-static void explain_json(const PlanNode *n, Buf *out)
+static void explain_json(Shared *sh, const PlanNode *n, Buf *out)
 {
     Buf tmp = BUF_INIT;
     buf_printf(out, "{\"id\": %d, \"operator\": ", n->id);
     json_str(out, plan_node_kind_name(n->kind));
+    /* A shared node: in full once with "shared": k, then {"id", "operator",
+     * "shared": k, "shown_above": true} where read again. */
+    int at = shared_at(sh, n);
+    if (at >= 0 && sh->label[at]) {
+        buf_printf(out, ", \"shared\": %d, \"shown_above\": true}", sh->label[at]);
+        return;
+    }
+    if (at >= 0) {
+        sh->label[at] = ++sh->next_label;
+        buf_printf(out, ", \"shared\": %d, \"readers\": %d", sh->label[at], sh->readers[at]);
+    }
     node_params(n, &tmp);
     buf_puts(out, ", \"params\": ");
     json_str(out, tmp.data ? tmp.data : "");
@@ -554,7 +625,7 @@ static void explain_json(const PlanNode *n, Buf *out)
     for (int i = 0; i < n->n_inputs; i++) {
         if (i)
             buf_puts(out, ", ");
-        explain_json(n->inputs[i], out);
+        explain_json(sh, n->inputs[i], out);
     }
     buf_puts(out, "]}");
     buf_free(&tmp);
@@ -562,16 +633,22 @@ static void explain_json(const PlanNode *n, Buf *out)
 
 void plan_explain_view(const PlanView *v, bool json, Buf *out)
 {
+    Shared sh;
+    shared_init(&sh, v->nodes, v->n_nodes);
     if (json)
-        explain_json(v->changes ? v->changes : v->root, out);
+        explain_json(&sh, v->changes ? v->changes : v->root, out);
     else
-        explain_text(v->changes ? v->changes : v->root, "", true, true, out);
+        explain_text(&sh, v->changes ? v->changes : v->root, "", true, true, out);
+    shared_free(&sh);
 }
 
 void plan_explain_query(const PlanQuery *q, bool json, Buf *out)
 {
+    /* Ad hoc plans are trees (a recursive CTE's parts are plans of their own). */
+    Shared sh;
+    shared_init(&sh, NULL, 0);
     if (json) {
-        explain_json(q->root, out);
+        explain_json(&sh, q->root, out);
         return;
     }
     Buf prefix = BUF_INIT;
@@ -592,6 +669,6 @@ void plan_explain_query(const PlanQuery *q, bool json, Buf *out)
             buf_puts(&prefix, "   ");
         root = false;
     }
-    explain_text(q->root, prefix.data, root, true, out);
+    explain_text(&sh, q->root, prefix.data, root, true, out);
     buf_free(&prefix);
 }

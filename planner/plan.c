@@ -725,7 +725,51 @@ int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
     return 0;
 }
 
+static bool binds(BindCtx *b, const Scope *s, const AstExpr *e);
+static AstExpr *and_of(Arena *a, AstExpr *l, const AstExpr *r);
+static int plan_tref_node(PlanCtx *p, const AstTableRef *t, Rel *out);
+
+/* Only a tree of inner joins takes WHERE conjuncts into its ONs (plan_from):
+ * anything else below it (a subquery, a window function's input, the
+ * preserved or padded side of an outer join) plans without them. */
 int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
+{
+    const AstExpr **conj = p->where_conj;
+    bool inner = t->kind == TREF_JOIN && (t->join_type == JOIN_INNER || t->join_type == JOIN_CROSS) &&
+                 !t->using_cols && !(t->right->kind == TREF_NAME && t->right->system_time);
+    if (!conj || inner)
+        return plan_tref_node(p, t, out);
+    p->where_conj = NULL;
+    int rc = plan_tref_node(p, t, out);
+    p->where_conj = conj;
+    return rc;
+}
+
+/* The ON of inner join t, with the WHERE conjuncts not taken yet that need
+ * both of its sides (l and r planned): for an inner join ON and WHERE mean
+ * the same, and in ON a time bound makes an interval join and an equality a
+ * hash key. WHERE is still applied in full above the join. */
+static const AstExpr *join_on_with_where(PlanCtx *p, const AstTableRef *t, const Rel *l, const Rel *r)
+{
+    BindCtx *b = &p->b;
+    const AstExpr *on = t->on;
+    if (!p->where_conj)
+        return on;
+    Scope both;
+    alloc_scope(b->a, &both, l->scope.n + r->scope.n);
+    memcpy(both.cols, l->scope.cols, sizeof(ScopeCol) * (size_t)l->scope.n);
+    memcpy(both.cols + l->scope.n, r->scope.cols, sizeof(ScopeCol) * (size_t)r->scope.n);
+    for (int k = 0; k < p->where_n; k++) {
+        const AstExpr *c = p->where_conj[k];
+        if (p->where_used[k] || !binds(b, &both, c) || binds(b, &l->scope, c) || binds(b, &r->scope, c))
+            continue;
+        p->where_used[k] = true;
+        on = on ? and_of(b->a, (AstExpr *)on, c) : c;
+    }
+    return on;
+}
+
+static int plan_tref_node(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
     switch (t->kind) {
@@ -752,7 +796,7 @@ int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out)
         Rel l, r;
         if (plan_tref(p, t->left, &l) || plan_tref(p, t->right, &r))
             return -1;
-        return make_join(p, t->join_type, t->on, t->using_cols, &l, &r, t->pos, out);
+        return make_join(p, t->join_type, join_on_with_where(p, t, &l, &r), t->using_cols, &l, &r, t->pos, out);
     }
     }
     return werr(b->err, SQLSTATE_INTERNAL, t->pos, "unknown FROM item");
@@ -796,6 +840,9 @@ static AstExpr *and_of(Arena *a, AstExpr *l, const AstExpr *r)
     return e;
 }
 
+static int plan_from_items(PlanCtx *p, const AstSelect *sel, int n, const AstExpr **conj, bool *used, int nc,
+                           Rel *out);
+
 static int plan_from(PlanCtx *p, const AstSelect *sel, Rel *out)
 {
     BindCtx *b = &p->b;
@@ -823,6 +870,24 @@ static int plan_from(PlanCtx *p, const AstSelect *sel, Rel *out)
     bool used[256] = {false};
     int nc = 0;
     split_and(sel->where, conj, &nc, 256);
+    /* Since revision 1 an explicit inner JOIN takes them too (plan_tref). The
+     * context is this SELECT's: a nested one sets its own. */
+    const AstExpr **outer_conj = p->where_conj;
+    bool *outer_used = p->where_used;
+    int outer_n = p->where_n;
+    p->where_conj = p->plan_rev >= 1 && nc ? conj : NULL;
+    p->where_used = used;
+    p->where_n = nc;
+    int rc = plan_from_items(p, sel, n, conj, used, nc, out);
+    p->where_conj = outer_conj;
+    p->where_used = outer_used;
+    p->where_n = outer_n;
+    return rc;
+}
+
+static int plan_from_items(PlanCtx *p, const AstSelect *sel, int n, const AstExpr **conj, bool *used, int nc, Rel *out)
+{
+    BindCtx *b = &p->b;
     if (plan_tref(p, AST_AT(sel->from, 0), out))
         return -1;
     for (int i = 1; i < n; i++) {
@@ -1586,6 +1651,7 @@ static void init_ctx(PlanCtx *p, const PlanCatalog *cat, Arena *a, WError *err, 
     p->b.cat = cat;
     p->b.next_node_id = 1;
     p->streaming = streaming;
+    p->plan_rev = PLAN_REV_CURRENT;
 }
 
 
@@ -1681,6 +1747,8 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     PlanCtx p;
     init_ctx(&p, cat, a, err, true);
     p.allow_unbounded = opt && opt->allow_unbounded;
+    if (opt)
+        p.plan_rev = opt->plan_rev;
     BindCtx *b = &p.b;
     if (!cv->materialized) {
         werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos, "feature not supported: non-materialized views");
@@ -1926,6 +1994,12 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         v->late_schema.types[nw] = TYPE_TIMESTAMP;
     }
     plan_prune_joins(a, v);
+    /* Before the distribution: a shared node's readers each get the
+     * exchange they need from it (planner/README.md "Shared sub-plans"). */
+    if (p.plan_rev >= 2 && plan_share(a, v)) {
+        p.nodes = v->nodes;
+        p.n_nodes = v->n_nodes;
+    }
     if (plan_distribute(&p, v, parallelism))
         return NULL;
     return v;

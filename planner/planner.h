@@ -382,10 +382,24 @@ typedef struct PlanQuery {
     int64_t offset;
 } PlanQuery;
 
+/* Revisions of the planner's rules that change the plan of a view that was
+ * already accepted (and so the layout of its state). A view is planned again
+ * from its text at every start: it must get the plan it was created with, so
+ * the catalog keeps the revision it was created under and passes it back.
+ *   0  before revisions were recorded
+ *   1  WHERE conjuncts over both sides of an inner JOIN ... ON are also part of
+ *      its ON (as they were already for FROM a, b): a time bound in WHERE
+ *      makes an interval join, an equality a hash key
+ *   2  equal sub-plans run once (plan_share.c; planner/README.md "Shared
+ *      sub-plans": an older view's two copies may have checkpointed different
+ *      source offsets, so it keeps them) */
+#define PLAN_REV_CURRENT 2
+
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */
     bool allow_unbounded;       /* session setting streaming_allow_unbounded_state */
     int parallelism;            /* session setting streaming_parallelism (0 = 1); WITH (streaming_parallelism) overrides */
+    int plan_rev;               /* the rules to plan by: PLAN_REV_CURRENT for a new view, the recorded one at start */
 } PlanViewOptions;
 
 /* Parses a streaming_parallelism value (an integer 1..PLAN_MAX_PARALLELISM,

@@ -129,6 +129,12 @@ typedef struct PlanCtx {
     /* WITH (agg_phase_strategy): 'auto' (0: two phases for aggregations keyed by
      * window bounds only), 'one_phase' (1: never), 'two_phase' (2: wherever it applies) */
     int agg_phase_strategy;
+    int plan_rev;            /* PlanViewOptions.plan_rev (PLAN_REV_CURRENT outside views) */
+    /* The WHERE conjuncts of the SELECT whose FROM is being planned that an
+     * inner JOIN may take into its ON (plan_from, plan_tref); NULL when none. */
+    const AstExpr **where_conj;
+    bool *where_used;
+    int where_n;
     int n_nodes, cap_nodes;
     PlanNode **nodes;
 } PlanCtx;
@@ -210,5 +216,9 @@ void plan_key_lookups(PlanQuery *q, Arena *a);
  * (PlanNode.join_stored), from what the nodes above it read. Runs on a finished
  * view plan, before plan_distribute. */
 void plan_prune_joins(Arena *a, PlanView *v);
+/* plan_share.c: merges the equal sub-plans of a finished one-thread view plan
+ * (after plan_prune_joins, before plan_distribute) so they run once; returns
+ * how many nodes were merged away. */
+int plan_share(Arena *a, PlanView *v);
 
 #endif

@@ -2,8 +2,9 @@
  * dataflow.c: instantiating plans and driving them.
  *
  * Plan nodes come in topological order; each becomes one operator, and an
- * operator's output goes to the operator of the node that reads it (every
- * node has at most one reader in the plans made today). The sources are
+ * operator's output goes to the operator of the node that reads it: `down`,
+ * and `fan` for the further readers of a node shared by several
+ * (planner/plan_share.c), which get each chunk and watermark first. The sources are
  * the entry points of a step; the materialize operator is the root.
  *
  * Checkpoints: between steps no chunk is in flight, so the state tables
@@ -130,9 +131,15 @@ int rt_instantiate(RtCtx *rc, int n, PlanNode *const *nodes, RtOp **ops)
         for (int k = 0; k < nodes[i]->n_inputs; k++)
             for (int j = 0; j < i; j++)
                 if (nodes[j] == nodes[i]->inputs[k]) {
-                    if (ops[j]->down)
-                        return werr(rc->err, SQLSTATE_INTERNAL, 0, "plan node read twice");
-                    ops[j]->down = ops[i]->vt->input ? ops[i]->vt->input(ops[i], k) : ops[i];
+                    RtOp *to = ops[i]->vt->input ? ops[i]->vt->input(ops[i], k) : ops[i];
+                    if (!ops[j]->down) {
+                        ops[j]->down = to;
+                        continue;
+                    }
+                    /* A shared sub-plan (planner/plan_share.c): the further
+                     * readers get each chunk and watermark too, before down. */
+                    ops[j]->fan = xrealloc(ops[j]->fan, sizeof(RtOp *) * (size_t)(ops[j]->n_fan + 1));
+                    ops[j]->fan[ops[j]->n_fan++] = to;
                 }
     }
     return 0;
@@ -149,8 +156,13 @@ int rt_start_ops(int n, RtOp **ops)
 void rt_close_ops(int n, RtOp **ops)
 {
     for (int i = n - 1; i >= 0; i--)
-        if (ops[i])
+        if (ops[i]) {
+            /* The readers of a shared node (rt_instantiate); a view's root
+             * has sinks there, closed and freed by rt_dataflow_close first. */
+            free(ops[i]->fan);
+            ops[i]->fan = NULL;
             ops[i]->vt->close(ops[i]);
+        }
 }
 
 /* The materialize instances' tables, one per shard, read as one. */
@@ -655,8 +667,10 @@ void rt_dataflow_close(RtDataflow *df)
         df->root->n_fan--;
         s->vt->close(s);
     }
-    if (df->root)
+    if (df->root) {
         free(df->root->fan);
+        df->root->fan = NULL;
+    }
     stor_table_close(df->merged); /* before the tables it reads */
     /* Workers stop first; the other shards close before shard 0, whose
      * operators they never reference. */

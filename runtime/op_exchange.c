@@ -101,9 +101,16 @@ int rt_exchange_receive(RtOp *op, int from, Chunk *c, int64_t wm)
         op->wm = m;
         return rt_emit_watermark(op, m);
     }
-    if (c->wm)
+    if (c->wm) {
+        /* This instance's own rows: their array may be read by another
+         * reader of a shared input (plan_share.c), so a new one. */
+        int64_t *wm = c->wm;
+        if (from == op->rc->shard)
+            wm = arena_alloc(op->rc->chunk_arena, sizeof(int64_t) * (size_t)(c->n_rows ? c->n_rows : 1));
         for (int r = 0; r < c->n_rows; r++)
-            c->wm[r] = rt_exchange_row_wm(x->last, x->idle, x->P, from, c->wm[r]);
+            wm[r] = rt_exchange_row_wm(x->last, x->idle, x->P, from, c->wm[r]);
+        c->wm = wm;
+    }
     return rt_emit(op, c);
 }
 

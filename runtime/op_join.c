@@ -78,6 +78,23 @@ typedef struct ProbeCache {
     ProbeEntry e[PROBE_SLOTS];
 } ProbeCache;
 
+/* A side of at most SMALL_SIDE_ROWS rows is probed from a copy of all its
+ * rows (WholeSide), rebuilt after a write to it: Nexmark q7 probes the
+ * per-window maximum (one row per open window) with every bid, by price, and
+ * no two bids' prices repeat often enough for ProbeCache: each probe was a
+ * scan of the other side's table (a tenth of q7's instructions). */
+#define SMALL_SIDE_ROWS 32
+
+typedef struct WholeSide {
+    Arena *arena;             /* keys, rows and decoded values */
+    uint64_t gen;             /* the side's gen it was read at */
+    bool valid;
+    int n;
+    const char **keys;        /* each row's state key (the join key is a prefix of it) */
+    size_t *klens;
+    Partner *ps;              /* the rows, in key order */
+} WholeSide;
+
 typedef struct PortOp {
     RtOp op;
     JoinOp *j;
@@ -102,6 +119,9 @@ typedef struct Side {
     Buf dead;                 /* expire_key: keys to delete after the scan */
     uint64_t gen;             /* bumped by every write to t (side_changed) */
     ProbeCache pc;            /* probes of this side by the other side's rows */
+    int64_t rows;             /* rows in t (counted from the start when there were at most
+                               * SMALL_SIDE_ROWS of them, then kept), -1 unknown */
+    WholeSide all;            /* all of them while rows <= SMALL_SIDE_ROWS */
 } Side;
 
 /* Every write to a side's table goes with this: the probe cache is stale. */
@@ -114,7 +134,7 @@ struct JoinOp {
     int n_keys;
     int n_out;
     Chunk *out;
-    Buf kbuf, obuf, vbuf, tbuf;
+    Buf kbuf, obuf, vbuf, tbuf, pbuf;
     int64_t emitted_wm;
     bool has_ttl;             /* WITH (state_ttl) */
     int64_t now;              /* processing time of the chunk being pushed (state_ttl) */
@@ -290,6 +310,80 @@ static void time_key(Buf *out, int64_t t, const void *key, size_t klen)
     buf_append(out, key, klen);
 }
 
+static int probe(JoinOp *j, Side *ot, const void *key, size_t plen, Partner **out, int *n);
+
+static void raw_reserve(JoinOp *j, int n)
+{
+    if (n <= j->raw_cap)
+        return;
+    while (j->raw_cap < n)
+        j->raw_cap = j->raw_cap ? j->raw_cap * 2 : 16;
+    j->raw = xrealloc(j->raw, sizeof *j->raw * (size_t)j->raw_cap);
+}
+
+/* probe() for a side of at most SMALL_SIDE_ROWS rows: the rows under the key
+ * from the copy of the whole side, read again after the side changed. Join
+ * keys are encoded prefix-free, so a row's state key starts with the probed
+ * key exactly when its join key is equal. */
+static int probe_small(JoinOp *j, Side *ot, const void *key, size_t plen, Partner **out, int *n)
+{
+    RtCtx *rc = j->op.rc;
+    WholeSide *w = &ot->all;
+    if (!w->valid || w->gen != ot->gen) {
+        if (!w->arena)
+            w->arena = arena_new(0);
+        arena_reset(w->arena);
+        w->valid = false;
+        w->n = 0;
+        w->keys = arena_alloc(w->arena, sizeof *w->keys * SMALL_SIDE_ROWS);
+        w->klens = arena_alloc(w->arena, sizeof *w->klens * SMALL_SIDE_ROWS);
+        w->ps = arena_alloc(w->arena, sizeof *w->ps * SMALL_SIDE_ROWS);
+        StorIter *it;
+        if (stor_iter_open(ot->t, NULL, 0, &it, rc->err))
+            return -1;
+        const void *k, *ov;
+        size_t kl, ovl;
+        int got;
+        while ((got = stor_iter_next(it, &k, &kl, &ov, &ovl, rc->err)) == 1) {
+            if (ovl < 16)
+                continue; /* an interval join's time index entry */
+            if (w->n == SMALL_SIDE_ROWS)
+                break;
+            Partner *p = &w->ps[w->n];
+            p->key = NULL;
+            p->klen = kl;
+            p->count = (int64_t)get_be64(ov);
+            p->matches = (int64_t)get_be64((const unsigned char *)ov + 8);
+            p->row = arena_strndup(w->arena, (const char *)ov + 16, ovl - 16);
+            p->rlen = ovl - 16;
+            p->vals = arena_alloc(w->arena, sizeof(Value) * (size_t)ot->n_cols);
+            if (row_decode(p->row, p->rlen, p->vals, ot->n_cols))
+                continue;
+            w->keys[w->n] = arena_strndup(w->arena, k, kl);
+            w->klens[w->n] = kl;
+            w->n++;
+        }
+        stor_iter_close(it);
+        if (got < 0)
+            return -1;
+        if (got == 1) {
+            /* More rows than counted: the count is wrong, stop trusting it. */
+            ot->rows = -1;
+            return probe(j, ot, key, plen, out, n);
+        }
+        w->valid = true;
+        w->gen = ot->gen;
+    }
+    raw_reserve(j, w->n);
+    int np = 0;
+    for (int i = 0; i < w->n; i++)
+        if (w->klens[i] >= plen && memcmp(w->keys[i], key, plen) == 0)
+            j->raw[np++] = w->ps[i];
+    *out = j->raw;
+    *n = np;
+    return 0;
+}
+
 /* Every row of side ot under the join key key[0..plen), unfiltered, in scan
  * order: *out gets n of them, valid until the next probe (of either side) or
  * the next write to ot.
@@ -317,6 +411,8 @@ static int probe(JoinOp *j, Side *ot, const void *key, size_t plen, Partner **ou
             }
         }
     }
+    if (cache && ot->rows >= 0 && ot->rows <= SMALL_SIDE_ROWS)
+        return probe_small(j, ot, key, plen, out, n);
     /* The scan's copies live for the step (a long list is not kept, and must
      * not hold the cache's memory until the next probe); a kept list is
      * copied again into the cache below. */
@@ -495,7 +591,12 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
         if (stor_table_put(me->t, j->tbuf.data, j->tbuf.len, "", 0, rc->err))
             return -1;
     }
+    int64_t before = count;
     count += sign;
+    if (me->rows >= 0 && before <= 0 && count > 0)
+        me->rows++;
+    else if (me->rows > 0 && before > 0 && count <= 0)
+        me->rows--;
     if (sign > 0 && me->time_col >= 0 && me->min_ts != INT64_MIN && vals[me->time_col].u.i < me->min_ts)
         me->min_ts = vals[me->time_col].u.i;
     side_changed(me);
@@ -562,6 +663,8 @@ static int expire(JoinOp *j)
             }
             buf_put_u32be(&dead, (uint32_t)(kl - 9));
             buf_append(&dead, (const char *)k + 9, kl - 9);
+            if (me->rows > 0)
+                me->rows--;
         }
         stor_iter_close(it);
         if (got < 0) {
@@ -590,7 +693,39 @@ static int expire_key(void *arg, const void *key, size_t klen, WError *err)
 {
     Side *sd = arg;
     side_changed(sd);
+    sd->rows = -1; /* how many went is not counted */
     return rt_ttl_drop_prefix(sd->t, key, klen, &sd->dead, err);
+}
+
+/* An append-only side stores each row under a new key (state_key: the join
+ * key, the time, the sequence number), and finding the empty slot for it in
+ * a map of millions of rows is a cache miss (q4's bids: a seventh of its
+ * engine time). The key of a row a few rows on is known already, so its slot
+ * is loaded while the rows before it are joined. Its sequence number is a
+ * guess (rows dropped as late take none); a wrong guess costs one load. */
+#define PREFETCH_AHEAD 8
+
+static void prefetch_row(JoinOp *j, Side *me, const Chunk *c, int r, uint64_t seq)
+{
+    Value kv[64];
+    for (int k = 0; k < j->n_keys; k++)
+        chunk_get(c, me->keys[k], r, &kv[k]);
+    Buf *b = &j->pbuf;
+    buf_reset(b);
+    key_encode(b, kv, j->n_keys);
+    unsigned char tb[16];
+    if (me->time_col >= 0) {
+        Value t;
+        chunk_get(c, me->time_col, r, &t);
+        if (t.null)
+            return;
+        put_be64(tb, (uint64_t)t.u.i ^ UINT64_C(0x8000000000000000));
+        buf_append(b, tb, 8);
+    }
+    put_be64(tb, me->seq_run);
+    put_be64(tb + 8, seq);
+    buf_append(b, tb, 16);
+    stor_table_prefetch(me->t, b->data, b->len);
 }
 
 static int side_push(JoinOp *j, int s, Chunk *c)
@@ -601,7 +736,12 @@ static int side_push(JoinOp *j, int s, Chunk *c)
     Value vals[MAXC];
     if (j->has_ttl)
         j->now = rt_proc_now_us();
+    if (me->seq)
+        for (int r = 0; r < PREFETCH_AHEAD && r < c->n_rows; r++)
+            prefetch_row(j, me, c, r, me->next_seq + (uint64_t)r);
     for (int r = 0; r < c->n_rows; r++) {
+        if (me->seq && r + PREFETCH_AHEAD < c->n_rows)
+            prefetch_row(j, me, c, r + PREFETCH_AHEAD, me->next_seq + PREFETCH_AHEAD);
         if (me->stored) {
             for (int i = 0; i < me->n_cols; i++)
                 if (me->stored[i])
@@ -696,6 +836,7 @@ static void join_close(RtOp *op)
     buf_free(&j->obuf);
     buf_free(&j->vbuf);
     buf_free(&j->tbuf);
+    buf_free(&j->pbuf);
     if (j->res_arena)
         arena_free(j->res_arena);
     free(j->res_cols);
@@ -705,10 +846,34 @@ static void join_close(RtOp *op)
         rt_ttl_fini(&j->side[s].ttl);
         if (j->side[s].pc.arena)
             arena_free(j->side[s].pc.arena);
+        if (j->side[s].all.arena)
+            arena_free(j->side[s].all.arena);
         free(j->side[s].nulls);
         buf_free(&j->side[s].dead);
     }
     free(j);
+}
+
+/* sd->rows at start: exact when the table (a new one, or restored from a
+ * checkpoint) holds at most SMALL_SIDE_ROWS rows, else -1 (not counted
+ * further: such a side is probed by scans, as before). */
+static int count_rows(Side *sd, RtCtx *rc)
+{
+    StorIter *it;
+    if (stor_iter_open(sd->t, NULL, 0, &it, rc->err))
+        return -1;
+    const void *k, *v;
+    size_t kl, vl;
+    int got;
+    int64_t n = 0;
+    while (n <= SMALL_SIDE_ROWS && (got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1)
+        if (vl >= 16)
+            n++;
+    stor_iter_close(it);
+    if (n <= SMALL_SIDE_ROWS && got < 0)
+        return -1;
+    sd->rows = n <= SMALL_SIDE_ROWS ? n : -1;
+    return 0;
 }
 
 static const RtOpVt JOIN_VT = {.push = join_push, .watermark = join_watermark, .finish = join_finish,
@@ -766,6 +931,10 @@ RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
     for (int s = 0; s < 2; s++) {
         j->side[s].seq = n->inputs[s]->append_only;
         j->side[s].seq_run = last_epoch + 1;
+        if (count_rows(&j->side[s], rc)) {
+            join_close(&j->op);
+            return NULL;
+        }
     }
     /* Both sides' state goes into every checkpoint (the join owns and closes them). */
     j->op.table = j->side[0].t;

@@ -690,16 +690,20 @@ static const RtOpVt NEXMARK_VT = {.push = nx_push, .watermark = nx_watermark, .f
 /* The end of a bounded input is a watermark of +infinity. A watermark
  * operator makes watermarks from rows and ignores upstream ones, so it is
  * told through its finish hook, which sends +infinity on. */
+static int end_to(RtOp *r)
+{
+    if (r->node && r->node->kind == PN_WATERMARK && r->vt->finish)
+        return r->vt->finish(r);
+    return r->vt->watermark ? r->vt->watermark(r, TS_PLUS_INF) : 0;
+}
+
 static int send_end(RtOp *op)
 {
-    RtOp *d = op->down;
-    if (d && d->node && d->node->kind == PN_WATERMARK && d->vt->finish) {
-        for (int i = 0; i < op->n_fan; i++)
-            if (op->fan[i]->vt->watermark && op->fan[i]->vt->watermark(op->fan[i], TS_PLUS_INF))
-                return -1;
-        return d->vt->finish(d);
-    }
-    return rt_emit_watermark(op, TS_PLUS_INF);
+    /* Every reader (several when the source is shared, plan_share.c). */
+    for (int i = 0; i < op->n_fan; i++)
+        if (end_to(op->fan[i]))
+            return -1;
+    return op->down ? end_to(op->down) : 0;
 }
 
 /* A parallel view's instance s of P generates the blocks of chunk_rows

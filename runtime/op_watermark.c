@@ -123,6 +123,9 @@ static int wm_push(RtOp *op, Chunk *c)
     Column wc;
     if (rt_eval(op->rc, n->wm_expr, c, &wc, NULL))
         return -1;
+    /* The annotations go to an array of this chunk's own: one that came
+     * with it may be read by another reader of a shared input (plan_share.c). */
+    c->wm = NULL;
     chunk_enable_wm(c);
     w->last_seen_ms[part] = mono_ms();
     int64_t limit = w->max_future_us ? wall_us() + w->max_future_us : TS_PLUS_INF;

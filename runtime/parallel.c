@@ -563,11 +563,8 @@ void rt_par_free(RtPar *par)
         pthread_join(par->th[s], NULL);
     for (int s = 1; s < par->P; s++) {
         Shard *sh = &par->sh[s];
-        if (sh->ops) {
-            for (int i = par->plan->n_nodes - 1; i >= 0; i--)
-                if (sh->ops[i])
-                    sh->ops[i]->vt->close(sh->ops[i]);
-        }
+        if (sh->ops)
+            rt_close_ops(par->plan->n_nodes, sh->ops); /* with the shared nodes' readers (fan) */
         rt_bad_records_free(sh->rc ? sh->rc : &sh->own);
         free(sh->own.src_errs);
         free(sh->ops);

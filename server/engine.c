@@ -68,9 +68,15 @@ void cat_obj_free(CatObj *o)
 static void catalog_body(const CatObj *o, Buf *b)
 {
     /* After the ids, optional trailing values told apart by their type, so
-     * entries written before either existed still read: an integer is the
-     * streaming_parallelism (when > 1), a text the time zone (when not UTC). */
-    int n = 4 + o->n_table_ids + (o->parallelism > 1) + (o->tz != NULL);
+     * entries written before any existed still read: a bigint is the
+     * streaming_parallelism (when > 1), a text the time zone (when not UTC),
+     * an integer the planner revision of a view (when not 0, planner.h).
+     * With a revision all three are written, NULL where there is nothing to
+     * say: a weir from before revisions reads at most two and refuses the
+     * entry (corrupt), where it would take a lone revision for a parallelism
+     * and plan the view by older rules over state its plan did not write. */
+    bool rev = o->plan_rev > 0;
+    int n = 4 + o->n_table_ids + (rev ? 3 : (o->parallelism > 1) + (o->tz != NULL));
     Value *vals = xcalloc((size_t)n, sizeof(Value));
     vals[0] = value_int(TYPE_INT8, o->kind);
     vals[1] = value_str(TYPE_TEXT, o->name, strlen(o->name));
@@ -81,8 +87,14 @@ static void catalog_body(const CatObj *o, Buf *b)
     int k = 4 + o->n_table_ids;
     if (o->parallelism > 1)
         vals[k++] = value_int(TYPE_INT8, o->parallelism);
+    else if (rev)
+        vals[k++] = value_null(TYPE_INT8);
     if (o->tz)
         vals[k++] = value_str(TYPE_TEXT, tz_name(o->tz), strlen(tz_name(o->tz)));
+    else if (rev)
+        vals[k++] = value_null(TYPE_TEXT);
+    if (rev)
+        vals[k++] = value_int(TYPE_INT4, o->plan_rev);
     row_encode(b, vals, n);
     free(vals);
 }
@@ -729,13 +741,13 @@ static int replay_catalog(Engine *e, WError *err)
             break;
         }
         int nids = (int)head[3].u.i;
-        Value *vals = xcalloc((size_t)(nids + 6), sizeof(Value));
-        /* The ids, then up to two optional values (catalog_body): an integer
-         * streaming_parallelism, a text time zone. */
+        Value *vals = xcalloc((size_t)(nids + 7), sizeof(Value));
+        /* The ids, then up to three optional values (catalog_body): a bigint
+         * streaming_parallelism, a text time zone, an integer planner revision. */
         size_t used_ids = 0;
         int n_extra = 0;
         bool bad = row_decode_prefix(it->body, it->len, vals, nids + 4, &used_ids) != 0;
-        while (!bad && used_ids < it->len && n_extra < 2) {
+        while (!bad && used_ids < it->len && n_extra < 3) {
             size_t u = 0;
             bad = row_decode_prefix((const char *)it->body + used_ids, it->len - used_ids, &vals[nids + 4 + n_extra], 1,
                                     &u) != 0;
@@ -773,6 +785,8 @@ static int replay_catalog(Engine *e, WError *err)
                 continue;
             if (v->type == TYPE_TEXT)
                 zone = v;
+            else if (v->type == TYPE_INT4)
+                o->plan_rev = (int)v->u.i;
             else if (v->u.i >= 1 && v->u.i <= PLAN_MAX_PARALLELISM)
                 o->parallelism = (int)v->u.i;
         }

@@ -37,6 +37,10 @@ typedef struct CatObj {
     /* CAT_VIEW: the session's streaming_parallelism at CREATE (persisted after
      * the table ids when > 1), so the view is re-planned with the same shape */
     int parallelism;
+    /* CAT_VIEW: the planner revision it was created under (PLAN_REV_CURRENT
+     * then; persisted when > 0; 0 in entries from before revisions), so a
+     * later weir plans it by the same rules (planner.h) */
+    int plan_rev;
     /* CAT_SINK */
     struct CatObj *from;      /* the view it reads */
     RtSinkSpec spec;          /* in arena */

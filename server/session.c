@@ -676,10 +676,17 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
     PlanCatalog cat = engine_plan_catalog(e, o, replay != NULL, false, o->arena);
     /* At start, a view is rebuilt as it was accepted (with or without the opt-in). */
     /* ...and with the parallelism its session had (the catalog keeps it). */
-    if (!replay)
+    if (!replay) {
         o->parallelism = session_parallelism(s);
+        o->plan_rev = PLAN_REV_CURRENT;
+    } else if (o->plan_rev > PLAN_REV_CURRENT) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+             "feature not supported: view \"%s\" was created by a newer weir (planner revision %d, this one knows %d)",
+             o->name, o->plan_rev, PLAN_REV_CURRENT);
+        goto fail;
+    }
     PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || allow_unbounded(s),
-                           .parallelism = o->parallelism};
+                           .parallelism = o->parallelism, .plan_rev = o->plan_rev};
     o->plan = plan_view(cv, &cat, &opt, o->arena, err);
     if (!o->plan)
         goto fail;
@@ -1418,7 +1425,7 @@ static int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WEr
     PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
     if (ex->stmt->kind == STMT_CREATE_VIEW) {
         PlanViewOptions opt = {.name = ex->stmt->u.create_view->name, .allow_unbounded = allow_unbounded(s),
-                               .parallelism = session_parallelism(s)};
+                               .parallelism = session_parallelism(s), .plan_rev = PLAN_REV_CURRENT};
         PlanView *v = plan_view(ex->stmt->u.create_view, &cat, &opt, a, err);
         if (v)
             plan_explain_view(v, json, &b);
@@ -1432,7 +1439,7 @@ static int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WEr
         AstStmt vst;
         sink_query_stmt(cs, ex->stmt, arena_strdup(a, vname), &cv, &vst);
         free(vname);
-        PlanViewOptions opt = {.name = cv.name, .allow_unbounded = allow_unbounded(s)};
+        PlanViewOptions opt = {.name = cv.name, .allow_unbounded = allow_unbounded(s), .plan_rev = PLAN_REV_CURRENT};
         PlanView *v = plan_view(&cv, &cat, &opt, a, err);
         if (v) {
             if (!json)

@@ -167,6 +167,11 @@ int stor_table_get(StorTable *t, const void *key, size_t klen, const void **val,
                    size_t *vlen, WError *err);
 
 /* Set key to val (both copied) in the dirty map. @return 0, or <0 (54000). */
+/* A hint that key will be written or read soon: starts loading the map's
+ * slot for it into the cache. No effect on the table's contents. A caller
+ * that knows the next keys ahead (an append-only join side) overlaps the
+ * cache misses of a large map with its work on the rows before. */
+void stor_table_prefetch(const StorTable *t, const void *key, size_t klen);
 int stor_table_put(StorTable *t, const void *key, size_t klen, const void *val,
                    size_t vlen, WError *err);
 

@@ -27,8 +27,10 @@
 #include "storage_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "arena.h"
 #include "fault.h"
@@ -68,20 +70,52 @@ typedef struct Bloom {
 } Bloom;
 
 #define IX_LEVELS 10
-#define FRESH_MAX 256
+/* Every scan walks the unsorted newest keys one by one; q4 probes its
+ * auctions once per bid while new auctions keep arriving, so the walk was
+ * the largest part of a probe with 256 of them. With 64, a key is merged
+ * into sorted runs one more time in its life. */
+#define FRESH_MAX 64
 
 typedef struct DKey {
-    uint64_t p0;        /* the key's first 8 bytes, big-endian, zero-padded: most comparisons stop here */
+    /* The key's first 16 bytes, big-endian, zero-padded: most comparisons
+     * stop here. Two words, not one: a join or group key of one BIGINT is
+     * 9 bytes (a tag and the value), so keys of neighbouring ids (q4's
+     * auctions) shared their first 8 bytes and every comparison of them
+     * was a memcmp (a seventh of q4's instructions, mostly in the scan of
+     * the unsorted newest keys at every probe). */
+    uint64_t p0, p1;
     char *key;          /* owned copy */
     uint32_t klen;
 } DKey;
 
 static DKey dkey_of(const void *key, size_t klen)
 {
-    uint8_t b[8] = {0};
+    uint8_t b[16] = {0};
     if (klen)
-        memcpy(b, key, klen < 8 ? klen : 8);
-    return (DKey){get_u64be(b), (char *)key, (uint32_t)klen};
+        memcpy(b, key, klen < 16 ? klen : 16);
+    return (DKey){get_u64be(b), get_u64be(b + 8), (char *)key, (uint32_t)klen};
+}
+
+/* The first n bytes (0..8) of a big-endian word. */
+static inline uint64_t word_mask(size_t n)
+{
+    return n >= 8 ? ~(uint64_t)0 : n == 0 ? 0 : ~(uint64_t)0 << (64 - 8 * n);
+}
+
+/* memcmp(k's key, prefix, min(k's length, plen)), by its sign; pk is
+ * dkey_of(prefix, plen). */
+static inline int prefix_cmp(const DKey *k, const DKey *pk, size_t plen)
+{
+    size_t m = k->klen < plen ? k->klen : plen;
+    uint64_t m0 = word_mask(m), m1 = word_mask(m > 8 ? m - 8 : 0);
+    uint64_t a = k->p0 & m0, b = pk->p0 & m0;
+    if (a != b)
+        return a < b ? -1 : 1;
+    a = k->p1 & m1;
+    b = pk->p1 & m1;
+    if (a != b)
+        return a < b ? -1 : 1;
+    return m > 16 ? memcmp(k->key + 16, pk->key + 16, m - 16) : 0;
 }
 
 struct StorTable {
@@ -199,11 +233,46 @@ static size_t find_slot(const StorTable *t, uint64_t h, const void *key, size_t 
  * whose TLB flush interrupts every other thread of the process (a tenth of
  * Nexmark q0's engine time went to those). Writing first faults in a
  * private page at once. */
+#define SLOTS_HUGE_PAGE ((size_t)2 << 20)
+#define SLOTS_HUGE_MIN ((size_t)4 << 20)
+
+/* The mapping of a slot array of n entries of SLOTS_HUGE_MIN or more. */
+static size_t slots_bytes(size_t n)
+{
+    return (n * sizeof(Ent) + SLOTS_HUGE_PAGE - 1) & ~(SLOTS_HUGE_PAGE - 1);
+}
+
 static Ent *slots_new(size_t n)
 {
-    Ent *s = xmalloc(n * sizeof(Ent));
-    memset(s, 0, n * sizeof(Ent));
+    size_t bytes = n * sizeof(Ent);
+    Ent *s;
+    if (bytes >= SLOTS_HUGE_MIN) {
+        /* A big map is probed at random: on 4 KiB pages nearly every probe
+         * of a map of millions of keys also misses the TLB. Transparent
+         * huge pages (asked for: the kernel's default is "madvise") cut
+         * those misses. A mapping of its own, so the advice goes with it
+         * (on a heap block it would stay on that memory after the free). */
+        s = mmap(NULL, slots_bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (s == MAP_FAILED) {
+            fprintf(stderr, "weir: out of memory (%zu bytes for a state table's map)\n", slots_bytes(n));
+            abort();
+        }
+        (void)madvise(s, slots_bytes(n), MADV_HUGEPAGE);
+    } else {
+        s = xmalloc(bytes);
+    }
+    memset(s, 0, bytes);
     return s;
+}
+
+static void slots_free(Ent *s, size_t n)
+{
+    if (!s)
+        return;
+    if (n * sizeof(Ent) >= SLOTS_HUGE_MIN)
+        munmap(s, slots_bytes(n));
+    else
+        free(s);
 }
 
 static void rehash(StorTable *t, size_t ncap)
@@ -220,7 +289,7 @@ static void rehash(StorTable *t, size_t ncap)
             j = (j + 1) & (ncap - 1);
         t->slots[j] = old[i];
     }
-    free(old);
+    slots_free(old, ocap);
 }
 
 static void spare_free(StorTable *t)
@@ -404,7 +473,9 @@ static void note_dirty(StorTable *t, const void *key, size_t klen)
     DKey *d = &t->fresh[t->fresh_n++];
     d->key = ix_key(t, key, klen);
     d->klen = (uint32_t)klen;
-    d->p0 = dkey_of(key, klen).p0;
+    DKey dk = dkey_of(key, klen);
+    d->p0 = dk.p0;
+    d->p1 = dk.p1;
     if (t->fresh_n < FRESH_MAX)
         return;
     qsort(t->fresh, t->fresh_n, sizeof *t->fresh, dkey_cmp);
@@ -710,7 +781,7 @@ void stor_table_close(StorTable *t)
     }
     for (size_t i = 0; i < t->cap; i++)
         free(t->slots[i].data);
-    free(t->slots);
+    slots_free(t->slots, t->cap);
     for (size_t i = 0; i < t->n_retired; i++)
         free(t->retired[i]);
     free(t->retired);
@@ -928,6 +999,13 @@ static void write_ent(StorTable *t, const void *key, size_t klen, const void *va
     t->dirty_bytes += ent_bytes(e);
 }
 
+void stor_table_prefetch(const StorTable *t, const void *key, size_t klen)
+{
+    if (t->n_parts || !t->slots)
+        return;
+    __builtin_prefetch(&t->slots[hash_key(key, klen) & (t->cap - 1)], 1, 1);
+}
+
 int stor_table_put(StorTable *t, const void *key, size_t klen, const void *val, size_t vlen,
                    WError *err)
 {
@@ -994,9 +1072,11 @@ static int dkey_cmp(const void *a, const void *b)
     const DKey *x = a, *y = b;
     if (x->p0 != y->p0)
         return x->p0 < y->p0 ? -1 : 1;
-    /* Equal first 8 bytes (zero-padded): the rest decides, then the length. */
+    if (x->p1 != y->p1)
+        return x->p1 < y->p1 ? -1 : 1;
+    /* Equal first 16 bytes (zero-padded): the rest decides, then the length. */
     size_t n = x->klen < y->klen ? x->klen : y->klen;
-    int c = n > 8 ? memcmp(x->key + 8, y->key + 8, n - 8) : 0;
+    int c = n > 16 ? memcmp(x->key + 16, y->key + 16, n - 16) : 0;
     return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
 }
 
@@ -1016,7 +1096,9 @@ static void ix_refresh(StorTable *t)
         DKey *d = &v[n++];
         d->key = ix_key(t, e->data, e->klen);
         d->klen = e->klen;
-        d->p0 = dkey_of(e->data, e->klen).p0;
+        DKey dk = dkey_of(e->data, e->klen);
+        d->p0 = dk.p0;
+        d->p1 = dk.p1;
     }
     qsort(v, n, sizeof *v, dkey_cmp);
     t->ix_valid = true;
@@ -1057,8 +1139,7 @@ static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, con
             size_t a = lo[l], z = len;
             while (a < z) {
                 size_t mid = (a + z) / 2;
-                size_t m = v[mid].klen < plen ? v[mid].klen : plen;
-                int c = memcmp(v[mid].key, prefix, m);
+                int c = prefix_cmp(&v[mid], &pk, plen);
                 if (c < 0 || (c == 0 && v[mid].klen >= plen))
                     a = mid + 1;
                 else
@@ -1076,6 +1157,8 @@ static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, con
     SortItem *v = xmalloc(2 * total * sizeof *v);
     size_t n = 0, seg[IX_LEVELS + 2];
     int n_seg = 0;
+    /* The prefix's first 16 bytes as masks, for the unsorted keys. */
+    uint64_t pm0 = word_mask(plen), pm1 = word_mask(plen > 8 ? plen - 8 : 0);
     for (int pass = 0; pass <= IX_LEVELS; pass++) {
         seg[n_seg++] = n; /* each pass is one sorted segment (fresh once sorted) */
         bool fresh = pass == IX_LEVELS;
@@ -1084,7 +1167,8 @@ static SortItem *sorted_dirty(StorTable *t, const void *prefix, size_t plen, con
         for (size_t i = 0; i < cnt; i++) {
             if (fresh) { /* unsorted: check each against the range */
                 const DKey *k = &keys[i];
-                if (plen && (k->klen < plen || memcmp(k->key, prefix, plen) != 0))
+                if (plen && (k->klen < plen || ((k->p0 ^ pk.p0) & pm0) || ((k->p1 ^ pk.p1) & pm1) ||
+                             (plen > 16 && memcmp(k->key + 16, (const char *)prefix + 16, plen - 16) != 0)))
                     continue;
                 if ((lower && dkey_cmp(k, &lk) < 0) || (upper && dkey_cmp(k, &uk) >= 0))
                     continue;
