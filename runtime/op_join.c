@@ -427,10 +427,7 @@ static int probe(JoinOp *j, Side *ot, const void *key, size_t plen, Partner **ou
     while ((got = stor_iter_next(it, &k, &kl, &ov, &ovl, rc->err)) == 1) {
         if (ovl < 16)
             continue;
-        if (np == j->raw_cap) {
-            j->raw_cap = j->raw_cap ? j->raw_cap * 2 : 16;
-            j->raw = xrealloc(j->raw, sizeof *j->raw * (size_t)j->raw_cap);
-        }
+        raw_reserve(j, np + 1);
         Partner *p = &j->raw[np];
         /* Its key only to rewrite its match count (outer sides). */
         p->key = ot->outer ? arena_strndup(ar, k, kl) : NULL;
