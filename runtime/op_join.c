@@ -90,9 +90,8 @@ typedef struct WholeSide {
     uint64_t gen;             /* the side's gen it was read at */
     bool valid;
     int n;
-    const char **keys;        /* each row's state key (the join key is a prefix of it) */
-    size_t *klens;
-    Partner *ps;              /* the rows, in key order */
+    Partner *ps;              /* the rows, in key order, each with its state key (key, klen: the
+                               * join key is a prefix of it) */
 } WholeSide;
 
 typedef struct PortOp {
@@ -335,8 +334,6 @@ static int probe_small(JoinOp *j, Side *ot, const void *key, size_t plen, Partne
         arena_reset(w->arena);
         w->valid = false;
         w->n = 0;
-        w->keys = arena_alloc(w->arena, sizeof *w->keys * SMALL_SIDE_ROWS);
-        w->klens = arena_alloc(w->arena, sizeof *w->klens * SMALL_SIDE_ROWS);
         w->ps = arena_alloc(w->arena, sizeof *w->ps * SMALL_SIDE_ROWS);
         StorIter *it;
         if (stor_iter_open(ot->t, NULL, 0, &it, rc->err))
@@ -350,7 +347,6 @@ static int probe_small(JoinOp *j, Side *ot, const void *key, size_t plen, Partne
             if (w->n == SMALL_SIDE_ROWS)
                 break;
             Partner *p = &w->ps[w->n];
-            p->key = NULL;
             p->klen = kl;
             p->count = (int64_t)get_be64(ov);
             p->matches = (int64_t)get_be64((const unsigned char *)ov + 8);
@@ -359,8 +355,7 @@ static int probe_small(JoinOp *j, Side *ot, const void *key, size_t plen, Partne
             p->vals = arena_alloc(w->arena, sizeof(Value) * (size_t)ot->n_cols);
             if (row_decode(p->row, p->rlen, p->vals, ot->n_cols))
                 continue;
-            w->keys[w->n] = arena_strndup(w->arena, k, kl);
-            w->klens[w->n] = kl;
+            p->key = arena_strndup(w->arena, k, kl);
             w->n++;
         }
         stor_iter_close(it);
@@ -377,7 +372,7 @@ static int probe_small(JoinOp *j, Side *ot, const void *key, size_t plen, Partne
     raw_reserve(j, w->n);
     int np = 0;
     for (int i = 0; i < w->n; i++)
-        if (w->klens[i] >= plen && memcmp(w->keys[i], key, plen) == 0)
+        if (w->ps[i].klen >= plen && memcmp(w->ps[i].key, key, plen) == 0)
             j->raw[np++] = w->ps[i];
     *out = j->raw;
     *n = np;
