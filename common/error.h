@@ -39,6 +39,8 @@
 #define SQLSTATE_OUT_OF_MEMORY       "53200"
 #define SQLSTATE_PROGRAM_LIMIT       "54000"
 #define SQLSTATE_INVALID_REGEX       "2201B"
+#define SQLSTATE_INVALID_ESCAPE      "22025"  /* invalid_escape_sequence: E'\u12', LIKE ... ESCAPE 'ab' */
+#define SQLSTATE_BAD_ENCODING        "22021"  /* character_not_in_repertoire: invalid UTF-8, a zero byte */
 #define SQLSTATE_TOO_COMPLEX         "54001"  /* statement_too_complex: nesting or parser stack limit */
 #define SQLSTATE_DEPENDENT_OBJECTS   "2BP01"
 #define SQLSTATE_WRONG_OBJECT_TYPE   "42809"
