@@ -70,6 +70,18 @@ bool expr_equal(const PlanExpr *x, const PlanExpr *y)
     return false;
 }
 
+/* After an argument of AND, OR or COALESCE is v, are the later ones unneeded? */
+static bool const_decides(ScalarFn fn, const Value *v)
+{
+    bool t = !v->null && v->u.i != 0;
+    switch (fn) {
+    case FN_AND: return !v->null && !t;
+    case FN_OR: return t;
+    case FN_COALESCE: return !v->null;
+    default: return false;
+    }
+}
+
 int eval_const(BindCtx *b, const PlanExpr *e, Value *out)
 {
     switch (e->kind) {
@@ -79,9 +91,33 @@ int eval_const(BindCtx *b, const PlanExpr *e, Value *out)
         Value args[16];
         if (e->n_args > 16)
             return werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "too many arguments");
-        for (int i = 0; i < e->n_args; i++)
+        /* CASE, AND, OR and COALESCE evaluate only the arguments they reach,
+         * as at run time (eval.c): the rest stand in as NULL. */
+        if (e->fn == FN_CASE) {
+            for (int i = 0; i + 1 < e->n_args; i += 2) {
+                Value c;
+                if (eval_const(b, e->args[i], &c))
+                    return -1;
+                if (!c.null && c.u.i)
+                    return eval_const(b, e->args[i + 1], out);
+            }
+            if (e->n_args % 2)
+                return eval_const(b, e->args[e->n_args - 1], out);
+            *out = value_null(e->type);
+            return 0;
+        }
+        bool lazy = e->fn == FN_AND || e->fn == FN_OR || e->fn == FN_COALESCE;
+        bool stop = false;
+        for (int i = 0; i < e->n_args; i++) {
+            if (stop) {
+                args[i] = value_null(e->args[i]->type);
+                continue;
+            }
             if (eval_const(b, e->args[i], &args[i]))
                 return -1;
+            if (lazy)
+                stop = const_decides(e->fn, &args[i]);
+        }
         if (scalar_call(e->fn, e->type, e->n_args, args, b->a, out, b->err)) {
             if (b->err->pos == 0)
                 b->err->pos = e->pos;
