@@ -125,6 +125,19 @@ bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, in
     return j == m;
 }
 
+/* f rounded to real, with Postgres's dtof checks: 22003 when a finite f
+ * overflows to infinity or a non-zero f underflows to zero. */
+static int to_float4(double f, double *out, WError *err)
+{
+    float r = (float)f;
+    if (isinf(r) && !isinf(f))
+        return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: overflow");
+    if (r == 0 && f != 0)
+        return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: underflow");
+    *out = r;
+    return 0;
+}
+
 int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
 {
     if (v->null || v->type == t) {
@@ -165,9 +178,7 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
         }
         if (t == TYPE_FLOAT4 || t == TYPE_FLOAT8) {
             out->u.f = num_to_double(num_get(v));
-            if (t == TYPE_FLOAT4)
-                out->u.f = (double)(float)out->u.f;
-            return 0;
+            return t == TYPE_FLOAT4 ? to_float4(out->u.f, &out->u.f, err) : 0;
         }
         goto bad;
     }
@@ -191,9 +202,7 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
             out->u.f = v->u.f;
         else
             goto bad;
-        if (t == TYPE_FLOAT4)
-            out->u.f = (double)(float)out->u.f;
-        return 0;
+        return t == TYPE_FLOAT4 ? to_float4(out->u.f, &out->u.f, err) : 0;
     }
     if (t == TYPE_BOOL && type_is_integer(f)) {
         out->u.i = v->u.i != 0;
@@ -490,12 +499,23 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         if (out->u.f == 0 && x->u.f != 0 && isfinite(x->u.f) && isfinite(y->u.f))
             return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: underflow");
         goto fcheck;
-    fcheck:
-        if (isinf(out->u.f) && !isinf(x->u.f) && !(y && isinf(y->u.f)))
-            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: overflow");
+    fcheck: {
+        /* Postgres's check_float8_val/check_float4_val: an infinite result
+         * from finite inputs overflows; a zero result underflows unless an
+         * input allows it (x * 0, 0 / y; a sum may cancel to zero). A real
+         * result is checked after rounding to single precision, as float4
+         * arithmetic computes in it (for + - * / double rounding agrees). */
+        bool inf_ok = isinf(x->u.f) || (y && isinf(y->u.f));
+        bool zero_ok = fn == FN_ADD_F || fn == FN_SUB_F || fn == FN_POW_F || x->u.f == 0 ||
+                       (fn == FN_MUL_F && y->u.f == 0);
         if (result == TYPE_FLOAT4)
             out->u.f = (double)(float)out->u.f;
+        if (isinf(out->u.f) && !inf_ok)
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: overflow");
+        if (out->u.f == 0 && !zero_ok)
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: underflow");
         return 0;
+    }
     case FN_TS_ADD_IV:
     case FN_TS_SUB_IV: {
         int sign = fn == FN_TS_ADD_IV ? 1 : -1;

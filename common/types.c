@@ -675,7 +675,12 @@ int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, W
             end++;
         if (end == tmp || *end)
             return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type %s: \"%s\"", type_name(t), tmp);
-        if ((errno == ERANGE && f != 0) || (t == TYPE_FLOAT4 && isfinite(f) && isinf((float)f)))
+        /* Postgres's float4in/float8in: a value that overflows to infinity
+         * or underflows to zero is out of range (a subnormal is kept). */
+        bool range = errno == ERANGE && (f == 0 || isinf(f));
+        if (t == TYPE_FLOAT4)
+            range = range || (isfinite(f) && isinf((float)f)) || (f != 0 && (float)f == 0);
+        if (range)
             return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "\"%s\" is out of range for type %s", tmp, type_name(t));
         out->u.f = t == TYPE_FLOAT4 ? (double)(float)f : f;
         return 0;
