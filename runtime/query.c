@@ -57,18 +57,15 @@ static int cmp_rows(const void *x, const void *y)
     for (int i = 0; i < sort_q->n_order; i++) {
         const PlanOrder *o = &sort_q->order[i];
         const Value *va = &a->vals[o->col], *vb = &b->vals[o->col];
-        int c;
         if (va->null || vb->null) {
+            /* Where NULLs go does not depend on the direction: the planner
+             * resolved it (NULLs are larger than any value in Postgres, so
+             * last in ASC and first in DESC unless NULLS FIRST/LAST says). */
             if (va->null && vb->null)
                 continue;
-            c = va->null ? 1 : -1; /* NULLs sort as larger than any value, as in Postgres */
-            if (o->nulls_first != o->desc)
-                c = -c;
-            if (o->desc)
-                c = -c;
-        } else {
-            c = value_cmp(va, vb);
+            return (va->null == o->nulls_first) ? -1 : 1;
         }
+        int c = value_cmp(va, vb);
         if (c)
             return o->desc ? -c : c;
     }
