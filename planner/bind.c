@@ -630,7 +630,11 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
             agg.type = arg->type;
         } else if (strcmp(f, "sum") == 0) {
             agg.kind = AGG_SUM;
-            if (type_is_integer(arg->type))
+            if (arg->type == TYPE_INT8 && b->plan_rev >= 3) {
+                /* sum(bigint) is numeric, as in Postgres: it cannot overflow. */
+                arg = make_cast(b, arg, TYPE_NUMERIC, e->pos);
+                agg.arg_type = agg.type = TYPE_NUMERIC;
+            } else if (type_is_integer(arg->type))
                 agg.type = TYPE_INT8;
             else if (arg->type == TYPE_FLOAT4 || arg->type == TYPE_FLOAT8)
                 agg.type = TYPE_FLOAT8;
@@ -644,8 +648,12 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
             agg.kind = AGG_AVG;
             if (!type_is_numeric(arg->type))
                 goto badtype;
-            /* avg(numeric) is numeric as in Postgres; over integers and
-             * floats weir keeps double precision. */
+            /* avg over numeric and integers is numeric as in Postgres (over
+             * integers since planner revision 3); over floats double. */
+            if (type_is_integer(arg->type) && b->plan_rev >= 3) {
+                arg = make_cast(b, arg, TYPE_NUMERIC, e->pos);
+                agg.arg_type = TYPE_NUMERIC;
+            }
             agg.type = arg->type == TYPE_NUMERIC ? TYPE_NUMERIC : TYPE_FLOAT8;
         } else {
             agg.kind = strcmp(f, "min") == 0 ? AGG_MIN : AGG_MAX;

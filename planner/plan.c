@@ -1261,7 +1261,13 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
                 PlanExpr *e = bound[r][c];
                 if (e->kind == PE_CONST && (e->unknown || e->value.null))
                     continue;
-                t = t == TYPE_NULL ? e->type : (type_is_numeric(t) && type_is_numeric(e->type) && t != e->type ? TYPE_FLOAT8 : t);
+                /* Mixed number types: Postgres's common type (int and bigint
+                 * are bigint, an integer and a numeric numeric) since planner
+                 * revision 3; before, always double precision. */
+                if (t == TYPE_NULL)
+                    t = e->type;
+                else if (type_is_numeric(t) && type_is_numeric(e->type) && t != e->type)
+                    t = b->plan_rev >= 3 ? bind_common_type(t, e->type) : TYPE_FLOAT8;
             }
             if (t == TYPE_NULL)
                 t = TYPE_TEXT;
@@ -1652,6 +1658,7 @@ static void init_ctx(PlanCtx *p, const PlanCatalog *cat, Arena *a, WError *err, 
     p->b.next_node_id = 1;
     p->streaming = streaming;
     p->plan_rev = PLAN_REV_CURRENT;
+    p->b.plan_rev = PLAN_REV_CURRENT;
 }
 
 
@@ -1748,7 +1755,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     init_ctx(&p, cat, a, err, true);
     p.allow_unbounded = opt && opt->allow_unbounded;
     if (opt)
-        p.plan_rev = opt->plan_rev;
+        p.plan_rev = p.b.plan_rev = opt->plan_rev;
     BindCtx *b = &p.b;
     if (!cv->materialized) {
         werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos, "feature not supported: non-materialized views");
@@ -1883,7 +1890,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         if (win) {
             win->late_check = true;
             win->lateness_us = lateness;
-            plan_set_panes(agg, win);
+            plan_set_panes(agg, win, p.plan_rev);
         }
         if (cv->late_rows_into && !win) {
             werr(err, "42P20", cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");

@@ -392,8 +392,13 @@ typedef struct PlanQuery {
  *      makes an interval join, an equality a hash key
  *   2  equal sub-plans run once (plan_share.c; planner/README.md "Shared
  *      sub-plans": an older view's two copies may have checkpointed different
- *      source offsets, so it keeps them) */
-#define PLAN_REV_CURRENT 2
+ *      source offsets, so it keeps them)
+ *   3  sum(bigint) and avg over integers are numeric, as in Postgres (their
+ *      state holds a numeric sum and its scale counts, not a bigint or a
+ *      double); a VALUES column of mixed number types takes their common
+ *      type (bigint, numeric), not double precision; a HOP aggregation with
+ *      a numeric sum or avg works in panes (plan_panes.c) */
+#define PLAN_REV_CURRENT 3
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */

@@ -59,11 +59,13 @@ typedef struct BindCtx {
     int64_t now_us;          /* now() of this statement (timestamptz), 0 until first used */
     int n_subq, cap_subq;    /* subqueries planned so far (plan_subq.c), newest last */
     SubqMap *subq;
+    int plan_rev;            /* PlanCtx.plan_rev: the planner revision whose typing rules apply */
 } BindCtx;
 
 /* plan_panes.c: makes a HOP window aggregation (win feeding agg) work in
- * panes when it can; true if it did. */
-bool plan_set_panes(PlanNode *agg, PlanNode *win);
+ * panes when it can; true if it did. Numeric sums merge from panes since
+ * planner revision plan_rev 3. */
+bool plan_set_panes(PlanNode *agg, PlanNode *win, int plan_rev);
 
 /* bind.c */
 PlanExpr *bind_expr(BindCtx *b, const Scope *s, const AstExpr *e);

@@ -414,21 +414,77 @@ static void state_init(AggOp *a, const Value *group, Value *st)
     }
 }
 
-/* Adds (sign 1) or retracts (sign -1) row r of c into st. Returns -1 on overflow. */
-static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign)
+/* Is aggregate g filtered out for row r? */
+static bool filtered_out(const PlanAgg *g, const Chunk *c, int r)
+{
+    if (g->filter_col < 0)
+        return false;
+    const Column *f = &c->cols[g->filter_col];
+    return f->nulls[r] || !f->v.i[r];
+}
+
+/* The sums that row r of c would make (sign 1 adds, -1 retracts), into
+ * sums[i] for each bigint or numeric sum/avg i, before anything changes:
+ * a row whose addend overflows must leave the group as it was. Returns
+ * -1 with err (22003) on overflow. */
+static int sums_check(AggOp *a, const Value *st, const Chunk *c, int r, int sign, Value *sums, WError *err)
 {
     const PlanNode *n = a->op.node;
+    int k = a->n_group + 2;
+    for (int i = 0; i < n->n_aggs; k += slots_of(&n->aggs[i]), i++) {
+        const PlanAgg *g = &n->aggs[i];
+        if ((g->kind != AGG_SUM && g->kind != AGG_AVG) || filtered_out(g, c, r))
+            continue;
+        Value v;
+        chunk_get(c, g->arg, r, &v);
+        if (v.null)
+            continue;
+        if (g->type == TYPE_NUMERIC) {
+            Numeric x;
+            if ((sign > 0 ? num_add : num_sub)(num_get(&st[k]), num_get(&v), &x, err))
+                return -1;
+            num_put(x, &sums[i]);
+        } else if (g->kind == AGG_SUM && g->type == TYPE_INT8) {
+            sums[i] = st[k];
+            if (sign > 0 ? __builtin_add_overflow(st[k].u.i, v.u.i, &sums[i].u.i)
+                         : __builtin_sub_overflow(st[k].u.i, v.u.i, &sums[i].u.i))
+                return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "bigint out of range");
+        }
+    }
+    return 0;
+}
+
+/* A row's sum overflowed (err). An ad hoc query fails, as in Postgres; a
+ * view counts the row as an evaluation error and goes on without it.
+ * Returns -1 when the error is fatal. */
+static int sum_failed(AggOp *a, const WError *err)
+{
+    RtCtx *rc = a->op.rc;
+    if (rc->batch) {
+        *rc->err = *err;
+        return -1;
+    }
+    rc->stats.eval_errors++;
+    rt_row_error(rc, "%s", err->msg);
+    return 0;
+}
+
+/* Adds (sign 1) or retracts (sign -1) row r of c into st. On an overflow
+ * st is left as it was and -1 is returned with err set. */
+static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign, WError *err)
+{
+    const PlanNode *n = a->op.node;
+    Value sums[MAX_VALS];
+    if (sums_check(a, st, c, r, sign, sums, err))
+        return -1;
     st[a->n_group].u.i += sign;
     int k = a->n_group + 2;
     for (int i = 0; i < n->n_aggs; i++) {
         const PlanAgg *g = &n->aggs[i];
         int slots = slots_of(g);
-        if (g->filter_col >= 0) {
-            const Column *f = &c->cols[g->filter_col];
-            if (f->nulls[r] || !f->v.i[r]) {
-                k += slots;
-                continue;
-            }
+        if (filtered_out(g, c, r)) {
+            k += slots;
+            continue;
         }
         Value v;
         if (g->arg >= 0)
@@ -446,13 +502,8 @@ static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign)
             if (g->type == TYPE_NUMERIC) {
                 /* Exact under retraction: subtracting what was added gives back
                  * the same sum, and the scale follows the values still in it. */
-                Numeric s, x = num_get(&v);
-                WError e = {0};
-                if ((sign > 0 ? num_add : num_sub)(num_get(&st[k]), x, &s, &e)) {
-                    rt_row_error(a->op.rc, "numeric field overflow in %s()", g->kind == AGG_SUM ? "sum" : "avg");
-                    return -1;
-                }
-                num_put(s, &st[k]);
+                Numeric x = num_get(&v);
+                st[k] = sums[i];   /* sums_check computed it */
                 scales_apply(&st[k], &st[k + 2], x.scale, sign, NULL, a->op.rc->chunk_arena);
             } else if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8) {
                 double x = type_phys(v.type) == PHYS_F64 ? v.u.f : (double)v.u.i;
@@ -461,9 +512,8 @@ static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign)
                 st[k].u.iv.months += sign * v.u.iv.months;
                 st[k].u.iv.days += sign * v.u.iv.days;
                 st[k].u.iv.usecs += sign * v.u.iv.usecs;
-            } else if (__builtin_add_overflow(st[k].u.i, sign * v.u.i, &st[k].u.i)) {
-                rt_row_error(a->op.rc, "bigint out of range in sum()");
-                return -1;
+            } else {
+                st[k] = sums[i];
             }
             st[k + 1].u.i += sign;
             break;
@@ -923,8 +973,9 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
     }
     Value st[MAX_VALS], o[MAX_VALS], out[MAX_VALS];
     state_init(a, group, st);
-    if (state_apply(a, st, c, r, 1))
-        return 0;
+    WError serr = {0};
+    if (state_apply(a, st, c, r, 1, &serr))
+        return sum_failed(a, &serr);
     Buf prefix = BUF_INIT, okey = BUF_INIT;
     session_prefix(a, group, &prefix);
     /* Collect the overlapping sessions first: merging deletes them. */
@@ -1374,7 +1425,6 @@ static int pane_push(AggOp *a, Chunk *c)
 {
     RtOp *op = &a->op;
     const PlanNode *n = op->node;
-    RtCtx *rc = op->rc;
     Value group[MAX_VALS], st[MAX_VALS], now[MAX_VALS], out[MAX_VALS];
     int per_pane = (int)(n->win_size_us / n->win_slide_us) + 1; /* windows covering one pane, at most */
     if (n->lateness_us > 0 && !a->upd_before) {
@@ -1411,8 +1461,10 @@ static int pane_push(AggOp *a, Chunk *c)
             return -1;
         if (f == 0)
             state_init(a, group, st);
-        if (state_apply(a, st, c, r, rowop_is_add(c->ops[r]) ? 1 : -1)) {
-            rc->stats.eval_errors++;
+        WError serr = {0};
+        if (state_apply(a, st, c, r, rowop_is_add(c->ops[r]) ? 1 : -1, &serr)) {
+            if (sum_failed(a, &serr))
+                return -1;
             continue;
         }
         if (state_store(a, a->kbuf.data, a->kbuf.len, st) || pane_note(a, pe))
@@ -1495,8 +1547,10 @@ static int agg_push(RtOp *op, Chunk *c)
                 return -1;
         }
         int sign = rowop_is_add(c->ops[r]) ? 1 : -1;
-        if (state_apply(a, st, c, r, sign)) {
-            rc->stats.eval_errors++;
+        WError serr = {0};
+        if (state_apply(a, st, c, r, sign, &serr)) {
+            if (sum_failed(a, &serr))
+                return -1;
             continue;
         }
         if (a->global || st[a->n_group].u.i > 0)
