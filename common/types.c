@@ -823,7 +823,7 @@ uint64_t value_hash(const Value *v, uint64_t seed)
     switch (type_phys(v->type)) {
     case PHYS_I64: return hash_u64(seed ^ (uint64_t)v->u.i);
     case PHYS_F64: {
-        double f = v->u.f == 0 ? 0 : v->u.f; /* -0 == 0 */
+        double f = v->u.f == 0 ? 0 : isnan(v->u.f) ? NAN : v->u.f; /* -0 == 0, NaN == NaN */
         uint64_t w;
         memcpy(&w, &f, 8);
         return hash_u64(seed ^ w);

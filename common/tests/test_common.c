@@ -6,6 +6,7 @@
 #include "tap.h"
 #include "types.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *roundtrip(TypeId t, const char *in, Arena *a, Buf *b)
@@ -96,6 +97,55 @@ static void test_keys(void)
     buf_free(&k3);
     buf_free(&prev);
     buf_free(&cur);
+}
+
+/* Equal values have equal keys and hashes (issue 17 #6). */
+static bool same_key(Value x, Value y)
+{
+    Buf a = BUF_INIT, b = BUF_INIT;
+    key_encode(&a, &x, 1);
+    key_encode(&b, &y, 1);
+    bool same = a.len == b.len && memcmp(a.data, b.data, a.len) == 0 && value_hash(&x, 7) == value_hash(&y, 7);
+    buf_free(&a);
+    buf_free(&b);
+    return same;
+}
+
+static Value iv(int32_t months, int32_t days, int64_t usecs)
+{
+    Value v = value_null(TYPE_INTERVAL);
+    v.null = false;
+    v.u.iv = (Interval){.usecs = usecs, .days = days, .months = months};
+    return v;
+}
+
+static void test_equal_keys(void)
+{
+    const int64_t H = INT64_C(3600000000);
+    ok(same_key(iv(0, 1, 0), iv(0, 0, 24 * H)), "'1 day' and '24 hours' share a key");
+    ok(same_key(iv(1, 0, 0), iv(0, 30, 0)), "'1 mon' and '30 days' share a key");
+    ok(same_key(iv(0, -1, 0), iv(0, 0, -24 * H)), "'-1 day' and '-24 hours' share a key");
+    ok(!same_key(iv(0, 1, 0), iv(0, 1, 1)), "intervals a microsecond apart differ");
+    ok(same_key(value_float(TYPE_FLOAT8, 0.0), value_float(TYPE_FLOAT8, -0.0)), "0 and -0 share a key");
+    ok(same_key(value_float(TYPE_FLOAT8, NAN), value_float(TYPE_FLOAT8, -NAN)), "NaN and -NaN share a key");
+    Buf k = BUF_INIT;
+    Value v = iv(0, 0, 36 * H);
+    key_encode(&k, &v, 1);
+    Arena *a = arena_new(0);
+    TypeId t = TYPE_INTERVAL;
+    Value back;
+    ok(key_decode(k.data, k.len, &t, 1, a, &back) == 0 && back.u.iv.days == 1 && back.u.iv.usecs == 12 * H &&
+           back.u.iv.months == 0,
+       "an interval key decodes canonical");
+    Buf inf = BUF_INIT;
+    Value fi = value_float(TYPE_FLOAT8, INFINITY), fn = value_float(TYPE_FLOAT8, -NAN);
+    buf_reset(&k);
+    key_encode(&k, &fn, 1);
+    key_encode(&inf, &fi, 1);
+    ok(memcmp(inf.data, k.data, inf.len) < 0, "NaN sorts above Infinity");
+    arena_free(a);
+    buf_free(&inf);
+    buf_free(&k);
 }
 
 static void test_rows(void)
@@ -190,6 +240,7 @@ int main(void)
     test_arena();
     test_text_io();
     test_keys();
+    test_equal_keys();
     test_rows();
     test_chunk();
     return tap_done();
