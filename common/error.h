@@ -29,7 +29,8 @@
 #define SQLSTATE_GROUPING_ERROR      "42803"
 #define SQLSTATE_INVALID_PARAMETER   "22023"
 #define SQLSTATE_INVALID_TEXT        "22P02"
-#define SQLSTATE_DATETIME_FORMAT     "22007"
+#define SQLSTATE_DATETIME_FORMAT     "22007"  /* invalid_datetime_format: 'abc'::date */
+#define SQLSTATE_DATETIME_OVERFLOW   "22008"  /* datetime_field_overflow: '2023-02-30'::date, year 0 */
 #define SQLSTATE_NUMERIC_RANGE       "22003"
 #define SQLSTATE_DIVISION_BY_ZERO    "22012"
 #define SQLSTATE_NOT_SUPPORTED       "0A000"

@@ -22,7 +22,7 @@ typedef enum ScalarFn {
     FN_ADD_F, FN_SUB_F, FN_MUL_F, FN_DIV_F, FN_NEG_F, FN_POW_F,
     /* time arithmetic */
     FN_TS_ADD_IV, FN_TS_SUB_IV, FN_TS_SUB_TS, FN_IV_ADD_IV, FN_IV_SUB_IV, FN_IV_NEG,
-    FN_IV_MUL_F, FN_DATE_ADD_I, FN_DATE_SUB_I, FN_DATE_SUB_DATE,
+    FN_IV_MUL_F, FN_IV_DIV_F, FN_DATE_ADD_I, FN_DATE_SUB_I, FN_DATE_SUB_DATE,
     /* comparison (both arguments of one type after coercion) */
     FN_EQ, FN_NE, FN_LT, FN_LE, FN_GT, FN_GE,
     /* three-valued logic */

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-#define SQLSTATE_DATETIME_OVERFLOW "22008"
 
 typedef enum Unit {
     U_BAD, U_MICRO, U_MILLI, U_SECOND, U_MINUTE, U_HOUR, U_DAY, U_WEEK, U_MONTH, U_QUARTER,

@@ -459,6 +459,10 @@ static PlanExpr *bind_binary(BindCtx *b, const Scope *s, const AstExpr *e, AstOp
         PlanExpr *args[2] = {x, coerce_expr(b, y, TYPE_FLOAT8, pos)};
         return make_call(b, FN_IV_MUL_F, TYPE_INTERVAL, pos, 2, args);
     }
+    if (op == OP_DIV && tx == TYPE_INTERVAL && type_is_numeric(ty)) {
+        PlanExpr *args[2] = {x, coerce_expr(b, y, TYPE_FLOAT8, pos)};
+        return make_call(b, FN_IV_DIV_F, TYPE_INTERVAL, pos, 2, args);
+    }
     if (op == OP_MUL && ty == TYPE_INTERVAL && type_is_numeric(tx)) {
         PlanExpr *args[2] = {y, coerce_expr(b, x, TYPE_FLOAT8, pos)};
         return make_call(b, FN_IV_MUL_F, TYPE_INTERVAL, pos, 2, args);

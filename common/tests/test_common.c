@@ -31,7 +31,13 @@ static void test_text_io(void)
     is_str(roundtrip(TYPE_TIMESTAMP, "1969-12-31 23:59:59.5", a, &b), "1969-12-31 23:59:59.5", "pre-epoch");
     is_str(roundtrip(TYPE_TIMESTAMPTZ, "2026-03-01 12:00:00", a, &b), "2026-03-01 12:00:00+00", "timestamptz");
     is_str(roundtrip(TYPE_DATE, "2024-02-29", a, &b), "2024-02-29", "leap date");
-    ok(strstr(roundtrip(TYPE_DATE, "2023-02-29", a, &b), "invalid") != NULL, "bad date rejected");
+    ok(strstr(roundtrip(TYPE_DATE, "2023-02-29", a, &b), "out of range") != NULL, "bad date rejected (22008)");
+    ok(strstr(roundtrip(TYPE_DATE, "0000-01-01", a, &b), "out of range") != NULL, "no year 0");
+    ok(strstr(roundtrip(TYPE_DATE, "2023-0a-01", a, &b), "invalid") != NULL, "malformed date (22007)");
+    is_str(roundtrip(TYPE_DATE, " -infinity ", a, &b), "-infinity", "date -infinity");
+    is_str(roundtrip(TYPE_BOOL, " TRUE ", a, &b), "t", "boolean with spaces");
+    is_str(roundtrip(TYPE_BOOL, "of", a, &b), "f", "boolean prefix");
+    ok(strstr(roundtrip(TYPE_BOOL, "o", a, &b), "invalid") != NULL, "ambiguous boolean prefix");
     is_str(roundtrip(TYPE_INTERVAL, "10 seconds", a, &b), "00:00:10", "interval seconds");
     is_str(roundtrip(TYPE_INTERVAL, "1 day 02:00:00", a, &b), "1 day 02:00:00", "interval day");
     is_str(roundtrip(TYPE_INTERVAL, "PT1M30S", a, &b), "00:01:30", "iso interval");
