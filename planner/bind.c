@@ -958,6 +958,16 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
             return NULL;
     if (n == 2 && (strcmp(f, "->") == 0 || strcmp(f, "->>") == 0))
         return bind_json_op(b, f, e->pos, args);
+    if (strcmp(f, "pg_typeof") == 0 && n == 1) {
+        /* The argument's type is known when the statement is planned: a
+         * constant, named as Postgres's regtype output names it (weir's text
+         * is character varying; an untyped literal or NULL is unknown). */
+        const PlanExpr *x = args[0];
+        const char *tn = x->kind == PE_CONST && (x->unknown || x->type == TYPE_NULL) ? "unknown" : type_name(x->type);
+        PlanExpr *r = make_const(b, value_str(TYPE_TEXT, tn, strlen(tn)));
+        r->pos = e->pos;
+        return r;
+    }
     if (strcmp(f, "abs") == 0 && n == 1) {
         if (type_is_integer(args[0]->type))
             return make_call(b, FN_ABS_I, args[0]->type, e->pos, 1, args);
@@ -1075,7 +1085,7 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
     return no_function(b, e->pos, f, n, args);
 }
 
-/* EXTRACT(field FROM x): date_part by x's type (double precision). */
+/* EXTRACT(field FROM x): date_part by x's type, as a numeric. */
 static PlanExpr *bind_extract(BindCtx *b, const Scope *s, const AstExpr *e)
 {
     PlanExpr *args[2];
@@ -1094,7 +1104,8 @@ static PlanExpr *bind_extract(BindCtx *b, const Scope *s, const AstExpr *e)
     }
     if (!(args[1] = coerce_expr(b, args[1], t, e->pos)) || !check_field(b, fn, t, args[0], e->pos))
         return NULL;
-    return make_call(b, fn, TYPE_FLOAT8, e->pos, 2, args);
+    /* numeric since planner revision 3, as in Postgres 14+; date_part stays double precision */
+    return make_call(b, fn, b->plan_rev >= 3 ? TYPE_NUMERIC : TYPE_FLOAT8, e->pos, 2, args);
 }
 
 /* ---- the dispatcher ------------------------------------------------------- */

@@ -397,7 +397,8 @@ typedef struct PlanQuery {
  *      state holds a numeric sum and its scale counts, not a bigint or a
  *      double); a VALUES column of mixed number types takes their common
  *      type (bigint, numeric), not double precision; a HOP aggregation with
- *      a numeric sum or avg works in panes (plan_panes.c) */
+ *      a numeric sum or avg works in panes (plan_panes.c); EXTRACT is
+ *      numeric (Postgres 14+) */
 #define PLAN_REV_CURRENT 3
 
 typedef struct PlanViewOptions {

@@ -331,7 +331,8 @@ bool pgt_names_catalog(const char *sql, int start, int end)
         after_call_name = false;
         if (t.k == TK_IDENT && !(prev.k == TK_PUNCT && prev.text[0] == '.')) {
             if (!strcmp(t.text, "pg_catalog") || !strcmp(t.text, "information_schema") ||
-                !strncmp(t.text, "pg_", 3) || in_list(t.text, SESSION_WORDS) || in_list(t.text, REG_TYPES))
+                (!strncmp(t.text, "pg_", 3) && strcmp(t.text, "pg_typeof") != 0) ||   /* pg_typeof: the planner's */
+                in_list(t.text, SESSION_WORDS) || in_list(t.text, REG_TYPES))
                 hit = true;
             after_call_name = true;
             call = t.text;
