@@ -202,7 +202,9 @@ static int slots_of(const PlanAgg *g)
  * One entry per distinct value: key = group key, 0xFD, aggregate index,
  * memcomparable value; value = 0xFE then the 8-byte count, and for a
  * NUMERIC the display scale of the first copy (the key holds the value
- * without trailing zeros, so min() gives back 1.50, not 1.5). The 0xFE lead
+ * without trailing zeros, so min() gives back 1.50, not 1.5), for an
+ * INTERVAL the first copy's months, days and microseconds (the key holds
+ * its span). The 0xFE lead
  * byte tells these apart from group states when windows are swept. */
 
 static void ms_key(const Buf *group, int agg, const Value *v, Buf *out)
@@ -231,12 +233,23 @@ static int64_t ms_add(AggOp *a, int agg, const Value *v, int delta)
     else if (after <= 0)
         rc = stor_table_delete(a->op.table, k.data, k.len, err);
     else {
-        unsigned char nv[10] = {0xfe};
+        unsigned char nv[33] = {0xfe};
         put_be64(nv + 1, (uint64_t)after);
         size_t n = 9;
         if (v->type == TYPE_NUMERIC) {
             nv[9] = f == 1 && vl == 10 ? ((const unsigned char *)val)[9] : v->nscale;
             n = 10;
+        } else if (v->type == TYPE_INTERVAL) {
+            /* The first copy's own fields ('36 hours'; the key holds the
+             * span, '1 day 12:00:00' when decoded). */
+            if (f == 1 && vl == 33) {
+                memcpy(nv + 9, (const unsigned char *)val + 9, 24);
+            } else {
+                put_be64(nv + 9, (uint64_t)v->u.iv.usecs);
+                put_be64(nv + 17, (uint64_t)(int64_t)v->u.iv.days);
+                put_be64(nv + 25, (uint64_t)(int64_t)v->u.iv.months);
+            }
+            n = 33;
         }
         rc = stor_table_put(a->op.table, k.data, k.len, nv, n, err);
     }
@@ -269,6 +282,11 @@ static int ms_extreme(AggOp *a, int agg, TypeId t, bool want_max, Value *out)
             WError e = {0};
             if (num_rescale(num_get(out), ((const unsigned char *)v)[9], &x, &e) == 0)
                 num_put(x, out);
+        }
+        if (t == TYPE_INTERVAL && !out->null && vl == 33) {
+            const unsigned char *p = (const unsigned char *)v + 9;
+            out->u.iv = (Interval){.usecs = (int64_t)get_be64(p), .days = (int32_t)(int64_t)get_be64(p + 8),
+                                   .months = (int32_t)(int64_t)get_be64(p + 16)};
         }
         if (!want_max)
             break;
