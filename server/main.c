@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "cluster.h"
 #include "nexmark_cli.h"
 #include "engine.h"
 #include "http.h"
@@ -52,6 +53,10 @@ static void usage(FILE *f)
             "                              (default " DEFAULT_KAFKA ", with an embedded broker started\n"
             "                              there if nothing answers)\n"
             "  --no-broker                 never start the embedded broker\n"
+            "  --cluster NAME              join weir cluster NAME (with --node-id): DDL goes through\n"
+            "                              the Kafka topic _weir.NAME.catalog, heartbeats through\n"
+            "                              _weir.NAME.nodes (docs/cluster.md); 1-64 of [A-Za-z0-9._-]\n"
+            "  --node-id ID                this node's id in the cluster, unique; 1-64 of [A-Za-z0-9._-]\n"
             "  --checkpoint-interval MS    time between checkpoints (default 1000)\n"
             "  --max-connections N         client connections at once (default 100)\n"
             "  --state-memory-limit SIZE   operator state not yet checkpointed, at most (default 1GB;\n"
@@ -151,6 +156,7 @@ static int serve(int argc, char **argv)
 {
     const char *data_dir = "./data", *host = "127.0.0.1", *kafka = NULL;
     const char *http_host = "127.0.0.1";
+    const char *cluster = NULL, *node_id = NULL;
     const char *tls_cert = NULL, *tls_key = NULL;
     SrvAuth auth = SRV_AUTH_LOCAL_TRUST;
     int port = DEFAULT_PORT, interval = 1000, max_conn = 100, http_port = DEFAULT_HTTP_PORT;
@@ -183,6 +189,10 @@ static int serve(int argc, char **argv)
             host = v;
         else if (!strcmp(a, "--kafka"))
             kafka = v;
+        else if (!strcmp(a, "--cluster"))
+            cluster = v;
+        else if (!strcmp(a, "--node-id"))
+            node_id = v;
         else if (!strcmp(a, "--port") && !parse_int(v, 0, 65535, &port))
             ;
         else if (!strcmp(a, "--checkpoint-interval") && !parse_int(v, 10, 3600000, &interval))
@@ -212,6 +222,20 @@ static int serve(int argc, char **argv)
         }
         i++;
     }
+    if ((cluster != NULL) != (node_id != NULL)) {
+        fprintf(stderr, "weir: --cluster and --node-id go together\n");
+        return 2;
+    }
+    WError err = {0};
+    if (cluster && (cluster_name_check("cluster name", cluster, &err) || cluster_name_check("node id", node_id, &err))) {
+        fprintf(stderr, "weir: %s\n", err.msg);
+        return 2;
+    }
+    /* Test-only (tests/cluster): a node that claims another version, to check
+     * that a cluster refuses mixed versions. Not for production use. */
+    const char *version = getenv("WEIR_TEST_FAKE_VERSION");
+    if (!version || !*version)
+        version = WEIR_VERSION;
     if (mkdir(data_dir, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "weir: cannot create data directory %s: %s\n", data_dir, strerror(errno));
         return 1;
@@ -238,13 +262,15 @@ static int serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    WError err = {0};
     Engine *e;
     EngineConfig ec = {.data_dir = data_dir, .kafka_bootstrap = bootstrap, .checkpoint_interval_ms = interval,
                        .max_map_size = (size_t)max_map, .state_memory_limit = state_limit,
-                       .state_cache_size = state_cache};
+                       .state_cache_size = state_cache, .cluster = cluster, .node_id = node_id,
+                       .version = version};
     if (engine_open(&ec, &e, &err)) {
         fprintf(stderr, "weir: %s\n", err.msg);
+        if (err.hint[0])
+            fprintf(stderr, "weir: hint: %s\n", err.hint);
         return 1;
     }
     if (auth == SRV_AUTH_SCRAM && http_sql && http_port != 0) {
@@ -302,15 +328,26 @@ static int serve(int argc, char **argv)
                      http_sql ? ", POST /api/sql" : "");
         }
     }
+    {
+        char pg_addr[300], http_addr[300] = "";
+        snprintf(pg_addr, sizeof pg_addr, "%s:%d", host, srv_server_port(srv));
+        if (http)
+            snprintf(http_addr, sizeof http_addr, "%s:%d", http_host, srv_http_port(http));
+        engine_cluster_addresses(e, pg_addr, http_addr);
+    }
+    char cluster_line[200] = "";
+    if (cluster)
+        snprintf(cluster_line, sizeof cluster_line, "  cluster:           %s, node %s\n", cluster, node_id);
     printf("weir " WEIR_VERSION " is ready\n"
            "  postgres protocol: %s:%d   connect with: psql \"host=%s port=%d dbname=weir user=weir\"\n"
            "  authentication:    %s; tls %s\n"
            "  http:              %s\n"
            "  kafka:             %s%s\n"
-           "  data directory:    %s\n",
+           "  data directory:    %s\n"
+           "%s",
            host, srv_server_port(srv), host, srv_server_port(srv),
            auth == SRV_AUTH_SCRAM ? "scram-sha-256 for everyone" : "trust on loopback, scram-sha-256 otherwise",
-           tls_cert ? "on" : "off", http_line, bootstrap, broker_note, data_dir);
+           tls_cert ? "on" : "off", http_line, bootstrap, broker_note, data_dir, cluster_line);
     fflush(stdout);
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -17,11 +17,14 @@
  *   weir_backfills    per view created WITH (backfill_from = ...), source and
  *                     partition: read position, end offset, lag, watermark,
  *                     and whether the whole view has caught up
+ *   weir_cluster      the nodes of this weir's cluster: alive or gone, state,
+ *                     version, addresses, catalog position and lag
  *
  * They are ordinary relations to the planner (CAT_SYSTEM with their rows),
  * built in the statement's arena under the engine lock, so one query sees
  * one consistent moment.
  */
+#include "cluster.h"
 #include "engine_int.h"
 
 #include <stdlib.h>
@@ -103,6 +106,59 @@ static const CatRelation *views(Engine *e, Arena *a)
          * for RESUME; stopped: its dataflow failed or cannot start, retried every 2 s. */
         row[9] = text(a, o->df ? (e->paused ? "paused" : "running") : o->failed ? "failed" : "stopped");
     }
+    return b.r;
+}
+
+/* weir_cluster: the nodes of this weir's cluster, as their heartbeats in
+ * the nodes topic describe them (cluster.c); outside a cluster one row for
+ * this process, the cluster of one. alive: a heartbeat within
+ * CLUSTER_GONE_MS; this node's own row says "cut off" while its heartbeats
+ * cannot be delivered. catalog_lag: records of the catalog topic the node
+ * has not applied. */
+static const CatRelation *cluster(Engine *e, Arena *a)
+{
+    static const char *names[] = {"cluster", "node_id", "self", "alive", "state", "version", "postgres_address",
+                                  "http_address", "started_at", "last_heartbeat", "catalog_applied",
+                                  "catalog_lag", "instance"};
+    static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_BOOL, TYPE_BOOL, TYPE_TEXT, TYPE_TEXT, TYPE_TEXT,
+                                   TYPE_TEXT, TYPE_TIMESTAMPTZ, TYPE_TIMESTAMPTZ, TYPE_INT8, TYPE_INT8, TYPE_TEXT};
+    SysBuild b = {a, sys_new(a, "weir_cluster", 13, names, types), 0};
+    if (!e->cluster) {
+        Value *row = sys_row(&b);
+        row[0] = value_null(TYPE_TEXT);
+        row[1] = value_null(TYPE_TEXT);
+        row[2] = value_bool(true);
+        row[3] = value_bool(true);
+        row[4] = text(a, "standalone");
+        for (int k = 5; k < 13; k++)
+            row[k] = value_null(types[k]);
+        return b.r;
+    }
+    ClusterNode *nodes;
+    int64_t end = 0;
+    int n = cluster_nodes(e->cluster, &nodes, &end);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    for (int i = 0; i < n; i++) {
+        const ClusterNode *nd = &nodes[i];
+        bool alive = nd->self || now - nd->sent_us < (int64_t)CLUSTER_GONE_MS * 1000;
+        Value *row = sys_row(&b);
+        row[0] = text(a, cluster_name(e->cluster));
+        row[1] = text(a, nd->node_id);
+        row[2] = value_bool(nd->self);
+        row[3] = value_bool(alive);
+        row[4] = text(a, alive ? nd->state : "gone");
+        row[5] = text(a, nd->version);
+        row[6] = nd->pg_addr[0] ? text(a, nd->pg_addr) : value_null(TYPE_TEXT);
+        row[7] = nd->http_addr[0] ? text(a, nd->http_addr) : value_null(TYPE_TEXT);
+        row[8] = value_int(TYPE_TIMESTAMPTZ, nd->started_us);
+        row[9] = value_int(TYPE_TIMESTAMPTZ, nd->sent_us);
+        row[10] = value_int(TYPE_INT8, nd->catalog_next);
+        row[11] = value_int(TYPE_INT8, end > nd->catalog_next ? end - nd->catalog_next : 0);
+        row[12] = text(a, nd->instance);
+    }
+    free(nodes);
     return b.r;
 }
 
@@ -335,7 +391,7 @@ static const struct {
     {"weir_views", views},         {"weir_sinks", sinks},           {"weir_checkpoints", checkpoints},
     {"weir_state", state},         {"weir_operators", operators},   {"weir_watermarks", watermarks},
     {"weir_source_errors", source_errors}, {"weir_verifications", verify_sysview},
-    {"weir_backfills", backfills},
+    {"weir_backfills", backfills}, {"weir_cluster", cluster},
 };
 
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a)
