@@ -82,6 +82,7 @@ struct Cluster {
     ClusterNode *nodes;           /* the latest heartbeat per node id */
     bool cut_off;
     int64_t cut_off_since_us;
+    bool catalog_lost;            /* the topic ends before what we applied: it was lost or recreated */
     atomic_bool stop;
     pthread_t cat_thread, mem_thread;
     bool cat_started, mem_started;
@@ -314,18 +315,27 @@ static int catalog_poll(Cluster *c, int wait_ms)
     RtKafkaRecord recs[64];
     int n = rt_kafka_source_poll(c->cat_src, wait_ms, recs, 64);
     for (int i = 0; i < n; i++) {
-        /* A record behind what this directory applied (a re-delivery) is skipped. */
+        /* A record behind what this directory applied (a re-delivery) is
+         * skipped, and nothing is applied from a lost topic. */
         pthread_mutex_lock(&c->mu);
-        bool old = recs[i].offset < c->applied_next;
+        bool old = recs[i].offset < c->applied_next || c->catalog_lost;
         pthread_mutex_unlock(&c->mu);
         if (!old)
             apply_record(c, &recs[i]);
     }
     int64_t lo, hi;
-    if (rt_kafka_source_cached_offsets(c->cat_src, 0, &lo, &hi)) {
+    if (rt_kafka_source_cached_offsets(c->cat_src, 0, &lo, &hi) && hi >= 0) {
         pthread_mutex_lock(&c->mu);
         if (hi > c->catalog_end)
             c->catalog_end = hi;
+        if (hi < c->applied_next && !c->catalog_lost) {
+            /* Its records would get offsets this node has applied already:
+             * applying nothing more is the only safe choice. */
+            c->catalog_lost = true;
+            fprintf(stderr, "weir: cluster: the catalog topic %s now ends at offset %lld, before the %lld records "
+                            "this node applied: it was lost or recreated; catalog statements are refused "
+                            "(docs/cluster.md)\n", c->catalog_topic, (long long)hi, (long long)c->applied_next);
+        }
         pthread_mutex_unlock(&c->mu);
     }
     return n;
@@ -609,6 +619,14 @@ int cluster_submit(Cluster *c, const char *user, const char *sql, int n_settings
                    const char *const *values, SrvCapture *cap, WError *err)
 {
     memset(cap, 0, sizeof *cap);
+    pthread_mutex_lock(&c->mu);
+    bool lost = c->catalog_lost;
+    pthread_mutex_unlock(&c->mu);
+    if (lost)
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, 0,
+                    "the catalog topic %s was lost or recreated: catalog statements are refused", c->catalog_topic),
+               werr_hint(err, "Queries still run. Form the cluster again with new data directories (docs/cluster.md)."),
+               -1;
     if (n_settings > CLUSTER_MAX_SETTINGS)
         n_settings = CLUSTER_MAX_SETTINGS;
     Pending *p = xcalloc(1, sizeof *p);
@@ -688,7 +706,7 @@ int cluster_nodes(Cluster *c, ClusterNode **out, int64_t *catalog_end)
     snprintf(me->version, sizeof me->version, "%s", c->version);
     snprintf(me->pg_addr, sizeof me->pg_addr, "%s", c->pg_addr);
     snprintf(me->http_addr, sizeof me->http_addr, "%s", c->http_addr);
-    snprintf(me->state, sizeof me->state, "%s", c->cut_off ? "cut off" : c->state);
+    snprintf(me->state, sizeof me->state, "%s", c->catalog_lost ? "catalog lost" : c->cut_off ? "cut off" : c->state);
     me->started_us = c->started_us;
     me->sent_us = wall_now_us();
     me->catalog_next = c->applied_next;

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "cluster.h"
+#include "crypto.h"
 #include "nexmark.h"
 #include "pgcatalog.h"
 #include "numeric.h"
@@ -1912,13 +1913,25 @@ static int cluster_route(Engine *e, const AstStmt *st, int n_params, WError *err
     case STMT_CREATE_VIEW:
     case STMT_DROP:
     case STMT_ALTER_SOURCE:
-    case STMT_CREATE_USER:
-    case STMT_ALTER_USER:
-    case STMT_DROP_USER:
     case STMT_SWAP_VIEW:
     case STMT_ALTER_RENAME:
+    case STMT_DROP_USER:
         route = 1;
         break;
+    case STMT_CREATE_USER:
+    case STMT_ALTER_USER: {
+        /* The statement is kept in the catalog topic for ever: a password
+         * in it would be readable by anyone who reads the topic. */
+        const char *pw = st->u.user->password;
+        if (pw && !crypto_scram_is_verifier(pw))
+            return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos,
+                        "feature not supported: a password in clear text in a weir cluster"),
+                   werr_hint(err, "The statement is stored in the cluster's catalog topic. Give a SCRAM-SHA-256 "
+                                  "verifier instead: psql's \\password command sends one."),
+                   -1;
+        route = 1;
+        break;
+    }
     case STMT_CREATE_SINK:
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: CREATE SINK in a weir cluster"),
                werr_hint(err, "Every node runs every view in this phase, so each would write the sink. Sinks in a "

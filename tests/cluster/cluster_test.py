@@ -15,8 +15,9 @@ directory). Checks:
 - refused at start, nothing changed: a data directory of another node or cluster (or started
   without --cluster), a node id a live node has, another weir version (WEIR_TEST_FAKE_VERSION);
 - the limits of phase 1: CREATE SINK, INSERT ... SELECT into a table, now() in DML: 0A000;
+- a password in clear text is refused in a cluster (the statement stays in the topic);
 - the broker gone: nodes keep answering queries, weir_cluster says 'cut off', /metrics
-  weir_cluster_connected 0.
+  weir_cluster_connected 0, DDL fails with 08006.
 
 Prints TAP; exits 1 if a check failed.
 """
@@ -261,6 +262,10 @@ def run(weir, tmp, kafka, broker, nodes):
     tap(a.err("CREATE SINK s FROM sums WITH (connector = 'blackhole')") == "0A000", "CREATE SINK: 0A000")
     tap(b.err("INSERT INTO ref SELECT k, 'x' FROM sums") == "0A000", "INSERT INTO table ... SELECT: 0A000")
     tap(c.err("INSERT INTO ref VALUES (9, now()::text)") == "0A000", "now() in DML on a table: 0A000")
+    tap(a.err("CREATE USER u1 PASSWORD 'secret'") == "0A000", "a password in clear text: 0A000 (kept in the topic)")
+    a.q("CREATE USER u2")
+    ok = eventually(lambda: b.q("SELECT rolname FROM pg_roles WHERE rolname = 'u2'") == [("u2",)])
+    tap(bool(ok), "CREATE USER on a: the user exists on b")
     tap(a.err("CREATE TABLE ref (k INT)") == "42P07", "CREATE of an existing name: 42P07 through the topic")
     tap(b.err("DROP MATERIALIZED VIEW nosuch") == "42P01", "DROP of a missing view: 42P01 through the topic")
 
@@ -321,6 +326,10 @@ def run(weir, tmp, kafka, broker, nodes):
     tap(bool(st), "broker gone: weir_cluster says a is cut off", a.q("SELECT * FROM weir_cluster WHERE self"))
     tap(a.q("SELECT k, s, c FROM sums ORDER BY k") == want[0], "broker gone: a still answers SELECT")
     tap("weir_cluster_connected 0" in a.metrics(), "broker gone: /metrics weir_cluster_connected 0")
+    t0 = time.time()
+    code = a.err("CREATE TABLE late (k INT, PRIMARY KEY (k))")
+    tap(code == "08006" and time.time() - t0 < 30, "broker gone: DDL fails with 08006 within the produce timeout",
+        (code, time.time() - t0))
 
 
 if __name__ == "__main__":
