@@ -583,8 +583,14 @@ void cluster_close(Cluster *c)
     atomic_store(&c->stop, true);
     if (c->cat_started)
         pthread_join(c->cat_thread, NULL);
-    if (c->mem_started)
+    if (c->mem_started) {
         pthread_join(c->mem_thread, NULL);
+        /* A last heartbeat: the others show a clean stop, not a node gone silent. */
+        pthread_mutex_lock(&c->mu);
+        snprintf(c->state, sizeof c->state, "stopped");
+        pthread_mutex_unlock(&c->mu);
+        heartbeat_send(c);
+    }
     pthread_mutex_lock(&c->mu);
     pthread_cond_broadcast(&c->cond); /* waiters give up (they check stop) */
     while (c->pending) {              /* sessions still waiting hold their Pending: wait for them */

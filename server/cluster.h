@@ -51,7 +51,7 @@ typedef struct ClusterNode {
     char version[32];
     char pg_addr[128];            /* host:port, "" before the server listens */
     char http_addr[128];          /* host:port, "" without HTTP */
-    char state[16];               /* starting, running; this node also: cut off, catalog lost */
+    char state[16];               /* starting, running, stopped; this node also: cut off, catalog lost */
     int64_t started_us;           /* wall clock */
     int64_t sent_us;              /* wall clock of its last heartbeat */
     int64_t catalog_next;         /* catalog offsets it has applied: the next one it will */

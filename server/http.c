@@ -340,7 +340,8 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
         int n = cluster_nodes(e->cluster, &nodes, &end);
         int alive = 0;
         for (int i = 0; i < n; i++)
-            alive += nodes[i].self || now - nodes[i].sent_us < (int64_t)CLUSTER_GONE_MS * 1000;
+            alive += nodes[i].self ||
+                     (strcmp(nodes[i].state, "stopped") != 0 && now - nodes[i].sent_us < (int64_t)CLUSTER_GONE_MS * 1000);
         prom_head(&b, "weir_cluster_connected", "gauge",
                   "1 while this node reaches the cluster's Kafka (its heartbeats are delivered); 0 when cut off.");
         buf_printf(&b, "weir_cluster_connected %d\n", !cluster_cut_off(e->cluster, NULL));

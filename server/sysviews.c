@@ -112,8 +112,9 @@ static const CatRelation *views(Engine *e, Arena *a)
 /* weir_cluster: the nodes of this weir's cluster, as their heartbeats in
  * the nodes topic describe them (cluster.c); outside a cluster one row for
  * this process, the cluster of one. alive: a heartbeat within
- * CLUSTER_GONE_MS; this node's own row says "cut off" while its heartbeats
- * cannot be delivered. catalog_lag: records of the catalog topic the node
+ * CLUSTER_GONE_MS and not "stopped" (a node's last heartbeat at a clean
+ * shutdown); "gone" otherwise. This node's own row says "cut off" while its
+ * heartbeats cannot be delivered. catalog_lag: records of the catalog topic the node
  * has not applied. */
 static const CatRelation *cluster(Engine *e, Arena *a)
 {
@@ -142,13 +143,14 @@ static const CatRelation *cluster(Engine *e, Arena *a)
     int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
     for (int i = 0; i < n; i++) {
         const ClusterNode *nd = &nodes[i];
-        bool alive = nd->self || now - nd->sent_us < (int64_t)CLUSTER_GONE_MS * 1000;
+        bool stopped = !nd->self && !strcmp(nd->state, "stopped");
+        bool alive = nd->self || (!stopped && now - nd->sent_us < (int64_t)CLUSTER_GONE_MS * 1000);
         Value *row = sys_row(&b);
         row[0] = text(a, cluster_name(e->cluster));
         row[1] = text(a, nd->node_id);
         row[2] = value_bool(nd->self);
         row[3] = value_bool(alive);
-        row[4] = text(a, alive ? nd->state : "gone");
+        row[4] = text(a, alive || stopped ? nd->state : "gone");
         row[5] = text(a, nd->version);
         row[6] = nd->pg_addr[0] ? text(a, nd->pg_addr) : value_null(TYPE_TEXT);
         row[7] = nd->http_addr[0] ? text(a, nd->http_addr) : value_null(TYPE_TEXT);

@@ -298,6 +298,8 @@ def run(weir, tmp, kafka, broker, nodes):
 
     # Refusals at start, nothing changed.
     d.stop()
+    st = eventually(lambda: b.q("SELECT alive, state FROM weir_cluster WHERE node_id = 'd'") == [(False, "stopped")])
+    tap(bool(st), "d stopped cleanly: weir_cluster on b says stopped", b.q("SELECT * FROM weir_cluster"))
     before = sorted(os.listdir(d.data))
     rc, out = Node(weir, tmp, kafka, "x", data=d.data).run_refused()
     tap(rc not in (0, None) and 'belongs to node "d" of weir cluster "t"' in out,
