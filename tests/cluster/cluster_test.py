@@ -316,6 +316,14 @@ def run(weir, tmp, kafka, broker, nodes):
     rc, out = Node(weir, tmp, kafka, "v", env={"WEIR_TEST_FAKE_VERSION": "0.0.1-test"}).run_refused()
     tap(rc not in (0, None) and "runs version" in out and "0.0.1-test" in out,
         "a node of another version: refused", out)
+    for extra, want_msg in ((["--cluster", "bad/name", "--node-id", "z"], "only letters, digits"),
+                            (["--cluster", "t", "--node-id", "z" * 65], "1 to 64 characters"),
+                            (["--cluster", "t"], "--cluster and --node-id go together")):
+        p = subprocess.run([weir, "serve", "--data-dir", os.path.join(tmp, "never"), "--kafka", kafka,
+                            "--no-broker"] + extra, capture_output=True, text=True, timeout=30)
+        tap(p.returncode == 2 and want_msg in p.stderr and not os.path.exists(os.path.join(tmp, "never")),
+            "bad cluster flags %s: refused before anything is created" % " ".join(x[:10] for x in extra),
+            p.stderr)
     tap(sorted(os.listdir(d.data)) == before, "d's data directory is as it was")
     d.start()
     tap(catalog_of(d) == catalog_of(a), "d starts again on its own data directory")
