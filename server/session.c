@@ -1941,7 +1941,7 @@ static int cluster_route(Engine *e, const AstStmt *st, int n_params, WError *err
     case STMT_INSERT: {
         const AstInsert *ins = st->u.insert;
         CatObj *o = engine_find(e, ins->table);
-        if (!o || o->kind != CAT_TABLE)
+        if (!o || o->kind != CAT_TABLE || cat_option(&o->rel, "connector"))
             return 0; /* a Kafka source: every node reads the topic; errors come from the normal path */
         if (!ins->query->values)
             return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos,
@@ -1962,6 +1962,9 @@ static int cluster_route(Engine *e, const AstStmt *st, int n_params, WError *err
     }
     case STMT_UPDATE:
     case STMT_DELETE: {
+        CatObj *o = engine_find(e, st->kind == STMT_UPDATE ? st->u.update->table : st->u.delete_->table);
+        if (!o || o->kind != CAT_TABLE || cat_option(&o->rel, "connector"))
+            return 0; /* not a writable table: the normal path says so */
         const AstExpr *f = nondeterministic(st->kind == STMT_UPDATE ? st->u.update->where : st->u.delete_->where);
         for (int i = 0; !f && st->kind == STMT_UPDATE && i < ast_list_len(st->u.update->set_exprs); i++)
             f = nondeterministic(AST_AT(st->u.update->set_exprs, i));
