@@ -17,7 +17,8 @@ directory). Checks:
 - the limits of phase 1: CREATE SINK, INSERT ... SELECT into a table, now() in DML: 0A000;
 - a password in clear text is refused in a cluster (the statement stays in the topic);
 - the broker gone: nodes keep answering queries, weir_cluster says 'cut off', /metrics
-  weir_cluster_connected 0, DDL fails with 08006.
+  weir_cluster_connected 0, DDL fails with 08006, a new node refuses to start;
+- SUBSCRIBE on two nodes gives the same rows; RENAME goes through the topic too.
 
 Prints TAP; exits 1 if a check failed.
 """
@@ -34,7 +35,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from weirtest import Tap, free_port  # noqa: E402
+from weirtest import Subscriber, Tap, free_port  # noqa: E402
 
 try:
     import psycopg2
@@ -293,6 +294,21 @@ def run(weir, tmp, kafka, broker, nodes):
     tap(catalog_of(d) == catalog_of(a), "d (empty data directory) replayed the catalog: same views and ids",
         [catalog_of(d), catalog_of(a)])
     tap(contents(d) == contents(a), "d has the same rows as a")
+    subs = [Subscriber(n.port, "sums") for n in (a, d)]
+    for sub in subs:
+        sub.start()
+    b.q("INSERT INTO ev VALUES (7, 700), (1, 1)")
+    for n in (a, d):
+        n.q("FLUSH")
+    got = eventually(lambda: (lambda x, y: x if x == y and len(x[0]) == 6 else None)(subs[0].contents(),
+                                                                                      subs[1].contents()))
+    tap(got is not None and not got[1], "SUBSCRIBE sums on a and on d: the same rows",
+        [sub.contents() for sub in subs])
+    for sub in subs:
+        sub.close()
+    a.q("ALTER MATERIALIZED VIEW missed RENAME TO missed2")
+    ok = eventually(lambda: ("missed2",) in catalog_of(d)[0] and catalog_of(b) == catalog_of(a) == catalog_of(d))
+    tap(bool(ok), "ALTER ... RENAME on a reaches b and d", catalog_of(d)[0])
     tap(len(eventually(lambda: (lambda x: x if len(x) == 4 else None)(members(b))) or {}) == 4,
         "weir_cluster on b lists four nodes", members(b))
 
@@ -330,6 +346,7 @@ def run(weir, tmp, kafka, broker, nodes):
     tap("weir_cluster_connected 1" in a.metrics(), "/metrics: weir_cluster_connected 1")
 
     # The broker gone: reads go on, the node says it is cut off.
+    want = contents(a)
     broker.terminate()
     broker.wait(10)
     st = eventually(lambda: a.q("SELECT state FROM weir_cluster WHERE self") == [("cut off",)], timeout=15)
@@ -340,6 +357,8 @@ def run(weir, tmp, kafka, broker, nodes):
     code = a.err("CREATE TABLE late (k INT, PRIMARY KEY (k))")
     tap(code == "08006" and time.time() - t0 < 30, "broker gone: DDL fails with 08006 within the produce timeout",
         (code, time.time() - t0))
+    rc, out = Node(weir, tmp, kafka, "e").run_refused()
+    tap(rc not in (0, None) and "could not reach kafka" in out, "broker gone: a new node refuses to start", out)
 
 
 if __name__ == "__main__":
