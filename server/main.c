@@ -57,6 +57,8 @@ static void usage(FILE *f)
             "                              the Kafka topic _weir.NAME.catalog, heartbeats through\n"
             "                              _weir.NAME.nodes (docs/cluster.md); 1-64 of [A-Za-z0-9._-]\n"
             "  --node-id ID                this node's id in the cluster, unique; 1-64 of [A-Za-z0-9._-]\n"
+            "  --advertise-host HOST       the host name other nodes and weir_cluster show for this\n"
+            "                              node (default: --host, or this machine's name for 0.0.0.0)\n"
             "  --checkpoint-interval MS    time between checkpoints (default 1000)\n"
             "  --max-connections N         client connections at once (default 100)\n"
             "  --state-memory-limit SIZE   operator state not yet checkpointed, at most (default 1GB;\n"
@@ -152,11 +154,23 @@ static int spawn_broker(const char *addr, const char *data_dir)
     return -1;
 }
 
+static bool is_wildcard(const char *host)
+{
+    return !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "*");
+}
+
+/* host:port, with an IPv6 literal in brackets. */
+static void format_addr(char *out, size_t n, const char *host, int port)
+{
+    bool v6 = strchr(host, ':') != NULL;
+    snprintf(out, n, "%s%.200s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
 static int serve(int argc, char **argv)
 {
     const char *data_dir = "./data", *host = "127.0.0.1", *kafka = NULL;
     const char *http_host = "127.0.0.1";
-    const char *cluster = NULL, *node_id = NULL;
+    const char *cluster = NULL, *node_id = NULL, *advertise = NULL;
     const char *tls_cert = NULL, *tls_key = NULL;
     SrvAuth auth = SRV_AUTH_LOCAL_TRUST;
     int port = DEFAULT_PORT, interval = 1000, max_conn = 100, http_port = DEFAULT_HTTP_PORT;
@@ -193,6 +207,8 @@ static int serve(int argc, char **argv)
             cluster = v;
         else if (!strcmp(a, "--node-id"))
             node_id = v;
+        else if (!strcmp(a, "--advertise-host") && strlen(v) < 200)
+            advertise = v;
         else if (!strcmp(a, "--port") && !parse_int(v, 0, 65535, &port))
             ;
         else if (!strcmp(a, "--checkpoint-interval") && !parse_int(v, 10, 3600000, &interval))
@@ -328,11 +344,17 @@ static int serve(int argc, char **argv)
                      http_sql ? ", POST /api/sql" : "");
         }
     }
-    {
-        char pg_addr[300], http_addr[300] = "";
-        snprintf(pg_addr, sizeof pg_addr, "%s:%d", host, srv_server_port(srv));
+    if (cluster) {
+        /* The addresses other nodes and tools are told (weir_cluster): a
+         * wildcard listen address names no host, so the machine's name
+         * stands in for it unless --advertise-host says better. */
+        char pg_addr[300], http_addr[300] = "", hostname[256] = "localhost";
+        gethostname(hostname, sizeof hostname - 1);
+        const char *pg_host = advertise ? advertise : is_wildcard(host) ? hostname : host;
+        const char *web_host = advertise ? advertise : is_wildcard(http_host) ? hostname : http_host;
+        format_addr(pg_addr, sizeof pg_addr, pg_host, srv_server_port(srv));
         if (http)
-            snprintf(http_addr, sizeof http_addr, "%s:%d", http_host, srv_http_port(http));
+            format_addr(http_addr, sizeof http_addr, web_host, srv_http_port(http));
         engine_cluster_addresses(e, pg_addr, http_addr);
     }
     char cluster_line[200] = "";

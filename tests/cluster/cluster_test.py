@@ -55,11 +55,12 @@ def _drain(f):
 class Node:
     """One weir process of the cluster, with its own data directory and ports."""
 
-    def __init__(self, weir, tmp, kafka, node_id, data=None, cluster=CLUSTER, env=None):
+    def __init__(self, weir, tmp, kafka, node_id, data=None, cluster=CLUSTER, env=None, extra=None):
         self.weir, self.kafka, self.node_id, self.cluster = weir, kafka, node_id, cluster
         self.data = data or os.path.join(tmp, "data-" + node_id)
         self.log_path = os.path.join(tmp, "%s-%d.log" % (node_id, int(time.time() * 1000)))
         self.env = env
+        self.extra = extra or []
         self.proc = None
         self.conn = None
 
@@ -69,6 +70,7 @@ class Node:
                 "--no-broker", "--http-port", str(self.http_port)]
         if self.cluster:
             args += ["--cluster", self.cluster, "--node-id", self.node_id]
+        args += self.extra
         env = dict(os.environ)
         env.update(self.env or {})
         self.log = open(self.log_path, "a")
@@ -288,9 +290,13 @@ def run(weir, tmp, kafka, broker, nodes):
     tap(bool(st), "c is running again in a's weir_cluster", members(a))
 
     # A late joiner with an empty data directory replays the whole catalog.
-    d = Node(weir, tmp, kafka, "d")
+    d = Node(weir, tmp, kafka, "d", extra=["--advertise-host", "node-d.test"])
     nodes.append(d)
     d.start()
+    addr = eventually(lambda: (lambda r: r if r and r[0][0] == "node-d.test:%d" % d.port else None)(
+        b.q("SELECT postgres_address, http_address FROM weir_cluster WHERE node_id = 'd'")))
+    tap(addr == [("node-d.test:%d" % d.port, "node-d.test:%d" % d.http_port)],
+        "weir_cluster on b shows d's --advertise-host addresses", addr)
     tap(catalog_of(d) == catalog_of(a), "d (empty data directory) replayed the catalog: same views and ids",
         [catalog_of(d), catalog_of(a)])
     tap(contents(d) == contents(a), "d has the same rows as a")
