@@ -239,7 +239,25 @@ static void member_update(Cluster *c, const ClusterNode *n)
 
 /* ---- applying the catalog ------------------------------------------------------------------ */
 
-/* Applies one catalog record at offset off (engine lock not held). */
+/* Records the position after a record that was not applied (not one of
+ * ours, or for another cluster): nothing else changes. */
+static void skip_record(Cluster *c, const RtKafkaRecord *r, const char *why)
+{
+    int64_t next = r->offset + 1;
+    fprintf(stderr, "weir: cluster: skipping catalog record at offset %lld: %s\n", (long long)r->offset, why);
+    pthread_mutex_lock(&c->e->lock);
+    if (c->e->catalog_next < next)
+        c->e->catalog_next = next;
+    c->e->dirty = true;
+    pthread_mutex_unlock(&c->e->lock);
+    pthread_mutex_lock(&c->mu);
+    c->applied_next = next;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Applies catalog record r (engine lock not held) and hands the outcome to
+ * the session waiting for it, if it is one of this process's. */
 static void apply_record(Cluster *c, const RtKafkaRecord *r)
 {
     Value v[MAX_RECORD_VALUES];
@@ -255,57 +273,46 @@ static void apply_record(Cluster *c, const RtKafkaRecord *r)
     ok = ok && row_decode(r->value, r->value_len, v, 9 + 2 * (int)n_set) == 0;
     for (int i = 0; ok && i < 2 * n_set; i++)
         ok = v[9 + i].type == TYPE_TEXT && !v[9 + i].null;
-    int64_t next = r->offset + 1;
     if (!ok || strcmp(cluster, c->name) != 0) {
-        fprintf(stderr, "weir: cluster: skipping catalog record at offset %lld: %s\n", (long long)r->offset,
-                ok ? "written for another cluster" : "not a weir catalog record of this version");
-        pthread_mutex_lock(&c->e->lock);
-        if (c->e->catalog_next < next)
-            c->e->catalog_next = next;
-        c->e->dirty = true;
-        pthread_mutex_unlock(&c->e->lock);
-    } else {
-        char *sql = strndup(v[7].u.s.p, v[7].u.s.len);
-        char *keys[CLUSTER_MAX_SETTINGS], *vals[CLUSTER_MAX_SETTINGS];
-        for (int i = 0; i < n_set; i++) {
-            keys[i] = strndup(v[9 + 2 * i].u.s.p, v[9 + 2 * i].u.s.len);
-            vals[i] = strndup(v[10 + 2 * i].u.s.p, v[10 + 2 * i].u.s.len);
-        }
-        SrvCapture cap;
-        int rc = session_apply(c->e, user, sql, (int)n_set, (const char *const *)keys, (const char *const *)vals,
-                               next, &cap);
-        bool mine = !strcmp(origin, c->node_id) && !strcmp(inst, c->instance);
-        if (rc && !mine)
-            /* Expected for the loser of two conflicting statements: the
-             * node that issued it told its client. */
-            fprintf(stderr, "weir: cluster: catalog record %lld from node %s: %s: %s\n", (long long)r->offset,
-                    origin, cap.err.sqlstate, cap.err.msg);
-        pthread_mutex_lock(&c->mu);
-        c->applied_next = next;
-        if (c->catalog_end < next)
-            c->catalog_end = next;
-        Pending *p = mine ? c->pending : NULL;
-        while (p && p->req != (uint64_t)req)
-            p = p->next;
-        if (p) {
-            p->cap = cap; /* the notices move to the waiter */
-            p->done = true;
-        } else {
-            buf_free(&cap.notices);
-        }
-        pthread_cond_broadcast(&c->cond);
-        pthread_mutex_unlock(&c->mu);
-        for (int i = 0; i < n_set; i++) {
-            free(keys[i]);
-            free(vals[i]);
-        }
-        free(sql);
+        skip_record(c, r, ok ? "written for another cluster" : "not a weir catalog record of this version");
         return;
     }
+    int64_t next = r->offset + 1;
+    char *sql = strndup(v[7].u.s.p, v[7].u.s.len);
+    char *keys[CLUSTER_MAX_SETTINGS], *vals[CLUSTER_MAX_SETTINGS];
+    for (int i = 0; i < n_set; i++) {
+        keys[i] = strndup(v[9 + 2 * i].u.s.p, v[9 + 2 * i].u.s.len);
+        vals[i] = strndup(v[10 + 2 * i].u.s.p, v[10 + 2 * i].u.s.len);
+    }
+    SrvCapture cap;
+    int rc = session_apply(c->e, user, sql, (int)n_set, (const char *const *)keys, (const char *const *)vals,
+                           next, &cap);
+    bool mine = !strcmp(origin, c->node_id) && !strcmp(inst, c->instance);
+    if (rc && !mine)
+        /* Expected for the loser of two conflicting statements: the
+         * node that issued it told its client. */
+        fprintf(stderr, "weir: cluster: catalog record %lld from node %s: %s: %s\n", (long long)r->offset,
+                origin, cap.err.sqlstate, cap.err.msg);
     pthread_mutex_lock(&c->mu);
     c->applied_next = next;
+    if (c->catalog_end < next)
+        c->catalog_end = next;
+    Pending *p = mine ? c->pending : NULL;
+    while (p && p->req != (uint64_t)req)
+        p = p->next;
+    if (p) {
+        p->cap = cap; /* the notices move to the waiter */
+        p->done = true;
+    } else {
+        buf_free(&cap.notices);
+    }
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->mu);
+    for (int i = 0; i < n_set; i++) {
+        free(keys[i]);
+        free(vals[i]);
+    }
+    free(sql);
 }
 
 /* Polls the catalog once (up to wait_ms) and applies what came. Returns the
@@ -659,6 +666,22 @@ int cluster_submit(Cluster *c, const char *user, const char *sql, int n_settings
     }
     Buf b = BUF_INIT;
     row_encode(&b, v, n);
+    if (b.len > CLUSTER_MAX_RECORD) {
+        buf_free(&b);
+        pthread_mutex_lock(&c->mu);
+        for (Pending **pp = &c->pending; *pp; pp = &(*pp)->next)
+            if (*pp == p) {
+                *pp = p->next;
+                break;
+            }
+        pthread_mutex_unlock(&c->mu);
+        free(p);
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0,
+                    "the statement is too long for the catalog topic (%zu bytes with its settings, at most %d)",
+                    strlen(sql), CLUSTER_MAX_RECORD),
+               werr_hint(err, "Kafka's default record limit is 1 MB; a statement of a cluster must fit in one record."),
+               -1;
+    }
     char key[2 * CLUSTER_NAME_MAX + 64];
     snprintf(key, sizeof key, "%s/%s/%llu", c->node_id, c->instance, (unsigned long long)p->req);
     pthread_mutex_lock(&c->prod_mu);

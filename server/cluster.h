@@ -40,6 +40,7 @@
 #define CLUSTER_STARTUP_WAIT_MS 2500  /* heartbeats watched at start for a live twin */
 #define CLUSTER_SUBMIT_TIMEOUT_MS 30000 /* a statement waits this long for its record to apply */
 #define CLUSTER_MAX_SETTINGS 16       /* session settings carried by a record */
+#define CLUSTER_MAX_RECORD (900 * 1024) /* a catalog record's bytes: under Kafka's default 1 MB message.max.bytes */
 
 typedef struct Engine Engine;
 typedef struct Cluster Cluster;
