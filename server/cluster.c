@@ -667,6 +667,7 @@ int cluster_submit(Cluster *c, const char *user, const char *sql, int n_settings
     Buf b = BUF_INIT;
     row_encode(&b, v, n);
     if (b.len > CLUSTER_MAX_RECORD) {
+        size_t len = b.len;
         buf_free(&b);
         pthread_mutex_lock(&c->mu);
         for (Pending **pp = &c->pending; *pp; pp = &(*pp)->next)
@@ -678,7 +679,7 @@ int cluster_submit(Cluster *c, const char *user, const char *sql, int n_settings
         free(p);
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0,
                     "the statement is too long for the catalog topic (%zu bytes with its settings, at most %d)",
-                    strlen(sql), CLUSTER_MAX_RECORD),
+                    len, CLUSTER_MAX_RECORD),
                werr_hint(err, "Kafka's default record limit is 1 MB; a statement of a cluster must fit in one record."),
                -1;
     }

@@ -265,6 +265,10 @@ def run(weir, tmp, kafka, broker, nodes):
     tap(a.err("CREATE SINK s FROM sums WITH (connector = 'blackhole')") == "0A000", "CREATE SINK: 0A000")
     tap(b.err("INSERT INTO ref SELECT k, 'x' FROM sums") == "0A000", "INSERT INTO table ... SELECT: 0A000")
     tap(c.err("INSERT INTO ref VALUES (9, now()::text)") == "0A000", "now() in DML on a table: 0A000")
+    before = a.q("SELECT catalog_applied FROM weir_cluster WHERE self")
+    code = a.err("INSERT INTO ref VALUES (99, '%s')" % ("x" * 950000))
+    tap(code == "54000" and a.q("SELECT catalog_applied FROM weir_cluster WHERE self") == before,
+        "a statement too long for one Kafka record: 54000, nothing produced", code)
     tap(a.err("CREATE USER u1 PASSWORD 'secret'") == "0A000", "a password in clear text: 0A000 (kept in the topic)")
     a.q("CREATE USER u2")
     ok = eventually(lambda: b.q("SELECT rolname FROM pg_roles WHERE rolname = 'u2'") == [("u2",)])
