@@ -195,30 +195,75 @@ static bool get_int(const Value *v, int64_t *out)
     return true;
 }
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+uint64_t cluster_catalog_digest(Engine *e)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (int i = 0; i < e->n_objs; i++) {
+        const CatObj *o = e->objs[i];
+        int32_t kind = (int32_t)o->kind;
+        h = fnv(h, &o->id, sizeof o->id);
+        h = fnv(h, &kind, sizeof kind);
+        h = fnv(h, o->name, strlen(o->name) + 1);
+        for (int k = 0; k < o->n_table_ids; k++)
+            h = fnv(h, &o->table_ids[k], sizeof o->table_ids[k]);
+    }
+    for (int i = 0; i < e->n_users; i++) {
+        h = fnv(h, &e->users[i].id, sizeof e->users[i].id);
+        h = fnv(h, e->users[i].name, strlen(e->users[i].name) + 1);
+    }
+    return h;
+}
+
+/* This node's catalog position with the digest of the catalog there, read
+ * together under the engine lock (a statement sets the position with its
+ * change, in one hold of the lock). */
+static void catalog_position(Cluster *c, int64_t *next, uint64_t *digest)
+{
+    pthread_mutex_lock(&c->e->lock);
+    *next = c->e->catalog_next;
+    *digest = cluster_catalog_digest(c->e);
+    pthread_mutex_unlock(&c->e->lock);
+}
+
 static void heartbeat_encode(Cluster *c, Buf *b)
 {
+    int64_t next;
+    uint64_t digest;
+    catalog_position(c, &next, &digest);
     pthread_mutex_lock(&c->mu);
-    Value v[11] = {value_int(TYPE_INT8, RECORD_FORMAT), txt(c->name),        txt(c->node_id),
+    Value v[12] = {value_int(TYPE_INT8, RECORD_FORMAT), txt(c->name),        txt(c->node_id),
                    txt(c->instance),                   txt(c->version),     txt(c->pg_addr),
                    txt(c->http_addr),                  value_int(TYPE_INT8, c->started_us),
-                   value_int(TYPE_INT8, wall_now_us()), value_int(TYPE_INT8, c->applied_next), txt(c->state)};
-    row_encode(b, v, 11);
+                   value_int(TYPE_INT8, wall_now_us()), value_int(TYPE_INT8, next), txt(c->state),
+                   value_int(TYPE_INT8, (int64_t)digest)};
+    row_encode(b, v, 12);
     pthread_mutex_unlock(&c->mu);
 }
 
 /* A heartbeat record into *n; false when it is not one we understand. */
 static bool heartbeat_decode(const void *p, size_t len, ClusterNode *n, char *cluster, size_t cluster_n)
 {
-    Value v[11];
-    int64_t fmt = 0;
-    if (!p || row_decode(p, len, v, 11) || !get_int(&v[0], &fmt) || fmt != RECORD_FORMAT)
+    Value v[12];
+    int64_t fmt = 0, digest = 0;
+    if (!p || row_decode(p, len, v, 12) || !get_int(&v[0], &fmt) || fmt != RECORD_FORMAT)
         return false;
     memset(n, 0, sizeof *n);
-    return get_text(&v[1], cluster, cluster_n) && get_text(&v[2], n->node_id, sizeof n->node_id) &&
-           get_text(&v[3], n->instance, sizeof n->instance) && get_text(&v[4], n->version, sizeof n->version) &&
-           get_text(&v[5], n->pg_addr, sizeof n->pg_addr) && get_text(&v[6], n->http_addr, sizeof n->http_addr) &&
-           get_int(&v[7], &n->started_us) && get_int(&v[8], &n->sent_us) && get_int(&v[9], &n->catalog_next) &&
-           get_text(&v[10], n->state, sizeof n->state);
+    bool ok = get_text(&v[1], cluster, cluster_n) && get_text(&v[2], n->node_id, sizeof n->node_id) &&
+              get_text(&v[3], n->instance, sizeof n->instance) && get_text(&v[4], n->version, sizeof n->version) &&
+              get_text(&v[5], n->pg_addr, sizeof n->pg_addr) && get_text(&v[6], n->http_addr, sizeof n->http_addr) &&
+              get_int(&v[7], &n->started_us) && get_int(&v[8], &n->sent_us) &&
+              get_int(&v[9], &n->catalog_next) && get_text(&v[10], n->state, sizeof n->state) &&
+              get_int(&v[11], &digest);
+    n->catalog_digest = (uint64_t)digest;
+    return ok;
 }
 
 /* Keeps the newest heartbeat per node id (mu held). */
@@ -740,7 +785,7 @@ int cluster_nodes(Cluster *c, ClusterNode **out, int64_t *catalog_end)
     me->started_us = c->started_us;
     me->sent_us = wall_now_us();
     me->catalog_next = c->applied_next;
-    me->self = true;
+    me->self = true; /* catalog_digest: the caller's, under the engine lock (cluster_catalog_digest) */
     int k = 1;
     for (int i = 0; i < c->n_nodes; i++)
         if (strcmp(c->nodes[i].node_id, c->node_id) != 0)

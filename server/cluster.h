@@ -56,6 +56,7 @@ typedef struct ClusterNode {
     int64_t started_us;           /* wall clock */
     int64_t sent_us;              /* wall clock of its last heartbeat */
     int64_t catalog_next;         /* catalog offsets it has applied: the next one it will */
+    uint64_t catalog_digest;      /* of its catalog at catalog_next (cluster_catalog_digest) */
     bool self;
 } ClusterNode;
 
@@ -99,6 +100,13 @@ int cluster_submit(Cluster *c, const char *user, const char *sql, int n_settings
 /* A snapshot of the known nodes, this one first (malloc'd; free it).
  * *catalog_end: the end of the catalog topic as last seen. */
 int cluster_nodes(Cluster *c, ClusterNode **out, int64_t *catalog_end);
+
+/* A digest (FNV-1a) of the catalog: every object's id, kind, name and
+ * state table ids, and the users, in order. Nodes that applied the catalog
+ * topic to the same position have the same digest unless a record failed
+ * on one for a reason of its own (weir_cluster.catalog_agrees). Engine lock
+ * held. */
+uint64_t cluster_catalog_digest(Engine *e);
 
 /* True when this node could not reach Kafka for its last heartbeats; since:
  * wall clock microseconds when that began. */

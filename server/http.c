@@ -350,6 +350,15 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
         prom_head(&b, "weir_cluster_catalog_lag", "gauge",
                   "Catalog topic records this node has not applied yet.");
         buf_printf(&b, "weir_cluster_catalog_lag %lld\n", (long long)(end - nodes[0].catalog_next));
+        uint64_t mine = cluster_catalog_digest(e);
+        int disagree = 0;
+        for (int i = 1; i < n; i++)
+            disagree += nodes[i].catalog_next == e->catalog_next && nodes[i].catalog_digest != mine &&
+                        now - nodes[i].sent_us < (int64_t)CLUSTER_GONE_MS * 1000;
+        prom_head(&b, "weir_cluster_catalog_disagreements", "gauge",
+                  "Live nodes at this node's catalog position whose catalog differs (a statement failed on one "
+                  "of them for a reason of its own; docs/cluster.md).");
+        buf_printf(&b, "weir_cluster_catalog_disagreements %d\n", disagree);
         free(nodes);
     }
     pthread_mutex_unlock(&e->lock);

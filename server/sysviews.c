@@ -27,6 +27,7 @@
 #include "cluster.h"
 #include "engine_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -115,15 +116,17 @@ static const CatRelation *views(Engine *e, Arena *a)
  * CLUSTER_GONE_MS and not "stopped" (a node's last heartbeat at a clean
  * shutdown); "gone" otherwise. This node's own row says "cut off" while its
  * heartbeats cannot be delivered. catalog_lag: records of the catalog topic the node
- * has not applied. */
+ * has not applied. catalog_agrees: its catalog digest equals this node's
+ * (NULL when the two are at different positions of the catalog topic). */
 static const CatRelation *cluster(Engine *e, Arena *a)
 {
     static const char *names[] = {"cluster", "node_id", "self", "alive", "state", "version", "postgres_address",
                                   "http_address", "started_at", "last_heartbeat", "catalog_applied",
-                                  "catalog_lag", "instance"};
+                                  "catalog_lag", "instance", "catalog_digest", "catalog_agrees"};
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_BOOL, TYPE_BOOL, TYPE_TEXT, TYPE_TEXT, TYPE_TEXT,
-                                   TYPE_TEXT, TYPE_TIMESTAMPTZ, TYPE_TIMESTAMPTZ, TYPE_INT8, TYPE_INT8, TYPE_TEXT};
-    SysBuild b = {a, sys_new(a, "weir_cluster", 13, names, types), 0};
+                                   TYPE_TEXT, TYPE_TIMESTAMPTZ, TYPE_TIMESTAMPTZ, TYPE_INT8, TYPE_INT8, TYPE_TEXT,
+                                   TYPE_TEXT, TYPE_BOOL};
+    SysBuild b = {a, sys_new(a, "weir_cluster", 15, names, types), 0};
     if (!e->cluster) {
         Value *row = sys_row(&b);
         row[0] = value_null(TYPE_TEXT);
@@ -131,13 +134,15 @@ static const CatRelation *cluster(Engine *e, Arena *a)
         row[2] = value_bool(true);
         row[3] = value_bool(true);
         row[4] = text(a, "standalone");
-        for (int k = 5; k < 13; k++)
+        for (int k = 5; k < 15; k++)
             row[k] = value_null(types[k]);
         return b.r;
     }
     ClusterNode *nodes;
     int64_t end = 0;
     int n = cluster_nodes(e->cluster, &nodes, &end);
+    nodes[0].catalog_next = e->catalog_next; /* with the digest, under the engine lock */
+    nodes[0].catalog_digest = cluster_catalog_digest(e);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
@@ -159,6 +164,12 @@ static const CatRelation *cluster(Engine *e, Arena *a)
         row[10] = value_int(TYPE_INT8, nd->catalog_next);
         row[11] = value_int(TYPE_INT8, end > nd->catalog_next ? end - nd->catalog_next : 0);
         row[12] = text(a, nd->instance);
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)nd->catalog_digest);
+        row[13] = text(a, hex);
+        /* Comparable only at the same position: NULL while one is behind. */
+        row[14] = nd->catalog_next == nodes[0].catalog_next ? value_bool(nd->catalog_digest == nodes[0].catalog_digest)
+                                                            : value_null(TYPE_BOOL);
     }
     free(nodes);
     return b.r;

@@ -322,6 +322,30 @@ def run(weir, tmp, kafka, broker, nodes):
     tap(len(eventually(lambda: (lambda x: x if len(x) == 4 else None)(members(b))) or {}) == 4,
         "weir_cluster on b lists four nodes", members(b))
 
+    # A statement that fails on one node only (its broker unreachable from there) leaves that
+    # node's catalog different: weir_cluster and /metrics say so.
+    b2 = subprocess.Popen([weir, "broker", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True)
+    m = re.search(r"listening on (\S+:\d+)", b2.stdout.readline() or "")
+    a.q("CREATE SOURCE s2 (k BIGINT) WITH (connector = 'kafka', topic = 'cl_s2', topic.partitions = '1', "
+        "properties.bootstrap.server = '%s')" % (m.group(1) if m else "?"))
+    agree = eventually(lambda: (lambda r: r if len(r) == 4 and all(x[1] is True for x in r) else None)(
+        a.q("SELECT node_id, catalog_agrees FROM weir_cluster WHERE alive")))
+    tap(bool(agree), "every node at the same position agrees with a's catalog",
+        a.q("SELECT node_id, catalog_applied, catalog_agrees FROM weir_cluster"))
+    b2.terminate()
+    b2.wait(10)
+    f = Node(weir, tmp, kafka, "f")
+    nodes.append(f)
+    f.start()
+    dis = eventually(lambda: a.q("SELECT catalog_agrees FROM weir_cluster WHERE node_id = 'f'") == [(False,)])
+    tap(bool(dis), "f could not create s2 (its broker is gone): a's weir_cluster says f disagrees",
+        a.q("SELECT node_id, catalog_applied, catalog_digest, catalog_agrees FROM weir_cluster"))
+    tap(f.q("SELECT catalog_agrees FROM weir_cluster WHERE node_id = 'a'") == [(False,)],
+        "f's weir_cluster says a disagrees")
+    tap("weir_cluster_catalog_disagreements 1" in a.metrics(), "/metrics on a: weir_cluster_catalog_disagreements 1")
+    f.stop()
+
     # Refusals at start, nothing changed.
     d.stop()
     st = eventually(lambda: b.q("SELECT alive, state FROM weir_cluster WHERE node_id = 'd'") == [(False, "stopped")])
