@@ -223,6 +223,27 @@ int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
     return 0;
 }
 
+/* The stream key of window node w over in (whose n_in columns come first,
+ * then window_start, window_end). A TUMBLE or SESSION row is in one window:
+ * the input's key stays unique. A HOP row is in several windows, told apart
+ * by their start; the windows of a CUMULATE row share their start and
+ * differ by their end. A keyless append-only input keeps no key (the view
+ * numbers its rows); a keyless changelog is one row, so its windows are
+ * keyed by the window bound alone. */
+static void window_keys(PlanCtx *p, PlanNode *w, const PlanNode *in, int n_in)
+{
+    if (!in->n_keys && in->append_only)
+        return;
+    int bound = w->win_kind == WIN_HOP ? n_in : w->win_kind == WIN_CUMULATE ? n_in + 1 : -1;
+    w->n_keys = in->n_keys + (bound >= 0);
+    w->keys = arena_alloc(p->b.a, sizeof(int) * (size_t)(w->n_keys + 1));
+    if (in->n_keys)
+        memcpy(w->keys, in->keys, sizeof(int) * (size_t)in->n_keys);
+    if (bound >= 0)
+        w->keys[in->n_keys] = bound;
+    w->dup_keys = in->dup_keys;
+}
+
 static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
@@ -319,6 +340,7 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
         out->scope.cols[n + 1].role = ROLE_NONE;
     }
     schema_from_scope(b->a, &w->out, &out->scope);
+    window_keys(p, w, in.node, n);
     out->node = w;
     return 0;
 }
