@@ -1365,6 +1365,18 @@ static int pane_advance(AggOp *a, int64_t wm)
         a->fired_upto = ws + n->win_size_us;
         fired = true;
     }
+    /* The windows that ended by wm with no row closed too, empty. Count them
+     * as emitted: a pane they share with a later window may get a row
+     * (late for them, on time for the later one), which must not make them
+     * appear afterwards with only that row (as the per-window path never
+     * would). */
+    if (wm != TS_PLUS_INF && wm > TS_MINUS_INF + n->win_size_us) {
+        int64_t last = floor_to(wm - n->win_size_us, n->win_slide_us, n->win_offset_us) + n->win_size_us;
+        if (a->fired_upto == TS_MINUS_INF || last > a->fired_upto) {
+            a->fired_upto = last;
+            fired = true;
+        }
+    }
     if (expire_panes(a, wm))
         return -1;
     return fired ? pane_meta_save(a) : 0;
