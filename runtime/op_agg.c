@@ -886,9 +886,10 @@ static int advance(AggOp *a, int64_t wm)
  * State key: the group values other than the session bounds (memcomparable),
  * then the session start (8 bytes, order-preserving). The state row holds
  * the session's real bounds in the window_start/window_end group slots. A row
- * opens [ts, ts + gap); every stored session of its key that overlaps is
- * merged into it (their rows retracted, the merged row emitted). Sessions are
- * closed by the watermark passing end + lateness. */
+ * opens [ts, ts + gap); every stored session of its key that overlaps or
+ * touches it (rt_session_joins) is merged into it (their rows retracted, the
+ * merged row emitted). The row is late when the merged session is. Sessions
+ * fire when the watermark passes their end and go at end + lateness. */
 
 static void session_prefix(AggOp *a, const Value *group, Buf *out)
 {
@@ -915,19 +916,11 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
     const PlanNode *n = a->op.node;
     RtCtx *rc = a->op.rc;
     int64_t ts = group[n->session_start_idx].u.i; /* the window operator set [ts, ts + gap) */
-    int64_t start = ts, end = ts + n->session_gap_us;
-    if (rt_window_late(end, a->op.wm, n->lateness_us)) {
-        rc->stats.late_rows++;
-        a->op.counters.late_rows++;
-        return 0;
-    }
+    int64_t start = ts, end = ts + n->session_gap_us, merged_end = end;
     Value st[MAX_VALS], o[MAX_VALS], out[MAX_VALS];
-    state_init(a, group, st);
-    if (state_apply(a, st, c, r, 1))
-        return 0;
     Buf prefix = BUF_INIT, okey = BUF_INIT;
     session_prefix(a, group, &prefix);
-    /* Collect the overlapping sessions first: merging deletes them. */
+    /* Collect the sessions the row joins first: merging deletes them. */
     StorIter *it;
     if (stor_iter_open(a->op.table, prefix.data, prefix.len, &it, rc->err)) {
         buf_free(&prefix);
@@ -941,16 +934,30 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
         if (row_decode(v, vl, o, a->n_state))
             continue;
         int64_t os = session_bound(a, o, false), oe = session_bound(a, o, true);
-        if (os < end && ts < oe) {
+        if (rt_session_joins(start, end, os, oe)) {
             buf_put_u32be(&olds, (uint32_t)kl);
             buf_append(&olds, k, kl);
             buf_put_u32be(&olds, (uint32_t)vl);
             buf_append(&olds, v, vl);
+            if (oe > merged_end)
+                merged_end = oe;
         }
     }
     stor_iter_close(it);
     if (got < 0)
         rcode = -1;
+    /* Late only when the merged session is (Flink merges, then judges). */
+    bool late = !rcode && rt_window_late(merged_end, a->op.wm, n->lateness_us);
+    if (late) {
+        rc->stats.late_rows++;
+        a->op.counters.late_rows++;
+    }
+    state_init(a, group, st);
+    if (rcode || late || state_apply(a, st, c, r, 1)) {
+        buf_free(&prefix);
+        buf_free(&olds);
+        return rcode;
+    }
     /* Merge, retracting what each old session showed. */
     bool eowc = n->emit == PLAN_EMIT_ON_CLOSE;
     const unsigned char *p = (const unsigned char *)olds.data, *pe = p + olds.len;
