@@ -331,6 +331,8 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
                                     .win_size_us = size};
     out->scope.cols[n + 1] = (ScopeCol){.qualifier = qual, .name = "window_end", .type = tc->type,
                                         .role = sess ? ROLE_SESSION_END : ROLE_WINDOW_END, .win_size_us = size};
+    if (sess && !p->session_pos)
+        p->session_pos = t->pos;
     if (sess && in.scope.cols[tc->col].role != ROLE_EVENT_TIME)
         return werr(b->err, "42P20", t->time_col->pos,
                     "SESSION windows need a time column with a WATERMARK (sessions close when it passes their end)");
@@ -362,13 +364,22 @@ static int expr_find_fn(const PlanExpr *e, ScalarFn fn)
  * rows into sessions: refuse plans where its rows go elsewhere. */
 static int check_sessions(PlanCtx *p)
 {
-    int windows = 0, aggs = 0;
+    int windows = 0, aggs = 0, any_aggs = 0;
     for (int i = 0; i < p->n_nodes; i++) {
         windows += p->nodes[i]->kind == PN_WINDOW && p->nodes[i]->win_kind == WIN_SESSION;
         aggs += p->nodes[i]->kind == PN_AGG && p->nodes[i]->session;
+        any_aggs += p->nodes[i]->kind == PN_AGG;
+    }
+    if (windows > aggs && !any_aggs) {
+        /* Flink's SESSION table function alone: each row with its session's final bounds. */
+        werr(p->b.err, SQLSTATE_NOT_SUPPORTED, p->session_pos,
+             "feature not supported: the SESSION table function without an aggregation");
+        werr_hint(p->b.err, "A row's session is known only once the session closes (later rows may still merge it); "
+                            "aggregate per session instead: GROUP BY window_start, window_end (and the partition keys).");
+        return -1;
     }
     if (windows > aggs)
-        return werr(p->b.err, "42P20", 0,
+        return werr(p->b.err, "42P20", p->session_pos,
                     "a SESSION window needs an aggregation with GROUP BY window_start, window_end (and its keys)");
     return 0;
 }
@@ -1517,7 +1528,11 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
             for (int i = 0; i < agg.n_aggs; i++)
                 if (aggs[i].kind == AGG_COUNT_DISTINCT)
                     return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
-                                "feature not supported: count(DISTINCT ...) over SESSION windows");
+                                "feature not supported: count(DISTINCT ...) over SESSION windows"),
+                           werr_hint(b->err, "Sessions merge, and a distinct count's values are not merged yet; "
+                                             "count(*), sum, min, max and the other aggregates work over sessions, "
+                                             "and count(DISTINCT ...) over TUMBLE, HOP and CUMULATE windows."),
+                           -1;
         }
         for (int i = 0; i < agg.n_group; i++)
             a->n_group_bounds += pre_scope.cols[i].role == ROLE_WINDOW_START || pre_scope.cols[i].role == ROLE_WINDOW_END;
