@@ -1525,14 +1525,6 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
             if (!cur->append_only)
                 return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
                             "feature not supported: SESSION windows over a changelog input");
-            for (int i = 0; i < agg.n_aggs; i++)
-                if (aggs[i].kind == AGG_COUNT_DISTINCT)
-                    return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
-                                "feature not supported: count(DISTINCT ...) over SESSION windows"),
-                           werr_hint(b->err, "Sessions merge, and a distinct count's values are not merged yet; "
-                                             "count(*), sum, min, max and the other aggregates work over sessions, "
-                                             "and count(DISTINCT ...) over TUMBLE, HOP and CUMULATE windows."),
-                           -1;
         }
         for (int i = 0; i < agg.n_group; i++)
             a->n_group_bounds += pre_scope.cols[i].role == ROLE_WINDOW_START || pre_scope.cols[i].role == ROLE_WINDOW_END;

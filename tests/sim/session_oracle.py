@@ -7,7 +7,7 @@ forms after merging is late. Each round draws a random multiset of timestamps pe
 seconds and half seconds, duplicates included, so rows exactly `gap` apart are common),
 writes them to one Kafka partition in an order with bounded disorder, and compares the
 views (EMIT CHANGES and EMIT ON WINDOW CLOSE, over a bounded source so every session
-closes) with:
+closes; each counts rows and distinct values of a column) with:
 
 - the batch oracle, for a watermark bound larger than the disorder (nothing is late): per
   key, sort the timestamps and cut where two neighbours are more than `gap` apart; each run
@@ -51,39 +51,41 @@ def norm(x):
 
 
 def generate(rng, n):
-    """(k, ts_ms) in arrival order: event times over 5 minutes, in steps of 500 ms."""
-    rows = [(rng.randrange(N_KEYS), rng.randrange(0, 600) * 500) for _ in range(n)]
-    arrival = sorted((ts + rng.uniform(0, DISORDER), i) for i, (_, ts) in enumerate(rows))
+    """(k, ts_ms, u) in arrival order: event times over 5 minutes, in steps of 500 ms; u is
+    one of a few values (count(DISTINCT u) per session)."""
+    rows = [(rng.randrange(N_KEYS), rng.randrange(0, 600) * 500, rng.randrange(5)) for _ in range(n)]
+    arrival = sorted((ts + rng.uniform(0, DISORDER), i) for i, (_, ts, _) in enumerate(rows))
     return [rows[i] for _, i in arrival]
 
 
 def batch_oracle(rows):
-    """{(k, start, end): n}: sessions of the multiset, order ignored."""
+    """{(k, start, end): (n, distinct u)}: sessions of the multiset, order ignored."""
     out = {}
     per_key = {}
-    for k, ts in rows:
-        per_key.setdefault(k, []).append(ts)
+    for k, ts, u in rows:
+        per_key.setdefault(k, []).append((ts, u))
     for k, tss in per_key.items():
         tss.sort()
-        first = last = tss[0]
-        n = 0
-        for ts in tss:
+        first = last = tss[0][0]
+        us = []
+        for ts, u in tss:
             if ts - last > GAP:
-                out[(k, first, last + GAP)] = n
-                first, n = ts, 0
+                out[(k, first, last + GAP)] = (len(us), len(set(us)))
+                first, us = ts, []
             last = ts
-            n += 1
-        out[(k, first, last + GAP)] = n
+            us.append(u)
+        out[(k, first, last + GAP)] = (len(us), len(set(us)))
     return out
 
 
 def streaming_model(rows, bound, lateness):
-    """({(k, start, end): n}, dropped): the rules applied row by row, one partition."""
-    held = {}          # k -> list of [start, end, n, fired]
-    done = []          # (k, start, end, n): sessions forgotten at end + lateness
+    """({(k, start, end): (n, distinct u)}, dropped): the rules applied row by row, one
+    partition."""
+    held = {}          # k -> list of [start, end, us]
+    done = []          # (k, start, end, us): sessions forgotten at end + lateness
     wm = None
     dropped = 0
-    for k, ts in rows:
+    for k, ts, u in rows:
         mine = held.setdefault(k, [])
         joined = [s for s in mine if s[0] <= ts + GAP and ts <= s[1]]
         start = min([ts] + [s[0] for s in joined])
@@ -93,7 +95,7 @@ def streaming_model(rows, bound, lateness):
         else:
             for s in joined:
                 mine.remove(s)
-            mine.append([start, end, 1 + sum(s[2] for s in joined)])
+            mine.append([start, end, [u] + [x for s in joined for x in s[2]]])
         if wm is None or ts - bound > wm:
             wm = ts - bound
             for key, ss in held.items():
@@ -101,8 +103,10 @@ def streaming_model(rows, bound, lateness):
                     ss.remove(s)
                     done.append((key, s[0], s[1], s[2]))
     out = {}
-    for k, s, e, n in done + [(k, s[0], s[1], s[2]) for k, ss in held.items() for s in ss]:
-        out[(k, s, e)] = out.get((k, s, e), 0) + n   # equal bounds twice: two rows in the view's key
+    for k, s, e, us in done + [(k, s[0], s[1], s[2]) for k, ss in held.items() for s in ss]:
+        # Equal bounds twice (a forgotten session and a new one) would be one row of the view.
+        n, d = out.get((k, s, e), (0, 0))
+        out[(k, s, e)] = (n + len(us), d + len(set(us)))
     return out, dropped
 
 
@@ -136,28 +140,30 @@ def main():
             rows = generate(rng, a.rows)
             topic = f"sess{rnd}"
             p = Producer({"bootstrap.servers": w.kafka, "linger.ms": 5})
-            for k, ts in rows:
-                p.produce(topic, json.dumps({"k": k, "ts": ts_text(ts)}).encode(), partition=0)
+            for k, ts, u in rows:
+                p.produce(topic, json.dumps({"k": k, "ts": ts_text(ts), "u": u}).encode(), partition=0)
             if p.flush(30) != 0:
                 raise RuntimeError("could not produce the rows")
             for name, bound, lateness in cases:
                 src = f"s{rnd}_{name}"
-                w.q(f"CREATE SOURCE {src} (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL "
+                w.q(f"CREATE SOURCE {src} (k BIGINT, ts TIMESTAMP, u BIGINT, WATERMARK FOR ts AS ts - INTERVAL "
                     f"'{bound} milliseconds') WITH (connector = 'kafka', topic = '{topic}', "
                     f"properties.bootstrap.server = '{w.kafka}', scan.bounded.mode = 'latest')")
                 allow = f" ALLOW LATENESS INTERVAL '{lateness} milliseconds'" if lateness else ""
                 for emit in ("", " EMIT ON WINDOW CLOSE"):
                     view = f"v{rnd}_{name}_{'eowc' if emit else 'changes'}"
-                    w.q(f"CREATE MATERIALIZED VIEW {view} AS SELECT k, window_start, window_end, count(*) AS n "
+                    w.q(f"CREATE MATERIALIZED VIEW {view} AS SELECT k, window_start, window_end, count(*) AS n, "
+                        f"count(DISTINCT u) AS d "
                         f"FROM SESSION({src}, ts, INTERVAL '{GAP} milliseconds') "
                         f"GROUP BY k, window_start, window_end{emit}{allow}")
                     rounds.append((rows, src, view, name, bound, lateness))
         w.q("FLUSH")
         for rows, src, view, name, bound, lateness in rounds:
             got = {}
-            for k, ws, we, n in w.q(f"SELECT k, window_start, window_end, n FROM {view}"):
+            for k, ws, we, n, d in w.q(f"SELECT k, window_start, window_end, n, d FROM {view}"):
                 key = (k, norm(ws), norm(we))
-                got[key] = got.get(key, 0) + n
+                n0, d0 = got.get(key, (0, 0))
+                got[key] = (n0 + n, d0 + d)
             n_late = w.q(f"SELECT late_rows FROM weir_views WHERE name = '{view}'")[0][0]
             if name == "loose":
                 want, want_late = batch_oracle(rows), 0
