@@ -342,7 +342,8 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
         out->scope.cols[n + 1].role = ROLE_NONE;
     }
     schema_from_scope(b->a, &w->out, &out->scope);
-    window_keys(p, w, in.node, n);
+    if (p->plan_rev >= 3)
+        window_keys(p, w, in.node, n);
     out->node = w;
     return 0;
 }
