@@ -680,7 +680,7 @@ typedef struct FuncSig {
     ScalarFn fn;
     TypeId result;
     int n;
-    TypeId args[6];
+    TypeId args[7];
 } FuncSig;
 
 #define T_ TYPE_TEXT
@@ -731,6 +731,7 @@ static const FuncSig FUNCS[] = {
     {"make_date", FN_MAKE_DATE, TYPE_DATE, 3, {I_, I_, I_}},
     {"make_timestamp", FN_MAKE_TIMESTAMP, TS_, 6, {I_, I_, I_, I_, I_, D_}},
     {"make_timestamptz", FN_MAKE_TIMESTAMP, TZ_, 6, {I_, I_, I_, I_, I_, D_}},
+    {"make_timestamptz", FN_MAKE_TIMESTAMP, TZ_, 7, {I_, I_, I_, I_, I_, D_, T_}},
     {"to_char", FN_TO_CHAR, T_, 2, {TS_, T_}}, {"to_char", FN_TO_CHAR, T_, 2, {TZ_, T_}},
     {"date_format", FN_DATE_FORMAT, T_, 2, {TS_, T_}}, {"date_format", FN_DATE_FORMAT, T_, 2, {TZ_, T_}},
     {"jsonb_typeof", FN_JSON_TYPEOF, T_, 1, {J_}}, {"json_typeof", FN_JSON_TYPEOF, T_, 1, {J_}},

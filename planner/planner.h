@@ -392,8 +392,12 @@ typedef struct PlanQuery {
  *      makes an interval join, an equality a hash key
  *   2  equal sub-plans run once (plan_share.c; planner/README.md "Shared
  *      sub-plans": an older view's two copies may have checkpointed different
- *      source offsets, so it keeps them) */
-#define PLAN_REV_CURRENT 2
+ *      source offsets, so it keeps them)
+ *   3  a window table function keeps its input's stream key (plus the window
+ *      bound for HOP and CUMULATE): a window without aggregation over a table
+ *      was keyed by nothing and kept one row (issue 17); an older view keeps
+ *      the layout its state has, and is fixed by creating it again */
+#define PLAN_REV_CURRENT 3
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */

@@ -137,6 +137,7 @@ typedef struct PlanCtx {
     int where_n;
     int n_nodes, cap_nodes;
     PlanNode **nodes;
+    int session_pos;         /* position of the first SESSION window function (its errors), 0 none */
 } PlanCtx;
 
 /* A new node (appended to p's nodes) reading input (may be NULL). */
