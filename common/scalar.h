@@ -60,7 +60,8 @@ typedef enum ScalarFn {
     FN_TO_TIMESTAMP,    /* (double seconds since the epoch) -> timestamptz */
     FN_MAKE_INTERVAL,   /* (years, months, weeks, days, hours, mins int4, secs double): 0..7 args */
     FN_MAKE_DATE,       /* (year, month, day) */
-    FN_MAKE_TIMESTAMP,  /* (year, month, day, hour, min int4, sec double) -> timestamp[tz] */
+    FN_MAKE_TIMESTAMP,  /* (year, month, day, hour, min int4, sec double [, zone text]) -> timestamp[tz]; a
+                         * timestamptz reads the fields in the zone given or the thread's (tz_current) */
     FN_TO_CHAR,         /* (timestamp[tz], Postgres template text) -> text (scalar_format.c) */
     FN_DATE_FORMAT,     /* (timestamp[tz], Java/Flink pattern text) -> text (scalar_format.c) */
     FN_AT_TIME_ZONE,    /* timezone(zone text, ts): ts AT TIME ZONE zone; timestamp <-> timestamptz */

@@ -371,7 +371,19 @@ int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena
     case FN_TO_TIMESTAMP: return to_timestamp(args[0].u.f, out, err);
     case FN_MAKE_INTERVAL: return make_interval(n, args, out, err);
     case FN_MAKE_DATE: return civil_days(args[0].u.i, args[1].u.i, args[2].u.i, &out->u.i, err);
-    case FN_MAKE_TIMESTAMP: return make_timestamp(args, out, err);
+    case FN_MAKE_TIMESTAMP: {
+        if (make_timestamp(args, out, err))
+            return -1;
+        if (result == TYPE_TIMESTAMPTZ) {
+            /* make_timestamptz: the fields are a wall-clock time in the zone
+             * given, or the thread's (Postgres: the session's; a view's own). */
+            const WTz *z = tz_current();
+            if (n == 7 && tz_find_value(&args[6], &z, err))
+                return -1;
+            out->u.i = tz_local_to_utc(z, out->u.i);
+        }
+        return 0;
+    }
     case FN_TO_CHAR:
     case FN_DATE_FORMAT: return scalar_format_call(fn, args, a, out, err);
     case FN_PROCTIME:

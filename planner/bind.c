@@ -634,7 +634,7 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
             agg.type = arg->type;
         } else if (strcmp(f, "sum") == 0) {
             agg.kind = AGG_SUM;
-            if (arg->type == TYPE_INT8 && b->plan_rev >= 3) {
+            if (arg->type == TYPE_INT8 && b->plan_rev >= 4) {
                 /* sum(bigint) is numeric, as in Postgres: it cannot overflow. */
                 arg = make_cast(b, arg, TYPE_NUMERIC, e->pos);
                 agg.arg_type = agg.type = TYPE_NUMERIC;
@@ -653,8 +653,8 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
             if (!type_is_numeric(arg->type))
                 goto badtype;
             /* avg over numeric and integers is numeric as in Postgres (over
-             * integers since planner revision 3); over floats double. */
-            if (type_is_integer(arg->type) && b->plan_rev >= 3) {
+             * integers since planner revision 4); over floats double. */
+            if (type_is_integer(arg->type) && b->plan_rev >= 4) {
                 arg = make_cast(b, arg, TYPE_NUMERIC, e->pos);
                 agg.arg_type = TYPE_NUMERIC;
             }
@@ -728,7 +728,7 @@ typedef struct FuncSig {
     ScalarFn fn;
     TypeId result;
     int n;
-    TypeId args[6];
+    TypeId args[7];
 } FuncSig;
 
 #define T_ TYPE_TEXT
@@ -779,6 +779,7 @@ static const FuncSig FUNCS[] = {
     {"make_date", FN_MAKE_DATE, TYPE_DATE, 3, {I_, I_, I_}},
     {"make_timestamp", FN_MAKE_TIMESTAMP, TS_, 6, {I_, I_, I_, I_, I_, D_}},
     {"make_timestamptz", FN_MAKE_TIMESTAMP, TZ_, 6, {I_, I_, I_, I_, I_, D_}},
+    {"make_timestamptz", FN_MAKE_TIMESTAMP, TZ_, 7, {I_, I_, I_, I_, I_, D_, T_}},
     {"to_char", FN_TO_CHAR, T_, 2, {TS_, T_}}, {"to_char", FN_TO_CHAR, T_, 2, {TZ_, T_}},
     {"date_format", FN_DATE_FORMAT, T_, 2, {TS_, T_}}, {"date_format", FN_DATE_FORMAT, T_, 2, {TZ_, T_}},
     {"jsonb_typeof", FN_JSON_TYPEOF, T_, 1, {J_}}, {"json_typeof", FN_JSON_TYPEOF, T_, 1, {J_}},
@@ -1104,8 +1105,8 @@ static PlanExpr *bind_extract(BindCtx *b, const Scope *s, const AstExpr *e)
     }
     if (!(args[1] = coerce_expr(b, args[1], t, e->pos)) || !check_field(b, fn, t, args[0], e->pos))
         return NULL;
-    /* numeric since planner revision 3, as in Postgres 14+; date_part stays double precision */
-    return make_call(b, fn, b->plan_rev >= 3 ? TYPE_NUMERIC : TYPE_FLOAT8, e->pos, 2, args);
+    /* numeric since planner revision 4, as in Postgres 14+; date_part stays double precision */
+    return make_call(b, fn, b->plan_rev >= 4 ? TYPE_NUMERIC : TYPE_FLOAT8, e->pos, 2, args);
 }
 
 /* ---- the dispatcher ------------------------------------------------------- */

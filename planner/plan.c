@@ -223,6 +223,27 @@ int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
     return 0;
 }
 
+/* The stream key of window node w over in (whose n_in columns come first,
+ * then window_start, window_end). A TUMBLE or SESSION row is in one window:
+ * the input's key stays unique. A HOP row is in several windows, told apart
+ * by their start; the windows of a CUMULATE row share their start and
+ * differ by their end. A keyless append-only input keeps no key (the view
+ * numbers its rows); a keyless changelog is one row, so its windows are
+ * keyed by the window bound alone. */
+static void window_keys(PlanCtx *p, PlanNode *w, const PlanNode *in, int n_in)
+{
+    if (!in->n_keys && in->append_only)
+        return;
+    int bound = w->win_kind == WIN_HOP ? n_in : w->win_kind == WIN_CUMULATE ? n_in + 1 : -1;
+    w->n_keys = in->n_keys + (bound >= 0);
+    w->keys = arena_alloc(p->b.a, sizeof(int) * (size_t)(w->n_keys + 1));
+    if (in->n_keys)
+        memcpy(w->keys, in->keys, sizeof(int) * (size_t)in->n_keys);
+    if (bound >= 0)
+        w->keys[in->n_keys] = bound;
+    w->dup_keys = in->dup_keys;
+}
+
 static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
@@ -310,6 +331,8 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
                                     .win_size_us = size};
     out->scope.cols[n + 1] = (ScopeCol){.qualifier = qual, .name = "window_end", .type = tc->type,
                                         .role = sess ? ROLE_SESSION_END : ROLE_WINDOW_END, .win_size_us = size};
+    if (sess && !p->session_pos)
+        p->session_pos = t->pos;
     if (sess && in.scope.cols[tc->col].role != ROLE_EVENT_TIME)
         return werr(b->err, "42P20", t->time_col->pos,
                     "SESSION windows need a time column with a WATERMARK (sessions close when it passes their end)");
@@ -319,6 +342,8 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
         out->scope.cols[n + 1].role = ROLE_NONE;
     }
     schema_from_scope(b->a, &w->out, &out->scope);
+    if (p->plan_rev >= 3)
+        window_keys(p, w, in.node, n);
     out->node = w;
     return 0;
 }
@@ -340,13 +365,22 @@ static int expr_find_fn(const PlanExpr *e, ScalarFn fn)
  * rows into sessions: refuse plans where its rows go elsewhere. */
 static int check_sessions(PlanCtx *p)
 {
-    int windows = 0, aggs = 0;
+    int windows = 0, aggs = 0, any_aggs = 0;
     for (int i = 0; i < p->n_nodes; i++) {
         windows += p->nodes[i]->kind == PN_WINDOW && p->nodes[i]->win_kind == WIN_SESSION;
         aggs += p->nodes[i]->kind == PN_AGG && p->nodes[i]->session;
+        any_aggs += p->nodes[i]->kind == PN_AGG;
+    }
+    if (windows > aggs && !any_aggs) {
+        /* Flink's SESSION table function alone: each row with its session's final bounds. */
+        werr(p->b.err, SQLSTATE_NOT_SUPPORTED, p->session_pos,
+             "feature not supported: the SESSION table function without an aggregation");
+        werr_hint(p->b.err, "A row's session is known only once the session closes (later rows may still merge it); "
+                            "aggregate per session instead: GROUP BY window_start, window_end (and the partition keys).");
+        return -1;
     }
     if (windows > aggs)
-        return werr(p->b.err, "42P20", 0,
+        return werr(p->b.err, "42P20", p->session_pos,
                     "a SESSION window needs an aggregation with GROUP BY window_start, window_end (and its keys)");
     return 0;
 }
@@ -1263,11 +1297,11 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
                     continue;
                 /* Mixed number types: Postgres's common type (int and bigint
                  * are bigint, an integer and a numeric numeric) since planner
-                 * revision 3; before, always double precision. */
+                 * revision 4; before, always double precision. */
                 if (t == TYPE_NULL)
                     t = e->type;
                 else if (type_is_numeric(t) && type_is_numeric(e->type) && t != e->type)
-                    t = b->plan_rev >= 3 ? bind_common_type(t, e->type) : TYPE_FLOAT8;
+                    t = b->plan_rev >= 4 ? bind_common_type(t, e->type) : TYPE_FLOAT8;
             }
             if (t == TYPE_NULL)
                 t = TYPE_TEXT;
@@ -1498,10 +1532,6 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
             if (!cur->append_only)
                 return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
                             "feature not supported: SESSION windows over a changelog input");
-            for (int i = 0; i < agg.n_aggs; i++)
-                if (aggs[i].kind == AGG_COUNT_DISTINCT)
-                    return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
-                                "feature not supported: count(DISTINCT ...) over SESSION windows");
         }
         for (int i = 0; i < agg.n_group; i++)
             a->n_group_bounds += pre_scope.cols[i].role == ROLE_WINDOW_START || pre_scope.cols[i].role == ROLE_WINDOW_END;

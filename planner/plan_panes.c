@@ -76,9 +76,9 @@ bool plan_set_panes(PlanNode *agg, PlanNode *win, int plan_rev)
         return false; /* too many panes per window: merging would cost more than it saves */
     for (int i = 0; i < agg->n_aggs; i++) {
         /* A numeric sum merges exactly (its scale counts too, as sessions
-         * merge them); before revision 3 panes took double/bigint sums only,
+         * merge them); before revision 4 panes took double/bigint sums only,
          * and a view planned then keeps its plan. */
-        if (plan_rev < 3 && agg->aggs[i].type == TYPE_NUMERIC &&
+        if (plan_rev < 4 && agg->aggs[i].type == TYPE_NUMERIC &&
             (agg->aggs[i].kind == AGG_SUM || agg->aggs[i].kind == AGG_AVG))
             return false;
         switch (agg->aggs[i].kind) {

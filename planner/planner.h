@@ -393,13 +393,17 @@ typedef struct PlanQuery {
  *   2  equal sub-plans run once (plan_share.c; planner/README.md "Shared
  *      sub-plans": an older view's two copies may have checkpointed different
  *      source offsets, so it keeps them)
- *   3  sum(bigint) and avg over integers are numeric, as in Postgres (their
+ *   3  a window table function keeps its input's stream key (plus the window
+ *      bound for HOP and CUMULATE): a window without aggregation over a table
+ *      was keyed by nothing and kept one row (issue 17); an older view keeps
+ *      the layout its state has, and is fixed by creating it again
+ *   4  sum(bigint) and avg over integers are numeric, as in Postgres (their
  *      state holds a numeric sum and its scale counts, not a bigint or a
  *      double); a VALUES column of mixed number types takes their common
  *      type (bigint, numeric), not double precision; a HOP aggregation with
  *      a numeric sum or avg works in panes (plan_panes.c); EXTRACT is
  *      numeric (Postgres 14+) */
-#define PLAN_REV_CURRENT 3
+#define PLAN_REV_CURRENT 4
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */

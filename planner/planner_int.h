@@ -64,7 +64,7 @@ typedef struct BindCtx {
 
 /* plan_panes.c: makes a HOP window aggregation (win feeding agg) work in
  * panes when it can; true if it did. Numeric sums merge from panes since
- * planner revision plan_rev 3. */
+ * planner revision 4. */
 bool plan_set_panes(PlanNode *agg, PlanNode *win, int plan_rev);
 
 /* bind.c */
@@ -139,6 +139,7 @@ typedef struct PlanCtx {
     int where_n;
     int n_nodes, cap_nodes;
     PlanNode **nodes;
+    int session_pos;         /* position of the first SESSION window function (its errors), 0 none */
 } PlanCtx;
 
 /* A new node (appended to p's nodes) reading input (may be NULL). */

@@ -117,6 +117,7 @@ typedef struct AggOp {
     bool windowed;
     bool global;              /* no GROUP BY: exactly one output row, even over no input */
     bool session;             /* session windows (see session_push) */
+    bool session_ms;          /* ... with count(DISTINCT): multisets under each session's key */
     int64_t min_end;          /* sessions: no stored session ends earlier (INT64_MIN: unknown) */
     Arena *touch_arena;       /* the touched map; reset after each flush */
     ByteMap touched;
@@ -954,9 +955,10 @@ static int advance(AggOp *a, int64_t wm)
  * State key: the group values other than the session bounds (memcomparable),
  * then the session start (8 bytes, order-preserving). The state row holds
  * the session's real bounds in the window_start/window_end group slots. A row
- * opens [ts, ts + gap); every stored session of its key that overlaps is
- * merged into it (their rows retracted, the merged row emitted). Sessions are
- * closed by the watermark passing end + lateness. */
+ * opens [ts, ts + gap); every stored session of its key that overlaps or
+ * touches it (rt_session_joins) is merged into it (their rows retracted, the
+ * merged row emitted). The row is late when the merged session is. Sessions
+ * fire when the watermark passes their end and go at end + lateness. */
 
 static void session_prefix(AggOp *a, const Value *group, Buf *out)
 {
@@ -978,25 +980,128 @@ static int64_t session_bound(const AggOp *a, const Value *st, bool end)
     return st[end ? n->session_end_idx : n->session_start_idx].u.i;
 }
 
+/* count(DISTINCT) over sessions: a session's multisets are keyed by its
+ * state key (ms_key with the session key as the group key), so they sort
+ * right after it. Merging moves an old session's entries under the merged
+ * session's key, adding counts (session_ms_move); then each distinct count
+ * is the number of values under the new key (session_ms_recount). */
+static int session_ms_move(AggOp *a, const unsigned char *okey, size_t oklen, const Buf *nkey)
+{
+    RtCtx *rc = a->op.rc;
+    if (oklen == nkey->len && memcmp(okey, nkey->data, oklen) == 0)
+        return 0;
+    Buf pfx = BUF_INIT, moved = BUF_INIT, nk = BUF_INIT;
+    buf_append(&pfx, okey, oklen);
+    buf_put_u8(&pfx, 0xfd);
+    StorIter *it;
+    if (stor_iter_open(a->op.table, pfx.data, pfx.len, &it, rc->err)) {
+        buf_free(&pfx);
+        return -1;
+    }
+    const void *k, *v;
+    size_t kl, vl;
+    int got, rcode = 0;
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        buf_put_u32be(&moved, (uint32_t)kl);
+        buf_append(&moved, k, kl);
+        buf_put_u32be(&moved, (uint32_t)vl);
+        buf_append(&moved, v, vl);
+    }
+    stor_iter_close(it);
+    if (got < 0)
+        rcode = -1;
+    const unsigned char *p = (const unsigned char *)moved.data, *pe = p + moved.len;
+    while (!rcode && p < pe) {
+        uint32_t l1 = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        const unsigned char *kk = p + 4, *q = kk + l1;
+        uint32_t l2 = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
+        const unsigned char *vv = q + 4;
+        p = vv + l2;
+        if (l2 < 9)
+            continue;
+        buf_reset(&nk);
+        buf_append(&nk, nkey->data, nkey->len);
+        buf_append(&nk, kk + oklen, l1 - oklen);
+        const void *cur;
+        size_t cl;
+        int f = stor_table_get(a->op.table, nk.data, nk.len, &cur, &cl, rc->err);
+        if (f < 0) {
+            rcode = -1;
+            break;
+        }
+        unsigned char nv[10];
+        memcpy(nv, vv, l2 < 10 ? l2 : 10);
+        int64_t count = (int64_t)get_be64(vv + 1);
+        if (f == 1 && cl >= 9) {
+            count += (int64_t)get_be64((const unsigned char *)cur + 1);
+            if (cl == 10 && l2 == 10)
+                nv[9] = ((const unsigned char *)cur)[9]; /* the scale of the first copy */
+        }
+        put_be64(nv + 1, (uint64_t)count);
+        rcode = stor_table_put(a->op.table, nk.data, nk.len, nv, l2 < 10 ? l2 : 10, rc->err);
+        if (!rcode)
+            rcode = stor_table_delete(a->op.table, kk, l1, rc->err);
+    }
+    buf_free(&pfx);
+    buf_free(&moved);
+    buf_free(&nk);
+    return rcode;
+}
+
+static int session_ms_recount(AggOp *a, const Buf *nkey, Value *st)
+{
+    const PlanNode *n = a->op.node;
+    RtCtx *rc = a->op.rc;
+    int k = a->n_group + 2, rcode = 0;
+    Buf pfx = BUF_INIT;
+    for (int i = 0; i < n->n_aggs && !rcode; i++) {
+        if (n->aggs[i].kind == AGG_COUNT_DISTINCT) {
+            buf_reset(&pfx);
+            buf_append(&pfx, nkey->data, nkey->len);
+            buf_put_u8(&pfx, 0xfd);
+            buf_put_u8(&pfx, (uint8_t)i);
+            StorIter *it;
+            if (stor_iter_open(a->op.table, pfx.data, pfx.len, &it, rc->err)) {
+                rcode = -1;
+                break;
+            }
+            const void *kk, *v;
+            size_t kl, vl;
+            int got;
+            int64_t count = 0;
+            while ((got = stor_iter_next(it, &kk, &kl, &v, &vl, rc->err)) == 1)
+                count++;
+            stor_iter_close(it);
+            if (got < 0)
+                rcode = -1;
+            st[k].u.i = count;
+        }
+        k += slots_of(&n->aggs[i]);
+    }
+    buf_free(&pfx);
+    return rcode;
+}
+
+/* The state key of the session of group prefix pfx starting at start. */
+static void session_key(const Buf *pfx, int64_t start, Buf *out)
+{
+    buf_reset(out);
+    buf_append(out, pfx->data, pfx->len);
+    unsigned char sb[8];
+    put_be64(sb, (uint64_t)start ^ UINT64_C(0x8000000000000000));
+    buf_append(out, sb, 8);
+}
+
 static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
 {
     const PlanNode *n = a->op.node;
     RtCtx *rc = a->op.rc;
     int64_t ts = group[n->session_start_idx].u.i; /* the window operator set [ts, ts + gap) */
-    int64_t start = ts, end = ts + n->session_gap_us;
-    if (rt_window_late(end, a->op.wm, n->lateness_us)) {
-        rc->stats.late_rows++;
-        a->op.counters.late_rows++;
-        return 0;
-    }
+    int64_t start = ts, end = ts + n->session_gap_us, merged_end = end;
     Value st[MAX_VALS], o[MAX_VALS], out[MAX_VALS];
-    state_init(a, group, st);
-    WError serr = {0};
-    if (state_apply(a, st, c, r, 1, &serr))
-        return sum_failed(a, &serr);
     Buf prefix = BUF_INIT, okey = BUF_INIT;
     session_prefix(a, group, &prefix);
-    /* Collect the overlapping sessions first: merging deletes them. */
+    /* Collect the sessions the row joins first: merging deletes them. */
     StorIter *it;
     if (stor_iter_open(a->op.table, prefix.data, prefix.len, &it, rc->err)) {
         buf_free(&prefix);
@@ -1006,20 +1111,49 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
     const void *k, *v;
     size_t kl, vl;
     int got, rcode = 0;
+    int64_t merged_start = start;
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        if (vl && ((const unsigned char *)v)[0] == 0xfe)
+            continue; /* a count(DISTINCT) multiset entry */
         if (row_decode(v, vl, o, a->n_state))
             continue;
         int64_t os = session_bound(a, o, false), oe = session_bound(a, o, true);
-        if (os < end && ts < oe) {
+        if (rt_session_joins(start, end, os, oe)) {
             buf_put_u32be(&olds, (uint32_t)kl);
             buf_append(&olds, k, kl);
             buf_put_u32be(&olds, (uint32_t)vl);
             buf_append(&olds, v, vl);
+            if (oe > merged_end)
+                merged_end = oe;
+            if (os < merged_start)
+                merged_start = os;
         }
     }
     stor_iter_close(it);
     if (got < 0)
         rcode = -1;
+    /* Late only when the merged session is (Flink merges, then judges). */
+    bool late = !rcode && rt_window_late(merged_end, a->op.wm, n->lateness_us);
+    if (late) {
+        rc->stats.late_rows++;
+        a->op.counters.late_rows++;
+    }
+    state_init(a, group, st);
+    /* The row's distinct values go straight under the merged session's key. */
+    session_key(&prefix, merged_start, &okey);
+    if (a->session_ms) {
+        buf_reset(&a->kbuf);
+        buf_append(&a->kbuf, okey.data, okey.len);
+    }
+    WError serr = {0};
+    if (!rcode && !late && state_apply(a, st, c, r, 1, &serr))
+        rcode = sum_failed(a, &serr) ? -1 : 1;   /* 1: the row is skipped, not an error */
+    if (rcode || late) {
+        buf_free(&prefix);
+        buf_free(&okey);
+        buf_free(&olds);
+        return rcode < 0 ? -1 : 0;
+    }
     /* Merge, retracting what each old session showed. */
     bool eowc = n->emit == PLAN_EMIT_ON_CLOSE;
     const unsigned char *p = (const unsigned char *)olds.data, *pe = p + olds.len;
@@ -1045,7 +1179,11 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
         if (oe > end)
             end = oe;
         rcode = stor_table_delete(a->op.table, kk, l1, rc->err);
+        if (!rcode && a->session_ms)
+            rcode = session_ms_move(a, kk, l1, &okey);
     }
+    if (!rcode && a->session_ms && olds.len)
+        rcode = session_ms_recount(a, &okey, st);
     if (!rcode) {
         st[n->session_start_idx].u.i = start;
         st[n->session_end_idx].u.i = end;
@@ -1058,11 +1196,6 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
         }
     }
     if (!rcode) {
-        buf_reset(&okey);
-        buf_append(&okey, prefix.data, prefix.len);
-        unsigned char sb[8];
-        put_be64(sb, (uint64_t)start ^ UINT64_C(0x8000000000000000));
-        buf_append(&okey, sb, 8);
         buf_reset(&a->vbuf);
         row_encode(&a->vbuf, st, a->n_state);
         rcode = stor_table_put(a->op.table, okey.data, okey.len, a->vbuf.data, a->vbuf.len, rc->err);
@@ -1095,11 +1228,22 @@ static int session_advance(AggOp *a, int64_t wm)
     int got, rcode = 0;
     int64_t min_left = INT64_MAX;
     bool eowc = n->emit == PLAN_EMIT_ON_CLOSE;
+    Buf gone = BUF_INIT; /* the key of the last session that expires: its multisets follow it */
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        if (vl && ((const unsigned char *)v)[0] == 0xfe) {
+            if (gone.len && kl > gone.len && memcmp(k, gone.data, gone.len) == 0) {
+                buf_put_u32be(&dead, (uint32_t)kl);
+                buf_append(&dead, k, kl);
+            }
+            continue;
+        }
+        buf_reset(&gone);
         if (row_decode(v, vl, st, a->n_state))
             continue;
         int64_t end = session_bound(a, st, true);
         bool closes = end <= wm, expires = end <= wm - n->lateness_us || wm == TS_PLUS_INF;
+        if (expires)
+            buf_append(&gone, k, kl);
         if (eowc && closes && !st[a->n_group + 1].u.i) {
             state_output(a, st, out);
             if ((rcode = emit_row(a, OP_INSERT, out)))
@@ -1142,6 +1286,7 @@ static int session_advance(AggOp *a, int64_t wm)
     }
     if (!rcode)
         a->min_end = min_left;
+    buf_free(&gone);
     buf_free(&dead);
     buf_free(&fire);
     return rcode;
@@ -1433,6 +1578,18 @@ static int pane_advance(AggOp *a, int64_t wm)
             return -1;
         a->fired_upto = ws + n->win_size_us;
         fired = true;
+    }
+    /* The windows that ended by wm with no row closed too, empty. Count them
+     * as emitted: a pane they share with a later window may get a row
+     * (late for them, on time for the later one), which must not make them
+     * appear afterwards with only that row (as the per-window path never
+     * would). */
+    if (wm != TS_PLUS_INF && wm > TS_MINUS_INF + n->win_size_us) {
+        int64_t last = floor_to(wm - n->win_size_us, n->win_slide_us, n->win_offset_us) + n->win_size_us;
+        if (a->fired_upto == TS_MINUS_INF || last > a->fired_upto) {
+            a->fired_upto = last;
+            fired = true;
+        }
     }
     if (expire_panes(a, wm))
         return -1;
@@ -1727,6 +1884,8 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
     a->windowed = n->win_group_idx >= 0;
     a->global = n->n_group == 0;
     a->session = n->session;
+    for (int i = 0; i < n->n_aggs && a->session; i++)
+        a->session_ms |= n->aggs[i].kind == AGG_COUNT_DISTINCT;
     a->min_end = INT64_MIN;
     if (a->session)
         a->windowed = false;

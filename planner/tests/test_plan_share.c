@@ -6,7 +6,7 @@
  * as the unshared one, and every node it keeps has the id and tables it had
  * there: that is what lets a view's state, written by either plan, be read
  * back by the same plan at start (planner/README.md "Shared sub-plans").
- * Also the typing rules of planner revision 3, old and new (rev3_types).
+ * Also the typing rules of planner revision 4, old and new (rev4_types).
  */
 #include "planner.h"
 #include "tap.h"
@@ -151,10 +151,10 @@ static void unchanged(const char *what, const char *sql)
     arena_free(a);
 }
 
-/* Planner revision 3 (issue 17): sum(bigint), avg over integers and
+/* Planner revision 4 (issue 17): sum(bigint), avg over integers and
  * EXTRACT are numeric; a view planned under an older revision keeps the
  * types (and so the state layout) it was created with. */
-static void rev3_types(void)
+static void rev4_types(void)
 {
     const char *sql = "CREATE MATERIALIZED VIEW v AS SELECT k, sum(v) AS s, avg(v) AS a, "
                       "max(extract(epoch FROM ts)) AS e FROM src GROUP BY k";
@@ -173,7 +173,7 @@ static void rev3_types(void)
 int main(void)
 {
     self_join();
-    rev3_types();
+    rev4_types();
     unchanged("no duplicates: the plan as before", "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) FROM src GROUP BY k");
     unchanged("another source with the same columns: not shared",
               "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM src a JOIN src2 b ON a.k = b.k");
