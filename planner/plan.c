@@ -1139,7 +1139,10 @@ static int out_col(PlanCtx *p, OutCols *oc, const AstExpr *e, const char *what)
 
 /* A distinct aggregation over the first n columns of cur (SELECT DISTINCT,
  * UNION): one state entry per distinct row, with a count of its copies so
- * that a row goes only when its last copy is retracted. */
+ * that a row goes only when its last copy is retracted. Its output is those
+ * n columns only: columns of cur past n (the hidden key columns a streaming
+ * projection appends) are not grouped, so the operator does not emit them;
+ * the caller's scope must drop them too. */
 PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, int pos, const char *what)
 {
     BindCtx *b = &p->b;
@@ -1152,7 +1155,8 @@ PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, in
     a->n_keys = n;
     a->keys = a->group_cols;
     a->append_only = false;
-    a->out = cur->out;
+    a->out = cur->out; /* a prefix: the arrays are shared, the plan is immutable */
+    a->out.n = n;
     /* Every distinct row of a stream is kept forever unless a window bounds it. */
     bool bounded = false;
     for (int i = 0; i < n; i++)
@@ -1584,8 +1588,9 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     }
 
     Scope final_scope;
+    /* A plain DISTINCT keys its rows by the whole row: the input's key is not kept. */
     PlanNode *proj = make_project(p, cur, grouped && !plain_distinct ? &post_scope : &scope, n_out, texprs, tnames,
-                                  NULL, &final_scope, p->streaming);
+                                  NULL, &final_scope, p->streaming && !plain_distinct);
     for (int i = n_targets; i < n_out; i++) {
         final_scope.cols[i].hidden = true;
         proj->out.hidden[i] = true;
@@ -1596,6 +1601,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     if (plain_distinct) {
         if (!(cur = make_distinct(p, cur, &final_scope, n_out, sel->pos, "SELECT DISTINCT")))
             return -1;
+        final_scope.n = n_out;
     }
     if (n_don) {
         /* DISTINCT ON is the first row per key by ORDER BY: a Top-1 per
@@ -1682,6 +1688,35 @@ static int set_state_ttl(PlanCtx *p, const AstOption *o)
 }
 
 /* The planned view whose root (materialize) node is m, over p's nodes. */
+/* The width each operator emits, checked against the schema its readers
+ * take from the node. The runtime sizes its chunks and its stack rows from
+ * these counts and indexes one by the other: a node whose schema disagrees
+ * with what its operator emits (a DISTINCT over a projection's hidden key
+ * columns, issue 17) reads past a chunk. A mismatch is a planner bug: it
+ * fails the statement with XX000 instead of reaching the runtime. */
+static int check_widths(PlanNode *const *nodes, int n_nodes, WError *err)
+{
+    for (int i = 0; i < n_nodes; i++) {
+        const PlanNode *n = nodes[i];
+        const PlanNode *in = n->n_inputs ? n->inputs[0] : NULL;
+        int want = n->out.n;
+        switch (n->kind) {
+        case PN_PROJECT: want = n->n_exprs; break;
+        case PN_AGG: want = n->n_group + n->n_aggs; break;
+        case PN_FILTER:
+        case PN_WATERMARK:
+        case PN_EXCHANGE: want = in->out.n; break;
+        case PN_MATERIALIZE: want = in->out.n + (n->row_id_key ? 1 : 0); break;
+        case PN_JOIN: want = in->out.n + n->inputs[1]->out.n; break;
+        default: break;
+        }
+        if (want != n->out.n)
+            return werr(err, SQLSTATE_INTERNAL, 0, "plan node %d (kind %d) has %d columns where its operator emits %d",
+                        n->id, (int)n->kind, n->out.n, want);
+    }
+    return 0;
+}
+
 static PlanView *view_of(Arena *a, const PlanCtx *p, PlanNode *m)
 {
     PlanView *v = arena_zalloc(a, sizeof *v);
@@ -2000,7 +2035,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         p.nodes = v->nodes;
         p.n_nodes = v->n_nodes;
     }
-    if (plan_distribute(&p, v, parallelism))
+    if (plan_distribute(&p, v, parallelism) || check_widths(v->nodes, v->n_nodes, err))
         return NULL;
     return v;
 }
@@ -2035,6 +2070,8 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
     q->n_nodes = p.n_nodes;
     q->nodes = p.nodes;
     q->schema = r.node->out;
+    if (check_widths(q->nodes, q->n_nodes, err))
+        return NULL;
     plan_key_lookups(q, a);
     return q;
 }
