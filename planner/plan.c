@@ -355,14 +355,34 @@ static int check_sessions(PlanCtx *p)
 
 
 /* Splits a bound predicate into its AND-ed conjuncts. */
-void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max)
+static int count_conjuncts(const PlanExpr *e)
+{
+    if (!(e->kind == PE_CALL && e->fn == FN_AND))
+        return 1;
+    int n = 0;
+    for (int i = 0; i < e->n_args; i++)
+        n += count_conjuncts(e->args[i]);
+    return n;
+}
+
+static void fill_conjuncts(PlanExpr *e, PlanExpr **out, int *n)
 {
     if (e->kind == PE_CALL && e->fn == FN_AND) {
         for (int i = 0; i < e->n_args; i++)
-            conjuncts(e->args[i], out, n, max);
-    } else if (*n < max) {
+            fill_conjuncts(e->args[i], out, n);
+    } else {
         out[(*n)++] = e;
     }
+}
+
+PlanExpr **conjuncts(PlanExpr *e, Arena *a, int *n)
+{
+    int total = e ? count_conjuncts(e) : 0;
+    PlanExpr **out = arena_alloc(a, sizeof(PlanExpr *) * (size_t)(total + 1));
+    *n = 0;
+    if (e)
+        fill_conjuncts(e, out, n);
+    return out;
 }
 
 /* A time expression `col`, `col + INTERVAL c` or `col - INTERVAL c`:
@@ -401,7 +421,20 @@ int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_co
     j->inputs[1] = r->node;
     j->join_type = type == JOIN_CROSS ? JOIN_INNER : type;
     j->left_time_col = j->right_time_col = -1;
-    PlanExpr *conds[256];
+    /* USING's equalities, then ON's conjuncts: every one is kept (none dropped at a cap). */
+    int n_using = ast_list_len(using_cols);
+    PlanExpr *on_e = NULL;
+    if (on) {
+        on_e = bind_expr(b, &sc, on);
+        if (!on_e || !(on_e = coerce_expr(b, on_e, TYPE_BOOL, on->pos))) {
+            if (!b->err->set)
+                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, on->pos, "argument of JOIN/ON must be type boolean");
+            return -1;
+        }
+    }
+    int n_on;
+    PlanExpr **on_conds = conjuncts(on_e, b->a, &n_on);
+    PlanExpr **conds = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_using + n_on + 1));
     int nc = 0;
     if (using_cols) {
         for (int i = 0; i < ast_list_len(using_cols); i++) {
@@ -427,21 +460,13 @@ int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_co
                              .args = arena_alloc(b->a, sizeof(PlanExpr *) * 2)};
             eq->args[0] = args[0];
             eq->args[1] = args[1];
-            if (nc < 256)
-                conds[nc++] = eq;
+            conds[nc++] = eq;
             /* The column appears once, as in Postgres: the right copy is hidden. */
             sc.cols[rc].hidden = true;
         }
     }
-    if (on) {
-        PlanExpr *e = bind_expr(b, &sc, on);
-        if (!e || !(e = coerce_expr(b, e, TYPE_BOOL, on->pos))) {
-            if (!b->err->set)
-                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, on->pos, "argument of JOIN/ON must be type boolean");
-            return -1;
-        }
-        conjuncts(e, conds, &nc, 256);
-    }
+    for (int i = 0; i < n_on; i++)
+        conds[nc++] = on_conds[i];
     /* Classify: equal columns across the sides become the hash key; bounds
      * on the difference of the two event times make an interval join. */
     int *lk = arena_alloc(b->a, sizeof(int) * (size_t)(nc + 1));
