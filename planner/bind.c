@@ -900,11 +900,11 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
              e->star_arg ? f : e->distinct ? "DISTINCT" : "FILTER", f);
         return NULL;
     }
-    if (n > 64) {
-        werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "cannot pass more than 64 arguments to a function");
+    if (n > WEIR_MAX_FUNC_ARGS) {
+        werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "cannot pass more than %d arguments to a function", WEIR_MAX_FUNC_ARGS);
         return NULL;
     }
-    PlanExpr *args[64];
+    PlanExpr *args[WEIR_MAX_FUNC_ARGS];
     for (int i = 0; i < n; i++)
         if (!(args[i] = bind_expr(b, s, AST_AT(e->args, i))))
             return NULL;

@@ -1742,6 +1742,59 @@ static int check_widths(PlanNode *const *nodes, int n_nodes, WError *err)
     return 0;
 }
 
+int plan_agg_slots(const PlanAgg *g)
+{
+    switch (g->kind) {
+    case AGG_SUM:
+    case AGG_AVG:
+        return g->type == TYPE_NUMERIC ? 3 : 2; /* numeric: + how many values of each scale */
+    case AGG_BOOL_AND:
+    case AGG_BOOL_OR:
+    case AGG_FIRST:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+/* The limits of common/weir_limits.h, checked once for every node of a
+ * finished plan (54000 at pos, the statement's): the runtime's fixed arrays
+ * are sized by them and its operators only assert them. */
+static int check_limits(PlanNode *const *nodes, int n_nodes, int pos, WError *err)
+{
+    for (int i = 0; i < n_nodes; i++) {
+        const PlanNode *n = nodes[i];
+        int cols = n->out.n - (n->kind == PN_MATERIALIZE && n->row_id_key ? 1 : 0);
+        if (cols > WEIR_MAX_COLUMNS)
+            return werr(err, SQLSTATE_PROGRAM_LIMIT, pos, "a row of this statement would have %d columns (at most %d)",
+                        cols, WEIR_MAX_COLUMNS),
+                   werr_hint(err, "Select fewer columns; a join's rows have the columns of both sides."), -1;
+        int keys = 0;
+        const char *what = NULL;
+        if (n->kind == PN_JOIN || n->kind == PN_TEMPORAL_JOIN || n->kind == PN_SEMI_JOIN) {
+            keys = n->n_join_keys;
+            what = n->kind == PN_SEMI_JOIN ? "correlation keys of a subquery" : "equality keys of a join";
+        } else if (n->kind == PN_TOPN) {
+            keys = n->n_part;
+            what = "PARTITION BY columns";
+        }
+        if (keys > WEIR_MAX_KEY_COLUMNS)
+            return werr(err, SQLSTATE_PROGRAM_LIMIT, pos, "too many %s: %d (at most %d)", what, keys,
+                        WEIR_MAX_KEY_COLUMNS);
+        if (n->kind == PN_AGG) {
+            int slots = n->n_group + 2;
+            for (int k = 0; k < n->n_aggs; k++)
+                slots += plan_agg_slots(&n->aggs[k]);
+            if (slots > WEIR_MAX_AGG_VALUES)
+                return werr(err, SQLSTATE_PROGRAM_LIMIT, pos,
+                            "too many grouping columns and aggregates: %d group columns and %d aggregates keep %d "
+                            "values per group (at most %d)", n->n_group, n->n_aggs, slots, WEIR_MAX_AGG_VALUES),
+                       werr_hint(err, "A SELECT DISTINCT groups by every selected column."), -1;
+        }
+    }
+    return 0;
+}
+
 static PlanView *view_of(Arena *a, const PlanCtx *p, PlanNode *m)
 {
     PlanView *v = arena_zalloc(a, sizeof *v);
@@ -2060,7 +2113,8 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         p.nodes = v->nodes;
         p.n_nodes = v->n_nodes;
     }
-    if (plan_distribute(&p, v, parallelism) || check_widths(v->nodes, v->n_nodes, err))
+    if (plan_distribute(&p, v, parallelism) || check_widths(v->nodes, v->n_nodes, err) ||
+        check_limits(v->nodes, v->n_nodes, cv->query_pos, err))
         return NULL;
     return v;
 }
@@ -2095,7 +2149,7 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
     q->n_nodes = p.n_nodes;
     q->nodes = p.nodes;
     q->schema = r.node->out;
-    if (check_widths(q->nodes, q->n_nodes, err))
+    if (check_widths(q->nodes, q->n_nodes, err) || check_limits(q->nodes, q->n_nodes, sel->pos, err))
         return NULL;
     plan_key_lookups(q, a);
     return q;
@@ -2164,8 +2218,8 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
                    werr_hint(err, "INCLUDE adds the Kafka record's key, partition, offset or timestamp to a source "
                                   "or a table over Kafka."), -1;
     }
-    if (n > 1600)
-        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%ss can have at most 1600 columns", what);
+    if (n > WEIR_MAX_COLUMNS)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%ss can have at most %d columns", what, WEIR_MAX_COLUMNS);
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)n);
     TypeId *types = arena_alloc(a, sizeof(TypeId) * (size_t)n);
     bool *not_null = arena_zalloc(a, sizeof(bool) * (size_t)n);

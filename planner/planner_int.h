@@ -6,6 +6,7 @@
 #define WEIR_PLANNER_INT_H
 
 #include "planner.h"
+#include "weir_limits.h"
 
 /* What a column means for time: lets the lowering recognise windowed
  * aggregations whose state a watermark bounds. */

@@ -1367,10 +1367,10 @@ static int send_row(void *arg, int n, const char *const *vals, const int *lens)
 
 static void query_columns(const PlanQuery *q, SrvResult *out)
 {
-    const char *names[1601];
-    uint32_t oids[1601];
+    const char *names[WEIR_MAX_COLUMNS + 1];
+    uint32_t oids[WEIR_MAX_COLUMNS + 1];
     int n = 0;
-    for (int i = 0; i < q->schema.n && n < 1601; i++) {
+    for (int i = 0; i < q->schema.n && n < WEIR_MAX_COLUMNS + 1; i++) {
         if (q->schema.hidden[i])
             continue;
         names[n] = q->schema.names[i];
