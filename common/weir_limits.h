@@ -43,7 +43,9 @@
 
 /* Nesting of one statement: parentheses, operators over operators,
  * subqueries. The parser and the binder recurse on it; past it a statement
- * is refused with 54001 (statement_too_complex), never a C stack overflow. */
+ * is refused with 54001 (statement_too_complex), never a C stack overflow.
+ * A chain of AND (or of OR) is one flat list, not nesting (parser/ast.c,
+ * ast_binary): a 10,000-term OR is one level deep, as in PostgreSQL. */
 #define WEIR_MAX_EXPR_DEPTH 1000
 
 #endif

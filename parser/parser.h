@@ -43,7 +43,7 @@ typedef enum AstExprKind {
     AST_STAR,       /* * or qualifier.* (only in select lists and count(*)) */
     AST_PARAM,      /* $n */
     AST_UNARY,      /* op, args[0] */
-    AST_BINARY,     /* op, args[0], args[1] */
+    AST_BINARY,     /* op, args[0], args[1]; OP_AND and OP_OR: two or more args (a flat chain) */
     AST_FUNC,       /* name(args) [FILTER (WHERE filter)] [OVER (...)] */
     AST_CAST,       /* CAST(arg AS type) or arg::type */
     AST_CASE,       /* CASE [operand] WHEN.. THEN.. [ELSE..] END */

@@ -653,8 +653,12 @@ static bool rn_limit(const AstExpr *w, const char *rn, int64_t *n)
 {
     if (!w)
         return false;
-    if (w->kind == AST_BINARY && w->op == OP_AND)
-        return rn_limit(AST_AT(w->args, 0), rn, n) || rn_limit(AST_AT(w->args, 1), rn, n);
+    if (w->kind == AST_BINARY && w->op == OP_AND) {
+        for (int i = 0; i < ast_list_len(w->args); i++)
+            if (rn_limit(AST_AT(w->args, i), rn, n))
+                return true;
+        return false;
+    }
     if (w->kind != AST_BINARY)
         return false;
     const AstExpr *x = AST_AT(w->args, 0), *y = AST_AT(w->args, 1);
@@ -827,14 +831,15 @@ static int plan_tref_node(PlanCtx *p, const AstTableRef *t, Rel *out)
     return werr(b->err, SQLSTATE_INTERNAL, t->pos, "unknown FROM item");
 }
 
-/* The AND-ed parts of e (NULL: none), at most cap. */
+/* The AND-ed parts of e (NULL: none), at most cap: the rest are not
+ * offered to the joins as ON terms (WHERE still applies them all). */
 static void split_and(const AstExpr *e, const AstExpr **out, int *n, int cap)
 {
     if (!e)
         return;
-    if (e->kind == AST_BINARY && e->op == OP_AND && ast_list_len(e->args) == 2) {
-        split_and(AST_AT(e->args, 0), out, n, cap);
-        split_and(AST_AT(e->args, 1), out, n, cap);
+    if (e->kind == AST_BINARY && e->op == OP_AND) {
+        for (int i = 0; i < ast_list_len(e->args); i++)
+            split_and(AST_AT(e->args, i), out, n, cap);
     } else if (*n < cap) {
         out[(*n)++] = e;
     }
