@@ -712,8 +712,17 @@ int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
     Rel in;
     if (plan_select(p, &copy, &in, NULL))
         return -1;
-    int base = in.scope.n - (np + no);
-    for (int i = base; i < in.scope.n; i++) {
+    /* The rank keys are the last targets, but not the last columns: a
+     * streaming projection appends its input's key columns after the targets
+     * (a join's, when its keys are not selected), so they are found by name
+     * (the last _rank_key0: they follow every target of the user's). */
+    int base = -1;
+    for (int i = 0; i < in.scope.n; i++)
+        if (strcmp(in.scope.cols[i].name, "_rank_key0") == 0)
+            base = i;
+    if (base < 0 || base + np + no > in.scope.n)
+        return werr(b->err, SQLSTATE_INTERNAL, rt->pos, "ROW_NUMBER(): the PARTITION BY and ORDER BY columns were not planned");
+    for (int i = base; i < base + np + no; i++) {
         in.scope.cols[i].hidden = true;
         in.node->out.hidden[i] = true;
     }
