@@ -1747,6 +1747,9 @@ static int check_widths(PlanNode *const *nodes, int n_nodes, WError *err)
         case PN_EXCHANGE: want = in->out.n; break;
         case PN_MATERIALIZE: want = in->out.n + (n->row_id_key ? 1 : 0); break;
         case PN_JOIN: want = in->out.n + n->inputs[1]->out.n; break;
+        case PN_TOPN: want = in->out.n + 1; break;
+        case PN_UNION:
+        case PN_SETOP: want = in->out.n == n->inputs[1]->out.n ? in->out.n : -1; break;
         default: break;
         }
         if (want != n->out.n)
