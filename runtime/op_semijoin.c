@@ -414,7 +414,7 @@ static int apply_left(SemiOp *s, const Value *vals, int sign)
 {
     const PlanNode *n = s->op.node;
     RtCtx *rc = s->op.rc;
-    Value kv[65];
+    Value kv[WEIR_MAX_KEY_COLUMNS + 1];
     int nk = n->n_join_keys;
     for (int k = 0; k < nk; k++)
         kv[k] = vals[n->left_keys[k]];
