@@ -1389,7 +1389,9 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     /* DISTINCT ON sets distinct too (as Postgres's parser does): only a plain
      * DISTINCT groups the whole row. */
     bool plain_distinct = sel->distinct && !sel->distinct_on;
-    bool grouped = sel->group_by || sel->having || plain_distinct;
+    /* grouped: an aggregation (GROUP BY, HAVING or an aggregate call); a
+     * plain DISTINCT comes after it, over its output rows. */
+    bool grouped = sel->group_by || sel->having;
     for (int i = 0; i < n_targets && !grouped; i++)
         if (targets[i].expr && ast_contains_aggregate(targets[i].expr))
             grouped = true;
@@ -1397,7 +1399,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     for (int i = 0; i < n_targets; i++) {
         if (!targets[i].expr || !ast_contains_subquery(targets[i].expr))
             continue;
-        if (grouped && !plain_distinct)
+        if (grouped)
             return werr(b->err, SQLSTATE_NOT_SUPPORTED, targets[i].pos,
                         "feature not supported: a subquery in the select list of a grouped query"),
                    werr_hint(b->err, "Move one of them into a FROM subquery: aggregate there and add the subquery outside, or the other way round."), -1;
@@ -1415,7 +1417,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     const char **tnames = arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + 1));
     PlanExpr *having = NULL;
 
-    if (grouped && !plain_distinct) {
+    if (grouped) {
         agg.input = &scope;
         int ng = ast_list_len(sel->group_by);
         agg.group = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(ng + 1));
@@ -1587,7 +1589,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     int n_order = ast_list_len(sel->order_by);
     int n_don = ast_list_len(sel->distinct_on);
     int *don_cols = NULL;
-    OutCols oc = {.n_targets = n_targets, .grouped = grouped && !plain_distinct, .plain_distinct = plain_distinct,
+    OutCols oc = {.n_targets = n_targets, .grouped = grouped, .plain_distinct = plain_distinct,
                   .agg = &agg, .scope = &scope, .cur = cur};
     bool cut = !q && (sel->limit || sel->offset); /* LIMIT inside a query: a Top-N */
     if ((n_order && (q || n_don || cut)) || n_don) {
@@ -1628,7 +1630,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
 
     Scope final_scope;
     /* A plain DISTINCT keys its rows by the whole row: the input's key is not kept. */
-    PlanNode *proj = make_project(p, cur, grouped && !plain_distinct ? &post_scope : &scope, n_out, texprs, tnames,
+    PlanNode *proj = make_project(p, cur, grouped ? &post_scope : &scope, n_out, texprs, tnames,
                                   NULL, &final_scope, p->streaming && !plain_distinct);
     for (int i = n_targets; i < n_out; i++) {
         final_scope.cols[i].hidden = true;
