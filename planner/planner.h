@@ -121,13 +121,6 @@ typedef enum PlanAggKind {
     AGG_FIRST, AGG_LAST,  /* first_value / last_value in arrival order (append-only input) */
 } PlanAggKind;
 
-/* A PlanAgg's state values in an aggregation group: sum and avg keep a sum
- * and a count (numeric also how many values of each scale), bool_and,
- * bool_or and first_value two, the rest one. The runtime lays out its
- * state by it (op_agg.c) and the planner bounds it (WEIR_MAX_AGG_VALUES). */
-struct PlanAgg;
-int plan_agg_slots(const struct PlanAgg *g);
-
 typedef struct PlanAgg {
     PlanAggKind kind;
     int arg;                    /* input column, -1 for count(*) */
@@ -137,6 +130,12 @@ typedef struct PlanAgg {
     const char *sep;            /* AGG_STRING_AGG: the separator (a constant) */
     int filter_col;             /* boolean input column from FILTER (WHERE), -1 none */
 } PlanAgg;
+
+/* g's state values in an aggregation group: sum and avg keep a sum and a
+ * count (numeric also how many values of each scale), bool_and, bool_or and
+ * first_value two, the rest one. The runtime lays out its state by it
+ * (op_agg.c) and the planner bounds it (WEIR_MAX_AGG_VALUES). */
+int plan_agg_slots(const PlanAgg *g);
 
 /* ---- the stream plan ----------------------------------------------------- */
 
