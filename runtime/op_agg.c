@@ -991,7 +991,7 @@ static int session_ms_recount(AggOp *a, const Buf *nkey, Value *st)
                 rcode = -1;
             st[k].u.i = count;
         }
-        k += slots_of(&n->aggs[i]);
+        k += plan_agg_slots(&n->aggs[i]);
     }
     buf_free(&pfx);
     return rcode;
