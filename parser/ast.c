@@ -502,6 +502,18 @@ AstExpr *ast_unary(ParseCtx *c, AstOp op, Token t, AstExpr *arg)
 
 AstExpr *ast_binary(ParseCtx *c, AstOp op, AstExpr *l, AstExpr *r)
 {
+    /* A chain of AND (or of OR) is one flat list of operands, not nesting:
+     * `a OR b OR ... OR z` with 10,000 terms is one level deep, as
+     * PostgreSQL takes it, and no later pass recurses once per term. */
+    if ((op == OP_AND || op == OP_OR) && l->kind == AST_BINARY && l->op == op) {
+        ExprBox *lb = (ExprBox *)l;
+        if (EXPR_DEPTH(r) + 1 > lb->depth)
+            lb->depth = EXPR_DEPTH(r) + 1;
+        if (lb->depth > PARSE_MAX_DEPTH)
+            too_deep(c, r->pos);
+        ast_list_append(c->a, l->args, r);
+        return l;
+    }
     AstExpr *e = new_expr(c, AST_BINARY, l->pos, max3(EXPR_DEPTH(l), EXPR_DEPTH(r), 0) + 1);
     e->op = op;
     e->args = ast_list_append(c->a, ast_list_append(c->a, NULL, l), r);

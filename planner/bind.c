@@ -394,6 +394,25 @@ static PlanExpr *bind_column(BindCtx *b, const Scope *s, const AstExpr *e)
 
 /* ---- operators ------------------------------------------------------------ */
 
+/* Operands [lo, hi) of a flat AND or OR chain (the parser's, ast_binary()),
+ * bound as a balanced tree of two-operand calls: its depth, and so every
+ * recursion over it (evaluation, EXPLAIN), is log2 of the terms. */
+static PlanExpr *bind_chain(BindCtx *b, const Scope *s, const AstExpr *e, int lo, int hi)
+{
+    if (hi - lo == 1) {
+        const AstExpr *a = AST_AT(e->args, lo);
+        PlanExpr *x = bind_expr(b, s, a);
+        return x ? coerce_expr(b, x, TYPE_BOOL, x->pos) : NULL;
+    }
+    int mid = lo + (hi - lo) / 2;
+    PlanExpr *x = bind_chain(b, s, e, lo, mid);
+    PlanExpr *y = x ? bind_chain(b, s, e, mid, hi) : NULL;
+    if (!x || !y)
+        return NULL;
+    PlanExpr *args[2] = {x, y};
+    return make_call(b, e->op == OP_AND ? FN_AND : FN_OR, TYPE_BOOL, e->pos, 2, args);
+}
+
 static PlanExpr *bind_binary(BindCtx *b, const Scope *s, const AstExpr *e, AstOp op, PlanExpr *x, PlanExpr *y)
 {
     int pos = e->pos;
@@ -949,11 +968,11 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
              e->star_arg ? f : e->distinct ? "DISTINCT" : "FILTER", f);
         return NULL;
     }
-    if (n > 64) {
-        werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "cannot pass more than 64 arguments to a function");
+    if (n > WEIR_MAX_FUNC_ARGS) {
+        werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "cannot pass more than %d arguments to a function", WEIR_MAX_FUNC_ARGS);
         return NULL;
     }
-    PlanExpr *args[64];
+    PlanExpr *args[WEIR_MAX_FUNC_ARGS];
     for (int i = 0; i < n; i++)
         if (!(args[i] = bind_expr(b, s, AST_AT(e->args, i))))
             return NULL;
@@ -1191,6 +1210,8 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
         return NULL;
     }
     case AST_BINARY: {
+        if ((e->op == OP_AND || e->op == OP_OR) && ast_list_len(e->args) > 2)
+            return bind_chain(b, s, e, 0, ast_list_len(e->args));
         PlanExpr *x = bind_expr(b, s, AST_AT(e->args, 0));
         PlanExpr *y = x ? bind_expr(b, s, AST_AT(e->args, 1)) : NULL;
         if (!x || !y)

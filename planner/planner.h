@@ -131,6 +131,12 @@ typedef struct PlanAgg {
     int filter_col;             /* boolean input column from FILTER (WHERE), -1 none */
 } PlanAgg;
 
+/* g's state values in an aggregation group: sum and avg keep a sum and a
+ * count (numeric also how many values of each scale), bool_and, bool_or and
+ * first_value two, the rest one. The runtime lays out its state by it
+ * (op_agg.c) and the planner bounds it (WEIR_MAX_AGG_VALUES). */
+int plan_agg_slots(const PlanAgg *g);
+
 /* ---- the stream plan ----------------------------------------------------- */
 
 typedef enum PlanNodeKind {

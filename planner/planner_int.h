@@ -6,6 +6,7 @@
 #define WEIR_PLANNER_INT_H
 
 #include "planner.h"
+#include "weir_limits.h"
 
 /* What a column means for time: lets the lowering recognise windowed
  * aggregations whose state a watermark bounds. */
@@ -160,8 +161,9 @@ int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out);
 /* The regular (or interval) join of l and r; the result replaces *out (l may be out). */
 int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_cols, Rel *l, Rel *r, int pos,
               Rel *out);
-/* Splits a bound predicate into its AND-ed conjuncts (at most max). */
-void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max);
+/* Splits a bound predicate into its AND-ed conjuncts, all of them, into an
+ * array from a (*n of them; none for a NULL e). */
+PlanExpr **conjuncts(PlanExpr *e, Arena *a, int *n);
 
 /* A PROJECT over in with exprs; keep_key maps (or appends hidden) the input key. */
 PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, int n, PlanExpr **exprs,

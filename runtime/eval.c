@@ -320,8 +320,8 @@ int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t 
         int k = kernel(e, args, n, out, bad, rc);
         if (k)
             return k < 0 ? -1 : 0;
-        Value vs[64], res;
-        if (e->n_args > 64)
+        Value vs[WEIR_MAX_FUNC_ARGS], res;
+        if (e->n_args > WEIR_MAX_FUNC_ARGS)
             return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "too many arguments");
         const WTz *tz_was = rc->own_tz ? tz_set_current(rc->tz) : NULL;
         for (int r = 0; r < n; r++) {

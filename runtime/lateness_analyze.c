@@ -104,7 +104,7 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_col
                          int64_t max_records, bool (*cancel)(void *), void *cancel_arg, RtLatenessLog *out, WError *err)
 {
     memset(out, 0, sizeof *out);
-    if (n_key_cols > 64)
+    if (n_key_cols > WEIR_MAX_KEY_COLUMNS)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "at most 64 PARTITION BY columns");
     RtSkew skew;
     rt_skew_init(&skew, src);
@@ -227,7 +227,7 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_col
             }
             int32_t key = 0;
             if (n_key_cols) {
-                Value kv[64];
+                Value kv[WEIR_MAX_KEY_COLUMNS];
                 for (int k = 0; k < n_key_cols; k++)
                     chunk_get(c, key_cols[k], row, &kv[k]);
                 buf_reset(&kb);

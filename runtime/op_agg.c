@@ -44,8 +44,6 @@
 #include "bytemap.h"
 #include "numeric.h"
 
-#define MAX_VALS 256
-
 /* A small ascending set of window or pane ends, saved as 8-byte big-endian
  * integers under a metadata key of the operator's table. */
 typedef struct Ends {
@@ -182,21 +180,6 @@ static int wins_expire(AggOp *a, int64_t end)
         return 0;
     ends_drop(&a->wins, k);
     return wins_save(a);
-}
-
-static int slots_of(const PlanAgg *g)
-{
-    switch (g->kind) {
-    case AGG_SUM:
-    case AGG_AVG:
-        return g->type == TYPE_NUMERIC ? 3 : 2;  /* numeric: + how many values of each scale */
-    case AGG_BOOL_AND:
-    case AGG_BOOL_OR:
-    case AGG_FIRST:
-        return 2;
-    default:
-        return 1;
-    }
 }
 
 /* ---- multisets of a group's values (count DISTINCT, min/max under retraction) ----
@@ -450,7 +433,7 @@ static int sums_check(AggOp *a, const Value *st, const Chunk *c, int r, int sign
 {
     const PlanNode *n = a->op.node;
     int k = a->n_group + 2;
-    for (int i = 0; i < n->n_aggs; k += slots_of(&n->aggs[i]), i++) {
+    for (int i = 0; i < n->n_aggs; k += plan_agg_slots(&n->aggs[i]), i++) {
         const PlanAgg *g = &n->aggs[i];
         if ((g->kind != AGG_SUM && g->kind != AGG_AVG) || filtered_out(g, c, r))
             continue;
@@ -493,14 +476,14 @@ static int sum_failed(AggOp *a, const WError *err)
 static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign, WError *err)
 {
     const PlanNode *n = a->op.node;
-    Value sums[MAX_VALS];
+    Value sums[WEIR_MAX_AGG_VALUES];
     if (sums_check(a, st, c, r, sign, sums, err))
         return -1;
     st[a->n_group].u.i += sign;
     int k = a->n_group + 2;
     for (int i = 0; i < n->n_aggs; i++) {
         const PlanAgg *g = &n->aggs[i];
-        int slots = slots_of(g);
+        int slots = plan_agg_slots(g);
         if (filtered_out(g, c, r)) {
             k += slots;
             continue;
@@ -660,7 +643,7 @@ static void state_output(AggOp *a, const Value *st, Value *out)
         }
         }
         o->type = g->type;
-        k += slots_of(g);
+        k += plan_agg_slots(g);
     }
 }
 
@@ -758,7 +741,7 @@ static void state_merge(AggOp *a, Value *st, const Value *o, bool o_first)
             }
             break;
         }
-        k += slots_of(g);
+        k += plan_agg_slots(g);
     }
 }
 
@@ -830,7 +813,7 @@ static int pending_write(AggOp *a, ByteMapEntry *e, Value *st)
 static int flush_changes(AggOp *a)
 {
     const PlanNode *n = a->op.node;
-    Value st[MAX_VALS], now[MAX_VALS], before[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], now[WEIR_MAX_AGG_VALUES], before[WEIR_MAX_AGG_VALUES];
     for (int i = 0; i < a->touched.n; i++) {
         ByteMapEntry *e = &a->touched.entries[i];
         int f = pending_write(a, e, st);
@@ -889,7 +872,7 @@ static int advance(AggOp *a, int64_t wm)
     if (wm == TS_PLUS_INF ? stor_iter_open(a->op.table, NULL, 0, &it, rc->err)
                           : stor_iter_open_below(a->op.table, NULL, 0, upper, 9, &it, rc->err))
         return -1;
-    Value st[MAX_VALS], out[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     Buf key = BUF_INIT, val = BUF_INIT;
     int rcode = 0, got;
     const void *k, *v;
@@ -963,7 +946,7 @@ static int advance(AggOp *a, int64_t wm)
 static void session_prefix(AggOp *a, const Value *group, Buf *out)
 {
     const PlanNode *n = a->op.node;
-    Value kv[MAX_VALS];
+    Value kv[WEIR_MAX_AGG_VALUES];
     int nk = 0;
     for (int i = 0; i < a->n_group; i++)
         if (i != n->session_start_idx && i != n->session_end_idx)
@@ -1076,7 +1059,7 @@ static int session_ms_recount(AggOp *a, const Buf *nkey, Value *st)
                 rcode = -1;
             st[k].u.i = count;
         }
-        k += slots_of(&n->aggs[i]);
+        k += plan_agg_slots(&n->aggs[i]);
     }
     buf_free(&pfx);
     return rcode;
@@ -1098,7 +1081,7 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
     RtCtx *rc = a->op.rc;
     int64_t ts = group[n->session_start_idx].u.i; /* the window operator set [ts, ts + gap) */
     int64_t start = ts, end = ts + n->session_gap_us, merged_end = end;
-    Value st[MAX_VALS], o[MAX_VALS], out[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], o[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     Buf prefix = BUF_INIT, okey = BUF_INIT;
     session_prefix(a, group, &prefix);
     /* Collect the sessions the row joins first: merging deletes them. */
@@ -1221,7 +1204,7 @@ static int session_advance(AggOp *a, int64_t wm)
     StorIter *it;
     if (stor_iter_open(a->op.table, NULL, 0, &it, rc->err))
         return -1;
-    Value st[MAX_VALS], out[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     Buf dead = BUF_INIT, fire = BUF_INIT;
     const void *k, *v;
     size_t kl, vl;
@@ -1295,7 +1278,7 @@ static int session_advance(AggOp *a, int64_t wm)
 static int session_push(AggOp *a, Chunk *c)
 {
     const PlanNode *n = a->op.node;
-    Value group[MAX_VALS];
+    Value group[WEIR_MAX_AGG_VALUES];
     for (int r = 0; r < c->n_rows; r++) {
         int64_t row_wm = c->wm ? c->wm[r] : a->op.wm;
         if (row_wm > a->op.wm && session_advance(a, row_wm))
@@ -1380,7 +1363,7 @@ static void set_bounds(const AggOp *a, Value *g, int64_t ws, int64_t we)
 /* The state key of group g (with pane bounds) in the pane ending at pe. */
 static void pane_key(AggOp *a, int64_t pe, const Value *g)
 {
-    Value kv[MAX_VALS + 1];
+    Value kv[WEIR_MAX_AGG_VALUES + 1];
     kv[0] = value_int(TYPE_TIMESTAMP, pe);
     for (int i = 0; i < a->n_group; i++)
         kv[i + 1] = g[i];
@@ -1401,7 +1384,7 @@ static void own_strings(AggOp *a, Value *vals, int n)
 static int window_state(AggOp *a, int64_t ws, const Value *g, Value *acc)
 {
     const PlanNode *n = a->op.node;
-    Value pg[MAX_VALS], st[MAX_VALS];
+    Value pg[WEIR_MAX_AGG_VALUES], st[WEIR_MAX_AGG_VALUES];
     memcpy(pg, g, sizeof(Value) * (size_t)a->n_group);
     state_init(a, g, acc);
     set_bounds(a, acc, ws, ws + n->win_size_us);
@@ -1440,7 +1423,7 @@ static int fire_window(AggOp *a, int64_t ws)
     Arena *arena = arena_new(0);
     ByteMap m;
     bytemap_init(&m, arena);
-    Value st[MAX_VALS], out[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     Buf pfx = BUF_INIT, gk = BUF_INIT;
     int rcode = 0;
     for (int64_t pe = ws + n->pane_us; pe <= we && !rcode; pe += n->pane_us) {
@@ -1600,7 +1583,7 @@ static int pane_push(AggOp *a, Chunk *c)
 {
     RtOp *op = &a->op;
     const PlanNode *n = op->node;
-    Value group[MAX_VALS], st[MAX_VALS], now[MAX_VALS], out[MAX_VALS];
+    Value group[WEIR_MAX_AGG_VALUES], st[WEIR_MAX_AGG_VALUES], now[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     int per_pane = (int)(n->win_size_us / n->win_slide_us) + 1; /* windows covering one pane, at most */
     if (n->lateness_us > 0 && !a->upd_before) {
         a->upd_before = xmalloc(sizeof(Value) * (size_t)a->n_state * (size_t)per_pane);
@@ -1650,7 +1633,7 @@ static int pane_push(AggOp *a, Chunk *c)
                 return -1;
             state_output(a, now, out);
             if (before[a->n_group].u.i > 0) {
-                Value old[MAX_VALS];
+                Value old[WEIR_MAX_AGG_VALUES];
                 state_output(a, before, old);
                 if (emit_row(a, OP_UPDATE_BEFORE, old) || emit_row(a, OP_UPDATE_AFTER, out))
                     return -1;
@@ -1671,7 +1654,7 @@ static int agg_push(RtOp *op, Chunk *c)
     AggOp *a = (AggOp *)op;
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
-    Value group[MAX_VALS], kv[MAX_VALS + 1], st[MAX_VALS], out[MAX_VALS];
+    Value group[WEIR_MAX_AGG_VALUES], kv[WEIR_MAX_AGG_VALUES + 1], st[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     int64_t now = a->has_ttl ? rt_proc_now_us() : 0;
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < a->n_group; i++)
@@ -1831,7 +1814,7 @@ static int agg_start(RtOp *op)
     AggOp *a = (AggOp *)op;
     if (!a->global)
         return 0;
-    Value st[MAX_VALS], out[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     make_key(a, NULL, 0);
     int f = state_load(a, a->kbuf.data, a->kbuf.len, st);
     if (f != 0)
@@ -1880,7 +1863,7 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
     a->n_out = n->n_group + n->n_aggs;
     a->n_state = n->n_group + 2;
     for (int i = 0; i < n->n_aggs; i++)
-        a->n_state += slots_of(&n->aggs[i]);
+        a->n_state += plan_agg_slots(&n->aggs[i]);
     a->windowed = n->win_group_idx >= 0;
     a->global = n->n_group == 0;
     a->session = n->session;
@@ -1891,8 +1874,8 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
         a->windowed = false;
     a->touch_arena = arena_new(0);
     bytemap_init(&a->touched, a->touch_arena);
-    if (a->n_state > MAX_VALS || a->n_out > MAX_VALS) {
-        werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many grouping columns and aggregates (at most %d)", MAX_VALS / 2);
+    if (a->n_state > WEIR_MAX_AGG_VALUES || a->n_out > WEIR_MAX_AGG_VALUES) {
+        werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many grouping columns and aggregates (at most %d)", WEIR_MAX_AGG_VALUES / 2);
         agg_close(&a->op);
         return NULL;
     }

@@ -63,7 +63,7 @@ static int mat_upsert(MatOp *m, Chunk *c)
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
     int ncols = n->out.n;
-    Value vals[1601], old[1601], key[1601];
+    Value vals[WEIR_ROW_VALUES], old[WEIR_ROW_VALUES], key[WEIR_ROW_VALUES];
     Chunk *out = chunk_new(rc->chunk_arena, ncols, n->out.types, c->n_rows * 2 > 16 ? c->n_rows * 2 : 16);
     if (c->wm)
         chunk_enable_wm(out);
@@ -150,8 +150,8 @@ static int mat_push(RtOp *op, Chunk *c)
     RtCtx *rc = op->rc;
     int ncols = n->out.n;
     int64_t first_row_id = m->next_row_id;
-    Value vals[1602], key[1601];
-    if (ncols > 1601 || n->n_keys > 1601)
+    Value vals[WEIR_ROW_VALUES], key[WEIR_ROW_VALUES];
+    if (ncols > WEIR_ROW_VALUES || n->n_keys > WEIR_ROW_VALUES)
         return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns in a view");
     /* The key is the row id alone (n->counted keys hash the row instead). */
     bool ahead = n->row_id_key && !n->counted && n->n_keys == 1 && n->keys[0] == ncols - 1;
@@ -203,7 +203,7 @@ static int mat_push(RtOp *op, Chunk *c)
             if (f < 0)
                 return -1;
             if (f == 1) {
-                Value old[1602];
+                Value old[WEIR_ROW_VALUES];
                 if (row_decode(v, vl, old, ncols + 1))
                     return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt counted row in view %s", n->view_name);
                 count = old[ncols].u.i;

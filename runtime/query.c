@@ -25,8 +25,8 @@ typedef struct Collector {
 static int collect_push(RtOp *op, Chunk *c)
 {
     Collector *k = (Collector *)op;
-    Value vals[1601];
-    if (c->n_cols > 1601)
+    Value vals[WEIR_ROW_VALUES];
+    if (c->n_cols > WEIR_ROW_VALUES)
         return werr(op->rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < c->n_cols; i++)
@@ -136,9 +136,9 @@ static long run(const RtEnv *env, const PlanQuery *q, const RtWork *work, RtRowF
     }
     size_t first = (size_t)q->offset < n_rows ? (size_t)q->offset : n_rows;
     size_t last = q->limit >= 0 && first + (size_t)q->limit < n_rows ? first + (size_t)q->limit : n_rows;
-    const char *vals[1601];
-    int lens[1601];
-    size_t offs[1601];
+    const char *vals[WEIR_ROW_VALUES];
+    int lens[WEIR_ROW_VALUES];
+    size_t offs[WEIR_ROW_VALUES];
     count = 0;
     for (size_t r = first; r < last && vfn; r++) {
         Value *vis = arena_alloc(col.arena, sizeof(Value) * (size_t)(ncols ? ncols : 1));

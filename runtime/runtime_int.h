@@ -11,10 +11,12 @@
 #ifndef WEIR_RUNTIME_INT_H
 #define WEIR_RUNTIME_INT_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <time.h>
 
 #include "chunk.h"
+#include "weir_limits.h"
 #include "kafka.h"
 #include "row.h"
 #include "runtime.h"

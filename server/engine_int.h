@@ -14,6 +14,7 @@
 #include "planner.h"
 #include "runtime.h"
 #include "storage.h"
+#include "weir_limits.h"
 
 /* One catalog object: its definition, and for views the running dataflow. */
 typedef struct CatObj {
@@ -233,7 +234,7 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
 const CatRelation *verify_sysview(Engine *e, Arena *a);
 
 /* subscribe.c: changefeeds over a view (SUBSCRIBE, HTTP Server-Sent Events). */
-#define SUB_MAX_COLS 1600
+#define SUB_MAX_COLS WEIR_MAX_COLUMNS
 #define SUB_MAX_QUEUE 100000      /* events a consumer may fall behind before it is cut off */
 #define SUB_HISTORY 100000        /* recent changes a view keeps for consumers that resume... */
 #define SUB_HISTORY_BYTES (8u << 20) /* ...in at most this much memory */

@@ -814,8 +814,13 @@ static int parse_pk(const char *list, const RtSinkSpec *spec, int *pk, int *n, i
         for (int i = 0; i < spec->n_cols; i++)
             if (strcmp(spec->col_names[i], t) == 0)
                 k = i;
-        if (k < 0 || *n >= 64) {
+        if (k < 0) {
             werr(err, SQLSTATE_UNDEFINED_COLUMN, pos, "primary_key column \"%s\" is not a column of the sink", t);
+            free(copy);
+            return -1;
+        }
+        if (*n >= WEIR_MAX_KEY_COLUMNS) {
+            werr(err, SQLSTATE_PROGRAM_LIMIT, pos, "a sink's primary_key has at most %d columns", WEIR_MAX_KEY_COLUMNS);
             free(copy);
             return -1;
         }
@@ -983,7 +988,7 @@ static int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql
     }
     sp->upsert = upsert;
     if (upsert) {
-        int *pk = arena_alloc(o->arena, sizeof(int) * 64);
+        int *pk = arena_alloc(o->arena, sizeof(int) * WEIR_MAX_KEY_COLUMNS);
         int npk = 0;
         const char *pks = rt_sink_option(sp, "primary_key");
         if (pks) {
@@ -991,6 +996,12 @@ static int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql
                 goto fail;
         } else {
             /* The view's key, if the user can see all of it. */
+            if (vr->n_pk > WEIR_MAX_KEY_COLUMNS) {
+                werr(err, SQLSTATE_PROGRAM_LIMIT, st->pos, "the key of \"%s\" has %d columns; a sink's key has at most %d",
+                     v->name, vr->n_pk, WEIR_MAX_KEY_COLUMNS);
+                werr_hint(err, "Name fewer columns in WITH (primary_key = 'col, ...').");
+                goto fail;
+            }
             for (int i = 0; i < vr->n_pk; i++) {
                 int k = -1;
                 for (int j = 0; j < nv; j++)
@@ -1369,10 +1380,10 @@ static int send_row(void *arg, int n, const char *const *vals, const int *lens)
 
 static void query_columns(const PlanQuery *q, SrvResult *out)
 {
-    const char *names[1601];
-    uint32_t oids[1601];
+    const char *names[WEIR_MAX_COLUMNS + 1];
+    uint32_t oids[WEIR_MAX_COLUMNS + 1];
     int n = 0;
-    for (int i = 0; i < q->schema.n && n < 1601; i++) {
+    for (int i = 0; i < q->schema.n && n < WEIR_MAX_COLUMNS + 1; i++) {
         if (q->schema.hidden[i])
             continue;
         names[n] = q->schema.names[i];
