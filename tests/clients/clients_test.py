@@ -101,10 +101,12 @@ def main():
               "node pg: a named prepared statement, run twice", (got.get("prepared1"), got.get("prepared2")))
         check(got.get("plain") == [{"k": "1", "total": "10"}, {"k": "2", "total": "20"}, {"k": "3", "total": "30"}],
               "node pg: a plain query", got.get("plain"))
-        check(got.get("types") == [20, 20], "node pg: bigint columns have OID 20", got.get("types"))
+        # sum(bigint) is numeric, as in PostgreSQL (OID 1700)
+        check(got.get("types") == [20, 1700], "node pg: bigint and numeric columns have OIDs 20 and 1700",
+              got.get("types"))
         check(got.get("binary_formats") == ["binary"] * 3 and
-              got.get("binary") == [{"k": "2", "total": "20", "big": True}],
-              "node pg: binary results (bigint, boolean)",
+              got.get("binary") == [{"k": "2", "total": 20, "big": True}],
+              "node pg: binary results (bigint, numeric, boolean)",
               (got.get("binary_formats"), got.get("binary")))
         check(got.get("error") == "42P01", "node pg: an error carries its SQLSTATE", got.get("error"))
     except Exception as e:  # a harness failure is a failed test, with the reason
