@@ -54,6 +54,14 @@ def free_port():
     return port
 
 
+def exit_on_signals():
+    """SIGTERM (meson's timeout) and SIGINT end the test through SystemExit, so the finally
+    blocks stop the server, the broker and PostgreSQL and delete their directories. SIGINT is set
+    too because a shell starts background jobs with it ignored."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
+
+
 def log(msg):
     print("# " + msg)
     sys.stdout.flush()
@@ -66,7 +74,11 @@ class Pg:
         self.dir = tempfile.mkdtemp(prefix="wdpg-", dir="/tmp")
         os.chmod(self.dir, 0o755)
         self.port = free_port()
-        out = subprocess.run([PG_TMP, "start", self.dir, str(self.port)], capture_output=True, text=True)
+        try:
+            out = subprocess.run([PG_TMP, "start", self.dir, str(self.port)], capture_output=True, text=True)
+        except OSError:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
         if out.returncode != 0:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise RuntimeError("pg-tmp.sh start failed: " + out.stderr.strip())

@@ -553,6 +553,7 @@ def main():
     ap.add_argument("--only", type=int, default=None, help="run only query number N of each round (a repro)")
     ap.add_argument("--verbose", action="store_true", help="print every query and known difference")
     a = ap.parse_args()
+    dw.exit_on_signals()
 
     here = os.path.dirname(os.path.abspath(__file__))
     exp = dw.Expectations(os.path.join(here, "intended.txt"), os.path.join(here, "known_defects.txt"))

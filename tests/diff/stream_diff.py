@@ -532,6 +532,7 @@ def main():
     ap.add_argument("--minutes", type=float, default=0, help="stop after this long")
     ap.add_argument("--keep", action="store_true", help="keep the data directory when something failed")
     a = ap.parse_args()
+    dw.exit_on_signals()
     sys.exit(Run(a).main())
 
 
