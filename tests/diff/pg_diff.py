@@ -111,6 +111,8 @@ class Gen:
             return self.r.choice(["true", "false"])
         if kind == "numeric":
             return "CAST(%s AS NUMERIC(12,2))" % self.r.choice(POOL["numeric"])
+        if kind == "text" and self.r.random() < 0.08:
+            return self.r.choice(["E'caf\\u00e9'", "E'\\u65e5\\u672c'", "E'tab\\there'"])
         if kind == "double":
             return "CAST(%s AS DOUBLE PRECISION)" % self.r.choice(POOL["double"])
         return "%s %s" % ({"text": "TEXT", "date": "DATE", "timestamp": "TIMESTAMP", "timestamptz": "TIMESTAMPTZ",
@@ -173,10 +175,13 @@ class Gen:
                           lambda: "CAST(%s AS TIMESTAMP)" % e("date"), lambda: "(%s + %s)" % (e("date"), e("interval"))],
             "timestamptz": [lambda: "(%s %s %s)" % (e("timestamptz"), r.choice("+-"), e("interval")),
                             lambda: "date_trunc('%s', %s)" % (r.choice(["hour", "day", "month"]), e("timestamptz")),
-                            lambda: "CAST(%s AS TIMESTAMPTZ)" % e("timestamp")],
+                            lambda: "CAST(%s AS TIMESTAMPTZ)" % e("timestamp"),
+                            lambda: "make_timestamptz(2024, %d, %d, %d, 30, 0)" % (
+                                r.choice([3, 7, 10]), r.choice([1, 27, 31]), r.choice([0, 2, 12, 23]))],
             "interval": [lambda: "(%s %s %s)" % (e("interval"), r.choice("+-"), e("interval")),
                          lambda: "(%s * %s)" % (e("interval"), r.choice(["2", "-1", "0"])),
-                         lambda: "(%s - %s)" % (e("timestamp"), e("timestamp")), lambda: "(- %s)" % e("interval")],
+                         lambda: "(%s - %s)" % (e("timestamp"), e("timestamp")), lambda: "(- %s)" % e("interval")]
+            + ([lambda: "(%s / 4)" % e("interval")] if r.random() < 0.1 else []),
         }
         cands = opts[kind] + (generic if kind != "bool" else [generic[0]])
         return r.choice(cands)()
@@ -231,7 +236,9 @@ class QueryGen:
             keys.append("%d%s%s" % (j, self.r.choice(["", " ASC", " DESC"]),
                                     self.r.choice(["", "", " NULLS FIRST", " NULLS LAST"])))
         s = " ORDER BY " + ", ".join(keys)
-        if self.r.random() < 0.7:
+        if self.r.random() < 0.05:
+            s += " LIMIT ALL"
+        elif self.r.random() < 0.7:
             s += " LIMIT %d" % self.r.randint(0, 6)
             if self.r.random() < 0.4:
                 s += " OFFSET %d" % self.r.randint(0, 4)
@@ -393,7 +400,7 @@ def canon(v, fw, fp, peer=False):
     fams = {fw, fp}
     if fams <= {"float4", "float8"}:
         try:
-            return "%.12g" % float(v)
+            return "%.12g" % (float(v) + 0.0)   # -0 and 0 are equal (max may pick either)
         except ValueError:
             return v
     if len(fams) > 1 and fams <= {"int2", "int4", "int8", "numeric", "float4", "float8"}:

@@ -140,7 +140,7 @@ def canon(res):
         vals = []
         for v, oid in zip(row, res.oids):
             if v is not None and dw.family(oid) in ("float4", "float8"):
-                v = "%.12g" % float(v)
+                v = "%.12g" % (float(v) + 0.0)
             vals.append(v)
         out.append(tuple(vals))
     return sorted(out, key=lambda row: tuple((0, "") if v is None else (1, v) for v in row))
