@@ -29,7 +29,8 @@
 #define SQLSTATE_GROUPING_ERROR      "42803"
 #define SQLSTATE_INVALID_PARAMETER   "22023"
 #define SQLSTATE_INVALID_TEXT        "22P02"
-#define SQLSTATE_DATETIME_FORMAT     "22007"
+#define SQLSTATE_DATETIME_FORMAT     "22007"  /* invalid_datetime_format: 'abc'::date */
+#define SQLSTATE_DATETIME_OVERFLOW   "22008"  /* datetime_field_overflow: '2023-02-30'::date, year 0 */
 #define SQLSTATE_NUMERIC_RANGE       "22003"
 #define SQLSTATE_DIVISION_BY_ZERO    "22012"
 #define SQLSTATE_NOT_SUPPORTED       "0A000"
@@ -39,12 +40,15 @@
 #define SQLSTATE_OUT_OF_MEMORY       "53200"
 #define SQLSTATE_PROGRAM_LIMIT       "54000"
 #define SQLSTATE_INVALID_REGEX       "2201B"
+#define SQLSTATE_INVALID_ESCAPE      "22025"  /* invalid_escape_sequence: E'\u12', LIKE ... ESCAPE 'ab' */
+#define SQLSTATE_BAD_ENCODING        "22021"  /* character_not_in_repertoire: invalid UTF-8, a zero byte */
 #define SQLSTATE_TOO_COMPLEX         "54001"  /* statement_too_complex: nesting or parser stack limit */
 #define SQLSTATE_DEPENDENT_OBJECTS   "2BP01"
 #define SQLSTATE_WRONG_OBJECT_TYPE   "42809"
 #define SQLSTATE_INVALID_NAME        "42602"
 #define SQLSTATE_CONNECTION_FAILURE  "08006"
 #define SQLSTATE_QUERY_CANCELED      "57014"
+#define SQLSTATE_OBJECT_NOT_IN_STATE "55000"
 #define SQLSTATE_FEATURE_NOT_SUPPORTED SQLSTATE_NOT_SUPPORTED
 
 typedef struct WError {

@@ -93,8 +93,8 @@ int num_parse(const char *s, size_t len, Numeric *out, WError *err)
         (n - i == 3 && strncasecmp(s + i, "inf", 3) == 0))
         return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: numeric value \"%.*s\"", (int)(n - i),
                     s + i);
-    u128 c = 0;
-    int sig = 0, frac = 0, digits = 0;
+    size_t m0 = i;   /* the mantissa's first byte */
+    long frac = 0, digits = 0;
     bool dot = false;
     for (; i < n; i++) {
         char ch = s[i];
@@ -105,17 +105,7 @@ int num_parse(const char *s, size_t len, Numeric *out, WError *err)
         if (ch < '0' || ch > '9')
             break;
         digits++;
-        if (dot)
-            frac++;
-        if (sig == 0 && ch == '0') {
-            /* A leading zero adds no digit to the coefficient. */
-            if (frac > NUM_MAX_DIGITS)
-                return overflow(err);
-            continue;
-        }
-        if (++sig > NUM_MAX_DIGITS)
-            return overflow(err);
-        c = c * 10 + (unsigned)(ch - '0');
+        frac += dot;
     }
     if (digits == 0)
         return bad_syntax(s, len, err);
@@ -138,6 +128,31 @@ int num_parse(const char *s, size_t len, Numeric *out, WError *err)
     if (i != n)
         return bad_syntax(s, len, err);
     long scale = frac - exp;
+    /* Digits past the NUM_MAX_DIGITS-th after the point cannot be kept: they
+     * are rounded away (half away from zero), so '1e-50' is 0 and rounds to
+     * 0.00 in a NUMERIC(10,2) column, as in Postgres. keep counts the
+     * mantissa digits kept from the left; the first dropped one rounds. */
+    long drop = scale > NUM_MAX_DIGITS ? scale - NUM_MAX_DIGITS : 0;
+    long keep = digits - drop;
+    u128 c = 0;
+    int sig = 0, round_digit = 0;
+    for (long k = 0; k < digits && k <= keep; m0++) {
+        char ch = s[m0];
+        if (ch == '.')
+            continue;
+        if (k == keep) {
+            round_digit = ch - '0';
+        } else if (sig || ch != '0') {   /* a leading zero adds no digit to the coefficient */
+            if (++sig > NUM_MAX_DIGITS)
+                return overflow(err);
+            c = c * 10 + (unsigned)(ch - '0');
+        }
+        k++;
+    }
+    if (round_digit >= 5 && (c += 1) >= p10(NUM_MAX_DIGITS))
+        return overflow(err);
+    if (drop)
+        scale = NUM_MAX_DIGITS;
     if (scale < 0) {
         /* 1.5e3: Postgres keeps no negative display scale; scale up the coefficient. */
         if (c != 0 && sig - scale > NUM_MAX_DIGITS)
@@ -146,8 +161,6 @@ int num_parse(const char *s, size_t len, Numeric *out, WError *err)
             c *= p10((int)-scale);
         scale = 0;
     }
-    if (scale > NUM_MAX_DIGITS)
-        return overflow(err);
     out->c = neg ? -(__int128)c : (__int128)c;
     out->scale = (int)scale;
     return 0;

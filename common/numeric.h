@@ -33,8 +33,10 @@ void num_put(Numeric n, Value *out);   /* sets type, null = false, coefficient a
 Value value_numeric(Numeric n);
 
 /* Parses Postgres numeric input: [space][sign]digits[.digits][e[sign]digits][space].
- * Returns 0, or -1 with err: 22P02 bad syntax, 22003 more than 38 digits,
- * 0A000 for NaN and Infinity (not supported). */
+ * Digits past the 38th after the decimal point are rounded away (half away
+ * from zero; '1e-50' is 0 with scale 38), since no NUMERIC(p,s) keeps them.
+ * Returns 0, or -1 with err: 22P02 bad syntax, 22003 more than 38
+ * significant digits, 0A000 for NaN and Infinity (not supported). */
 int num_parse(const char *s, size_t len, Numeric *out, WError *err);
 /* Appends the Postgres text form ("-12.340"). */
 void num_format(Numeric n, Buf *out);

@@ -1,5 +1,7 @@
 /* row.c: see row.h. */
 #include "row.h"
+
+#include <math.h>
 #include "numeric.h"
 
 #include <string.h>
@@ -132,6 +134,18 @@ int row_decode(const void *vp, size_t len, Value *vals, int n)
  * as num_key_encode of the value without trailing fractional zeros, so
  * 1.5 and 1.50 are one key (one GROUP BY group, one join match) and a
  * decoded key shows the shortest scale. */
+/* The interval of span total (microseconds, months of 30 days) as whole
+ * months, then days, then microseconds, each with total's sign; iv itself
+ * when the months would not fit (spans near the type's limits). */
+static Interval interval_canonical(__int128 total, const Interval *iv)
+{
+    const __int128 month = (__int128)30 * USECS_PER_DAY;
+    __int128 m = total / month, rem = total % month;
+    if (m > INT32_MAX || m < INT32_MIN)
+        return *iv;
+    return (Interval){.months = (int32_t)m, .days = (int32_t)(rem / USECS_PER_DAY), .usecs = (int64_t)(rem % USECS_PER_DAY)};
+}
+
 void key_encode(Buf *out, const Value *vals, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -148,7 +162,9 @@ void key_encode(Buf *out, const Value *vals, int n)
             buf_append(out, tmp, 8);
             break;
         case PHYS_F64: {
-            double f = v->u.f == 0 ? 0.0 : v->u.f;
+            /* Equal values encode alike: -0 is 0, and every NaN is one NaN
+             * (above +Infinity, as Postgres sorts it). */
+            double f = v->u.f == 0 ? 0.0 : isnan(v->u.f) ? NAN : v->u.f;
             uint64_t w;
             memcpy(&w, &f, 8);
             w = (w & UINT64_C(0x8000000000000000)) ? ~w : w | UINT64_C(0x8000000000000000);
@@ -166,16 +182,23 @@ void key_encode(Buf *out, const Value *vals, int n)
             buf_put_u8(out, 0);
             break;
         case PHYS_IV: {
+            /* Intervals are equal when their spans are (a month is 30 days,
+             * a day 24 hours: '1 day' = '24 hours'), so the key is the span,
+             * then the span again as canonical months, days and microseconds
+             * (what key_decode gives back). The layout is the one keys had
+             * when they held the value's own fields: a canonical interval
+             * ('1 day', '5 minutes', '1 mon') keeps the bytes it had. */
             __int128 total = (__int128)v->u.iv.usecs +
                              ((__int128)v->u.iv.days + (__int128)v->u.iv.months * 30) * USECS_PER_DAY;
+            Interval c = interval_canonical(total, &v->u.iv);
             put_be64(tmp, (uint64_t)(total >> 64) ^ UINT64_C(0x8000000000000000));
             buf_append(out, tmp, 8);
             put_be64(tmp, (uint64_t)total);
             buf_append(out, tmp, 8);
-            put_be64(tmp, (uint64_t)v->u.iv.usecs ^ UINT64_C(0x8000000000000000));
+            put_be64(tmp, (uint64_t)c.usecs ^ UINT64_C(0x8000000000000000));
             buf_append(out, tmp, 8);
-            buf_put_u32be(out, (uint32_t)v->u.iv.days ^ 0x80000000u);
-            buf_put_u32be(out, (uint32_t)v->u.iv.months ^ 0x80000000u);
+            buf_put_u32be(out, (uint32_t)c.days ^ 0x80000000u);
+            buf_put_u32be(out, (uint32_t)c.months ^ 0x80000000u);
             break;
         }
         case PHYS_NUM: num_key_encode(num_get(v), out); break;

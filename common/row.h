@@ -24,7 +24,9 @@ int row_decode_prefix(const void *p, size_t len, Value *vals, int n, size_t *use
 /* Appends the memcomparable encoding of vals[0..n) to out. */
 void key_encode(Buf *out, const Value *vals, int n);
 /* Decodes a key written by key_encode for the given types; strings are
- * copied into a. Returns 0 or -1. */
+ * copied into a. Equal values have one key, so a value comes back in its
+ * canonical form: an interval as months, days and time ('36 hours' as
+ * '1 day 12:00:00'), a numeric without trailing zeros. Returns 0 or -1. */
 int key_decode(const void *p, size_t len, const TypeId *types, int n, Arena *a, Value *vals);
 
 /* Big-endian integer helpers used by encoders. */

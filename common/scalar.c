@@ -21,7 +21,7 @@ static const char *FN_NAMES[FN__COUNT] = {
     [FN_NEG_I] = "-", [FN_ADD_F] = "+", [FN_SUB_F] = "-", [FN_MUL_F] = "*", [FN_DIV_F] = "/",
     [FN_NEG_F] = "-", [FN_POW_F] = "^",
     [FN_TS_ADD_IV] = "+", [FN_TS_SUB_IV] = "-", [FN_TS_SUB_TS] = "-", [FN_IV_ADD_IV] = "+",
-    [FN_IV_SUB_IV] = "-", [FN_IV_NEG] = "-", [FN_IV_MUL_F] = "*", [FN_DATE_ADD_I] = "+",
+    [FN_IV_SUB_IV] = "-", [FN_IV_NEG] = "-", [FN_IV_MUL_F] = "*", [FN_IV_DIV_F] = "/", [FN_DATE_ADD_I] = "+",
     [FN_DATE_SUB_I] = "-", [FN_DATE_SUB_DATE] = "-",
     [FN_EQ] = "=", [FN_NE] = "<>", [FN_LT] = "<", [FN_LE] = "<=", [FN_GT] = ">", [FN_GE] = ">=",
     [FN_AND] = "AND", [FN_OR] = "OR", [FN_NOT] = "NOT",
@@ -69,7 +69,7 @@ bool scalar_fn_is_infix(ScalarFn fn)
     case FN_ADD_N: case FN_SUB_N: case FN_MUL_N: case FN_DIV_N: case FN_MOD_N:
     case FN_ADD_F: case FN_SUB_F: case FN_MUL_F: case FN_DIV_F: case FN_POW_F:
     case FN_TS_ADD_IV: case FN_TS_SUB_IV: case FN_TS_SUB_TS: case FN_IV_ADD_IV: case FN_IV_SUB_IV:
-    case FN_IV_MUL_F: case FN_DATE_ADD_I: case FN_DATE_SUB_I: case FN_DATE_SUB_DATE:
+    case FN_IV_MUL_F: case FN_IV_DIV_F: case FN_DATE_ADD_I: case FN_DATE_SUB_I: case FN_DATE_SUB_DATE:
     case FN_EQ: case FN_NE: case FN_LT: case FN_LE: case FN_GT: case FN_GE:
     case FN_AND: case FN_OR: case FN_CONCAT: case FN_LIKE: case FN_ILIKE:
     case FN_RE_MATCH: case FN_RE_IMATCH: case FN_RE_NMATCH: case FN_RE_NIMATCH:
@@ -125,6 +125,19 @@ bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, in
     return j == m;
 }
 
+/* f rounded to real, with Postgres's dtof checks: 22003 when a finite f
+ * overflows to infinity or a non-zero f underflows to zero. */
+static int to_float4(double f, double *out, WError *err)
+{
+    float r = (float)f;
+    if (isinf(r) && !isinf(f))
+        return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: overflow");
+    if (r == 0 && f != 0)
+        return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: underflow");
+    *out = r;
+    return 0;
+}
+
 int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
 {
     if (v->null || v->type == t) {
@@ -165,9 +178,7 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
         }
         if (t == TYPE_FLOAT4 || t == TYPE_FLOAT8) {
             out->u.f = num_to_double(num_get(v));
-            if (t == TYPE_FLOAT4)
-                out->u.f = (double)(float)out->u.f;
-            return 0;
+            return t == TYPE_FLOAT4 ? to_float4(out->u.f, &out->u.f, err) : 0;
         }
         goto bad;
     }
@@ -191,9 +202,7 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
             out->u.f = v->u.f;
         else
             goto bad;
-        if (t == TYPE_FLOAT4)
-            out->u.f = (double)(float)out->u.f;
-        return 0;
+        return t == TYPE_FLOAT4 ? to_float4(out->u.f, &out->u.f, err) : 0;
     }
     if (t == TYPE_BOOL && type_is_integer(f)) {
         out->u.i = v->u.i != 0;
@@ -204,9 +213,13 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
     bool inf = v->u.i == TS_PLUS_INF || v->u.i == TS_MINUS_INF;
     if (t == TYPE_TIMESTAMP || t == TYPE_TIMESTAMPTZ) {
         if (f == TYPE_DATE) {
+            if (v->u.i == DATE_PLUS_INF || v->u.i == DATE_MINUS_INF) {
+                out->u.i = v->u.i == DATE_PLUS_INF ? TS_PLUS_INF : TS_MINUS_INF;
+                return 0;
+            }
             if (__builtin_mul_overflow(v->u.i, USECS_PER_DAY, &out->u.i) || out->u.i == TS_PLUS_INF ||
                 out->u.i == TS_MINUS_INF)
-                return werr(err, "22008", 0, "date out of range for timestamp");
+                return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "date out of range for timestamp");
             if (t == TYPE_TIMESTAMPTZ)
                 out->u.i = tz_local_to_utc(tz_current(), out->u.i);
             return 0;
@@ -220,6 +233,10 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
         }
     }
     if (t == TYPE_DATE && (f == TYPE_TIMESTAMP || f == TYPE_TIMESTAMPTZ)) {
+        if (inf) {
+            out->u.i = v->u.i == TS_PLUS_INF ? DATE_PLUS_INF : DATE_MINUS_INF;
+            return 0;
+        }
         int64_t local = f == TYPE_TIMESTAMPTZ && !inf ? tz_utc_to_local(tz_current(), v->u.i) : v->u.i;
         int64_t d = local / USECS_PER_DAY;
         if (local % USECS_PER_DAY < 0)
@@ -490,12 +507,23 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         if (out->u.f == 0 && x->u.f != 0 && isfinite(x->u.f) && isfinite(y->u.f))
             return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: underflow");
         goto fcheck;
-    fcheck:
-        if (isinf(out->u.f) && !isinf(x->u.f) && !(y && isinf(y->u.f)))
-            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: overflow");
+    fcheck: {
+        /* Postgres's check_float8_val/check_float4_val: an infinite result
+         * from finite inputs overflows; a zero result underflows unless an
+         * input allows it (x * 0, 0 / y; a sum may cancel to zero). A real
+         * result is checked after rounding to single precision, as float4
+         * arithmetic computes in it (for + - * / double rounding agrees). */
+        bool inf_ok = isinf(x->u.f) || (y && isinf(y->u.f));
+        bool zero_ok = fn == FN_ADD_F || fn == FN_SUB_F || fn == FN_POW_F || x->u.f == 0 ||
+                       (fn == FN_MUL_F && y->u.f == 0);
         if (result == TYPE_FLOAT4)
             out->u.f = (double)(float)out->u.f;
+        if (isinf(out->u.f) && !inf_ok)
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: overflow");
+        if (out->u.f == 0 && !zero_ok)
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: underflow");
         return 0;
+    }
     case FN_TS_ADD_IV:
     case FN_TS_SUB_IV: {
         int sign = fn == FN_TS_ADD_IV ? 1 : -1;
@@ -571,9 +599,49 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         out->u.iv.usecs = (int64_t)llround(x->u.iv.usecs * y->u.f + (dd - trunc(dd)) * (double)USECS_PER_DAY);
         return 0;
     }
-    case FN_DATE_ADD_I: out->u.i = x->u.i + y->u.i; return 0;
-    case FN_DATE_SUB_I: out->u.i = x->u.i - y->u.i; return 0;
-    case FN_DATE_SUB_DATE: out->u.i = x->u.i - y->u.i; return 0;
+    case FN_IV_DIV_F: {
+        /* Postgres's interval_div: each field divided, the fractions of
+         * months and days carried down (a month is 30 days), microsecond
+         * rounding as its TSROUND. */
+        double f = y->u.f;
+        if (f == 0)
+            return werr(err, SQLSTATE_DIVISION_BY_ZERO, 0, "division by zero");
+        if (isnan(f))
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "interval out of range");
+        double m = x->u.iv.months / f, d = x->u.iv.days / f;
+        if (fabs(m) >= 2147483648.0 || fabs(d) >= 2147483648.0)
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "interval out of range");
+        int32_t rm = (int32_t)m, rd = (int32_t)d;
+        double mdays = rint((m - rm) * 30 * 1e6) / 1e6;
+        double secs = rint((d - rd + mdays - (int)mdays) * 86400 * 1e6) / 1e6;
+        if (fabs(secs) >= 86400) {
+            rd += (int32_t)(secs / 86400);
+            secs -= (int)(secs / 86400) * 86400.0;
+        }
+        rd += (int32_t)mdays;
+        double us = rint(x->u.iv.usecs / f + secs * 1e6);
+        if (!(fabs(us) < 9.2e18))
+            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "interval out of range");
+        out->u.iv = (Interval){.months = rm, .days = rd, .usecs = (int64_t)us};
+        return 0;
+    }
+    case FN_DATE_ADD_I:
+    case FN_DATE_SUB_I:
+        /* An infinite date stays infinite, as in Postgres. */
+        if (x->u.i == DATE_PLUS_INF || x->u.i == DATE_MINUS_INF) {
+            out->u.i = x->u.i;
+            return 0;
+        }
+        if ((fn == FN_DATE_ADD_I ? __builtin_add_overflow(x->u.i, y->u.i, &out->u.i)
+                                 : __builtin_sub_overflow(x->u.i, y->u.i, &out->u.i)) ||
+            out->u.i == DATE_PLUS_INF || out->u.i == DATE_MINUS_INF)
+            return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "date out of range");
+        return 0;
+    case FN_DATE_SUB_DATE:
+        if (x->u.i == DATE_PLUS_INF || x->u.i == DATE_MINUS_INF || y->u.i == DATE_PLUS_INF || y->u.i == DATE_MINUS_INF)
+            return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "cannot subtract infinite dates");
+        out->u.i = x->u.i - y->u.i;
+        return 0;
     case FN_EQ: case FN_NE: case FN_LT: case FN_LE: case FN_GT: case FN_GE:
         out->u.i = cmp_result(fn, value_cmp(x, y));
         return 0;

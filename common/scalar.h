@@ -22,7 +22,7 @@ typedef enum ScalarFn {
     FN_ADD_F, FN_SUB_F, FN_MUL_F, FN_DIV_F, FN_NEG_F, FN_POW_F,
     /* time arithmetic */
     FN_TS_ADD_IV, FN_TS_SUB_IV, FN_TS_SUB_TS, FN_IV_ADD_IV, FN_IV_SUB_IV, FN_IV_NEG,
-    FN_IV_MUL_F, FN_DATE_ADD_I, FN_DATE_SUB_I, FN_DATE_SUB_DATE,
+    FN_IV_MUL_F, FN_IV_DIV_F, FN_DATE_ADD_I, FN_DATE_SUB_I, FN_DATE_SUB_DATE,
     /* comparison (both arguments of one type after coercion) */
     FN_EQ, FN_NE, FN_LT, FN_LE, FN_GT, FN_GE,
     /* three-valued logic */
@@ -60,7 +60,8 @@ typedef enum ScalarFn {
     FN_TO_TIMESTAMP,    /* (double seconds since the epoch) -> timestamptz */
     FN_MAKE_INTERVAL,   /* (years, months, weeks, days, hours, mins int4, secs double): 0..7 args */
     FN_MAKE_DATE,       /* (year, month, day) */
-    FN_MAKE_TIMESTAMP,  /* (year, month, day, hour, min int4, sec double) -> timestamp[tz] */
+    FN_MAKE_TIMESTAMP,  /* (year, month, day, hour, min int4, sec double [, zone text]) -> timestamp[tz]; a
+                         * timestamptz reads the fields in the zone given or the thread's (tz_current) */
     FN_TO_CHAR,         /* (timestamp[tz], Postgres template text) -> text (scalar_format.c) */
     FN_DATE_FORMAT,     /* (timestamp[tz], Java/Flink pattern text) -> text (scalar_format.c) */
     FN_AT_TIME_ZONE,    /* timezone(zone text, ts): ts AT TIME ZONE zone; timestamp <-> timestamptz */

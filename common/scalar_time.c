@@ -11,6 +11,7 @@
  * 1 BC (proleptic Gregorian, as civil_from_days), and extract(year) turns
  * it into -1, as Postgres prints BC years.
  */
+#include "numeric.h"
 #include "scalar_int.h"
 #include "tz.h"
 
@@ -19,7 +20,6 @@
 #include <string.h>
 #include <time.h>
 
-#define SQLSTATE_DATETIME_OVERFLOW "22008"
 
 typedef enum Unit {
     U_BAD, U_MICRO, U_MILLI, U_SECOND, U_MINUTE, U_HOUR, U_DAY, U_WEEK, U_MONTH, U_QUARTER,
@@ -111,16 +111,39 @@ static int64_t decade_of(int64_t y) { return y >= 0 ? y / 10 : -((8 - (y - 1)) /
 static int64_t century_of(int64_t y) { return y > 0 ? (y + 99) / 100 : -((99 - (y - 1)) / 100); }
 static int64_t millennium_of(int64_t y) { return y > 0 ? (y + 999) / 1000 : -((999 - (y - 1)) / 1000); }
 
+/* An extracted field, exactly: c * 10^-scale. date_part gives it as a
+ * double, EXTRACT (since Postgres 14) as a numeric with Postgres's scale:
+ * 6 for seconds and epoch, 3 for milliseconds, 0 for the rest. */
+typedef struct Field {
+    __int128 c;
+    int scale;
+} Field;
+
+/* Writes f as result's type (double precision or numeric). */
+static void field_out(Field f, TypeId result, Value *out)
+{
+    if (result == TYPE_NUMERIC) {
+        num_put((Numeric){f.c, f.scale}, out);
+        return;
+    }
+    out->u.f = f.scale == 0 ? (double)f.c : (double)f.c / (f.scale == 3 ? 1e3 : 1e6);
+}
+
 /* extract from a timestamp t (microseconds), or from a date when is_date
  * (t is then a day number, which may lie beyond the timestamp range). */
-static int extract_ts(Unit u, int64_t t, bool is_date, Value *out)
+static int extract_ts(Unit u, int64_t t, bool is_date, TypeId result, Value *out, WError *err)
 {
-    if (!is_date && (t == TS_PLUS_INF || t == TS_MINUS_INF)) {
+    bool inf = is_date ? t == DATE_PLUS_INF || t == DATE_MINUS_INF : t == TS_PLUS_INF || t == TS_MINUS_INF;
+    if (inf) {
         /* Postgres: fields that grow with time are +-Infinity, others NULL. */
-        if (u == U_EPOCH || u == U_YEAR || u == U_ISOYEAR || u == U_DECADE || u == U_CENTURY || u == U_MILLENNIUM)
-            out->u.f = t == TS_PLUS_INF ? INFINITY : -INFINITY;
-        else
+        if (u == U_EPOCH || u == U_YEAR || u == U_ISOYEAR || u == U_DECADE || u == U_CENTURY || u == U_MILLENNIUM) {
+            if (result == TYPE_NUMERIC)
+                return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: numeric value \"Infinity\""),
+                       werr_hint(err, "date_part() gives it as double precision."), -1;
+            out->u.f = t > 0 ? INFINITY : -INFINITY;
+        } else {
             out->null = true;
+        }
         return 0;
     }
     int64_t days = is_date ? t : floor_div(t, USECS_PER_DAY), tod = is_date ? 0 : t - days * USECS_PER_DAY;
@@ -128,60 +151,64 @@ static int extract_ts(Unit u, int64_t t, bool is_date, Value *out)
     unsigned m, d;
     civil_from_days(days, &y, &m, &d);
     int64_t in_min = tod % (60 * USECS_PER_SEC);
-    double r = 0;
+    Field f = {0, 0};
     switch (u) {
-    case U_MICRO: r = (double)in_min; break;
-    case U_MILLI: r = (double)in_min / 1000.0; break;
-    case U_SECOND: r = (double)in_min / 1e6; break;
-    case U_MINUTE: r = (double)(tod / (60 * USECS_PER_SEC) % 60); break;
-    case U_HOUR: r = (double)(tod / (3600 * USECS_PER_SEC)); break;
-    case U_DAY: r = d; break;
-    case U_WEEK: iso_week(days, &week, &isoyear); r = (double)week; break;
-    case U_MONTH: r = m; break;
-    case U_QUARTER: r = (m - 1) / 3 + 1; break;
-    case U_YEAR: r = (double)(y > 0 ? y : y - 1); break;
-    case U_DECADE: r = (double)decade_of(y); break;
-    case U_CENTURY: r = (double)century_of(y); break;
-    case U_MILLENNIUM: r = (double)millennium_of(y); break;
-    case U_EPOCH: r = is_date ? (double)days * 86400.0 : (double)t / 1e6; break;
-    case U_DOW: r = dow_of(days); break;
-    case U_ISODOW: r = dow_of(days) ? dow_of(days) : 7; break;
-    case U_DOY: r = (double)(days - days_from_civil(y, 1, 1) + 1); break;
+    case U_MICRO: f.c = in_min; break;
+    case U_MILLI: f = (Field){in_min, 3}; break;
+    case U_SECOND: f = (Field){in_min, 6}; break;
+    case U_MINUTE: f.c = tod / (60 * USECS_PER_SEC) % 60; break;
+    case U_HOUR: f.c = tod / (3600 * USECS_PER_SEC); break;
+    case U_DAY: f.c = d; break;
+    case U_WEEK: iso_week(days, &week, &isoyear); f.c = week; break;
+    case U_MONTH: f.c = m; break;
+    case U_QUARTER: f.c = (m - 1) / 3 + 1; break;
+    case U_YEAR: f.c = y > 0 ? y : y - 1; break;
+    case U_DECADE: f.c = decade_of(y); break;
+    case U_CENTURY: f.c = century_of(y); break;
+    case U_MILLENNIUM: f.c = millennium_of(y); break;
+    case U_EPOCH: f = is_date ? (Field){(__int128)days * 86400, 0} : (Field){t, 6}; break;
+    case U_DOW: f.c = dow_of(days); break;
+    case U_ISODOW: f.c = dow_of(days) ? dow_of(days) : 7; break;
+    case U_DOY: f.c = days - days_from_civil(y, 1, 1) + 1; break;
     case U_ISOYEAR:
         iso_week(days, &week, &isoyear);
-        r = (double)(isoyear > 0 ? isoyear : isoyear - 1);
+        f.c = isoyear > 0 ? isoyear : isoyear - 1;
         break;
     case U_BAD: break;
     }
-    out->u.f = r;
+    field_out(f, result, out);
     return 0;
 }
 
-static void extract_iv(Unit u, const Interval *iv, Value *out)
+static void extract_iv(Unit u, const Interval *iv, TypeId result, Value *out)
 {
     int64_t us = iv->usecs, in_min = us % (60 * USECS_PER_SEC);
     int32_t years = iv->months / 12, mon = iv->months % 12;
-    double r = 0;
+    Field f = {0, 0};
     switch (u) {
-    case U_MICRO: r = (double)in_min; break;
-    case U_MILLI: r = (double)in_min / 1000.0; break;
-    case U_SECOND: r = (double)in_min / 1e6; break;
-    case U_MINUTE: r = (double)(us / (60 * USECS_PER_SEC) % 60); break;
-    case U_HOUR: r = (double)(us / (3600 * USECS_PER_SEC)); break;
-    case U_DAY: r = iv->days; break;
-    case U_MONTH: r = mon; break;
-    case U_QUARTER: r = mon / 3 + 1; break;
-    case U_YEAR: r = years; break;
-    case U_DECADE: r = years / 10; break;
-    case U_CENTURY: r = years / 100; break;
-    case U_MILLENNIUM: r = years / 1000; break;
+    case U_MICRO: f.c = in_min; break;
+    case U_MILLI: f = (Field){in_min, 3}; break;
+    case U_SECOND: f = (Field){in_min, 6}; break;
+    case U_MINUTE: f.c = us / (60 * USECS_PER_SEC) % 60; break;
+    case U_HOUR: f.c = us / (3600 * USECS_PER_SEC); break;
+    case U_DAY: f.c = iv->days; break;
+    case U_MONTH: f.c = mon; break;
+    case U_QUARTER: f.c = mon / 3 + 1; break;
+    case U_YEAR: f.c = years; break;
+    case U_DECADE: f.c = years / 10; break;
+    case U_CENTURY: f.c = years / 100; break;
+    case U_MILLENNIUM: f.c = years / 1000; break;
     /* A year is 365.25 days and a month 30 days, as Postgres counts them. */
     case U_EPOCH:
-        r = 31557600.0 * years + 2592000.0 * mon + 86400.0 * iv->days + (double)us / 1e6;
+        if (result != TYPE_NUMERIC) {
+            out->u.f = 31557600.0 * years + 2592000.0 * mon + 86400.0 * iv->days + (double)us / 1e6;
+            return;
+        }
+        f = (Field){((__int128)years * 31557600 + (__int128)mon * 2592000 + (__int128)iv->days * 86400) * USECS_PER_SEC + us, 6};
         break;
     default: break;   /* rejected by scalar_check_field */
     }
-    out->u.f = r;
+    field_out(f, result, out);
 }
 
 static int64_t trunc_ts(Unit u, int64_t t)
@@ -291,7 +318,6 @@ static int tz_find_value(const Value *v, const WTz **out, WError *err)
 int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, Value *out, WError *err)
 {
     (void)a;
-    (void)result;
     switch (fn) {
     case FN_DATE_TRUNC:
     case FN_EXTRACT_TS:
@@ -321,16 +347,14 @@ int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena
                 out->u.i = small ? t0 - off : tz_local_to_utc(z, t0);
                 return 0;
             }
-            return extract_ts(u, u == U_EPOCH ? ts : tz_utc_to_local(z, ts), false, out);
+            return extract_ts(u, u == U_EPOCH ? ts : tz_utc_to_local(z, ts), false, result, out, err);
         }
         if (fn == FN_DATE_TRUNC)
             out->u.i = trunc_ts(u, ts);
         else if (fn == FN_EXTRACT_IV)
-            extract_iv(u, &args[1].u.iv, out);
-        else if (fn == FN_EXTRACT_DATE)
-            return extract_ts(u, ts, true, out);
+            extract_iv(u, &args[1].u.iv, result, out);
         else
-            return extract_ts(u, ts, false, out);
+            return extract_ts(u, ts, fn == FN_EXTRACT_DATE, result, out, err);
         return 0;
     }
     case FN_AT_TIME_ZONE: {
@@ -347,7 +371,19 @@ int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena
     case FN_TO_TIMESTAMP: return to_timestamp(args[0].u.f, out, err);
     case FN_MAKE_INTERVAL: return make_interval(n, args, out, err);
     case FN_MAKE_DATE: return civil_days(args[0].u.i, args[1].u.i, args[2].u.i, &out->u.i, err);
-    case FN_MAKE_TIMESTAMP: return make_timestamp(args, out, err);
+    case FN_MAKE_TIMESTAMP: {
+        if (make_timestamp(args, out, err))
+            return -1;
+        if (result == TYPE_TIMESTAMPTZ) {
+            /* make_timestamptz: the fields are a wall-clock time in the zone
+             * given, or the thread's (Postgres: the session's; a view's own). */
+            const WTz *z = tz_current();
+            if (n == 7 && tz_find_value(&args[6], &z, err))
+                return -1;
+            out->u.i = tz_local_to_utc(z, out->u.i);
+        }
+        return 0;
+    }
     case FN_TO_CHAR:
     case FN_DATE_FORMAT: return scalar_format_call(fn, args, a, out, err);
     case FN_PROCTIME:

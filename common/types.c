@@ -165,8 +165,8 @@ static int parse_date_at(const char *s, size_t len, size_t *i, int64_t *days)
         read_digits(s, len, i, 2, &m) || *i >= len || s[(*i)++] != '-' ||
         read_digits(s, len, i, 2, &d))
         return -1;
-    if (m < 1 || m > 12 || d < 1 || d > days_in_month(y, (unsigned)m))
-        return -1;
+    if (y == 0 || m < 1 || m > 12 || d < 1 || d > days_in_month(y, (unsigned)m))
+        return -3;   /* well formed, but no such date: 22008 as in Postgres (there is no year 0) */
     *days = days_from_civil(y, (unsigned)m, (unsigned)d);
     return 0;
 }
@@ -175,10 +175,11 @@ int parse_date(const char *s, size_t len, int64_t *days)
 {
     size_t i = 0;
     skip_ws(s, len, &i);
-    if (parse_date_at(s, len, &i, days))
-        return -1;
+    int r = parse_date_at(s, len, &i, days);
     skip_ws(s, len, &i);
-    return i == len ? 0 : -1;
+    if (i != len)
+        return -1;
+    return r;
 }
 
 /*
@@ -193,7 +194,8 @@ static int parse_ts_parts(const char *s, size_t len, int64_t *local, int *zone, 
     size_t i = 0;
     int64_t days, hh = 0, mi = 0, ss = 0, frac = 0;
     skip_ws(s, len, &i);
-    if (parse_date_at(s, len, &i, &days))
+    int range = parse_date_at(s, len, &i, &days);
+    if (range == -1)
         return -1;
     if (i < len && (s[i] == ' ' || s[i] == 'T' || s[i] == 't')) {
         size_t j = i + 1;
@@ -225,7 +227,7 @@ static int parse_ts_parts(const char *s, size_t len, int64_t *local, int *zone, 
         }
     }
     if (hh > 24 || mi > 59 || ss > 60 || (hh == 24 && (mi || ss || frac)))
-        return -1;
+        range = -3;
     *zone = 0;
     *off = 0;
     skip_ws(s, len, &i);
@@ -261,6 +263,8 @@ static int parse_ts_parts(const char *s, size_t len, int64_t *local, int *zone, 
     skip_ws(s, len, &i);
     if (i != len)
         return -1;
+    if (range)
+        return range;   /* well formed: a field out of range */
     *local = days * USECS_PER_DAY + ((hh * 60 + mi) * 60 + ss) * USECS_PER_SEC + frac;
     return 0;
 }
@@ -270,8 +274,9 @@ int parse_timestamp(const char *s, size_t len, int64_t *usecs)
     int64_t local, off;
     int zone;
     size_t zs, ze;
-    if (parse_ts_parts(s, len, &local, &zone, &off, &zs, &ze) || zone == 2)
-        return -1;
+    int r = parse_ts_parts(s, len, &local, &zone, &off, &zs, &ze);
+    if (r || zone == 2)
+        return r ? r : -1;
     *usecs = local - off;
     return 0;
 }
@@ -283,8 +288,9 @@ static int parse_timestamptz(const char *s, size_t len, int64_t *usecs, WError *
     int64_t local, off;
     int zone;
     size_t zs = 0, ze = 0;
-    if (parse_ts_parts(s, len, &local, &zone, &off, &zs, &ze))
-        return -1;
+    int r = parse_ts_parts(s, len, &local, &zone, &off, &zs, &ze);
+    if (r)
+        return r;
     if (zone == 1) {
         *usecs = local - off;
         return 0;
@@ -305,6 +311,10 @@ static int parse_timestamptz(const char *s, size_t len, int64_t *usecs, WError *
 
 void format_date(int64_t days, Buf *out)
 {
+    if (days == DATE_MINUS_INF || days == DATE_PLUS_INF) {
+        buf_puts(out, days == DATE_PLUS_INF ? "infinity" : "-infinity");
+        return;
+    }
     int64_t y;
     unsigned m, d;
     civil_from_days(days, &y, &m, &d);
@@ -637,25 +647,40 @@ static int parse_int(const char *s, size_t len, int64_t lo, int64_t hi, TypeId t
     return 0;
 }
 
+/* 1 or 0 for a word Postgres reads as a boolean, else -1. */
+static int bool_word(const char *w, size_t n)
+{
+    static const struct {
+        const char *word;
+        size_t min;   /* the shortest prefix that is unambiguous */
+        int v;
+    } words[] = {{"true", 1, 1}, {"false", 1, 0}, {"yes", 1, 1}, {"no", 1, 0}, {"on", 2, 1}, {"off", 2, 0}};
+    if (n == 1 && (w[0] == '1' || w[0] == '0'))
+        return w[0] == '1';
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+        if (n >= words[k].min && n <= strlen(words[k].word) && strncasecmp(w, words[k].word, n) == 0)
+            return words[k].v;
+    return -1;
+}
+
 int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, WError *err)
 {
     *out = value_null(t);
     out->null = false;
     switch (t) {
     case TYPE_BOOL: {
-        char tmp[8];
-        size_t n = len < sizeof tmp - 1 ? len : sizeof tmp - 1;
-        memcpy(tmp, s, n);
-        tmp[n] = 0;
-        if (len < 8 && (!strcasecmp(tmp, "t") || !strcasecmp(tmp, "true") || !strcasecmp(tmp, "yes") ||
-                        !strcasecmp(tmp, "on") || !strcmp(tmp, "1")))
-            out->u.i = 1;
-        else if (len < 8 && (!strcasecmp(tmp, "f") || !strcasecmp(tmp, "false") || !strcasecmp(tmp, "no") ||
-                             !strcasecmp(tmp, "off") || !strcmp(tmp, "0")))
-            out->u.i = 0;
-        else
+        /* Postgres's boolin: spaces around are ignored, and any unique
+         * prefix of true, false, yes, no, on (two letters), off (two) does. */
+        size_t b = 0, e = len;
+        while (b < e && isspace((unsigned char)s[b]))
+            b++;
+        while (e > b && isspace((unsigned char)s[e - 1]))
+            e--;
+        int v = bool_word(s + b, e - b);
+        if (v < 0)
             return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type boolean: \"%.*s\"",
                         (int)(len > 200 ? 200 : len), s);
+        out->u.i = v;
         return 0;
     }
     case TYPE_INT2: return parse_int(s, len, INT16_MIN, INT16_MAX, t, &out->u.i, err);
@@ -675,7 +700,12 @@ int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, W
             end++;
         if (end == tmp || *end)
             return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type %s: \"%s\"", type_name(t), tmp);
-        if ((errno == ERANGE && f != 0) || (t == TYPE_FLOAT4 && isfinite(f) && isinf((float)f)))
+        /* Postgres's float4in/float8in: a value that overflows to infinity
+         * or underflows to zero is out of range (a subnormal is kept). */
+        bool range = errno == ERANGE && (f == 0 || isinf(f));
+        if (t == TYPE_FLOAT4)
+            range = range || (isfinite(f) && isinf((float)f)) || (f != 0 && (float)f == 0);
+        if (range)
             return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "\"%s\" is out of range for type %s", tmp, type_name(t));
         out->u.f = t == TYPE_FLOAT4 ? (double)(float)f : f;
         return 0;
@@ -704,11 +734,29 @@ int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, W
         }
         return 0;
     }
-    case TYPE_DATE:
-        if (parse_date(s, len, &out->u.i))
+    case TYPE_DATE: {
+        size_t b = 0, e = len;
+        while (b < e && isspace((unsigned char)s[b]))
+            b++;
+        while (e > b && isspace((unsigned char)s[e - 1]))
+            e--;
+        if (e - b == 8 && strncasecmp(s + b, "infinity", 8) == 0) {
+            out->u.i = DATE_PLUS_INF;
+            return 0;
+        }
+        if (e - b == 9 && strncasecmp(s + b, "-infinity", 9) == 0) {
+            out->u.i = DATE_MINUS_INF;
+            return 0;
+        }
+        int r = parse_date(s, len, &out->u.i);
+        if (r == -3)
+            return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "date/time field value out of range: \"%.*s\"",
+                        (int)(len > 200 ? 200 : len), s);
+        if (r)
             return werr(err, SQLSTATE_DATETIME_FORMAT, 0, "invalid input syntax for type date: \"%.*s\"",
                         (int)(len > 200 ? 200 : len), s);
         return 0;
+    }
     case TYPE_TIMESTAMP:
     case TYPE_TIMESTAMPTZ:
         if (len == 8 && strncasecmp(s, "infinity", 8) == 0) {
@@ -720,6 +768,9 @@ int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, W
             return 0;
         }
         int r = t == TYPE_TIMESTAMPTZ ? parse_timestamptz(s, len, &out->u.i, err) : parse_timestamp(s, len, &out->u.i);
+        if (r == -3)
+            return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "date/time field value out of range: \"%.*s\"",
+                        (int)(len > 200 ? 200 : len), s);
         if (r == -1)
             return werr(err, SQLSTATE_DATETIME_FORMAT, 0, "invalid input syntax for type %s: \"%.*s\"",
                         type_name(t), (int)(len > 200 ? 200 : len), s);
@@ -818,7 +869,7 @@ uint64_t value_hash(const Value *v, uint64_t seed)
     switch (type_phys(v->type)) {
     case PHYS_I64: return hash_u64(seed ^ (uint64_t)v->u.i);
     case PHYS_F64: {
-        double f = v->u.f == 0 ? 0 : v->u.f; /* -0 == 0 */
+        double f = v->u.f == 0 ? 0 : isnan(v->u.f) ? NAN : v->u.f; /* -0 == 0, NaN == NaN */
         uint64_t w;
         memcpy(&w, &f, 8);
         return hash_u64(seed ^ w);

@@ -89,6 +89,9 @@ typedef struct Value {
 /* Timestamps that mean "before everything" and "after everything". */
 #define TS_MINUS_INF   INT64_MIN
 #define TS_PLUS_INF    INT64_MAX
+/* Dates 'infinity' and '-infinity' (days), ordered around every date. */
+#define DATE_MINUS_INF INT64_MIN
+#define DATE_PLUS_INF  INT64_MAX
 
 /* Inline: the row codecs and chunk accessors ask it for every value, and as a
  * call into types.c it was ~3% of a join- or aggregation-heavy query. */

@@ -146,9 +146,146 @@ static int hexval(char ch)
     return (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10 : -1;
 }
 
+/* The character position of byte z[i] of token t, for errors inside a string. */
+static int char_pos(Token t, const char *at)
+{
+    int pos = t.pos;
+    for (const char *p = t.z; p < at; p++)
+        pos += ((unsigned char)*p & 0xC0) != 0x80;
+    return pos;
+}
+
+/* n hex digits at z (all present before end)? Returns the value or -1. */
+static long hex_run(const char *z, const char *end, int n)
+{
+    long v = 0;
+    for (int k = 0; k < n; k++) {
+        if (z + k >= end || hexval(z[k]) < 0)
+            return -1;
+        v = v * 16 + hexval(z[k]);
+    }
+    return v;
+}
+
+static int utf8_put(char *out, unsigned long cp)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), or 0. */
+static int utf8_valid(const unsigned char *p, int n)
+{
+    if (p[0] < 0x80)
+        return p[0] != 0;
+    int len = p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 && p[0] < 0xE0 ? 2 : 0;
+    if (len == 0 || len > n || (p[0] >= 0xF0 && len != 4))
+        return 0;
+    for (int k = 1; k < len; k++)
+        if ((p[k] & 0xC0) != 0x80)
+            return 0;
+    if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0) || (p[0] == 0xF0 && p[1] < 0x90) ||
+        (p[0] == 0xF4 && p[1] >= 0x90))
+        return 0;
+    return len;
+}
+
+/* One backslash escape of E'...' starting at z[i] == '\\' (i + 1 < n).
+ * Writes its bytes at out + *j and returns the index of its last byte, or
+ * -1 after recording an error (the messages and SQLSTATEs are Postgres's). */
+static int unescape_one(ParseCtx *c, Token t, const char *z, int n, int i, char *out, int *j)
+{
+    const char *end = z + n;
+    char ch = z[++i];
+    switch (ch) {
+    case 'n': out[(*j)++] = '\n'; return i;
+    case 't': out[(*j)++] = '\t'; return i;
+    case 'r': out[(*j)++] = '\r'; return i;
+    case 'b': out[(*j)++] = '\b'; return i;
+    case 'f': out[(*j)++] = '\f'; return i;
+    case 'x':
+        if (i + 1 < n && hexval(z[i + 1]) >= 0) {
+            int v = hexval(z[++i]);
+            if (i + 1 < n && hexval(z[i + 1]) >= 0)
+                v = v * 16 + hexval(z[++i]);
+            out[(*j)++] = (char)v;
+        } else {
+            out[(*j)++] = 'x';
+        }
+        return i;
+    case 'u':
+    case 'U': {
+        int nd = ch == 'u' ? 4 : 8;
+        long cp = hex_run(z + i + 1, end, nd);
+        if (cp < 0) {
+            werr(c->err, SQLSTATE_INVALID_ESCAPE, char_pos(t, z + i - 1), "invalid Unicode escape");
+            werr_hint(c->err, "Unicode escapes must be \\uXXXX or \\UXXXXXXXX.");
+            return -1;
+        }
+        const char *at = z + i - 1;
+        i += nd;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            /* A high surrogate must be followed by a low one, as \u or \U. */
+            long lo = -1;
+            if (i + 2 < n && z[i + 1] == '\\' && (z[i + 2] == 'u' || z[i + 2] == 'U')) {
+                int nd2 = z[i + 2] == 'u' ? 4 : 8;
+                lo = hex_run(z + i + 3, end, nd2);
+                if (lo >= 0xDC00 && lo <= 0xDFFF)
+                    i += 2 + nd2;
+                else
+                    lo = -1;
+            }
+            if (lo < 0) {
+                werr(c->err, SQLSTATE_SYNTAX_ERROR, char_pos(t, z + i + 1), "invalid Unicode surrogate pair");
+                return -1;
+            }
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            werr(c->err, SQLSTATE_SYNTAX_ERROR, char_pos(t, at), "invalid Unicode surrogate pair");
+            return -1;
+        } else if (cp == 0 || cp > 0x10FFFF) {
+            werr(c->err, SQLSTATE_SYNTAX_ERROR, char_pos(t, at), "invalid Unicode escape value");
+            return -1;
+        }
+        *j += utf8_put(out + *j, (unsigned long)cp);
+        return i;
+    }
+    default:
+        if (ch >= '0' && ch <= '7') {
+            int v = ch - '0';
+            for (int k = 0; k < 2 && i + 1 < n && z[i + 1] >= '0' && z[i + 1] <= '7'; k++)
+                v = v * 8 + (z[++i] - '0');
+            out[(*j)++] = (char)v;
+        } else {
+            out[(*j)++] = ch;   /* \\, \', and any other character stand for themselves */
+        }
+        return i;
+    }
+}
+
 /* Unescapes '...' ('' is a quote) or E'...' (also C-style backslash escapes,
- * \ooo octal and \xhh hex, as in Postgres). A zero byte is dropped: C strings
- * cannot carry it, and Postgres rejects it too. */
+ * \ooo octal, \xhh hex, \uXXXX and \UXXXXXXXX code points, as in Postgres).
+ * Bytes written by escapes must still form valid UTF-8 without a zero byte:
+ * otherwise 22021, as in Postgres. On an error the error is recorded on c
+ * and the (partial) text is returned, so the caller goes on. */
 const char *ast_string(ParseCtx *c, Token t)
 {
     if (t.z[0] == '$') {
@@ -162,42 +299,33 @@ const char *ast_string(ParseCtx *c, Token t)
     int esc = (t.z[0] == 'E' || t.z[0] == 'e');
     const char *z = t.z + esc + 1;
     int n = t.n - esc - 2;
+    /* An escape never grows: \uXXXX (6 bytes) is at most 3, \UXXXXXXXX at most 4. */
     char *out = arena_alloc(c->a, (size_t)(n > 0 ? n : 0) + 1);
     int j = 0;
+    bool escaped = false;
     for (int i = 0; i < n; i++) {
         char ch = z[i];
         if (ch == '\'') {
             i++;   /* '' */
-        } else if (esc && ch == '\\' && i + 1 < n) {
-            ch = z[++i];
-            switch (ch) {
-            case 'n': ch = '\n'; break;
-            case 't': ch = '\t'; break;
-            case 'r': ch = '\r'; break;
-            case 'b': ch = '\b'; break;
-            case 'f': ch = '\f'; break;
-            case 'x':
-                if (i + 1 < n && hexval(z[i + 1]) >= 0) {
-                    int v = hexval(z[++i]);
-                    if (i + 1 < n && hexval(z[i + 1]) >= 0)
-                        v = v * 16 + hexval(z[++i]);
-                    ch = (char)v;
-                }
-                break;
-            default:
-                if (ch >= '0' && ch <= '7') {
-                    int v = ch - '0';
-                    for (int k = 0; k < 2 && i + 1 < n && z[i + 1] >= '0' && z[i + 1] <= '7'; k++)
-                        v = v * 8 + (z[++i] - '0');
-                    ch = (char)v;
-                }
-                break;   /* \\, \', and any other character stand for themselves */
-            }
-        }
-        if (ch)
             out[j++] = ch;
+        } else if (esc && ch == '\\' && i + 1 < n) {
+            escaped = true;
+            if ((i = unescape_one(c, t, z, n, i, out, &j)) < 0)
+                break;
+        } else {
+            out[j++] = ch;
+        }
     }
     out[j] = 0;
+    for (int k = 0; escaped && k < j;) {
+        int len = utf8_valid((const unsigned char *)out + k, j - k);
+        if (len == 0) {
+            werr(c->err, SQLSTATE_BAD_ENCODING, 0, "invalid byte sequence for encoding \"UTF8\": 0x%02x",
+                 (unsigned char)out[k]);
+            break;
+        }
+        k += len;
+    }
     return out;
 }
 
@@ -374,6 +502,18 @@ AstExpr *ast_unary(ParseCtx *c, AstOp op, Token t, AstExpr *arg)
 
 AstExpr *ast_binary(ParseCtx *c, AstOp op, AstExpr *l, AstExpr *r)
 {
+    /* A chain of AND (or of OR) is one flat list of operands, not nesting:
+     * `a OR b OR ... OR z` with 10,000 terms is one level deep, as
+     * PostgreSQL takes it, and no later pass recurses once per term. */
+    if ((op == OP_AND || op == OP_OR) && l->kind == AST_BINARY && l->op == op) {
+        ExprBox *lb = (ExprBox *)l;
+        if (EXPR_DEPTH(r) + 1 > lb->depth)
+            lb->depth = EXPR_DEPTH(r) + 1;
+        if (lb->depth > PARSE_MAX_DEPTH)
+            too_deep(c, r->pos);
+        ast_list_append(c->a, l->args, r);
+        return l;
+    }
     AstExpr *e = new_expr(c, AST_BINARY, l->pos, max3(EXPR_DEPTH(l), EXPR_DEPTH(r), 0) + 1);
     e->op = op;
     e->args = ast_list_append(c->a, ast_list_append(c->a, NULL, l), r);

@@ -475,6 +475,8 @@ limit_opt(A) ::= LIMIT ALL.                    { A.limit = NULL; A.offset = NULL
 limit_opt(A) ::= LIMIT expr(L) OFFSET expr(O). { A.limit = L; A.offset = O; }
 limit_opt(A) ::= OFFSET expr(O).               { A.limit = NULL; A.offset = O; }
 limit_opt(A) ::= OFFSET expr(O) LIMIT expr(L). { A.limit = L; A.offset = O; }
+limit_opt(A) ::= LIMIT ALL OFFSET expr(O).     { A.limit = NULL; A.offset = O; }
+limit_opt(A) ::= OFFSET expr(O) LIMIT ALL.     { A.limit = NULL; A.offset = O; }
 
 /* FROM items */
 %type seltablist {AstList*}

@@ -22,6 +22,7 @@
 
 #include "arena.h"
 #include "error.h"
+#include "weir_limits.h"
 
 typedef struct AstList {
     int n;
@@ -42,7 +43,7 @@ typedef enum AstExprKind {
     AST_STAR,       /* * or qualifier.* (only in select lists and count(*)) */
     AST_PARAM,      /* $n */
     AST_UNARY,      /* op, args[0] */
-    AST_BINARY,     /* op, args[0], args[1] */
+    AST_BINARY,     /* op, args[0], args[1]; OP_AND and OP_OR: two or more args (a flat chain) */
     AST_FUNC,       /* name(args) [FILTER (WHERE filter)] [OVER (...)] */
     AST_CAST,       /* CAST(arg AS type) or arg::type */
     AST_CASE,       /* CASE [operand] WHEN.. THEN.. [ELSE..] END */
@@ -439,7 +440,7 @@ typedef struct AstStmt {
  * stack: never a C stack overflow. Nothing is printed.
  */
 #define PARSE_MAX_SQL (16 * 1024 * 1024)
-#define PARSE_MAX_DEPTH 1000
+#define PARSE_MAX_DEPTH WEIR_MAX_EXPR_DEPTH /* common/weir_limits.h */
 int parse_sql(const char *sql, Arena *a, AstStmt ***stmts, int *n_stmts, WError *err);
 /* parse_sql, and also the $n placeholders of all statements (AST_PARAM
  * nodes in a, in text order; a placeholder used twice appears twice). */

@@ -70,6 +70,18 @@ bool expr_equal(const PlanExpr *x, const PlanExpr *y)
     return false;
 }
 
+/* After an argument of AND, OR or COALESCE is v, are the later ones unneeded? */
+static bool const_decides(ScalarFn fn, const Value *v)
+{
+    bool t = !v->null && v->u.i != 0;
+    switch (fn) {
+    case FN_AND: return !v->null && !t;
+    case FN_OR: return t;
+    case FN_COALESCE: return !v->null;
+    default: return false;
+    }
+}
+
 int eval_const(BindCtx *b, const PlanExpr *e, Value *out)
 {
     switch (e->kind) {
@@ -79,9 +91,33 @@ int eval_const(BindCtx *b, const PlanExpr *e, Value *out)
         Value args[16];
         if (e->n_args > 16)
             return werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "too many arguments");
-        for (int i = 0; i < e->n_args; i++)
+        /* CASE, AND, OR and COALESCE evaluate only the arguments they reach,
+         * as at run time (eval.c): the rest stand in as NULL. */
+        if (e->fn == FN_CASE) {
+            for (int i = 0; i + 1 < e->n_args; i += 2) {
+                Value c;
+                if (eval_const(b, e->args[i], &c))
+                    return -1;
+                if (!c.null && c.u.i)
+                    return eval_const(b, e->args[i + 1], out);
+            }
+            if (e->n_args % 2)
+                return eval_const(b, e->args[e->n_args - 1], out);
+            *out = value_null(e->type);
+            return 0;
+        }
+        bool lazy = e->fn == FN_AND || e->fn == FN_OR || e->fn == FN_COALESCE;
+        bool stop = false;
+        for (int i = 0; i < e->n_args; i++) {
+            if (stop) {
+                args[i] = value_null(e->args[i]->type);
+                continue;
+            }
             if (eval_const(b, e->args[i], &args[i]))
                 return -1;
+            if (lazy)
+                stop = const_decides(e->fn, &args[i]);
+        }
         if (scalar_call(e->fn, e->type, e->n_args, args, b->a, out, b->err)) {
             if (b->err->pos == 0)
                 b->err->pos = e->pos;
@@ -358,6 +394,25 @@ static PlanExpr *bind_column(BindCtx *b, const Scope *s, const AstExpr *e)
 
 /* ---- operators ------------------------------------------------------------ */
 
+/* Operands [lo, hi) of a flat AND or OR chain (the parser's, ast_binary()),
+ * bound as a balanced tree of two-operand calls: its depth, and so every
+ * recursion over it (evaluation, EXPLAIN), is log2 of the terms. */
+static PlanExpr *bind_chain(BindCtx *b, const Scope *s, const AstExpr *e, int lo, int hi)
+{
+    if (hi - lo == 1) {
+        const AstExpr *a = AST_AT(e->args, lo);
+        PlanExpr *x = bind_expr(b, s, a);
+        return x ? coerce_expr(b, x, TYPE_BOOL, x->pos) : NULL;
+    }
+    int mid = lo + (hi - lo) / 2;
+    PlanExpr *x = bind_chain(b, s, e, lo, mid);
+    PlanExpr *y = x ? bind_chain(b, s, e, mid, hi) : NULL;
+    if (!x || !y)
+        return NULL;
+    PlanExpr *args[2] = {x, y};
+    return make_call(b, e->op == OP_AND ? FN_AND : FN_OR, TYPE_BOOL, e->pos, 2, args);
+}
+
 static PlanExpr *bind_binary(BindCtx *b, const Scope *s, const AstExpr *e, AstOp op, PlanExpr *x, PlanExpr *y)
 {
     int pos = e->pos;
@@ -422,6 +477,10 @@ static PlanExpr *bind_binary(BindCtx *b, const Scope *s, const AstExpr *e, AstOp
     if (op == OP_MUL && tx == TYPE_INTERVAL && type_is_numeric(ty)) {
         PlanExpr *args[2] = {x, coerce_expr(b, y, TYPE_FLOAT8, pos)};
         return make_call(b, FN_IV_MUL_F, TYPE_INTERVAL, pos, 2, args);
+    }
+    if (op == OP_DIV && tx == TYPE_INTERVAL && type_is_numeric(ty)) {
+        PlanExpr *args[2] = {x, coerce_expr(b, y, TYPE_FLOAT8, pos)};
+        return make_call(b, FN_IV_DIV_F, TYPE_INTERVAL, pos, 2, args);
     }
     if (op == OP_MUL && ty == TYPE_INTERVAL && type_is_numeric(tx)) {
         PlanExpr *args[2] = {y, coerce_expr(b, x, TYPE_FLOAT8, pos)};
@@ -594,7 +653,11 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
             agg.type = arg->type;
         } else if (strcmp(f, "sum") == 0) {
             agg.kind = AGG_SUM;
-            if (type_is_integer(arg->type))
+            if (arg->type == TYPE_INT8 && b->plan_rev >= 4) {
+                /* sum(bigint) is numeric, as in Postgres: it cannot overflow. */
+                arg = make_cast(b, arg, TYPE_NUMERIC, e->pos);
+                agg.arg_type = agg.type = TYPE_NUMERIC;
+            } else if (type_is_integer(arg->type))
                 agg.type = TYPE_INT8;
             else if (arg->type == TYPE_FLOAT4 || arg->type == TYPE_FLOAT8)
                 agg.type = TYPE_FLOAT8;
@@ -608,8 +671,12 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
             agg.kind = AGG_AVG;
             if (!type_is_numeric(arg->type))
                 goto badtype;
-            /* avg(numeric) is numeric as in Postgres; over integers and
-             * floats weir keeps double precision. */
+            /* avg over numeric and integers is numeric as in Postgres (over
+             * integers since planner revision 4); over floats double. */
+            if (type_is_integer(arg->type) && b->plan_rev >= 4) {
+                arg = make_cast(b, arg, TYPE_NUMERIC, e->pos);
+                agg.arg_type = TYPE_NUMERIC;
+            }
             agg.type = arg->type == TYPE_NUMERIC ? TYPE_NUMERIC : TYPE_FLOAT8;
         } else {
             agg.kind = strcmp(f, "min") == 0 ? AGG_MIN : AGG_MAX;
@@ -680,7 +747,7 @@ typedef struct FuncSig {
     ScalarFn fn;
     TypeId result;
     int n;
-    TypeId args[6];
+    TypeId args[7];
 } FuncSig;
 
 #define T_ TYPE_TEXT
@@ -731,6 +798,7 @@ static const FuncSig FUNCS[] = {
     {"make_date", FN_MAKE_DATE, TYPE_DATE, 3, {I_, I_, I_}},
     {"make_timestamp", FN_MAKE_TIMESTAMP, TS_, 6, {I_, I_, I_, I_, I_, D_}},
     {"make_timestamptz", FN_MAKE_TIMESTAMP, TZ_, 6, {I_, I_, I_, I_, I_, D_}},
+    {"make_timestamptz", FN_MAKE_TIMESTAMP, TZ_, 7, {I_, I_, I_, I_, I_, D_, T_}},
     {"to_char", FN_TO_CHAR, T_, 2, {TS_, T_}}, {"to_char", FN_TO_CHAR, T_, 2, {TZ_, T_}},
     {"date_format", FN_DATE_FORMAT, T_, 2, {TS_, T_}}, {"date_format", FN_DATE_FORMAT, T_, 2, {TZ_, T_}},
     {"jsonb_typeof", FN_JSON_TYPEOF, T_, 1, {J_}}, {"json_typeof", FN_JSON_TYPEOF, T_, 1, {J_}},
@@ -900,16 +968,26 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
              e->star_arg ? f : e->distinct ? "DISTINCT" : "FILTER", f);
         return NULL;
     }
-    if (n > 64) {
-        werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "cannot pass more than 64 arguments to a function");
+    if (n > WEIR_MAX_FUNC_ARGS) {
+        werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "cannot pass more than %d arguments to a function", WEIR_MAX_FUNC_ARGS);
         return NULL;
     }
-    PlanExpr *args[64];
+    PlanExpr *args[WEIR_MAX_FUNC_ARGS];
     for (int i = 0; i < n; i++)
         if (!(args[i] = bind_expr(b, s, AST_AT(e->args, i))))
             return NULL;
     if (n == 2 && (strcmp(f, "->") == 0 || strcmp(f, "->>") == 0))
         return bind_json_op(b, f, e->pos, args);
+    if (strcmp(f, "pg_typeof") == 0 && n == 1) {
+        /* The argument's type is known when the statement is planned: a
+         * constant, named as Postgres's regtype output names it (weir's text
+         * is character varying; an untyped literal or NULL is unknown). */
+        const PlanExpr *x = args[0];
+        const char *tn = x->kind == PE_CONST && (x->unknown || x->type == TYPE_NULL) ? "unknown" : type_name(x->type);
+        PlanExpr *r = make_const(b, value_str(TYPE_TEXT, tn, strlen(tn)));
+        r->pos = e->pos;
+        return r;
+    }
     if (strcmp(f, "abs") == 0 && n == 1) {
         if (type_is_integer(args[0]->type))
             return make_call(b, FN_ABS_I, args[0]->type, e->pos, 1, args);
@@ -1027,7 +1105,7 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
     return no_function(b, e->pos, f, n, args);
 }
 
-/* EXTRACT(field FROM x): date_part by x's type (double precision). */
+/* EXTRACT(field FROM x): date_part by x's type, as a numeric. */
 static PlanExpr *bind_extract(BindCtx *b, const Scope *s, const AstExpr *e)
 {
     PlanExpr *args[2];
@@ -1046,7 +1124,8 @@ static PlanExpr *bind_extract(BindCtx *b, const Scope *s, const AstExpr *e)
     }
     if (!(args[1] = coerce_expr(b, args[1], t, e->pos)) || !check_field(b, fn, t, args[0], e->pos))
         return NULL;
-    return make_call(b, fn, TYPE_FLOAT8, e->pos, 2, args);
+    /* numeric since planner revision 4, as in Postgres 14+; date_part stays double precision */
+    return make_call(b, fn, b->plan_rev >= 4 ? TYPE_NUMERIC : TYPE_FLOAT8, e->pos, 2, args);
 }
 
 /* ---- the dispatcher ------------------------------------------------------- */
@@ -1131,6 +1210,8 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
         return NULL;
     }
     case AST_BINARY: {
+        if ((e->op == OP_AND || e->op == OP_OR) && ast_list_len(e->args) > 2)
+            return bind_chain(b, s, e, 0, ast_list_len(e->args));
         PlanExpr *x = bind_expr(b, s, AST_AT(e->args, 0));
         PlanExpr *y = x ? bind_expr(b, s, AST_AT(e->args, 1)) : NULL;
         if (!x || !y)

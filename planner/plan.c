@@ -223,6 +223,27 @@ int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out)
     return 0;
 }
 
+/* The stream key of window node w over in (whose n_in columns come first,
+ * then window_start, window_end). A TUMBLE or SESSION row is in one window:
+ * the input's key stays unique. A HOP row is in several windows, told apart
+ * by their start; the windows of a CUMULATE row share their start and
+ * differ by their end. A keyless append-only input keeps no key (the view
+ * numbers its rows); a keyless changelog is one row, so its windows are
+ * keyed by the window bound alone. */
+static void window_keys(PlanCtx *p, PlanNode *w, const PlanNode *in, int n_in)
+{
+    if (!in->n_keys && in->append_only)
+        return;
+    int bound = w->win_kind == WIN_HOP ? n_in : w->win_kind == WIN_CUMULATE ? n_in + 1 : -1;
+    w->n_keys = in->n_keys + (bound >= 0);
+    w->keys = arena_alloc(p->b.a, sizeof(int) * (size_t)(w->n_keys + 1));
+    if (in->n_keys)
+        memcpy(w->keys, in->keys, sizeof(int) * (size_t)in->n_keys);
+    if (bound >= 0)
+        w->keys[in->n_keys] = bound;
+    w->dup_keys = in->dup_keys;
+}
+
 static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
 {
     BindCtx *b = &p->b;
@@ -310,6 +331,8 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
                                     .win_size_us = size};
     out->scope.cols[n + 1] = (ScopeCol){.qualifier = qual, .name = "window_end", .type = tc->type,
                                         .role = sess ? ROLE_SESSION_END : ROLE_WINDOW_END, .win_size_us = size};
+    if (sess && !p->session_pos)
+        p->session_pos = t->pos;
     if (sess && in.scope.cols[tc->col].role != ROLE_EVENT_TIME)
         return werr(b->err, "42P20", t->time_col->pos,
                     "SESSION windows need a time column with a WATERMARK (sessions close when it passes their end)");
@@ -319,6 +342,8 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
         out->scope.cols[n + 1].role = ROLE_NONE;
     }
     schema_from_scope(b->a, &w->out, &out->scope);
+    if (p->plan_rev >= 3)
+        window_keys(p, w, in.node, n);
     out->node = w;
     return 0;
 }
@@ -340,13 +365,22 @@ static int expr_find_fn(const PlanExpr *e, ScalarFn fn)
  * rows into sessions: refuse plans where its rows go elsewhere. */
 static int check_sessions(PlanCtx *p)
 {
-    int windows = 0, aggs = 0;
+    int windows = 0, aggs = 0, any_aggs = 0;
     for (int i = 0; i < p->n_nodes; i++) {
         windows += p->nodes[i]->kind == PN_WINDOW && p->nodes[i]->win_kind == WIN_SESSION;
         aggs += p->nodes[i]->kind == PN_AGG && p->nodes[i]->session;
+        any_aggs += p->nodes[i]->kind == PN_AGG;
+    }
+    if (windows > aggs && !any_aggs) {
+        /* Flink's SESSION table function alone: each row with its session's final bounds. */
+        werr(p->b.err, SQLSTATE_NOT_SUPPORTED, p->session_pos,
+             "feature not supported: the SESSION table function without an aggregation");
+        werr_hint(p->b.err, "A row's session is known only once the session closes (later rows may still merge it); "
+                            "aggregate per session instead: GROUP BY window_start, window_end (and the partition keys).");
+        return -1;
     }
     if (windows > aggs)
-        return werr(p->b.err, "42P20", 0,
+        return werr(p->b.err, "42P20", p->session_pos,
                     "a SESSION window needs an aggregation with GROUP BY window_start, window_end (and its keys)");
     return 0;
 }
@@ -355,14 +389,34 @@ static int check_sessions(PlanCtx *p)
 
 
 /* Splits a bound predicate into its AND-ed conjuncts. */
-void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max)
+static int count_conjuncts(const PlanExpr *e)
+{
+    if (!(e->kind == PE_CALL && e->fn == FN_AND))
+        return 1;
+    int n = 0;
+    for (int i = 0; i < e->n_args; i++)
+        n += count_conjuncts(e->args[i]);
+    return n;
+}
+
+static void fill_conjuncts(PlanExpr *e, PlanExpr **out, int *n)
 {
     if (e->kind == PE_CALL && e->fn == FN_AND) {
         for (int i = 0; i < e->n_args; i++)
-            conjuncts(e->args[i], out, n, max);
-    } else if (*n < max) {
+            fill_conjuncts(e->args[i], out, n);
+    } else {
         out[(*n)++] = e;
     }
+}
+
+PlanExpr **conjuncts(PlanExpr *e, Arena *a, int *n)
+{
+    int total = e ? count_conjuncts(e) : 0;
+    PlanExpr **out = arena_alloc(a, sizeof(PlanExpr *) * (size_t)(total + 1));
+    *n = 0;
+    if (e)
+        fill_conjuncts(e, out, n);
+    return out;
 }
 
 /* A time expression `col`, `col + INTERVAL c` or `col - INTERVAL c`:
@@ -401,7 +455,20 @@ int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_co
     j->inputs[1] = r->node;
     j->join_type = type == JOIN_CROSS ? JOIN_INNER : type;
     j->left_time_col = j->right_time_col = -1;
-    PlanExpr *conds[256];
+    /* USING's equalities, then ON's conjuncts: every one is kept (none dropped at a cap). */
+    int n_using = ast_list_len(using_cols);
+    PlanExpr *on_e = NULL;
+    if (on) {
+        on_e = bind_expr(b, &sc, on);
+        if (!on_e || !(on_e = coerce_expr(b, on_e, TYPE_BOOL, on->pos))) {
+            if (!b->err->set)
+                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, on->pos, "argument of JOIN/ON must be type boolean");
+            return -1;
+        }
+    }
+    int n_on;
+    PlanExpr **on_conds = conjuncts(on_e, b->a, &n_on);
+    PlanExpr **conds = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_using + n_on + 1));
     int nc = 0;
     if (using_cols) {
         for (int i = 0; i < ast_list_len(using_cols); i++) {
@@ -427,21 +494,13 @@ int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_co
                              .args = arena_alloc(b->a, sizeof(PlanExpr *) * 2)};
             eq->args[0] = args[0];
             eq->args[1] = args[1];
-            if (nc < 256)
-                conds[nc++] = eq;
+            conds[nc++] = eq;
             /* The column appears once, as in Postgres: the right copy is hidden. */
             sc.cols[rc].hidden = true;
         }
     }
-    if (on) {
-        PlanExpr *e = bind_expr(b, &sc, on);
-        if (!e || !(e = coerce_expr(b, e, TYPE_BOOL, on->pos))) {
-            if (!b->err->set)
-                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, on->pos, "argument of JOIN/ON must be type boolean");
-            return -1;
-        }
-        conjuncts(e, conds, &nc, 256);
-    }
+    for (int i = 0; i < n_on; i++)
+        conds[nc++] = on_conds[i];
     /* Classify: equal columns across the sides become the hash key; bounds
      * on the difference of the two event times make an interval join. */
     int *lk = arena_alloc(b->a, sizeof(int) * (size_t)(nc + 1));
@@ -628,8 +687,12 @@ static bool rn_limit(const AstExpr *w, const char *rn, int64_t *n)
 {
     if (!w)
         return false;
-    if (w->kind == AST_BINARY && w->op == OP_AND)
-        return rn_limit(AST_AT(w->args, 0), rn, n) || rn_limit(AST_AT(w->args, 1), rn, n);
+    if (w->kind == AST_BINARY && w->op == OP_AND) {
+        for (int i = 0; i < ast_list_len(w->args); i++)
+            if (rn_limit(AST_AT(w->args, i), rn, n))
+                return true;
+        return false;
+    }
     if (w->kind != AST_BINARY)
         return false;
     const AstExpr *x = AST_AT(w->args, 0), *y = AST_AT(w->args, 1);
@@ -683,8 +746,17 @@ int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
     Rel in;
     if (plan_select(p, &copy, &in, NULL))
         return -1;
-    int base = in.scope.n - (np + no);
-    for (int i = base; i < in.scope.n; i++) {
+    /* The rank keys are the last targets, but not the last columns: a
+     * streaming projection appends its input's key columns after the targets
+     * (a join's, when its keys are not selected), so they are found by name
+     * (the last _rank_key0: they follow every target of the user's). */
+    int base = -1;
+    for (int i = 0; i < in.scope.n; i++)
+        if (strcmp(in.scope.cols[i].name, "_rank_key0") == 0)
+            base = i;
+    if (base < 0 || base + np + no > in.scope.n)
+        return werr(b->err, SQLSTATE_INTERNAL, rt->pos, "ROW_NUMBER(): the PARTITION BY and ORDER BY columns were not planned");
+    for (int i = base; i < base + np + no; i++) {
         in.scope.cols[i].hidden = true;
         in.node->out.hidden[i] = true;
     }
@@ -802,14 +874,15 @@ static int plan_tref_node(PlanCtx *p, const AstTableRef *t, Rel *out)
     return werr(b->err, SQLSTATE_INTERNAL, t->pos, "unknown FROM item");
 }
 
-/* The AND-ed parts of e (NULL: none), at most cap. */
+/* The AND-ed parts of e (NULL: none), at most cap: the rest are not
+ * offered to the joins as ON terms (WHERE still applies them all). */
 static void split_and(const AstExpr *e, const AstExpr **out, int *n, int cap)
 {
     if (!e)
         return;
-    if (e->kind == AST_BINARY && e->op == OP_AND && ast_list_len(e->args) == 2) {
-        split_and(AST_AT(e->args, 0), out, n, cap);
-        split_and(AST_AT(e->args, 1), out, n, cap);
+    if (e->kind == AST_BINARY && e->op == OP_AND) {
+        for (int i = 0; i < ast_list_len(e->args); i++)
+            split_and(AST_AT(e->args, i), out, n, cap);
     } else if (*n < cap) {
         out[(*n)++] = e;
     }
@@ -1139,7 +1212,10 @@ static int out_col(PlanCtx *p, OutCols *oc, const AstExpr *e, const char *what)
 
 /* A distinct aggregation over the first n columns of cur (SELECT DISTINCT,
  * UNION): one state entry per distinct row, with a count of its copies so
- * that a row goes only when its last copy is retracted. */
+ * that a row goes only when its last copy is retracted. Its output is those
+ * n columns only: columns of cur past n (the hidden key columns a streaming
+ * projection appends) are not grouped, so the operator does not emit them;
+ * the caller's scope must drop them too. */
 PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, int pos, const char *what)
 {
     BindCtx *b = &p->b;
@@ -1152,7 +1228,8 @@ PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, in
     a->n_keys = n;
     a->keys = a->group_cols;
     a->append_only = false;
-    a->out = cur->out;
+    a->out = cur->out; /* a prefix: the arrays are shared, the plan is immutable */
+    a->out.n = n;
     /* Every distinct row of a stream is kept forever unless a window bounds it. */
     bool bounded = false;
     for (int i = 0; i < n; i++)
@@ -1261,7 +1338,13 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
                 PlanExpr *e = bound[r][c];
                 if (e->kind == PE_CONST && (e->unknown || e->value.null))
                     continue;
-                t = t == TYPE_NULL ? e->type : (type_is_numeric(t) && type_is_numeric(e->type) && t != e->type ? TYPE_FLOAT8 : t);
+                /* Mixed number types: Postgres's common type (int and bigint
+                 * are bigint, an integer and a numeric numeric) since planner
+                 * revision 4; before, always double precision. */
+                if (t == TYPE_NULL)
+                    t = e->type;
+                else if (type_is_numeric(t) && type_is_numeric(e->type) && t != e->type)
+                    t = b->plan_rev >= 4 ? bind_common_type(t, e->type) : TYPE_FLOAT8;
             }
             if (t == TYPE_NULL)
                 t = TYPE_TEXT;
@@ -1346,7 +1429,9 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     /* DISTINCT ON sets distinct too (as Postgres's parser does): only a plain
      * DISTINCT groups the whole row. */
     bool plain_distinct = sel->distinct && !sel->distinct_on;
-    bool grouped = sel->group_by || sel->having || plain_distinct;
+    /* grouped: an aggregation (GROUP BY, HAVING or an aggregate call); a
+     * plain DISTINCT comes after it, over its output rows. */
+    bool grouped = sel->group_by || sel->having;
     for (int i = 0; i < n_targets && !grouped; i++)
         if (targets[i].expr && ast_contains_aggregate(targets[i].expr))
             grouped = true;
@@ -1354,7 +1439,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     for (int i = 0; i < n_targets; i++) {
         if (!targets[i].expr || !ast_contains_subquery(targets[i].expr))
             continue;
-        if (grouped && !plain_distinct)
+        if (grouped)
             return werr(b->err, SQLSTATE_NOT_SUPPORTED, targets[i].pos,
                         "feature not supported: a subquery in the select list of a grouped query"),
                    werr_hint(b->err, "Move one of them into a FROM subquery: aggregate there and add the subquery outside, or the other way round."), -1;
@@ -1372,7 +1457,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     const char **tnames = arena_alloc(b->a, sizeof(char *) * (size_t)(n_targets + 1));
     PlanExpr *having = NULL;
 
-    if (grouped && !plain_distinct) {
+    if (grouped) {
         agg.input = &scope;
         int ng = ast_list_len(sel->group_by);
         agg.group = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(ng + 1));
@@ -1492,10 +1577,6 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
             if (!cur->append_only)
                 return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
                             "feature not supported: SESSION windows over a changelog input");
-            for (int i = 0; i < agg.n_aggs; i++)
-                if (aggs[i].kind == AGG_COUNT_DISTINCT)
-                    return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
-                                "feature not supported: count(DISTINCT ...) over SESSION windows");
         }
         for (int i = 0; i < agg.n_group; i++)
             a->n_group_bounds += pre_scope.cols[i].role == ROLE_WINDOW_START || pre_scope.cols[i].role == ROLE_WINDOW_END;
@@ -1544,7 +1625,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     int n_order = ast_list_len(sel->order_by);
     int n_don = ast_list_len(sel->distinct_on);
     int *don_cols = NULL;
-    OutCols oc = {.n_targets = n_targets, .grouped = grouped && !plain_distinct, .plain_distinct = plain_distinct,
+    OutCols oc = {.n_targets = n_targets, .grouped = grouped, .plain_distinct = plain_distinct,
                   .agg = &agg, .scope = &scope, .cur = cur};
     bool cut = !q && (sel->limit || sel->offset); /* LIMIT inside a query: a Top-N */
     if ((n_order && (q || n_don || cut)) || n_don) {
@@ -1584,8 +1665,9 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     }
 
     Scope final_scope;
-    PlanNode *proj = make_project(p, cur, grouped && !plain_distinct ? &post_scope : &scope, n_out, texprs, tnames,
-                                  NULL, &final_scope, p->streaming);
+    /* A plain DISTINCT keys its rows by the whole row: the input's key is not kept. */
+    PlanNode *proj = make_project(p, cur, grouped ? &post_scope : &scope, n_out, texprs, tnames,
+                                  NULL, &final_scope, p->streaming && !plain_distinct);
     for (int i = n_targets; i < n_out; i++) {
         final_scope.cols[i].hidden = true;
         proj->out.hidden[i] = true;
@@ -1596,6 +1678,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     if (plain_distinct) {
         if (!(cur = make_distinct(p, cur, &final_scope, n_out, sel->pos, "SELECT DISTINCT")))
             return -1;
+        final_scope.n = n_out;
     }
     if (n_don) {
         /* DISTINCT ON is the first row per key by ORDER BY: a Top-1 per
@@ -1652,6 +1735,7 @@ static void init_ctx(PlanCtx *p, const PlanCatalog *cat, Arena *a, WError *err, 
     p->b.next_node_id = 1;
     p->streaming = streaming;
     p->plan_rev = PLAN_REV_CURRENT;
+    p->b.plan_rev = PLAN_REV_CURRENT;
 }
 
 
@@ -1682,6 +1766,91 @@ static int set_state_ttl(PlanCtx *p, const AstOption *o)
 }
 
 /* The planned view whose root (materialize) node is m, over p's nodes. */
+/* The width each operator emits, checked against the schema its readers
+ * take from the node. The runtime sizes its chunks and its stack rows from
+ * these counts and indexes one by the other: a node whose schema disagrees
+ * with what its operator emits (a DISTINCT over a projection's hidden key
+ * columns, issue 17) reads past a chunk. A mismatch is a planner bug: it
+ * fails the statement with XX000 instead of reaching the runtime. */
+static int check_widths(PlanNode *const *nodes, int n_nodes, WError *err)
+{
+    for (int i = 0; i < n_nodes; i++) {
+        const PlanNode *n = nodes[i];
+        const PlanNode *in = n->n_inputs ? n->inputs[0] : NULL;
+        int want = n->out.n;
+        switch (n->kind) {
+        case PN_PROJECT: want = n->n_exprs; break;
+        case PN_AGG: want = n->n_group + n->n_aggs; break;
+        case PN_FILTER:
+        case PN_WATERMARK:
+        case PN_EXCHANGE: want = in->out.n; break;
+        case PN_MATERIALIZE: want = in->out.n + (n->row_id_key ? 1 : 0); break;
+        case PN_JOIN: want = in->out.n + n->inputs[1]->out.n; break;
+        case PN_TOPN: want = in->out.n + 1; break;
+        case PN_UNION:
+        case PN_SETOP: want = in->out.n == n->inputs[1]->out.n ? in->out.n : -1; break;
+        default: break;
+        }
+        if (want != n->out.n)
+            return werr(err, SQLSTATE_INTERNAL, 0, "plan node %d (kind %d) has %d columns where its operator emits %d",
+                        n->id, (int)n->kind, n->out.n, want);
+    }
+    return 0;
+}
+
+int plan_agg_slots(const PlanAgg *g)
+{
+    switch (g->kind) {
+    case AGG_SUM:
+    case AGG_AVG:
+        return g->type == TYPE_NUMERIC ? 3 : 2; /* numeric: + how many values of each scale */
+    case AGG_BOOL_AND:
+    case AGG_BOOL_OR:
+    case AGG_FIRST:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+/* The limits of common/weir_limits.h, checked once for every node of a
+ * finished plan (54000 at pos, the statement's): the runtime's fixed arrays
+ * are sized by them and its operators only assert them. */
+static int check_limits(PlanNode *const *nodes, int n_nodes, int pos, WError *err)
+{
+    for (int i = 0; i < n_nodes; i++) {
+        const PlanNode *n = nodes[i];
+        int cols = n->out.n - (n->kind == PN_MATERIALIZE && n->row_id_key ? 1 : 0);
+        if (cols > WEIR_MAX_COLUMNS)
+            return werr(err, SQLSTATE_PROGRAM_LIMIT, pos, "a row of this statement would have %d columns (at most %d)",
+                        cols, WEIR_MAX_COLUMNS),
+                   werr_hint(err, "Select fewer columns; a join's rows have the columns of both sides."), -1;
+        int keys = 0;
+        const char *what = NULL;
+        if (n->kind == PN_JOIN || n->kind == PN_TEMPORAL_JOIN || n->kind == PN_SEMI_JOIN) {
+            keys = n->n_join_keys;
+            what = n->kind == PN_SEMI_JOIN ? "correlation keys of a subquery" : "equality keys of a join";
+        } else if (n->kind == PN_TOPN) {
+            keys = n->n_part;
+            what = "PARTITION BY columns";
+        }
+        if (keys > WEIR_MAX_KEY_COLUMNS)
+            return werr(err, SQLSTATE_PROGRAM_LIMIT, pos, "too many %s: %d (at most %d)", what, keys,
+                        WEIR_MAX_KEY_COLUMNS);
+        if (n->kind == PN_AGG) {
+            int slots = n->n_group + 2;
+            for (int k = 0; k < n->n_aggs; k++)
+                slots += plan_agg_slots(&n->aggs[k]);
+            if (slots > WEIR_MAX_AGG_VALUES)
+                return werr(err, SQLSTATE_PROGRAM_LIMIT, pos,
+                            "too many grouping columns and aggregates: %d group columns and %d aggregates keep %d "
+                            "values per group (at most %d)", n->n_group, n->n_aggs, slots, WEIR_MAX_AGG_VALUES),
+                       werr_hint(err, "A SELECT DISTINCT groups by every selected column."), -1;
+        }
+    }
+    return 0;
+}
+
 static PlanView *view_of(Arena *a, const PlanCtx *p, PlanNode *m)
 {
     PlanView *v = arena_zalloc(a, sizeof *v);
@@ -1748,7 +1917,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     init_ctx(&p, cat, a, err, true);
     p.allow_unbounded = opt && opt->allow_unbounded;
     if (opt)
-        p.plan_rev = opt->plan_rev;
+        p.plan_rev = p.b.plan_rev = opt->plan_rev;
     BindCtx *b = &p.b;
     if (!cv->materialized) {
         werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos, "feature not supported: non-materialized views");
@@ -1883,7 +2052,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         if (win) {
             win->late_check = true;
             win->lateness_us = lateness;
-            plan_set_panes(agg, win);
+            plan_set_panes(agg, win, p.plan_rev);
         }
         if (cv->late_rows_into && !win) {
             werr(err, "42P20", cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
@@ -2000,7 +2169,8 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         p.nodes = v->nodes;
         p.n_nodes = v->n_nodes;
     }
-    if (plan_distribute(&p, v, parallelism))
+    if (plan_distribute(&p, v, parallelism) || check_widths(v->nodes, v->n_nodes, err) ||
+        check_limits(v->nodes, v->n_nodes, cv->query_pos, err))
         return NULL;
     return v;
 }
@@ -2035,6 +2205,8 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
     q->n_nodes = p.n_nodes;
     q->nodes = p.nodes;
     q->schema = r.node->out;
+    if (check_widths(q->nodes, q->n_nodes, err) || check_limits(q->nodes, q->n_nodes, sel->pos, err))
+        return NULL;
     plan_key_lookups(q, a);
     return q;
 }
@@ -2102,8 +2274,8 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
                    werr_hint(err, "INCLUDE adds the Kafka record's key, partition, offset or timestamp to a source "
                                   "or a table over Kafka."), -1;
     }
-    if (n > 1600)
-        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%ss can have at most 1600 columns", what);
+    if (n > WEIR_MAX_COLUMNS)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%ss can have at most %d columns", what, WEIR_MAX_COLUMNS);
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)n);
     TypeId *types = arena_alloc(a, sizeof(TypeId) * (size_t)n);
     bool *not_null = arena_zalloc(a, sizeof(bool) * (size_t)n);

@@ -64,7 +64,7 @@ static bool follow(const PlanNode *n, int *s, int *e)
     return true;
 }
 
-bool plan_set_panes(PlanNode *agg, PlanNode *win)
+bool plan_set_panes(PlanNode *agg, PlanNode *win, int plan_rev)
 {
     if (win->win_kind != WIN_HOP || agg->emit != PLAN_EMIT_ON_CLOSE || agg->session || !agg->inputs[0]->append_only)
         return false;
@@ -75,8 +75,12 @@ bool plan_set_panes(PlanNode *agg, PlanNode *win)
     if (size / g > 1000)
         return false; /* too many panes per window: merging would cost more than it saves */
     for (int i = 0; i < agg->n_aggs; i++) {
-        if (agg->aggs[i].type == TYPE_NUMERIC && (agg->aggs[i].kind == AGG_SUM || agg->aggs[i].kind == AGG_AVG))
-            return false; /* pane merging keeps double/bigint partial sums only */
+        /* A numeric sum merges exactly (its scale counts too, as sessions
+         * merge them); before revision 4 panes took double/bigint sums only,
+         * and a view planned then keeps its plan. */
+        if (plan_rev < 4 && agg->aggs[i].type == TYPE_NUMERIC &&
+            (agg->aggs[i].kind == AGG_SUM || agg->aggs[i].kind == AGG_AVG))
+            return false;
         switch (agg->aggs[i].kind) {
         case AGG_COUNT_STAR:
         case AGG_COUNT:

@@ -50,8 +50,12 @@ static bool and_parts(BindCtx *b, const AstExpr *e, const AstExpr **out, int *n,
 {
     if (!e)
         return true;
-    if (e->kind == AST_BINARY && e->op == OP_AND && ast_list_len(e->args) == 2)
-        return and_parts(b, AST_AT(e->args, 0), out, n, cap) && and_parts(b, AST_AT(e->args, 1), out, n, cap);
+    if (e->kind == AST_BINARY && e->op == OP_AND) {
+        for (int i = 0; i < ast_list_len(e->args); i++)
+            if (!and_parts(b, AST_AT(e->args, i), out, n, cap))
+                return false;
+        return true;
+    }
     if (*n >= cap) {
         werr(b->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "too many AND-ed conditions (at most %d)", cap);
         return false;

@@ -131,6 +131,12 @@ typedef struct PlanAgg {
     int filter_col;             /* boolean input column from FILTER (WHERE), -1 none */
 } PlanAgg;
 
+/* g's state values in an aggregation group: sum and avg keep a sum and a
+ * count (numeric also how many values of each scale), bool_and, bool_or and
+ * first_value two, the rest one. The runtime lays out its state by it
+ * (op_agg.c) and the planner bounds it (WEIR_MAX_AGG_VALUES). */
+int plan_agg_slots(const PlanAgg *g);
+
 /* ---- the stream plan ----------------------------------------------------- */
 
 typedef enum PlanNodeKind {
@@ -392,8 +398,18 @@ typedef struct PlanQuery {
  *      makes an interval join, an equality a hash key
  *   2  equal sub-plans run once (plan_share.c; planner/README.md "Shared
  *      sub-plans": an older view's two copies may have checkpointed different
- *      source offsets, so it keeps them) */
-#define PLAN_REV_CURRENT 2
+ *      source offsets, so it keeps them)
+ *   3  a window table function keeps its input's stream key (plus the window
+ *      bound for HOP and CUMULATE): a window without aggregation over a table
+ *      was keyed by nothing and kept one row (issue 17); an older view keeps
+ *      the layout its state has, and is fixed by creating it again
+ *   4  sum(bigint) and avg over integers are numeric, as in Postgres (their
+ *      state holds a numeric sum and its scale counts, not a bigint or a
+ *      double); a VALUES column of mixed number types takes their common
+ *      type (bigint, numeric), not double precision; a HOP aggregation with
+ *      a numeric sum or avg works in panes (plan_panes.c); EXTRACT is
+ *      numeric (Postgres 14+) */
+#define PLAN_REV_CURRENT 4
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */

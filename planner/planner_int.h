@@ -6,6 +6,7 @@
 #define WEIR_PLANNER_INT_H
 
 #include "planner.h"
+#include "weir_limits.h"
 
 /* What a column means for time: lets the lowering recognise windowed
  * aggregations whose state a watermark bounds. */
@@ -59,11 +60,13 @@ typedef struct BindCtx {
     int64_t now_us;          /* now() of this statement (timestamptz), 0 until first used */
     int n_subq, cap_subq;    /* subqueries planned so far (plan_subq.c), newest last */
     SubqMap *subq;
+    int plan_rev;            /* PlanCtx.plan_rev: the planner revision whose typing rules apply */
 } BindCtx;
 
 /* plan_panes.c: makes a HOP window aggregation (win feeding agg) work in
- * panes when it can; true if it did. */
-bool plan_set_panes(PlanNode *agg, PlanNode *win);
+ * panes when it can; true if it did. Numeric sums merge from panes since
+ * planner revision 4. */
+bool plan_set_panes(PlanNode *agg, PlanNode *win, int plan_rev);
 
 /* bind.c */
 PlanExpr *bind_expr(BindCtx *b, const Scope *s, const AstExpr *e);
@@ -137,6 +140,7 @@ typedef struct PlanCtx {
     int where_n;
     int n_nodes, cap_nodes;
     PlanNode **nodes;
+    int session_pos;         /* position of the first SESSION window function (its errors), 0 none */
 } PlanCtx;
 
 /* A new node (appended to p's nodes) reading input (may be NULL). */
@@ -157,8 +161,9 @@ int plan_relation_name(PlanCtx *p, const AstTableRef *t, Rel *out);
 /* The regular (or interval) join of l and r; the result replaces *out (l may be out). */
 int make_join(PlanCtx *p, AstJoinType type, const AstExpr *on, AstList *using_cols, Rel *l, Rel *r, int pos,
               Rel *out);
-/* Splits a bound predicate into its AND-ed conjuncts (at most max). */
-void conjuncts(PlanExpr *e, PlanExpr **out, int *n, int max);
+/* Splits a bound predicate into its AND-ed conjuncts, all of them, into an
+ * array from a (*n of them; none for a NULL e). */
+PlanExpr **conjuncts(PlanExpr *e, Arena *a, int *n);
 
 /* A PROJECT over in with exprs; keep_key maps (or appends hidden) the input key. */
 PlanNode *make_project(PlanCtx *p, PlanNode *in, const Scope *in_scope, int n, PlanExpr **exprs,

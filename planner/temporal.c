@@ -136,9 +136,8 @@ int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
             werr(b->err, SQLSTATE_DATATYPE_MISMATCH, t->on->pos, "argument of JOIN/ON must be type boolean");
         return -1;
     }
-    PlanExpr *conds[256];
-    int nc = 0;
-    conjuncts(on, conds, &nc, 256);
+    int nc;
+    PlanExpr **conds = conjuncts(on, b->a, &nc);
     int npk = r.node->n_keys;
     int *lk = arena_alloc(b->a, sizeof(int) * (size_t)npk), *rk = arena_alloc(b->a, sizeof(int) * (size_t)npk);
     for (int k = 0; k < npk; k++) {

@@ -75,7 +75,8 @@ static bool row_failed(RtCtx *rc, Column *out, uint8_t *bad, int r, const char *
     return false;
 }
 
-/* Tight kernels. Return 1 if handled, -1 on a fatal error. */
+/* Tight kernels. Return 1 if handled, -1 on a fatal error. A kernel that
+ * can fail skips the rows marked in bad (they are not to be evaluated). */
 static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *bad, RtCtx *rc)
 {
     if (e->n_args != 2)
@@ -104,7 +105,7 @@ static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *
         if (e->type != TYPE_INT8)
             return 0; /* narrower results need range checks: use the reference path */
         for (int r = 0; r < n; r++) {
-            out->nulls[r] = x->nulls[r] | y->nulls[r];
+            out->nulls[r] = x->nulls[r] | y->nulls[r] | (bad ? bad[r] : 0);
             if (out->nulls[r])
                 continue;
             bool ovf = e->fn == FN_ADD_I ? __builtin_add_overflow(x->v.i[r], y->v.i[r], &out->v.i[r])
@@ -123,7 +124,7 @@ static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *
             if (!y->nulls[r] && (y->v.iv[r].months || (zoned && y->v.iv[r].days)))
                 return 0;
         for (int r = 0; r < n; r++) {
-            out->nulls[r] = x->nulls[r] | y->nulls[r];
+            out->nulls[r] = x->nulls[r] | y->nulls[r] | (bad ? bad[r] : 0);
             if (out->nulls[r])
                 continue;
             int64_t d = y->v.iv[r].usecs + (int64_t)y->v.iv[r].days * USECS_PER_DAY;
@@ -137,6 +138,155 @@ static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *
     default:
         return 0;
     }
+}
+
+/* ---- conditional forms --------------------------------------------------
+ *
+ * CASE, AND, OR and COALESCE evaluate an argument only for the rows that
+ * reach it, as Postgres does: `CASE WHEN x <> 0 THEN 10 / x END` never
+ * divides by zero. Each argument is evaluated over the whole chunk with a
+ * mask of the rows it must skip (passed down as its `bad`, so the kernels
+ * and the per-row path leave those rows alone); a row the mask let through
+ * that comes back marked failed in that argument, and the failure is moved
+ * to the caller's bad[].
+ */
+
+/* The rows to evaluate: mask[r] = 1 marks a row to skip. Rows already bad
+ * are always skipped. */
+static uint8_t *mask_new(Arena *a, int n, const uint8_t *bad)
+{
+    uint8_t *m = arena_zalloc(a, (size_t)(n ? n : 1));
+    if (bad)
+        memcpy(m, bad, (size_t)n);
+    return m;
+}
+
+/* Evaluates e for the rows not marked in skip (which it may mark further:
+ * a newly marked row failed). Failures of rows that were live go to bad. */
+static int eval_some(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t *skip, uint8_t *bad)
+{
+    int n = in->n_rows;
+    uint8_t *was = arena_alloc(in->arena, (size_t)(n ? n : 1));
+    memcpy(was, skip, (size_t)n);
+    if (rt_eval(rc, e, in, out, skip))
+        return -1;
+    for (int r = 0; r < n; r++)
+        if (skip[r] && !was[r] && bad)
+            bad[r] = 1;
+    return 0;
+}
+
+static int eval_case(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t *bad)
+{
+    int n = in->n_rows;
+    Arena *a = in->arena;
+    uint8_t *done = mask_new(a, n, bad);   /* decided, or failed */
+    col_alloc(a, out, e->type, n);
+    memset(out->nulls, 1, (size_t)(n ? n : 1));
+    for (int i = 0; i < e->n_args; i += 2) {
+        bool is_else = i + 1 == e->n_args;
+        uint8_t *sel = mask_new(a, n, done);   /* rows this branch computes: sel[r] == 0 */
+        if (!is_else) {
+            Column cond;
+            uint8_t *m = mask_new(a, n, done);
+            if (eval_some(rc, e->args[i], in, &cond, m, bad))
+                return -1;
+            for (int r = 0; r < n; r++) {
+                if (m[r] && !done[r])
+                    done[r] = 1;   /* the condition failed: the row is bad */
+                sel[r] = done[r] || cond.nulls[r] || cond.v.i[r] == 0;
+            }
+        }
+        Column val;
+        uint8_t *m = mask_new(a, n, sel);
+        if (eval_some(rc, e->args[is_else ? i : i + 1], in, &val, m, bad))
+            return -1;
+        for (int r = 0; r < n; r++) {
+            if (sel[r])
+                continue;
+            done[r] = 1;
+            if (m[r])
+                continue;   /* failed: bad[] has it */
+            Value v;
+            col_get(&val, r, &v);
+            v.type = e->type;
+            col_set(out, r, &v);
+        }
+        if (is_else)
+            break;
+    }
+    return 0;
+}
+
+/* AND (stop at the first false) and OR (stop at the first true), with
+ * SQL's three-valued logic for the rows that reach the end. */
+static int eval_andor(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t *bad)
+{
+    int n = in->n_rows;
+    Arena *a = in->arena;
+    int stop = e->fn == FN_AND ? 0 : 1;
+    uint8_t *done = mask_new(a, n, bad);
+    int8_t *t = arena_alloc(a, (size_t)(n ? n : 1));
+    for (int r = 0; r < n; r++)
+        t[r] = (int8_t)!stop;
+    for (int i = 0; i < e->n_args; i++) {
+        Column x;
+        uint8_t *m = mask_new(a, n, done);
+        if (eval_some(rc, e->args[i], in, &x, m, bad))
+            return -1;
+        for (int r = 0; r < n; r++) {
+            if (done[r])
+                continue;
+            if (m[r]) {
+                done[r] = 1;
+                t[r] = -1;
+                continue;
+            }
+            if (x.nulls[r])
+                t[r] = -1;
+            else if ((x.v.i[r] != 0) == stop) {
+                t[r] = (int8_t)stop;
+                done[r] = 1;
+            }
+        }
+    }
+    col_alloc(a, out, TYPE_BOOL, n);
+    for (int r = 0; r < n; r++) {
+        out->nulls[r] = t[r] < 0 || (bad && bad[r]);
+        out->v.i[r] = t[r] > 0;
+    }
+    return 0;
+}
+
+static int eval_coalesce(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t *bad)
+{
+    int n = in->n_rows;
+    Arena *a = in->arena;
+    uint8_t *done = mask_new(a, n, bad);
+    col_alloc(a, out, e->type, n);
+    memset(out->nulls, 1, (size_t)(n ? n : 1));
+    for (int i = 0; i < e->n_args; i++) {
+        Column x;
+        uint8_t *m = mask_new(a, n, done);
+        if (eval_some(rc, e->args[i], in, &x, m, bad))
+            return -1;
+        for (int r = 0; r < n; r++) {
+            if (done[r])
+                continue;
+            if (m[r]) {
+                done[r] = 1;
+                continue;
+            }
+            if (!x.nulls[r]) {
+                Value v;
+                col_get(&x, r, &v);
+                v.type = e->type;
+                col_set(out, r, &v);
+                done[r] = 1;
+            }
+        }
+    }
+    return 0;
 }
 
 int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t *bad)
@@ -156,6 +306,12 @@ int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t 
         return 0;
     }
     case PE_CALL: {
+        if (e->fn == FN_CASE)
+            return eval_case(rc, e, in, out, bad);
+        if (e->fn == FN_AND || e->fn == FN_OR)
+            return eval_andor(rc, e, in, out, bad);
+        if (e->fn == FN_COALESCE)
+            return eval_coalesce(rc, e, in, out, bad);
         Column *args = arena_alloc(a, sizeof(Column) * (size_t)(e->n_args ? e->n_args : 1));
         for (int i = 0; i < e->n_args; i++)
             if (rt_eval(rc, e->args[i], in, &args[i], bad))
@@ -164,8 +320,8 @@ int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t 
         int k = kernel(e, args, n, out, bad, rc);
         if (k)
             return k < 0 ? -1 : 0;
-        Value vs[64], res;
-        if (e->n_args > 64)
+        Value vs[WEIR_MAX_FUNC_ARGS], res;
+        if (e->n_args > WEIR_MAX_FUNC_ARGS)
             return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, e->pos, "too many arguments");
         const WTz *tz_was = rc->own_tz ? tz_set_current(rc->tz) : NULL;
         for (int r = 0; r < n; r++) {

@@ -219,9 +219,8 @@ out:
     return rc;
 }
 
-int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_partitions,
-                         const RtKafkaProp *props, int n_props, int timeout_ms,
-                         RtKafkaSource **out, WError *err)
+static int source_open(const char *bootstrap, const char *topic, int create_partitions, const char *cleanup_policy,
+                       const RtKafkaProp *props, int n_props, int timeout_ms, RtKafkaSource **out, WError *err)
 {
     static const char *const defs[] = {
         "group.id", DUMMY_GROUP,
@@ -268,7 +267,7 @@ int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_pa
         goto fail;
     }
     if (n == 0) {
-        if (rt_kafka_create_topic(s->rk, topic, create_partitions, NULL, remaining_ms(deadline), err) < 0)
+        if (rt_kafka_create_topic(s->rk, topic, create_partitions, cleanup_policy, remaining_ms(deadline), err) < 0)
             goto fail;
         /* Real brokers publish a new topic's metadata a moment later. */
         while ((n = topic_partitions(s->rk, bootstrap, topic, remaining_ms(deadline), err)) == 0 &&
@@ -290,6 +289,34 @@ int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_pa
 fail:
     rt_kafka_source_close(s);
     return -1;
+}
+
+int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_partitions,
+                         const RtKafkaProp *props, int n_props, int timeout_ms,
+                         RtKafkaSource **out, WError *err)
+{
+    return source_open(bootstrap, topic, create_partitions, NULL, props, n_props, timeout_ms, out, err);
+}
+
+int rt_kafka_log_open(const char *bootstrap, const char *topic, int64_t from, int timeout_ms, RtKafkaSource **out,
+                      WError *err)
+{
+    if (source_open(bootstrap, topic, 1, "compact", NULL, 0, timeout_ms, out, err))
+        return -1;
+    if ((*out)->n_parts != 1) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, 0, "kafka topic \"%s\" has %d partitions; it must have exactly one",
+             topic, (*out)->n_parts);
+        rt_kafka_source_close(*out);
+        *out = NULL;
+        return -1;
+    }
+    int32_t part = 0;
+    if (rt_kafka_source_assign(*out, 1, &part, &from, err)) {
+        rt_kafka_source_close(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 int rt_kafka_source_partition_count(RtKafkaSource *s)

@@ -78,6 +78,15 @@ int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_pa
                          const RtKafkaProp *props, int n_props, int timeout_ms,
                          RtKafkaSource **out, WError *err);
 
+/* A log: a compacted, single-partition topic (created so if missing, e.g.
+ * a weir cluster's catalog and nodes topics, server/cluster.c) opened for
+ * reading partition 0 from offset `from` (or RT_KAFKA_EARLIEST), with no
+ * consumer group. Read with rt_kafka_source_poll; the high watermark with
+ * rt_kafka_source_end_offsets. Errors as rt_kafka_source_open, and 22023
+ * when the topic exists with more than one partition. */
+int rt_kafka_log_open(const char *bootstrap, const char *topic, int64_t from, int timeout_ms, RtKafkaSource **out,
+                      WError *err);
+
 /* The topic's partition count, as seen at open (or grown to). */
 int rt_kafka_source_partition_count(RtKafkaSource *s);
 

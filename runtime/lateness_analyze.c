@@ -104,7 +104,7 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_col
                          int64_t max_records, bool (*cancel)(void *), void *cancel_arg, RtLatenessLog *out, WError *err)
 {
     memset(out, 0, sizeof *out);
-    if (n_key_cols > 64)
+    if (n_key_cols > WEIR_MAX_KEY_COLUMNS)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "at most 64 PARTITION BY columns");
     RtSkew skew;
     rt_skew_init(&skew, src);
@@ -227,7 +227,7 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_col
             }
             int32_t key = 0;
             if (n_key_cols) {
-                Value kv[64];
+                Value kv[WEIR_MAX_KEY_COLUMNS];
                 for (int k = 0; k < n_key_cols; k++)
                     chunk_get(c, key_cols[k], row, &kv[k]);
                 buf_reset(&kb);
@@ -570,10 +570,11 @@ static int simulate_one(const RtLatenessLog *log, const RtWindowDef *wd, int64_t
 
 /* ---- one candidate, session windows ---------------------------------------------------------------
  * The session aggregation (op_agg.c session_push_row / session_advance) per
- * group key: a row is late when its own [ts, ts + gap) is (rt_window_late);
- * otherwise it merges every held session of its key that overlaps
- * [ts, ts + gap) (start < ts + gap and ts < end) into one; the watermark
- * fires sessions at their end and drops them at end + lateness. */
+ * group key: a row merges every held session of its key that overlaps or
+ * touches [ts, ts + gap) (rt_session_joins) into one, and is late when that
+ * merged session is (rt_window_late: only when it joins none and its own
+ * session is late); the watermark fires sessions at their end and drops
+ * them at end + lateness. */
 
 typedef struct Sess {
     int64_t start, end;
@@ -637,9 +638,15 @@ static int simulate_session(const RtLatenessLog *log, int64_t gap, int64_t bound
         if (ts == TS_MINUS_INF)
             continue; /* a NULL time: no session, no watermark */
         int32_t key = log->key ? log->key[i] : 0;
-        int64_t end = ts + gap;
+        int64_t end = ts + gap, merged_end = end;
+        KeySess *k = &ks[key];
+        for (int j = 0; j < k->n; j++) {
+            const Sess *o = &ss[k->i[j]];
+            if (rt_session_joins(ts, ts + gap, o->start, o->end) && o->end > merged_end)
+                merged_end = o->end;
+        }
         r->pairs++;
-        if (rt_window_late(end, wm, lateness)) {
+        if (rt_window_late(merged_end, wm, lateness)) {
             r->dropped++;
             dropped_ts = xrealloc(dropped_ts, sizeof(int64_t) * (size_t)(2 * n_dropped + 2));
             dropped_ts[2 * n_dropped] = ts;
@@ -647,10 +654,9 @@ static int simulate_session(const RtLatenessLog *log, int64_t gap, int64_t bound
             n_dropped++;
         } else {
             int64_t start = ts;
-            KeySess *k = &ks[key];
             for (int j = 0; j < k->n;) {
                 Sess *o = &ss[k->i[j]];
-                if (o->start < ts + gap && ts < o->end) {
+                if (rt_session_joins(ts, ts + gap, o->start, o->end)) {
                     if (o->start < start)
                         start = o->start;
                     if (o->end > end)
@@ -723,17 +729,18 @@ static int simulate_session(const RtLatenessLog *log, int64_t gap, int64_t bound
     for (int64_t d = 0; d < n_dropped; d++) {
         int64_t ts = dropped_ts[2 * d];
         int32_t key = (int32_t)dropped_ts[2 * d + 1];
-        /* The first final session of key starting at or after ts + gap. */
+        /* The first final session of key starting after ts + gap: those
+         * before it that reach ts would have merged the row. */
         int64_t lo = 0, hi = n_final;
         while (lo < hi) {
             int64_t mid = (lo + hi) / 2;
-            if (ss[mid].key < key || (ss[mid].key == key && ss[mid].start < ts + gap))
+            if (ss[mid].key < key || (ss[mid].key == key && ss[mid].start <= ts + gap))
                 lo = mid + 1;
             else
                 hi = mid;
         }
         for (int64_t j = lo - 1; j >= 0 && ss[j].key == key && ss[j].start >= ts - longest[key]; j--)
-            if (ts < ss[j].end)
+            if (rt_session_joins(ts, ts + gap, ss[j].start, ss[j].end))
                 ss[j].inexact = true;
     }
     r->windows = n_final;

@@ -44,8 +44,6 @@
 #include "bytemap.h"
 #include "numeric.h"
 
-#define MAX_VALS 256
-
 /* A small ascending set of window or pane ends, saved as 8-byte big-endian
  * integers under a metadata key of the operator's table. */
 typedef struct Ends {
@@ -117,6 +115,7 @@ typedef struct AggOp {
     bool windowed;
     bool global;              /* no GROUP BY: exactly one output row, even over no input */
     bool session;             /* session windows (see session_push) */
+    bool session_ms;          /* ... with count(DISTINCT): multisets under each session's key */
     int64_t min_end;          /* sessions: no stored session ends earlier (INT64_MIN: unknown) */
     Arena *touch_arena;       /* the touched map; reset after each flush */
     ByteMap touched;
@@ -183,26 +182,13 @@ static int wins_expire(AggOp *a, int64_t end)
     return wins_save(a);
 }
 
-static int slots_of(const PlanAgg *g)
-{
-    switch (g->kind) {
-    case AGG_SUM:
-    case AGG_AVG:
-        return g->type == TYPE_NUMERIC ? 3 : 2;  /* numeric: + how many values of each scale */
-    case AGG_BOOL_AND:
-    case AGG_BOOL_OR:
-    case AGG_FIRST:
-        return 2;
-    default:
-        return 1;
-    }
-}
-
 /* ---- multisets of a group's values (count DISTINCT, min/max under retraction) ----
  * One entry per distinct value: key = group key, 0xFD, aggregate index,
  * memcomparable value; value = 0xFE then the 8-byte count, and for a
  * NUMERIC the display scale of the first copy (the key holds the value
- * without trailing zeros, so min() gives back 1.50, not 1.5). The 0xFE lead
+ * without trailing zeros, so min() gives back 1.50, not 1.5), for an
+ * INTERVAL the first copy's months, days and microseconds (the key holds
+ * its span). The 0xFE lead
  * byte tells these apart from group states when windows are swept. */
 
 static void ms_key(const Buf *group, int agg, const Value *v, Buf *out)
@@ -231,12 +217,23 @@ static int64_t ms_add(AggOp *a, int agg, const Value *v, int delta)
     else if (after <= 0)
         rc = stor_table_delete(a->op.table, k.data, k.len, err);
     else {
-        unsigned char nv[10] = {0xfe};
+        unsigned char nv[33] = {0xfe};
         put_be64(nv + 1, (uint64_t)after);
         size_t n = 9;
         if (v->type == TYPE_NUMERIC) {
             nv[9] = f == 1 && vl == 10 ? ((const unsigned char *)val)[9] : v->nscale;
             n = 10;
+        } else if (v->type == TYPE_INTERVAL) {
+            /* The first copy's own fields ('36 hours'; the key holds the
+             * span, '1 day 12:00:00' when decoded). */
+            if (f == 1 && vl == 33) {
+                memcpy(nv + 9, (const unsigned char *)val + 9, 24);
+            } else {
+                put_be64(nv + 9, (uint64_t)v->u.iv.usecs);
+                put_be64(nv + 17, (uint64_t)(int64_t)v->u.iv.days);
+                put_be64(nv + 25, (uint64_t)(int64_t)v->u.iv.months);
+            }
+            n = 33;
         }
         rc = stor_table_put(a->op.table, k.data, k.len, nv, n, err);
     }
@@ -269,6 +266,11 @@ static int ms_extreme(AggOp *a, int agg, TypeId t, bool want_max, Value *out)
             WError e = {0};
             if (num_rescale(num_get(out), ((const unsigned char *)v)[9], &x, &e) == 0)
                 num_put(x, out);
+        }
+        if (t == TYPE_INTERVAL && !out->null && vl == 33) {
+            const unsigned char *p = (const unsigned char *)v + 9;
+            out->u.iv = (Interval){.usecs = (int64_t)get_be64(p), .days = (int32_t)(int64_t)get_be64(p + 8),
+                                   .months = (int32_t)(int64_t)get_be64(p + 16)};
         }
         if (!want_max)
             break;
@@ -414,21 +416,77 @@ static void state_init(AggOp *a, const Value *group, Value *st)
     }
 }
 
-/* Adds (sign 1) or retracts (sign -1) row r of c into st. Returns -1 on overflow. */
-static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign)
+/* Is aggregate g filtered out for row r? */
+static bool filtered_out(const PlanAgg *g, const Chunk *c, int r)
+{
+    if (g->filter_col < 0)
+        return false;
+    const Column *f = &c->cols[g->filter_col];
+    return f->nulls[r] || !f->v.i[r];
+}
+
+/* The sums that row r of c would make (sign 1 adds, -1 retracts), into
+ * sums[i] for each bigint or numeric sum/avg i, before anything changes:
+ * a row whose addend overflows must leave the group as it was. Returns
+ * -1 with err (22003) on overflow. */
+static int sums_check(AggOp *a, const Value *st, const Chunk *c, int r, int sign, Value *sums, WError *err)
 {
     const PlanNode *n = a->op.node;
+    int k = a->n_group + 2;
+    for (int i = 0; i < n->n_aggs; k += plan_agg_slots(&n->aggs[i]), i++) {
+        const PlanAgg *g = &n->aggs[i];
+        if ((g->kind != AGG_SUM && g->kind != AGG_AVG) || filtered_out(g, c, r))
+            continue;
+        Value v;
+        chunk_get(c, g->arg, r, &v);
+        if (v.null)
+            continue;
+        if (g->type == TYPE_NUMERIC) {
+            Numeric x;
+            if ((sign > 0 ? num_add : num_sub)(num_get(&st[k]), num_get(&v), &x, err))
+                return -1;
+            num_put(x, &sums[i]);
+        } else if (g->kind == AGG_SUM && g->type == TYPE_INT8) {
+            sums[i] = st[k];
+            if (sign > 0 ? __builtin_add_overflow(st[k].u.i, v.u.i, &sums[i].u.i)
+                         : __builtin_sub_overflow(st[k].u.i, v.u.i, &sums[i].u.i))
+                return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "bigint out of range");
+        }
+    }
+    return 0;
+}
+
+/* A row's sum overflowed (err). An ad hoc query fails, as in Postgres; a
+ * view counts the row as an evaluation error and goes on without it.
+ * Returns -1 when the error is fatal. */
+static int sum_failed(AggOp *a, const WError *err)
+{
+    RtCtx *rc = a->op.rc;
+    if (rc->batch) {
+        *rc->err = *err;
+        return -1;
+    }
+    rc->stats.eval_errors++;
+    rt_row_error(rc, "%s", err->msg);
+    return 0;
+}
+
+/* Adds (sign 1) or retracts (sign -1) row r of c into st. On an overflow
+ * st is left as it was and -1 is returned with err set. */
+static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign, WError *err)
+{
+    const PlanNode *n = a->op.node;
+    Value sums[WEIR_MAX_AGG_VALUES];
+    if (sums_check(a, st, c, r, sign, sums, err))
+        return -1;
     st[a->n_group].u.i += sign;
     int k = a->n_group + 2;
     for (int i = 0; i < n->n_aggs; i++) {
         const PlanAgg *g = &n->aggs[i];
-        int slots = slots_of(g);
-        if (g->filter_col >= 0) {
-            const Column *f = &c->cols[g->filter_col];
-            if (f->nulls[r] || !f->v.i[r]) {
-                k += slots;
-                continue;
-            }
+        int slots = plan_agg_slots(g);
+        if (filtered_out(g, c, r)) {
+            k += slots;
+            continue;
         }
         Value v;
         if (g->arg >= 0)
@@ -446,13 +504,8 @@ static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign)
             if (g->type == TYPE_NUMERIC) {
                 /* Exact under retraction: subtracting what was added gives back
                  * the same sum, and the scale follows the values still in it. */
-                Numeric s, x = num_get(&v);
-                WError e = {0};
-                if ((sign > 0 ? num_add : num_sub)(num_get(&st[k]), x, &s, &e)) {
-                    rt_row_error(a->op.rc, "numeric field overflow in %s()", g->kind == AGG_SUM ? "sum" : "avg");
-                    return -1;
-                }
-                num_put(s, &st[k]);
+                Numeric x = num_get(&v);
+                st[k] = sums[i];   /* sums_check computed it */
                 scales_apply(&st[k], &st[k + 2], x.scale, sign, NULL, a->op.rc->chunk_arena);
             } else if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8) {
                 double x = type_phys(v.type) == PHYS_F64 ? v.u.f : (double)v.u.i;
@@ -461,9 +514,8 @@ static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign)
                 st[k].u.iv.months += sign * v.u.iv.months;
                 st[k].u.iv.days += sign * v.u.iv.days;
                 st[k].u.iv.usecs += sign * v.u.iv.usecs;
-            } else if (__builtin_add_overflow(st[k].u.i, sign * v.u.i, &st[k].u.i)) {
-                rt_row_error(a->op.rc, "bigint out of range in sum()");
-                return -1;
+            } else {
+                st[k] = sums[i];
             }
             st[k + 1].u.i += sign;
             break;
@@ -591,7 +643,7 @@ static void state_output(AggOp *a, const Value *st, Value *out)
         }
         }
         o->type = g->type;
-        k += slots_of(g);
+        k += plan_agg_slots(g);
     }
 }
 
@@ -689,7 +741,7 @@ static void state_merge(AggOp *a, Value *st, const Value *o, bool o_first)
             }
             break;
         }
-        k += slots_of(g);
+        k += plan_agg_slots(g);
     }
 }
 
@@ -761,7 +813,7 @@ static int pending_write(AggOp *a, ByteMapEntry *e, Value *st)
 static int flush_changes(AggOp *a)
 {
     const PlanNode *n = a->op.node;
-    Value st[MAX_VALS], now[MAX_VALS], before[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], now[WEIR_MAX_AGG_VALUES], before[WEIR_MAX_AGG_VALUES];
     for (int i = 0; i < a->touched.n; i++) {
         ByteMapEntry *e = &a->touched.entries[i];
         int f = pending_write(a, e, st);
@@ -820,7 +872,7 @@ static int advance(AggOp *a, int64_t wm)
     if (wm == TS_PLUS_INF ? stor_iter_open(a->op.table, NULL, 0, &it, rc->err)
                           : stor_iter_open_below(a->op.table, NULL, 0, upper, 9, &it, rc->err))
         return -1;
-    Value st[MAX_VALS], out[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     Buf key = BUF_INIT, val = BUF_INIT;
     int rcode = 0, got;
     const void *k, *v;
@@ -886,14 +938,15 @@ static int advance(AggOp *a, int64_t wm)
  * State key: the group values other than the session bounds (memcomparable),
  * then the session start (8 bytes, order-preserving). The state row holds
  * the session's real bounds in the window_start/window_end group slots. A row
- * opens [ts, ts + gap); every stored session of its key that overlaps is
- * merged into it (their rows retracted, the merged row emitted). Sessions are
- * closed by the watermark passing end + lateness. */
+ * opens [ts, ts + gap); every stored session of its key that overlaps or
+ * touches it (rt_session_joins) is merged into it (their rows retracted, the
+ * merged row emitted). The row is late when the merged session is. Sessions
+ * fire when the watermark passes their end and go at end + lateness. */
 
 static void session_prefix(AggOp *a, const Value *group, Buf *out)
 {
     const PlanNode *n = a->op.node;
-    Value kv[MAX_VALS];
+    Value kv[WEIR_MAX_AGG_VALUES];
     int nk = 0;
     for (int i = 0; i < a->n_group; i++)
         if (i != n->session_start_idx && i != n->session_end_idx)
@@ -910,24 +963,128 @@ static int64_t session_bound(const AggOp *a, const Value *st, bool end)
     return st[end ? n->session_end_idx : n->session_start_idx].u.i;
 }
 
+/* count(DISTINCT) over sessions: a session's multisets are keyed by its
+ * state key (ms_key with the session key as the group key), so they sort
+ * right after it. Merging moves an old session's entries under the merged
+ * session's key, adding counts (session_ms_move); then each distinct count
+ * is the number of values under the new key (session_ms_recount). */
+static int session_ms_move(AggOp *a, const unsigned char *okey, size_t oklen, const Buf *nkey)
+{
+    RtCtx *rc = a->op.rc;
+    if (oklen == nkey->len && memcmp(okey, nkey->data, oklen) == 0)
+        return 0;
+    Buf pfx = BUF_INIT, moved = BUF_INIT, nk = BUF_INIT;
+    buf_append(&pfx, okey, oklen);
+    buf_put_u8(&pfx, 0xfd);
+    StorIter *it;
+    if (stor_iter_open(a->op.table, pfx.data, pfx.len, &it, rc->err)) {
+        buf_free(&pfx);
+        return -1;
+    }
+    const void *k, *v;
+    size_t kl, vl;
+    int got, rcode = 0;
+    while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        buf_put_u32be(&moved, (uint32_t)kl);
+        buf_append(&moved, k, kl);
+        buf_put_u32be(&moved, (uint32_t)vl);
+        buf_append(&moved, v, vl);
+    }
+    stor_iter_close(it);
+    if (got < 0)
+        rcode = -1;
+    const unsigned char *p = (const unsigned char *)moved.data, *pe = p + moved.len;
+    while (!rcode && p < pe) {
+        uint32_t l1 = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        const unsigned char *kk = p + 4, *q = kk + l1;
+        uint32_t l2 = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
+        const unsigned char *vv = q + 4;
+        p = vv + l2;
+        if (l2 < 9)
+            continue;
+        buf_reset(&nk);
+        buf_append(&nk, nkey->data, nkey->len);
+        buf_append(&nk, kk + oklen, l1 - oklen);
+        const void *cur;
+        size_t cl;
+        int f = stor_table_get(a->op.table, nk.data, nk.len, &cur, &cl, rc->err);
+        if (f < 0) {
+            rcode = -1;
+            break;
+        }
+        unsigned char nv[10];
+        memcpy(nv, vv, l2 < 10 ? l2 : 10);
+        int64_t count = (int64_t)get_be64(vv + 1);
+        if (f == 1 && cl >= 9) {
+            count += (int64_t)get_be64((const unsigned char *)cur + 1);
+            if (cl == 10 && l2 == 10)
+                nv[9] = ((const unsigned char *)cur)[9]; /* the scale of the first copy */
+        }
+        put_be64(nv + 1, (uint64_t)count);
+        rcode = stor_table_put(a->op.table, nk.data, nk.len, nv, l2 < 10 ? l2 : 10, rc->err);
+        if (!rcode)
+            rcode = stor_table_delete(a->op.table, kk, l1, rc->err);
+    }
+    buf_free(&pfx);
+    buf_free(&moved);
+    buf_free(&nk);
+    return rcode;
+}
+
+static int session_ms_recount(AggOp *a, const Buf *nkey, Value *st)
+{
+    const PlanNode *n = a->op.node;
+    RtCtx *rc = a->op.rc;
+    int k = a->n_group + 2, rcode = 0;
+    Buf pfx = BUF_INIT;
+    for (int i = 0; i < n->n_aggs && !rcode; i++) {
+        if (n->aggs[i].kind == AGG_COUNT_DISTINCT) {
+            buf_reset(&pfx);
+            buf_append(&pfx, nkey->data, nkey->len);
+            buf_put_u8(&pfx, 0xfd);
+            buf_put_u8(&pfx, (uint8_t)i);
+            StorIter *it;
+            if (stor_iter_open(a->op.table, pfx.data, pfx.len, &it, rc->err)) {
+                rcode = -1;
+                break;
+            }
+            const void *kk, *v;
+            size_t kl, vl;
+            int got;
+            int64_t count = 0;
+            while ((got = stor_iter_next(it, &kk, &kl, &v, &vl, rc->err)) == 1)
+                count++;
+            stor_iter_close(it);
+            if (got < 0)
+                rcode = -1;
+            st[k].u.i = count;
+        }
+        k += plan_agg_slots(&n->aggs[i]);
+    }
+    buf_free(&pfx);
+    return rcode;
+}
+
+/* The state key of the session of group prefix pfx starting at start. */
+static void session_key(const Buf *pfx, int64_t start, Buf *out)
+{
+    buf_reset(out);
+    buf_append(out, pfx->data, pfx->len);
+    unsigned char sb[8];
+    put_be64(sb, (uint64_t)start ^ UINT64_C(0x8000000000000000));
+    buf_append(out, sb, 8);
+}
+
 static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
 {
     const PlanNode *n = a->op.node;
     RtCtx *rc = a->op.rc;
     int64_t ts = group[n->session_start_idx].u.i; /* the window operator set [ts, ts + gap) */
-    int64_t start = ts, end = ts + n->session_gap_us;
-    if (rt_window_late(end, a->op.wm, n->lateness_us)) {
-        rc->stats.late_rows++;
-        a->op.counters.late_rows++;
-        return 0;
-    }
-    Value st[MAX_VALS], o[MAX_VALS], out[MAX_VALS];
-    state_init(a, group, st);
-    if (state_apply(a, st, c, r, 1))
-        return 0;
+    int64_t start = ts, end = ts + n->session_gap_us, merged_end = end;
+    Value st[WEIR_MAX_AGG_VALUES], o[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     Buf prefix = BUF_INIT, okey = BUF_INIT;
     session_prefix(a, group, &prefix);
-    /* Collect the overlapping sessions first: merging deletes them. */
+    /* Collect the sessions the row joins first: merging deletes them. */
     StorIter *it;
     if (stor_iter_open(a->op.table, prefix.data, prefix.len, &it, rc->err)) {
         buf_free(&prefix);
@@ -937,20 +1094,49 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
     const void *k, *v;
     size_t kl, vl;
     int got, rcode = 0;
+    int64_t merged_start = start;
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        if (vl && ((const unsigned char *)v)[0] == 0xfe)
+            continue; /* a count(DISTINCT) multiset entry */
         if (row_decode(v, vl, o, a->n_state))
             continue;
         int64_t os = session_bound(a, o, false), oe = session_bound(a, o, true);
-        if (os < end && ts < oe) {
+        if (rt_session_joins(start, end, os, oe)) {
             buf_put_u32be(&olds, (uint32_t)kl);
             buf_append(&olds, k, kl);
             buf_put_u32be(&olds, (uint32_t)vl);
             buf_append(&olds, v, vl);
+            if (oe > merged_end)
+                merged_end = oe;
+            if (os < merged_start)
+                merged_start = os;
         }
     }
     stor_iter_close(it);
     if (got < 0)
         rcode = -1;
+    /* Late only when the merged session is (Flink merges, then judges). */
+    bool late = !rcode && rt_window_late(merged_end, a->op.wm, n->lateness_us);
+    if (late) {
+        rc->stats.late_rows++;
+        a->op.counters.late_rows++;
+    }
+    state_init(a, group, st);
+    /* The row's distinct values go straight under the merged session's key. */
+    session_key(&prefix, merged_start, &okey);
+    if (a->session_ms) {
+        buf_reset(&a->kbuf);
+        buf_append(&a->kbuf, okey.data, okey.len);
+    }
+    WError serr = {0};
+    if (!rcode && !late && state_apply(a, st, c, r, 1, &serr))
+        rcode = sum_failed(a, &serr) ? -1 : 1;   /* 1: the row is skipped, not an error */
+    if (rcode || late) {
+        buf_free(&prefix);
+        buf_free(&okey);
+        buf_free(&olds);
+        return rcode < 0 ? -1 : 0;
+    }
     /* Merge, retracting what each old session showed. */
     bool eowc = n->emit == PLAN_EMIT_ON_CLOSE;
     const unsigned char *p = (const unsigned char *)olds.data, *pe = p + olds.len;
@@ -976,7 +1162,11 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
         if (oe > end)
             end = oe;
         rcode = stor_table_delete(a->op.table, kk, l1, rc->err);
+        if (!rcode && a->session_ms)
+            rcode = session_ms_move(a, kk, l1, &okey);
     }
+    if (!rcode && a->session_ms && olds.len)
+        rcode = session_ms_recount(a, &okey, st);
     if (!rcode) {
         st[n->session_start_idx].u.i = start;
         st[n->session_end_idx].u.i = end;
@@ -989,11 +1179,6 @@ static int session_push_row(AggOp *a, const Chunk *c, int r, Value *group)
         }
     }
     if (!rcode) {
-        buf_reset(&okey);
-        buf_append(&okey, prefix.data, prefix.len);
-        unsigned char sb[8];
-        put_be64(sb, (uint64_t)start ^ UINT64_C(0x8000000000000000));
-        buf_append(&okey, sb, 8);
         buf_reset(&a->vbuf);
         row_encode(&a->vbuf, st, a->n_state);
         rcode = stor_table_put(a->op.table, okey.data, okey.len, a->vbuf.data, a->vbuf.len, rc->err);
@@ -1019,18 +1204,29 @@ static int session_advance(AggOp *a, int64_t wm)
     StorIter *it;
     if (stor_iter_open(a->op.table, NULL, 0, &it, rc->err))
         return -1;
-    Value st[MAX_VALS], out[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     Buf dead = BUF_INIT, fire = BUF_INIT;
     const void *k, *v;
     size_t kl, vl;
     int got, rcode = 0;
     int64_t min_left = INT64_MAX;
     bool eowc = n->emit == PLAN_EMIT_ON_CLOSE;
+    Buf gone = BUF_INIT; /* the key of the last session that expires: its multisets follow it */
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+        if (vl && ((const unsigned char *)v)[0] == 0xfe) {
+            if (gone.len && kl > gone.len && memcmp(k, gone.data, gone.len) == 0) {
+                buf_put_u32be(&dead, (uint32_t)kl);
+                buf_append(&dead, k, kl);
+            }
+            continue;
+        }
+        buf_reset(&gone);
         if (row_decode(v, vl, st, a->n_state))
             continue;
         int64_t end = session_bound(a, st, true);
         bool closes = end <= wm, expires = end <= wm - n->lateness_us || wm == TS_PLUS_INF;
+        if (expires)
+            buf_append(&gone, k, kl);
         if (eowc && closes && !st[a->n_group + 1].u.i) {
             state_output(a, st, out);
             if ((rcode = emit_row(a, OP_INSERT, out)))
@@ -1073,6 +1269,7 @@ static int session_advance(AggOp *a, int64_t wm)
     }
     if (!rcode)
         a->min_end = min_left;
+    buf_free(&gone);
     buf_free(&dead);
     buf_free(&fire);
     return rcode;
@@ -1081,7 +1278,7 @@ static int session_advance(AggOp *a, int64_t wm)
 static int session_push(AggOp *a, Chunk *c)
 {
     const PlanNode *n = a->op.node;
-    Value group[MAX_VALS];
+    Value group[WEIR_MAX_AGG_VALUES];
     for (int r = 0; r < c->n_rows; r++) {
         int64_t row_wm = c->wm ? c->wm[r] : a->op.wm;
         if (row_wm > a->op.wm && session_advance(a, row_wm))
@@ -1166,7 +1363,7 @@ static void set_bounds(const AggOp *a, Value *g, int64_t ws, int64_t we)
 /* The state key of group g (with pane bounds) in the pane ending at pe. */
 static void pane_key(AggOp *a, int64_t pe, const Value *g)
 {
-    Value kv[MAX_VALS + 1];
+    Value kv[WEIR_MAX_AGG_VALUES + 1];
     kv[0] = value_int(TYPE_TIMESTAMP, pe);
     for (int i = 0; i < a->n_group; i++)
         kv[i + 1] = g[i];
@@ -1187,7 +1384,7 @@ static void own_strings(AggOp *a, Value *vals, int n)
 static int window_state(AggOp *a, int64_t ws, const Value *g, Value *acc)
 {
     const PlanNode *n = a->op.node;
-    Value pg[MAX_VALS], st[MAX_VALS];
+    Value pg[WEIR_MAX_AGG_VALUES], st[WEIR_MAX_AGG_VALUES];
     memcpy(pg, g, sizeof(Value) * (size_t)a->n_group);
     state_init(a, g, acc);
     set_bounds(a, acc, ws, ws + n->win_size_us);
@@ -1226,7 +1423,7 @@ static int fire_window(AggOp *a, int64_t ws)
     Arena *arena = arena_new(0);
     ByteMap m;
     bytemap_init(&m, arena);
-    Value st[MAX_VALS], out[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     Buf pfx = BUF_INIT, gk = BUF_INIT;
     int rcode = 0;
     for (int64_t pe = ws + n->pane_us; pe <= we && !rcode; pe += n->pane_us) {
@@ -1365,6 +1562,18 @@ static int pane_advance(AggOp *a, int64_t wm)
         a->fired_upto = ws + n->win_size_us;
         fired = true;
     }
+    /* The windows that ended by wm with no row closed too, empty. Count them
+     * as emitted: a pane they share with a later window may get a row
+     * (late for them, on time for the later one), which must not make them
+     * appear afterwards with only that row (as the per-window path never
+     * would). */
+    if (wm != TS_PLUS_INF && wm > TS_MINUS_INF + n->win_size_us) {
+        int64_t last = floor_to(wm - n->win_size_us, n->win_slide_us, n->win_offset_us) + n->win_size_us;
+        if (a->fired_upto == TS_MINUS_INF || last > a->fired_upto) {
+            a->fired_upto = last;
+            fired = true;
+        }
+    }
     if (expire_panes(a, wm))
         return -1;
     return fired ? pane_meta_save(a) : 0;
@@ -1374,8 +1583,7 @@ static int pane_push(AggOp *a, Chunk *c)
 {
     RtOp *op = &a->op;
     const PlanNode *n = op->node;
-    RtCtx *rc = op->rc;
-    Value group[MAX_VALS], st[MAX_VALS], now[MAX_VALS], out[MAX_VALS];
+    Value group[WEIR_MAX_AGG_VALUES], st[WEIR_MAX_AGG_VALUES], now[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     int per_pane = (int)(n->win_size_us / n->win_slide_us) + 1; /* windows covering one pane, at most */
     if (n->lateness_us > 0 && !a->upd_before) {
         a->upd_before = xmalloc(sizeof(Value) * (size_t)a->n_state * (size_t)per_pane);
@@ -1411,8 +1619,10 @@ static int pane_push(AggOp *a, Chunk *c)
             return -1;
         if (f == 0)
             state_init(a, group, st);
-        if (state_apply(a, st, c, r, rowop_is_add(c->ops[r]) ? 1 : -1)) {
-            rc->stats.eval_errors++;
+        WError serr = {0};
+        if (state_apply(a, st, c, r, rowop_is_add(c->ops[r]) ? 1 : -1, &serr)) {
+            if (sum_failed(a, &serr))
+                return -1;
             continue;
         }
         if (state_store(a, a->kbuf.data, a->kbuf.len, st) || pane_note(a, pe))
@@ -1423,7 +1633,7 @@ static int pane_push(AggOp *a, Chunk *c)
                 return -1;
             state_output(a, now, out);
             if (before[a->n_group].u.i > 0) {
-                Value old[MAX_VALS];
+                Value old[WEIR_MAX_AGG_VALUES];
                 state_output(a, before, old);
                 if (emit_row(a, OP_UPDATE_BEFORE, old) || emit_row(a, OP_UPDATE_AFTER, out))
                     return -1;
@@ -1444,7 +1654,7 @@ static int agg_push(RtOp *op, Chunk *c)
     AggOp *a = (AggOp *)op;
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
-    Value group[MAX_VALS], kv[MAX_VALS + 1], st[MAX_VALS], out[MAX_VALS];
+    Value group[WEIR_MAX_AGG_VALUES], kv[WEIR_MAX_AGG_VALUES + 1], st[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     int64_t now = a->has_ttl ? rt_proc_now_us() : 0;
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < a->n_group; i++)
@@ -1495,8 +1705,10 @@ static int agg_push(RtOp *op, Chunk *c)
                 return -1;
         }
         int sign = rowop_is_add(c->ops[r]) ? 1 : -1;
-        if (state_apply(a, st, c, r, sign)) {
-            rc->stats.eval_errors++;
+        WError serr = {0};
+        if (state_apply(a, st, c, r, sign, &serr)) {
+            if (sum_failed(a, &serr))
+                return -1;
             continue;
         }
         if (a->global || st[a->n_group].u.i > 0)
@@ -1602,7 +1814,7 @@ static int agg_start(RtOp *op)
     AggOp *a = (AggOp *)op;
     if (!a->global)
         return 0;
-    Value st[MAX_VALS], out[MAX_VALS];
+    Value st[WEIR_MAX_AGG_VALUES], out[WEIR_MAX_AGG_VALUES];
     make_key(a, NULL, 0);
     int f = state_load(a, a->kbuf.data, a->kbuf.len, st);
     if (f != 0)
@@ -1651,17 +1863,19 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
     a->n_out = n->n_group + n->n_aggs;
     a->n_state = n->n_group + 2;
     for (int i = 0; i < n->n_aggs; i++)
-        a->n_state += slots_of(&n->aggs[i]);
+        a->n_state += plan_agg_slots(&n->aggs[i]);
     a->windowed = n->win_group_idx >= 0;
     a->global = n->n_group == 0;
     a->session = n->session;
+    for (int i = 0; i < n->n_aggs && a->session; i++)
+        a->session_ms |= n->aggs[i].kind == AGG_COUNT_DISTINCT;
     a->min_end = INT64_MIN;
     if (a->session)
         a->windowed = false;
     a->touch_arena = arena_new(0);
     bytemap_init(&a->touched, a->touch_arena);
-    if (a->n_state > MAX_VALS || a->n_out > MAX_VALS) {
-        werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many grouping columns and aggregates (at most %d)", MAX_VALS / 2);
+    if (a->n_state > WEIR_MAX_AGG_VALUES || a->n_out > WEIR_MAX_AGG_VALUES) {
+        werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many grouping columns and aggregates (at most %d)", WEIR_MAX_AGG_VALUES / 2);
         agg_close(&a->op);
         return NULL;
     }

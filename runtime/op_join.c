@@ -40,8 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXC 1601
-
 typedef struct JoinOp JoinOp;
 
 typedef struct Partner Partner;
@@ -234,7 +232,7 @@ static int residual_ok(JoinOp *j, const Value *pair)
 static void state_key(JoinOp *j, int s, const Value *vals, bool seq, Buf *out, size_t *prefix_len, Buf *val)
 {
     Side *sd = &j->side[s];
-    Value kv[64];
+    Value kv[WEIR_MAX_KEY_COLUMNS];
     for (int k = 0; k < j->n_keys; k++)
         kv[k] = vals[sd->keys[k]];
     buf_reset(out);
@@ -515,7 +513,7 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
     Partner *ps = j->ps;
     int np = 0;
     int64_t total = 0;
-    Value pair[MAXC];
+    Value pair[WEIR_ROW_VALUES];
     if (!null_key) {
         Partner *raw;
         int nraw;
@@ -605,7 +603,7 @@ static int expire(JoinOp *j)
 {
     const PlanNode *n = j->op.node;
     RtCtx *rc = j->op.rc;
-    Value vals[MAXC], pair[MAXC];
+    Value vals[WEIR_ROW_VALUES], pair[WEIR_ROW_VALUES];
     for (int s = 0; s < 2; s++) {
         Side *me = &j->side[s], *ot = &j->side[1 - s];
         if (ot->wm == TS_MINUS_INF)
@@ -699,7 +697,7 @@ static int expire_key(void *arg, const void *key, size_t klen, WError *err)
 
 static void prefetch_row(JoinOp *j, Side *me, const Chunk *c, int r, uint64_t seq)
 {
-    Value kv[64];
+    Value kv[WEIR_MAX_KEY_COLUMNS];
     for (int k = 0; k < j->n_keys; k++)
         chunk_get(c, me->keys[k], r, &kv[k]);
     Buf *b = &j->pbuf;
@@ -725,7 +723,7 @@ static int side_push(JoinOp *j, int s, Chunk *c)
     const PlanNode *n = j->op.node;
     RtCtx *rc = j->op.rc;
     Side *me = &j->side[s];
-    Value vals[MAXC];
+    Value vals[WEIR_ROW_VALUES];
     if (j->has_ttl)
         j->now = rt_proc_now_us();
     if (me->seq)
@@ -873,6 +871,8 @@ static const RtOpVt JOIN_VT = {.push = join_push, .watermark = join_watermark, .
 
 RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
 {
+    /* The planner's check_limits: the key and row arrays below are sized by these. */
+    assert(n->n_join_keys <= WEIR_MAX_KEY_COLUMNS && n->out.n <= WEIR_MAX_COLUMNS);
     JoinOp *j = xcalloc(1, sizeof *j);
     j->op.vt = &JOIN_VT;
     j->op.node = n;
@@ -898,10 +898,10 @@ RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
         sd->pc.arena = arena_new(0);
     }
     if (n->residual) {
-        bool mask[MAXC] = {false};
-        residual_cols(n->residual, mask, j->n_out < MAXC ? j->n_out : MAXC);
+        bool mask[WEIR_ROW_VALUES] = {false};
+        residual_cols(n->residual, mask, j->n_out < WEIR_ROW_VALUES ? j->n_out : WEIR_ROW_VALUES);
         j->res_cols = xcalloc((size_t)(j->n_out ? j->n_out : 1), sizeof(int));
-        for (int i = 0; i < j->n_out && i < MAXC; i++)
+        for (int i = 0; i < j->n_out && i < WEIR_ROW_VALUES; i++)
             if (mask[i])
                 j->res_cols[j->n_res_cols++] = i;
         j->res_arena = arena_new(0);

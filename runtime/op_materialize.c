@@ -63,7 +63,7 @@ static int mat_upsert(MatOp *m, Chunk *c)
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
     int ncols = n->out.n;
-    Value vals[1601], old[1601], key[1601];
+    Value vals[WEIR_ROW_VALUES], old[WEIR_ROW_VALUES], key[WEIR_ROW_VALUES];
     Chunk *out = chunk_new(rc->chunk_arena, ncols, n->out.types, c->n_rows * 2 > 16 ? c->n_rows * 2 : 16);
     if (c->wm)
         chunk_enable_wm(out);
@@ -121,6 +121,26 @@ static void prefetch_row_id(MatOp *m, int64_t id)
     stor_table_prefetch(m->op.table, m->pbuf.data, m->pbuf.len);
 }
 
+/* The rows of c (ncols - 1 columns, all adds) as the view has them: a new
+ * header over c's columns plus the _row_id column, ids first, first + step,
+ * ... (readers of the view's changes index its columns by the view's
+ * schema, where _row_id is last). */
+static Chunk *with_row_ids(const Chunk *c, int ncols, int64_t first, int64_t step)
+{
+    Chunk *out = arena_alloc(c->arena, sizeof *out);
+    *out = *c;
+    out->n_cols = ncols;
+    out->cols = arena_alloc(c->arena, sizeof(Column) * (size_t)ncols);
+    memcpy(out->cols, c->cols, sizeof(Column) * (size_t)(ncols - 1));
+    Column *id = &out->cols[ncols - 1];
+    id->type = TYPE_INT8;
+    id->nulls = arena_zalloc(c->arena, (size_t)(c->n_rows ? c->n_rows : 1));
+    id->v.i = arena_alloc(c->arena, sizeof(int64_t) * (size_t)(c->n_rows ? c->n_rows : 1));
+    for (int r = 0; r < c->n_rows; r++)
+        id->v.i[r] = first + r * step;
+    return out;
+}
+
 static int mat_push(RtOp *op, Chunk *c)
 {
     MatOp *m = (MatOp *)op;
@@ -129,8 +149,9 @@ static int mat_push(RtOp *op, Chunk *c)
     const PlanNode *n = op->node;
     RtCtx *rc = op->rc;
     int ncols = n->out.n;
-    Value vals[1602], key[1601];
-    if (ncols > 1601 || n->n_keys > 1601)
+    int64_t first_row_id = m->next_row_id;
+    Value vals[WEIR_ROW_VALUES], key[WEIR_ROW_VALUES];
+    if (ncols > WEIR_ROW_VALUES || n->n_keys > WEIR_ROW_VALUES)
         return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns in a view");
     /* The key is the row id alone (n->counted keys hash the row instead). */
     bool ahead = n->row_id_key && !n->counted && n->n_keys == 1 && n->keys[0] == ncols - 1;
@@ -182,7 +203,7 @@ static int mat_push(RtOp *op, Chunk *c)
             if (f < 0)
                 return -1;
             if (f == 1) {
-                Value old[1602];
+                Value old[WEIR_ROW_VALUES];
                 if (row_decode(v, vl, old, ncols + 1))
                     return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt counted row in view %s", n->view_name);
                 count = old[ncols].u.i;
@@ -216,7 +237,10 @@ static int mat_push(RtOp *op, Chunk *c)
             return -1;
         rc->stats.rows_out++;
     }
-    return rt_emit(op, c); /* to the sinks on this view, if any */
+    /* To the sinks, subscribers and views over this view, if any. */
+    if (n->row_id_key && c->n_cols == ncols - 1 && (op->down || op->n_fan))
+        c = with_row_ids(c, ncols, first_row_id, m->row_id_step);
+    return rt_emit(op, c);
 }
 
 /* Kept (op->wm) so a view created later over this one starts from it. */

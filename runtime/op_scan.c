@@ -48,8 +48,8 @@ static int emit_rows(RtOp *op, StorIter *it, int ncols, const TypeId *types, boo
     const void *k, *v;
     size_t kl, vl;
     int got, rcode = 0;
-    Value vals[1602];
-    if (ncols > 1601) {
+    Value vals[WEIR_ROW_VALUES];
+    if (ncols > WEIR_ROW_VALUES) {
         stor_iter_close(it);
         return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
     }
@@ -97,8 +97,8 @@ int rt_emit_view_rows(RtOp *op, StorTable *t, int ncols, const TypeId *types, bo
  * encoding of hi followed by 0xff is above every key that starts with it). */
 static int open_bounded(const PlanNode *n, StorTable *t, StorIter **it, WError *err)
 {
-    Value vals[1602];
-    if (n->n_scan_eq + 1 > 1601)
+    Value vals[WEIR_ROW_VALUES];
+    if (n->n_scan_eq + 1 > WEIR_ROW_VALUES)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "too many key columns");
     Buf prefix = BUF_INIT, lo = BUF_INIT, hi = BUF_INIT;
     memcpy(vals, n->scan_eq, sizeof(Value) * (size_t)n->n_scan_eq);

@@ -37,8 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXC 1601
-
 enum { TAG_GROUP = 1, TAG_MATCH = 2, TAG_ROW = 3 };
 enum { V_FALSE = 0, V_TRUE = 1, V_NULL = 2 };
 
@@ -80,7 +78,7 @@ static int emit_row(SemiOp *s, RowOp op, const Value *left, const Value *extra)
     }
     if (!s->out)
         s->out = chunk_new(rc->chunk_arena, s->n_out, t, CHUNK_DEFAULT_CAP);
-    Value row[MAXC];
+    Value row[WEIR_ROW_VALUES];
     memcpy(row, left, sizeof(Value) * (size_t)s->n_left);
     if (s->n_out > s->n_left) {
         row[s->n_left] = *extra;
@@ -177,7 +175,7 @@ static int emit_change(SemiOp *s, const Value *left, int64_t count, int vb, int 
 static bool right_key(SemiOp *s, int tag, const Value *vals, const int *keys, Buf *out)
 {
     const PlanNode *n = s->op.node;
-    Value kv[64];
+    Value kv[WEIR_MAX_KEY_COLUMNS];
     bool null = false;
     for (int k = 0; k < n->n_join_keys; k++) {
         kv[k] = vals[keys[k]];
@@ -246,7 +244,7 @@ static int group_value(SemiOp *s, const Value *vals, const int *keys, const Grou
     size_t kl, vl;
     int got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err);
     if (got == 1 && vl > 8) {
-        Value rv[MAXC];
+        Value rv[WEIR_ROW_VALUES];
         char *copy = arena_strndup(rc->chunk_arena, (const char *)v + 8, vl - 8);
         if (row_decode(copy, vl - 8, rv, s->n_right) == 0)
             *out = rv[n->scalar_col];
@@ -276,7 +274,7 @@ static int rescan(SemiOp *s, const Group *gb, const Group *ga, const Buf *y_enc,
     const void *k, *v;
     size_t kl, vl;
     int got, rcode = 0;
-    Value left[MAXC];
+    Value left[WEIR_ROW_VALUES];
     while (!rcode && (got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
         if (vl < 8)
             continue;
@@ -394,7 +392,7 @@ static int apply_right(SemiOp *s, const Value *vals, int sign)
                       (n->semi_kind == SEMI_SCALAR && !value_equal_enc(&xb, &xa));
     bool some = s->is_in && y && !y->null && (mb > 0) != (ma > 0);
     if (group_wide || some) {
-        Value kv[64];
+        Value kv[WEIR_MAX_KEY_COLUMNS];
         for (int k = 0; k < n->n_join_keys; k++)
             kv[k] = vals[keys[k]];
         buf_reset(&s->ybuf);
@@ -416,7 +414,7 @@ static int apply_left(SemiOp *s, const Value *vals, int sign)
 {
     const PlanNode *n = s->op.node;
     RtCtx *rc = s->op.rc;
-    Value kv[65];
+    Value kv[WEIR_MAX_KEY_COLUMNS + 1];
     int nk = n->n_join_keys;
     for (int k = 0; k < nk; k++)
         kv[k] = vals[n->left_keys[k]];
@@ -464,7 +462,7 @@ static int apply_left(SemiOp *s, const Value *vals, int sign)
 
 static int side_push(SemiOp *s, int side, Chunk *c)
 {
-    Value vals[MAXC];
+    Value vals[WEIR_ROW_VALUES];
     int n = side ? s->n_right : s->n_left;
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < n; i++)
@@ -536,6 +534,8 @@ static const RtOpVt SEMI_VT = {.push = semi_push, .watermark = semi_watermark, .
 
 RtOp *rt_op_semijoin_new(RtCtx *rc, const PlanNode *n)
 {
+    /* The planner's check_limits: the key and row arrays below are sized by these. */
+    assert(n->n_join_keys <= WEIR_MAX_KEY_COLUMNS && n->out.n <= WEIR_MAX_COLUMNS);
     SemiOp *s = xcalloc(1, sizeof *s);
     s->op.vt = &SEMI_VT;
     s->op.node = n;

@@ -115,8 +115,8 @@ static int apply(SetOp *s, int side, const Value *vals, int sign)
 
 static int side_push(SetOp *s, int side, Chunk *c)
 {
-    Value vals[1601];
-    if (c->n_cols > 1601)
+    Value vals[WEIR_ROW_VALUES];
+    if (c->n_cols > WEIR_ROW_VALUES)
         return werr(s->op.rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < c->n_cols; i++)

@@ -173,8 +173,8 @@ static int add_change(RtSink *s, const Value *row, const Value *keyvals, bool ad
 static int sink_push(RtOp *op, Chunk *c)
 {
     RtSink *s = (RtSink *)op;
-    Value row[1601], key[64];
-    if (s->spec->n_cols > 1601 || s->n_key > 64)
+    Value row[WEIR_ROW_VALUES], key[WEIR_MAX_KEY_COLUMNS];
+    if (s->spec->n_cols > WEIR_ROW_VALUES || s->n_key > WEIR_MAX_KEY_COLUMNS)
         return werr(op->rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many sink columns");
     for (int r = 0; r < c->n_rows; r++) {
         spec_row(s, c, r, row);
@@ -469,7 +469,7 @@ static int load_pending(RtSink *s)
         memcpy(b->data, v, vl);
         /* Count the changes by walking the encoding. */
         const char *p = b->data, *end = b->data + vl;
-        Value tmp[1601];
+        Value tmp[WEIR_ROW_VALUES];
         while (p < end) {
             uint8_t f = (uint8_t)*p++;
             for (int side = 0; side < 2 && p <= end; side++) {
@@ -496,7 +496,7 @@ static int snapshot(RtSink *s, StorTable *view, int n_view_cols, bool add)
     const void *k, *v;
     size_t kl, vl;
     int got;
-    Value vals[1602], row[1601], key[64];
+    Value vals[WEIR_ROW_VALUES], row[WEIR_ROW_VALUES], key[WEIR_MAX_KEY_COLUMNS];
     bool counted = s->op.node->counted;
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1) {
         if (kl && ((const unsigned char *)k)[0] == 0xff)

@@ -28,8 +28,8 @@ static int sub_push(RtOp *op, Chunk *c)
 {
     RtSubscriber *s = (RtSubscriber *)op;
     int n = c->n_cols;
-    Value row[1601];
-    if (n > 1601)
+    Value row[WEIR_ROW_VALUES];
+    if (n > WEIR_ROW_VALUES)
         return 0;
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < n; i++)

@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXC 1601
 #define SIGN UINT64_C(0x8000000000000000)
 /* The cleanup scans every version: it runs at each checkpoint, or sooner
  * after this many new versions. Results never depend on when it runs
@@ -104,7 +103,7 @@ static bool encode_key(TjOp *j, int s, const Value *row, Buf *out)
 {
     const PlanNode *n = j->op.node;
     const int *cols = s == 0 ? n->left_keys : n->right_keys;
-    Value kv[64];
+    Value kv[WEIR_MAX_KEY_COLUMNS];
     for (int k = 0; k < n->n_join_keys; k++) {
         kv[k] = row[cols[k]];
         if (kv[k].null)
@@ -121,7 +120,7 @@ static int join_emit(TjOp *j, const Value *left, const Value *right)
 {
     const PlanNode *n = j->op.node;
     RtCtx *rc = j->op.rc;
-    Value pair[MAXC];
+    Value pair[WEIR_ROW_VALUES];
     const TypeId *t = n->out.types;
     for (int i = 0; i < j->nl; i++)
         pair[i] = left[i];
@@ -206,7 +205,7 @@ static int lookup(TjOp *j, const Value *left, int64_t ts, int64_t horizon, Value
 
 static int probe_now(TjOp *j, const Value *left, int64_t ts, int64_t horizon)
 {
-    Value row[MAXC];
+    Value row[WEIR_ROW_VALUES];
     bool found;
     if (lookup(j, left, ts, horizon, row, &found))
         return -1;
@@ -222,7 +221,7 @@ static int left_push(TjOp *j, Chunk *c)
 {
     const PlanNode *n = j->op.node;
     RtCtx *rc = j->op.rc;
-    Value vals[MAXC];
+    Value vals[WEIR_ROW_VALUES];
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < j->nl; i++)
             chunk_get(c, i, r, &vals[i]);
@@ -262,7 +261,7 @@ static int right_push(TjOp *j, Chunk *c)
 {
     const PlanNode *n = j->op.node;
     RtCtx *rc = j->op.rc;
-    Value vals[MAXC];
+    Value vals[WEIR_ROW_VALUES];
     for (int r = 0; r < c->n_rows; r++) {
         RowOp op = c->ops[r];
         if (op == OP_UPDATE_BEFORE)
@@ -337,7 +336,7 @@ static int fire(TjOp *j, int64_t wm)
     size_t kl, vl;
     int got;
     Buf dead = BUF_INIT;
-    Value left[MAXC];
+    Value left[WEIR_ROW_VALUES];
     int rcode = 0;
     while (!rcode && (got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
         if (kl != 16)
@@ -483,7 +482,7 @@ RtOp *rt_op_temporal_join_new(RtCtx *rc, const PlanNode *n)
     j->nr = n->inputs[1]->out.n;
     j->n_out = n->out.n;
     j->wm[0] = j->wm[1] = j->emitted_wm = j->max_version = TS_MINUS_INF;
-    if (j->n_out > MAXC || n->n_join_keys > 64) {
+    if (j->n_out > WEIR_ROW_VALUES || n->n_join_keys > WEIR_MAX_KEY_COLUMNS) {
         werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns in a temporal join");
         free(j);
         return NULL;

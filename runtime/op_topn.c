@@ -74,8 +74,8 @@ static void order_key(const PlanNode *n, const Value *vals, Buf *out)
 
 static void part_key(const PlanNode *n, const Value *vals, Buf *out)
 {
-    Value pv[64];
-    for (int i = 0; i < n->n_part && i < 64; i++)
+    Value pv[WEIR_MAX_KEY_COLUMNS];
+    for (int i = 0; i < n->n_part; i++)
         pv[i] = vals[n->part_cols[i]];
     buf_reset(out);
     key_encode(out, pv, n->n_part);
@@ -157,7 +157,7 @@ static int apply(TopOp *t, const Value *vals, int sign)
         return -1;
     if (read_top(t, n->topn_limit, &after, NULL))
         return -1;
-    Value row[1602];
+    Value row[WEIR_ROW_VALUES];
     for (int64_t rank = 0; rank < n->topn_limit; rank++) {
         bool hb = rank < before.n, ha = rank < after.n;
         if (hb && ha && before.lens[rank] == after.lens[rank] &&
@@ -214,9 +214,9 @@ static int apply(TopOp *t, const Value *vals, int sign)
 static int topn_push(RtOp *op, Chunk *c)
 {
     TopOp *t = (TopOp *)op;
-    Value vals[1602];
+    Value vals[WEIR_ROW_VALUES];
     int nin = c->n_cols;
-    if (nin > 1601)
+    if (nin > WEIR_ROW_VALUES)
         return werr(op->rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
     const PlanNode *n = op->node;
     if (t->has_ttl)
@@ -261,8 +261,8 @@ static int topn_watermark(RtOp *op, int64_t wm)
         return 0;
     op->wm = wm;
     if (n->win_group_idx >= 0 && (t->min_end == INT64_MIN || t->min_end <= wm)) {
-        TypeId types[64];
-        for (int i = 0; i < n->n_part && i < 64; i++)
+        TypeId types[WEIR_MAX_KEY_COLUMNS];
+        for (int i = 0; i < n->n_part; i++)
             types[i] = n->inputs[0]->out.types[n->part_cols[i]];
         StorIter *it;
         if (stor_iter_open(op->table, NULL, 0, &it, rc->err))
@@ -272,7 +272,7 @@ static int topn_watermark(RtOp *op, int64_t wm)
         int got;
         int64_t min_left = INT64_MAX;
         Buf dead = BUF_INIT;
-        Value pv[64];
+        Value pv[WEIR_MAX_KEY_COLUMNS];
         while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
             if (key_decode(k, kl, types, n->win_group_idx + 1, rc->chunk_arena, pv) || pv[n->win_group_idx].null)
                 continue;
@@ -339,6 +339,8 @@ static const RtOpVt TOPN_VT = {.push = topn_push, .watermark = topn_watermark, .
 
 RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n)
 {
+    /* The planner's check_limits: the key and row arrays below are sized by these. */
+    assert(n->n_part <= WEIR_MAX_KEY_COLUMNS && n->out.n <= WEIR_MAX_COLUMNS);
     TopOp *t = xcalloc(1, sizeof *t);
     t->op.vt = &TOPN_VT;
     t->op.node = n;

@@ -45,8 +45,8 @@ static int record_late(WinOp *w, const Chunk *c, int r, int64_t start, int64_t e
     RtCtx *rc = w->op.rc;
     const PlanNode *n = w->op.node;
     int nin = c->n_cols;
-    Value vals[1604];
-    if (nin + 3 > 1604)
+    Value vals[WEIR_ROW_VALUES];
+    if (nin + 3 > WEIR_ROW_VALUES)
         return 0;
     for (int i = 0; i < nin; i++)
         chunk_get(c, i, r, &vals[i]);

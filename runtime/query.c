@@ -25,8 +25,8 @@ typedef struct Collector {
 static int collect_push(RtOp *op, Chunk *c)
 {
     Collector *k = (Collector *)op;
-    Value vals[1601];
-    if (c->n_cols > 1601)
+    Value vals[WEIR_ROW_VALUES];
+    if (c->n_cols > WEIR_ROW_VALUES)
         return werr(op->rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < c->n_cols; i++)
@@ -57,18 +57,15 @@ static int cmp_rows(const void *x, const void *y)
     for (int i = 0; i < sort_q->n_order; i++) {
         const PlanOrder *o = &sort_q->order[i];
         const Value *va = &a->vals[o->col], *vb = &b->vals[o->col];
-        int c;
         if (va->null || vb->null) {
+            /* Where NULLs go does not depend on the direction: the planner
+             * resolved it (NULLs are larger than any value in Postgres, so
+             * last in ASC and first in DESC unless NULLS FIRST/LAST says). */
             if (va->null && vb->null)
                 continue;
-            c = va->null ? 1 : -1; /* NULLs sort as larger than any value, as in Postgres */
-            if (o->nulls_first != o->desc)
-                c = -c;
-            if (o->desc)
-                c = -c;
-        } else {
-            c = value_cmp(va, vb);
+            return (va->null == o->nulls_first) ? -1 : 1;
         }
+        int c = value_cmp(va, vb);
         if (c)
             return o->desc ? -c : c;
     }
@@ -139,9 +136,9 @@ static long run(const RtEnv *env, const PlanQuery *q, const RtWork *work, RtRowF
     }
     size_t first = (size_t)q->offset < n_rows ? (size_t)q->offset : n_rows;
     size_t last = q->limit >= 0 && first + (size_t)q->limit < n_rows ? first + (size_t)q->limit : n_rows;
-    const char *vals[1601];
-    int lens[1601];
-    size_t offs[1601];
+    const char *vals[WEIR_ROW_VALUES];
+    int lens[WEIR_ROW_VALUES];
+    size_t offs[WEIR_ROW_VALUES];
     count = 0;
     for (size_t r = first; r < last && vfn; r++) {
         Value *vis = arena_alloc(col.arena, sizeof(Value) * (size_t)(ncols ? ncols : 1));

@@ -305,6 +305,14 @@ bool rt_window_closed(int64_t end, int64_t wm);
  * end: end + lateness <= wm (never before the first watermark; always at
  * the +infinity that ends a bounded input). */
 bool rt_window_late(int64_t end, int64_t wm, int64_t lateness_us);
+/* Sessions (Flink's session windows): a row at ts opens [ts, ts + gap), and
+ * true when sessions [start, end) and [o_start, o_end) are one: they
+ * overlap or touch (o_start <= end and start <= o_end), so rows exactly
+ * gap apart share a session. A row merges every held session of its key
+ * that joins its own; it is late only when the merged session is
+ * (rt_window_late of its end), so a row whose own session is late still
+ * counts when it joins a session still held. */
+bool rt_session_joins(int64_t start, int64_t end, int64_t o_start, int64_t o_end);
 
 /* ---- ANALYZE LATENESS (lateness_analyze.c) ------------------------------
  * Reads a source's retained Kafka log once and replays it, for candidate

@@ -11,10 +11,12 @@
 #ifndef WEIR_RUNTIME_INT_H
 #define WEIR_RUNTIME_INT_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <time.h>
 
 #include "chunk.h"
+#include "weir_limits.h"
 #include "kafka.h"
 #include "row.h"
 #include "runtime.h"
@@ -378,7 +380,10 @@ int rt_open_state(RtCtx *rc, uint64_t table_id, StorTable **out, WError *err);
 /* Evaluates e over every row of in into a new column (allocated in
  * in->arena; a PE_COL result may share the input's arrays). Rows whose
  * evaluation fails get bad[r] = 1 and a NULL result; the error is counted
- * through rc. bad may be NULL when the expression cannot fail. */
+ * through rc. Rows already marked in bad are not evaluated (NULL result,
+ * no error): CASE, AND, OR and COALESCE use that to evaluate an argument
+ * only for the rows that reach it. bad may be NULL when the expression
+ * cannot fail. */
 int rt_eval(RtCtx *rc, const PlanExpr *e, const Chunk *in, Column *out, uint8_t *bad);
 /* A chunk with the same ops/wm and the given columns (arrays shared). */
 Chunk *rt_chunk_with_columns(const Chunk *in, int n_cols, Column *cols);

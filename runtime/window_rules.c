@@ -8,6 +8,10 @@
  * LATENESS (lateness_analyze.c) for its simulation of a source's log, so
  * the figures the analysis reports are the decisions a live view would
  * make. DESIGN.md "Time, windows, lateness" states the rules.
+ *
+ * Sessions are Flink's: a row at ts opens [ts, ts + gap); sessions that
+ * overlap or touch (one ends where the other starts) are one session; a
+ * row is late only when the session it forms after merging is late.
  */
 #include "runtime.h"
 
@@ -23,7 +27,7 @@ static int64_t floor_div(int64_t a, int64_t b)
 int rt_window_assign(const RtWindowDef *w, int64_t ts, int64_t *starts, int64_t *ends, int max)
 {
     if (w->kind == WIN_SESSION) {
-        /* The row's own session [ts, ts + gap); the aggregation merges overlapping ones. */
+        /* The row's own session [ts, ts + gap); the aggregation merges those that join (rt_session_joins). */
         if (max < 1)
             return 0;
         starts[0] = ts;
@@ -62,4 +66,9 @@ bool rt_window_late(int64_t end, int64_t wm, int64_t lateness_us)
     if (wm == TS_PLUS_INF)
         return true;
     return end <= wm - lateness_us;
+}
+
+bool rt_session_joins(int64_t start, int64_t end, int64_t o_start, int64_t o_end)
+{
+    return o_start <= end && start <= o_end;
 }

@@ -131,8 +131,8 @@ static int partition_of(const AstAnalyze *a, const RtWindowDef *w, const CatRela
                     "PARTITION BY goes with FOR SESSION (tumbling, hopping and cumulative windows do not depend on "
                     "the group keys)");
     int len = ast_list_len(a->partition);
-    if (len > 64)
-        return werr(err, SQLSTATE_PROGRAM_LIMIT, a->partition_pos, "at most 64 PARTITION BY columns");
+    if (len > WEIR_MAX_KEY_COLUMNS)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, a->partition_pos, "at most %d PARTITION BY columns", WEIR_MAX_KEY_COLUMNS);
     for (int i = 0; i < len; i++) {
         const AstExpr *x = AST_AT(a->partition, i);
         int k = -1;
@@ -392,7 +392,7 @@ int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvRe
     int64_t bounds[ANALYZE_MAX_CANDIDATES + 8], lateness[ANALYZE_MAX_CANDIDATES + 8];
     int nb = 0, nl = 0;
     double target = 99.9;
-    int key_cols[64], n_key_cols = 0;
+    int key_cols[WEIR_MAX_KEY_COLUMNS], n_key_cols = 0;
     if (window_of(a, &w, err) || options_of(a, &opts, err) || partition_of(a, &w, &o->rel, key_cols, &n_key_cols, err))
         return -1;
     if (a->bounds) {

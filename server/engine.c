@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "crashpoint.h"
 #include "row.h"
 
@@ -425,6 +426,17 @@ static int checkpoint_start(Engine *e, WError *err)
     int64_t t0 = wall_us();
     if (stor_checkpoint_begin(e->stor, epoch, &ck, err))
         return -1;
+    if (e->cluster_name) {
+        /* The data directory's identity, and how far the catalog topic is applied. */
+        char next[32];
+        snprintf(next, sizeof next, "%lld", (long long)e->catalog_next);
+        if (stor_checkpoint_put_meta(ck, "cluster/name", e->cluster_name, strlen(e->cluster_name), err) ||
+            stor_checkpoint_put_meta(ck, "cluster/node", e->node_id, strlen(e->node_id), err) ||
+            stor_checkpoint_put_meta(ck, "cluster/catalog_next", next, strlen(next), err)) {
+            checkpoint_abort(e, ck);
+            return -1;
+        }
+    }
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
         if (o->altered) {
@@ -871,10 +883,22 @@ int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
     e->rt = (RtEnv){.stor = e->stor, .kafka_bootstrap = e->kafka_bootstrap, .view_table = view_table,
                      .view_dataflow = view_dataflow, .ctx = e};
     e->last_checkpoint_ms = now_ms();
+    /* A data directory serves one node of one cluster (or none): checked
+     * before anything is written. */
+    if (cluster_check_dir(e, cfg->cluster, cfg->node_id, err)) {
+        engine_close(e);
+        return -1;
+    }
     pthread_mutex_lock(&e->lock);
     int rc = replay_catalog(e, err);
     pthread_mutex_unlock(&e->lock);
     if (rc) {
+        engine_close(e);
+        return -1;
+    }
+    /* A cluster node then applies what the catalog topic has beyond its
+     * local catalog, before it serves anyone. */
+    if (cfg->cluster && cluster_open(e, cfg->cluster, cfg->node_id, cfg->version, err)) {
         engine_close(e);
         return -1;
     }
@@ -892,6 +916,9 @@ void engine_close(Engine *e)
 {
     if (!e)
         return;
+    /* The catalog stops applying first: it runs statements on the engine. */
+    cluster_close(e->cluster);
+    e->cluster = NULL;
     if (e->thread_started) {
         pthread_mutex_lock(&e->lock);
         e->stop = true;
@@ -924,9 +951,17 @@ void engine_close(Engine *e)
     stor_close(e->stor);
     free(e->data_dir);
     free(e->kafka_bootstrap);
+    free(e->cluster_name);
+    free(e->node_id);
     pthread_cond_destroy(&e->progress);
     pthread_mutex_destroy(&e->lock);
     free(e);
+}
+
+void engine_cluster_addresses(Engine *e, const char *pg_addr, const char *http_addr)
+{
+    if (e->cluster)
+        cluster_set_addresses(e->cluster, pg_addr, http_addr);
 }
 
 /* Sessions are counted for /metrics. */

@@ -26,6 +26,9 @@ typedef struct EngineConfig {
     size_t max_map_size;               /* LMDB map limit, 0 = default (64 GiB) */
     uint64_t state_memory_limit;       /* dirty (not checkpointed) operator state, bytes; 0 = no limit */
     uint64_t state_cache_size;         /* checkpointed state each state table keeps in memory; 0 = default */
+    const char *cluster;               /* --cluster NAME, NULL: a cluster of one (docs/cluster.md) */
+    const char *node_id;               /* --node-id, with cluster */
+    const char *version;               /* this weir's version, compared with the cluster's live nodes */
 } EngineConfig;
 
 /* Opens the data directory, replays the catalog (restarting every view from
@@ -33,6 +36,9 @@ typedef struct EngineConfig {
 int engine_open(const EngineConfig *cfg, Engine **out, WError *err);
 /* Stops the engine thread, takes a final checkpoint and closes everything. */
 void engine_close(Engine *e);
+/* In a cluster: the pgwire and HTTP addresses (host:port, "" for none)
+ * this node publishes in its heartbeats. No-op outside a cluster. */
+void engine_cluster_addresses(Engine *e, const char *pg_addr, const char *http_addr);
 /* True when some user has a password (SCRAM verifier). */
 bool engine_has_passwords(Engine *e);
 /* The SrvEngine vtable that connects pgwire sessions to this engine. */

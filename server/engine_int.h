@@ -14,6 +14,7 @@
 #include "planner.h"
 #include "runtime.h"
 #include "storage.h"
+#include "weir_limits.h"
 
 /* One catalog object: its definition, and for views the running dataflow. */
 typedef struct CatObj {
@@ -154,6 +155,13 @@ struct Engine {
     struct Session *sessions;      /* every open session (pg_stat_activity), under lock */
     int n_users, cap_users;        /* users.c */
     EngineUser *users;
+    /* A weir cluster (cluster.c), NULL outside one. catalog_next: the
+     * catalog topic offsets this node has applied (the next it will);
+     * written into every checkpoint (metadata cluster/catalog_next) with
+     * the cluster's name and this node's id. */
+    struct Cluster *cluster;
+    int64_t catalog_next;
+    char *cluster_name, *node_id;  /* the identity recorded in the data directory; NULL outside a cluster */
 };
 
 /* A client session: settings, and nothing shared. */
@@ -175,6 +183,11 @@ typedef struct Session {
     bool active;              /* a query string is running */
     struct Cursor *cursors;   /* DECLAREd and not yet closed (cursor.c); engine lock held to change */
     int n_cursors;
+    /* Applying a record of a cluster's catalog topic (session_apply): its
+     * statements run here, and apply_next (the offset after the record)
+     * becomes Engine.catalog_next with them. */
+    bool applying;
+    int64_t apply_next;
 } Session;
 
 /* engine.c */
@@ -221,7 +234,7 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
 const CatRelation *verify_sysview(Engine *e, Arena *a);
 
 /* subscribe.c: changefeeds over a view (SUBSCRIBE, HTTP Server-Sent Events). */
-#define SUB_MAX_COLS 1600
+#define SUB_MAX_COLS WEIR_MAX_COLUMNS
 #define SUB_MAX_QUEUE 100000      /* events a consumer may fall behind before it is cut off */
 #define SUB_HISTORY 100000        /* recent changes a view keeps for consumers that resume... */
 #define SUB_HISTORY_BYTES (8u << 20) /* ...in at most this much memory */
@@ -342,6 +355,15 @@ void users_load(Engine *e, uint64_t id, const char *name, const char *verifier);
 void users_free(Engine *e);
 
 /* session.c */
+/* A weir cluster's catalog record, applied on this node (cluster.c): runs
+ * sql as user with the given settings (as a session would, the engine lock
+ * taken per statement: NOT held by the caller), recording the outcome in
+ * cap (pgwire.h; the caller frees cap->notices), and sets
+ * Engine.catalog_next to catalog_next with it. Returns 0, or -1 when the
+ * statement failed (cap->err). */
+struct SrvCapture;
+int session_apply(Engine *e, const char *user, const char *sql, int n_settings, const char *const *keys,
+                  const char *const *vals, int64_t catalog_next, struct SrvCapture *cap);
 /* Session settings (SET/SHOW): the value in s (the default when unset), NULL
  * for an unknown name; and the list of known names with their defaults. */
 const char *session_setting(Session *s, const char *name);

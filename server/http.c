@@ -36,6 +36,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "cluster.h"
 #include "engine_int.h"
 
 #define DEFAULT_MAX_CONNECTIONS 64
@@ -333,6 +334,33 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
     buf_printf(&b, "weir_checkpoint_last_rows %llu\n", last ? (unsigned long long)last->rows : 0ULL);
     prom_head(&b, "weir_subscriptions", "gauge", "Open changefeeds (SUBSCRIBE and SSE streams).");
     buf_printf(&b, "weir_subscriptions %d\n", e->n_subs);
+    if (e->cluster) {
+        ClusterNode *nodes;
+        int64_t end = 0, now = (int64_t)time(NULL) * 1000000;
+        int n = cluster_nodes(e->cluster, &nodes, &end);
+        int alive = 0;
+        for (int i = 0; i < n; i++)
+            alive += nodes[i].self ||
+                     (strcmp(nodes[i].state, "stopped") != 0 && now - nodes[i].sent_us < (int64_t)CLUSTER_GONE_MS * 1000);
+        prom_head(&b, "weir_cluster_connected", "gauge",
+                  "1 while this node reaches the cluster's Kafka (its heartbeats are delivered); 0 when cut off.");
+        buf_printf(&b, "weir_cluster_connected %d\n", !cluster_cut_off(e->cluster, NULL));
+        prom_head(&b, "weir_cluster_nodes_alive", "gauge", "Nodes of the cluster with a heartbeat in the last 10 s.");
+        buf_printf(&b, "weir_cluster_nodes_alive %d\n", alive);
+        prom_head(&b, "weir_cluster_catalog_lag", "gauge",
+                  "Catalog topic records this node has not applied yet.");
+        buf_printf(&b, "weir_cluster_catalog_lag %lld\n", (long long)(end - nodes[0].catalog_next));
+        uint64_t mine = cluster_catalog_digest(e);
+        int disagree = 0;
+        for (int i = 1; i < n; i++)
+            disagree += nodes[i].catalog_next == e->catalog_next && nodes[i].catalog_digest != mine &&
+                        now - nodes[i].sent_us < (int64_t)CLUSTER_GONE_MS * 1000;
+        prom_head(&b, "weir_cluster_catalog_disagreements", "gauge",
+                  "Live nodes at this node's catalog position whose catalog differs (a statement failed on one "
+                  "of them for a reason of its own; docs/cluster.md).");
+        buf_printf(&b, "weir_cluster_catalog_disagreements %d\n", disagree);
+        free(nodes);
+    }
     pthread_mutex_unlock(&e->lock);
     prom_head(&b, "weir_pgwire_connections", "gauge", "Open Postgres protocol sessions.");
     buf_printf(&b, "weir_pgwire_connections %d\n", atomic_load(&e->n_sessions));

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "cluster.h"
 #include "nexmark_cli.h"
 #include "engine.h"
 #include "http.h"
@@ -52,6 +53,12 @@ static void usage(FILE *f)
             "                              (default " DEFAULT_KAFKA ", with an embedded broker started\n"
             "                              there if nothing answers)\n"
             "  --no-broker                 never start the embedded broker\n"
+            "  --cluster NAME              join weir cluster NAME (with --node-id): DDL goes through\n"
+            "                              the Kafka topic _weir.NAME.catalog, heartbeats through\n"
+            "                              _weir.NAME.nodes (docs/cluster.md); 1-64 of [A-Za-z0-9._-]\n"
+            "  --node-id ID                this node's id in the cluster, unique; 1-64 of [A-Za-z0-9._-]\n"
+            "  --advertise-host HOST       the host name other nodes and weir_cluster show for this\n"
+            "                              node (default: --host, or this machine's name for 0.0.0.0)\n"
             "  --checkpoint-interval MS    time between checkpoints (default 1000)\n"
             "  --max-connections N         client connections at once (default 100)\n"
             "  --state-memory-limit SIZE   operator state not yet checkpointed, at most (default 1GB;\n"
@@ -147,10 +154,23 @@ static int spawn_broker(const char *addr, const char *data_dir)
     return -1;
 }
 
+static bool is_wildcard(const char *host)
+{
+    return !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "*");
+}
+
+/* host:port, with an IPv6 literal in brackets. */
+static void format_addr(char *out, size_t n, const char *host, int port)
+{
+    bool v6 = strchr(host, ':') != NULL;
+    snprintf(out, n, "%s%.200s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
 static int serve(int argc, char **argv)
 {
     const char *data_dir = "./data", *host = "127.0.0.1", *kafka = NULL;
     const char *http_host = "127.0.0.1";
+    const char *cluster = NULL, *node_id = NULL, *advertise = NULL;
     const char *tls_cert = NULL, *tls_key = NULL;
     SrvAuth auth = SRV_AUTH_LOCAL_TRUST;
     int port = DEFAULT_PORT, interval = 1000, max_conn = 100, http_port = DEFAULT_HTTP_PORT;
@@ -183,6 +203,12 @@ static int serve(int argc, char **argv)
             host = v;
         else if (!strcmp(a, "--kafka"))
             kafka = v;
+        else if (!strcmp(a, "--cluster"))
+            cluster = v;
+        else if (!strcmp(a, "--node-id"))
+            node_id = v;
+        else if (!strcmp(a, "--advertise-host") && strlen(v) < 200)
+            advertise = v;
         else if (!strcmp(a, "--port") && !parse_int(v, 0, 65535, &port))
             ;
         else if (!strcmp(a, "--checkpoint-interval") && !parse_int(v, 10, 3600000, &interval))
@@ -212,6 +238,20 @@ static int serve(int argc, char **argv)
         }
         i++;
     }
+    if ((cluster != NULL) != (node_id != NULL)) {
+        fprintf(stderr, "weir: --cluster and --node-id go together\n");
+        return 2;
+    }
+    WError err = {0};
+    if (cluster && (cluster_name_check("cluster name", cluster, &err) || cluster_name_check("node id", node_id, &err))) {
+        fprintf(stderr, "weir: %s\n", err.msg);
+        return 2;
+    }
+    /* Test-only (tests/cluster): a node that claims another version, to check
+     * that a cluster refuses mixed versions. Not for production use. */
+    const char *version = getenv("WEIR_TEST_FAKE_VERSION");
+    if (!version || !*version)
+        version = WEIR_VERSION;
     if (mkdir(data_dir, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "weir: cannot create data directory %s: %s\n", data_dir, strerror(errno));
         return 1;
@@ -238,13 +278,15 @@ static int serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    WError err = {0};
     Engine *e;
     EngineConfig ec = {.data_dir = data_dir, .kafka_bootstrap = bootstrap, .checkpoint_interval_ms = interval,
                        .max_map_size = (size_t)max_map, .state_memory_limit = state_limit,
-                       .state_cache_size = state_cache};
+                       .state_cache_size = state_cache, .cluster = cluster, .node_id = node_id,
+                       .version = version};
     if (engine_open(&ec, &e, &err)) {
         fprintf(stderr, "weir: %s\n", err.msg);
+        if (err.hint[0])
+            fprintf(stderr, "weir: hint: %s\n", err.hint);
         return 1;
     }
     if (auth == SRV_AUTH_SCRAM && http_sql && http_port != 0) {
@@ -302,15 +344,32 @@ static int serve(int argc, char **argv)
                      http_sql ? ", POST /api/sql" : "");
         }
     }
+    if (cluster) {
+        /* The addresses other nodes and tools are told (weir_cluster): a
+         * wildcard listen address names no host, so the machine's name
+         * stands in for it unless --advertise-host says better. */
+        char pg_addr[300], http_addr[300] = "", hostname[256] = "localhost";
+        gethostname(hostname, sizeof hostname - 1);
+        const char *pg_host = advertise ? advertise : is_wildcard(host) ? hostname : host;
+        const char *web_host = advertise ? advertise : is_wildcard(http_host) ? hostname : http_host;
+        format_addr(pg_addr, sizeof pg_addr, pg_host, srv_server_port(srv));
+        if (http)
+            format_addr(http_addr, sizeof http_addr, web_host, srv_http_port(http));
+        engine_cluster_addresses(e, pg_addr, http_addr);
+    }
+    char cluster_line[200] = "";
+    if (cluster)
+        snprintf(cluster_line, sizeof cluster_line, "  cluster:           %s, node %s\n", cluster, node_id);
     printf("weir " WEIR_VERSION " is ready\n"
            "  postgres protocol: %s:%d   connect with: psql \"host=%s port=%d dbname=weir user=weir\"\n"
            "  authentication:    %s; tls %s\n"
            "  http:              %s\n"
            "  kafka:             %s%s\n"
-           "  data directory:    %s\n",
+           "  data directory:    %s\n"
+           "%s",
            host, srv_server_port(srv), host, srv_server_port(srv),
            auth == SRV_AUTH_SCRAM ? "scram-sha-256 for everyone" : "trust on loopback, scram-sha-256 otherwise",
-           tls_cert ? "on" : "off", http_line, bootstrap, broker_note, data_dir);
+           tls_cert ? "on" : "off", http_line, bootstrap, broker_note, data_dir, cluster_line);
     fflush(stdout);
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -24,13 +24,16 @@
  * when there are more than max. */
 int pgt_split(const char *sql, int *starts, int *ends, int max);
 
-/* True when sql[start..end) names a system catalog: the identifiers
- * pg_catalog or information_schema, any identifier beginning "pg_", one of
- * the catalog functions clients call (version(), current_database(),
- * format_type(), has_table_privilege(), ...), or current_user,
- * session_user, current_role, current_catalog, current_schema. Such a
- * statement, if it is a query (pgt_is_query), is answered by pgcat_query
- * instead of weir's planner. */
+/* True when sql[start..end) references the system catalogs: a name
+ * qualified by pg_catalog or information_schema, a relation named pg_...
+ * where a relation goes (after FROM, JOIN or TABLE, or a comma of a FROM
+ * list), a call of a pg_... function or of one of the catalog functions
+ * clients call (version(), current_database(), format_type(),
+ * has_table_privilege(), ...), a reg* type, or current_user, session_user,
+ * current_role, current_catalog, current_schema. A column or an alias
+ * spelled pg_... is not a reference: SELECT pg_score FROM t stays with weir.
+ * Such a statement, if it is a query (pgt_is_query), is answered by
+ * pgcat_query instead of weir's planner. */
 bool pgt_names_catalog(const char *sql, int start, int end);
 
 /* True when sql[start..end) is a query (begins with SELECT, WITH, VALUES,

@@ -318,25 +318,63 @@ static const char *const REG_TYPES[] = {"regclass", "regtype", "regproc", "regpr
 static const char *const SESSION_WORDS[] = {"current_user", "session_user", "current_role", "current_catalog",
                                              "current_schema", NULL};
 
+/* Words that end a FROM list at their parenthesis level. */
+static const char *const FROM_ENDS[] = {"select", "where", "group", "having", "order", "limit", "offset", "union",
+                                        "intersect", "except", "window", "on", "using", "returning", "fetch",
+                                        "for", "set", "values", NULL};
+
+/* Parenthesis levels whose FROM lists are tracked; deeper ones share the last. */
+#define ROUTE_LEVELS 64
+
+static bool is_punct(const Tok *t, char c)
+{
+    return t->k == TK_PUNCT && t->text[0] == c;
+}
+
+/* The routing reads the tokens with one of look-behind (before) and one of
+ * look-ahead (next) around each name: a name is a relation by where it
+ * stands (after FROM, JOIN, TABLE or a FROM list's comma), a function by
+ * the parenthesis after it, a schema by the dot after it. */
 bool pgt_names_catalog(const char *sql, int start, int end)
 {
     Arena *a = arena_new(0);
     Lexer lx = {sql, end, start};
-    Tok t, prev = {TK_PUNCT, 0, ""};
-    bool hit = false, after_call_name = false;
-    const char *call = NULL;
-    while (!hit && lex(&lx, a, &t) == 0) {
-        if (after_call_name && t.k == TK_PUNCT && t.text[0] == '(' && in_list(call, CATALOG_FUNCS))
-            hit = true;
-        after_call_name = false;
-        if (t.k == TK_IDENT && !(prev.k == TK_PUNCT && prev.text[0] == '.')) {
-            if (!strcmp(t.text, "pg_catalog") || !strcmp(t.text, "information_schema") ||
-                !strncmp(t.text, "pg_", 3) || in_list(t.text, SESSION_WORDS) || in_list(t.text, REG_TYPES))
+    Tok before = {TK_PUNCT, 0, ""}, cur = {TK_PUNCT, 0, ""}, next;
+    bool in_from[ROUTE_LEVELS] = {false}; /* inside a FROM list, per parenthesis level */
+    int level = 0;
+    bool hit = false, more = true;
+    while (!hit && more) {
+        more = lex(&lx, a, &next) == 0;
+        if (!more)
+            next = (Tok){TK_PUNCT, end, ""};
+        if (cur.k == TK_IDENT && !is_punct(&before, '.')) {
+            const char *w = cur.text;
+            bool pg = !strncmp(w, "pg_", 3) && strcmp(w, "pg_typeof") != 0;   /* pg_typeof: the planner's */
+            if (is_punct(&next, '.') && (!strcmp(w, "pg_catalog") || !strcmp(w, "information_schema")))
                 hit = true;
-            after_call_name = true;
-            call = t.text;
+            else if (is_punct(&next, '(') && (pg || in_list(w, CATALOG_FUNCS)))
+                hit = true;
+            else if (in_list(w, SESSION_WORDS) || in_list(w, REG_TYPES))
+                hit = true;
+            else if (pg && before.k == TK_IDENT &&
+                     (!strcmp(before.text, "from") || !strcmp(before.text, "join") || !strcmp(before.text, "table")))
+                hit = true;
+            else if (pg && is_punct(&before, ',') && in_from[level])
+                hit = true;
+            if (!strcmp(w, "from"))
+                in_from[level] = true;
+            else if (in_list(w, FROM_ENDS))
+                in_from[level] = false;
+        } else if (is_punct(&cur, '(')) {
+            if (level < ROUTE_LEVELS - 1)
+                level++;
+            in_from[level] = false;
+        } else if (is_punct(&cur, ')')) {
+            if (level > 0)
+                level--;
         }
-        prev = t;
+        before = cur;
+        cur = next;
     }
     arena_free(a);
     return hit;
@@ -432,8 +470,6 @@ static void push(Tr *t, char bracket, const char *close, const char *at_from)
     }
     t->stack[t->depth++] = (Frame){close, at_from, bracket, false};
 }
-
-static bool is_punct(const Tok *k, char c) { return k->k == TK_PUNCT && k->text[0] == c; }
 
 /* Words that end an operand when walking back (they cannot name a function). */
 static const char *const KEYWORDS[] = {

@@ -169,7 +169,8 @@ struct Portal {
 typedef enum { RES_SIMPLE, RES_EXECUTE, RES_DESCRIBE } ResMode;
 
 struct SrvResult {
-    SrvConn *c;
+    SrvConn *c;           /* NULL: a capture (srv_result_capture_new), nothing is sent */
+    SrvCapture *cap;      /* a capture's record of what was emitted */
     ResMode mode;
     int n_cols;           /* -1 until srv_result_columns */
     long n_rows;          /* rows of the current statement */
@@ -623,6 +624,26 @@ static void portals_drop_all(SrvConn *c)
 
 /* ---- SrvResult: engine output to messages ---- */
 
+SrvResult *srv_result_capture_new(SrvCapture *cap)
+{
+    SrvResult *r = xcalloc(1, sizeof *r);
+    r->mode = RES_SIMPLE;
+    r->n_cols = -1;
+    r->cap = cap;
+    memset(cap, 0, sizeof *cap);
+    cap->notices = (Buf)BUF_INIT;
+    return r;
+}
+
+void srv_result_capture_free(SrvResult *r)
+{
+    if (!r)
+        return;
+    free(r->binary);
+    free(r->oids);
+    free(r);
+}
+
 static int oid_typlen(uint32_t oid)
 {
     switch (oid) {
@@ -691,6 +712,10 @@ void srv_result_columns(SrvResult *r, int n_cols, const char *const *names,
     if (r->errored || n_cols < 0 || n_cols > 0x7fff)
         return;
     r->any = true;
+    if (r->cap) {
+        r->n_cols = n_cols;
+        return;
+    }
     if (r->mode != RES_SIMPLE && result_formats(r, n_cols, type_oids))
         return;
     r->n_cols = n_cols;
@@ -718,6 +743,8 @@ void srv_result_columns(SrvResult *r, int n_cols, const char *const *names,
 int srv_result_row(SrvResult *r, const char *const *values, const int *lens)
 {
     SrvConn *c = r->c;
+    if (r->cap)
+        return r->n_cols < 0 ? -1 : 0;
     if (c->dead || r->n_cols < 0)
         return -1;
     if (r->errored || r->mode == RES_DESCRIBE)
@@ -767,6 +794,10 @@ void srv_result_complete(SrvResult *r, const char *tag)
     r->any = true;
     r->completed = true;
     r->n_cols = -1;
+    if (r->cap) {
+        snprintf(r->cap->tag, sizeof r->cap->tag, "%s", tag ? tag : "");
+        return;
+    }
     msg_begin(r->c, 'C');
     put_str(r->c, tag ? tag : "");
     msg_end(r->c);
@@ -779,6 +810,10 @@ void srv_result_error(SrvResult *r, const WError *e)
     r->errored = true;
     r->any = true;
     r->in_copy = false;
+    if (r->cap) {
+        r->cap->err = *e;
+        return;
+    }
     send_error_fields(r->c, 'E', "ERROR", e);
     if (r->mode != RES_SIMPLE)
         r->c->skip_till_sync = true;
@@ -786,13 +821,19 @@ void srv_result_error(SrvResult *r, const WError *e)
 
 void srv_result_parameter_status(SrvResult *r, const char *name, const char *value)
 {
-    if (r->mode == RES_DESCRIBE || r->c->dead)
+    if (r->cap || r->mode == RES_DESCRIBE || r->c->dead)
         return;
     send_param_status(r->c, name, value);
 }
 
 void srv_result_notice(SrvResult *r, const char *msg)
 {
+    if (r->cap) {
+        if (r->cap->notices.len)
+            buf_puts(&r->cap->notices, "\n");
+        buf_puts(&r->cap->notices, msg ? msg : "");
+        return;
+    }
     WError e;
     werr_clear(&e);
     werr(&e, "00000", 0, "%s", msg ? msg : "");
@@ -802,6 +843,8 @@ void srv_result_notice(SrvResult *r, const char *msg)
 int srv_result_copy_begin(SrvResult *r, int n_cols)
 {
     SrvConn *c = r->c;
+    if (r->cap)
+        return -1; /* nobody reads a capture's stream */
     if (c->dead)
         return -1;
     if (r->errored || r->mode == RES_DESCRIBE || n_cols < 0 || n_cols > 0x7fff)
@@ -821,6 +864,8 @@ int srv_result_copy_begin(SrvResult *r, int n_cols)
 int srv_result_copy_data(SrvResult *r, const char *line, int len)
 {
     SrvConn *c = r->c;
+    if (r->cap)
+        return -1;
     if (c->dead)
         return -1;
     if (!r->in_copy || len < 0)
@@ -833,17 +878,19 @@ int srv_result_copy_data(SrvResult *r, const char *line, int len)
 
 void srv_result_copy_end(SrvResult *r, const char *tag)
 {
-    if (!r->in_copy)
+    if (!r->in_copy || r->cap)
         return;
     r->in_copy = false;
     send_simple(r->c, 'c');
     srv_result_complete(r, tag);
 }
 
-int srv_result_flush(SrvResult *r) { return conn_flush(r->c); }
+int srv_result_flush(SrvResult *r) { return r->cap ? 0 : conn_flush(r->c); }
 
 bool srv_result_signal_backend(SrvResult *r, int32_t pid, bool terminate)
 {
+    if (r->cap)
+        return false;
     SrvServer *s = r->c->srv;
     bool found = false;
     pthread_mutex_lock(&s->mu);
@@ -863,6 +910,10 @@ bool srv_result_signal_backend(SrvResult *r, int32_t pid, bool terminate)
 
 void srv_result_conn_info(SrvResult *r, SrvConnInfo *out)
 {
+    if (r->cap) {
+        *out = (SrvConnInfo){.pid = 0, .application_name = "weir_catalog", .client_addr = ""};
+        return;
+    }
     out->pid = r->c->pid;
     out->application_name = r->c->app_name ? r->c->app_name : "";
     out->client_addr = r->c->peer;
@@ -892,6 +943,8 @@ const char *srv_result_cancel_message(SrvResult *r)
 bool srv_result_cancelled(SrvResult *r)
 {
     SrvConn *c = r->c;
+    if (r->cap)
+        return false; /* a catalog record is applied whole on every node */
     if (atomic_load(&c->cancel) || c->dead)
         return true;
     if (r->deadline.tv_sec) {

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "error.h"
 
 /* Type OIDs the server knows the width of (RowDescription typlen) and can
@@ -58,6 +59,23 @@
  * the query string) is over.
  */
 typedef struct SrvResult SrvResult;
+
+/* What a capture result recorded: the last CommandComplete tag, the
+ * notices (one per line), and the error if one was emitted (err.set).
+ * Rows and COPY streams are dropped. */
+typedef struct SrvCapture {
+    char tag[64];
+    Buf notices;
+    WError err;
+} SrvCapture;
+
+/* A SrvResult that sends nothing and records into *cap (cleared first;
+ * the caller frees cap->notices with buf_free): for running a statement
+ * with no client, e.g. a catalog record of a weir cluster applied on
+ * every node (server/cluster.c). Never cancelled; any thread, one at a
+ * time. Free with srv_result_capture_free (cap stays the caller's). */
+SrvResult *srv_result_capture_new(SrvCapture *cap);
+void srv_result_capture_free(SrvResult *r);
 
 /* RowDescription for the statement about to emit rows (text format).
  * names[i] are column names; type_oids may be NULL (all text, OID 25).

@@ -21,6 +21,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "cluster.h"
+#include "crypto.h"
 #include "nexmark.h"
 #include "pgcatalog.h"
 #include "numeric.h"
@@ -812,8 +814,13 @@ static int parse_pk(const char *list, const RtSinkSpec *spec, int *pk, int *n, i
         for (int i = 0; i < spec->n_cols; i++)
             if (strcmp(spec->col_names[i], t) == 0)
                 k = i;
-        if (k < 0 || *n >= 64) {
+        if (k < 0) {
             werr(err, SQLSTATE_UNDEFINED_COLUMN, pos, "primary_key column \"%s\" is not a column of the sink", t);
+            free(copy);
+            return -1;
+        }
+        if (*n >= WEIR_MAX_KEY_COLUMNS) {
+            werr(err, SQLSTATE_PROGRAM_LIMIT, pos, "a sink's primary_key has at most %d columns", WEIR_MAX_KEY_COLUMNS);
             free(copy);
             return -1;
         }
@@ -981,7 +988,7 @@ static int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql
     }
     sp->upsert = upsert;
     if (upsert) {
-        int *pk = arena_alloc(o->arena, sizeof(int) * 64);
+        int *pk = arena_alloc(o->arena, sizeof(int) * WEIR_MAX_KEY_COLUMNS);
         int npk = 0;
         const char *pks = rt_sink_option(sp, "primary_key");
         if (pks) {
@@ -989,6 +996,12 @@ static int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql
                 goto fail;
         } else {
             /* The view's key, if the user can see all of it. */
+            if (vr->n_pk > WEIR_MAX_KEY_COLUMNS) {
+                werr(err, SQLSTATE_PROGRAM_LIMIT, st->pos, "the key of \"%s\" has %d columns; a sink's key has at most %d",
+                     v->name, vr->n_pk, WEIR_MAX_KEY_COLUMNS);
+                werr_hint(err, "Name fewer columns in WITH (primary_key = 'col, ...').");
+                goto fail;
+            }
             for (int i = 0; i < vr->n_pk; i++) {
                 int k = -1;
                 for (int j = 0; j < nv; j++)
@@ -1367,10 +1380,10 @@ static int send_row(void *arg, int n, const char *const *vals, const int *lens)
 
 static void query_columns(const PlanQuery *q, SrvResult *out)
 {
-    const char *names[1601];
-    uint32_t oids[1601];
+    const char *names[WEIR_MAX_COLUMNS + 1];
+    uint32_t oids[WEIR_MAX_COLUMNS + 1];
     int n = 0;
-    for (int i = 0; i < q->schema.n && n < 1601; i++) {
+    for (int i = 0; i < q->schema.n && n < WEIR_MAX_COLUMNS + 1; i++) {
         if (q->schema.hidden[i])
             continue;
         names[n] = q->schema.names[i];
@@ -1847,6 +1860,224 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     return rc;
 }
 
+static int run_weir(Session *s, const char *sql, bool describe_only, int n_params, const char *const *params,
+                    int pos_offset, SrvResult *out);
+
+/* ---- a weir cluster: statements that go through the catalog topic ------------------------ */
+
+/* Names of functions whose value depends on when or where they run: DML
+ * applied on every node of a cluster must not call them. */
+static bool volatile_func(const char *name)
+{
+    static const char *const NAMES[] = {"now", "current_timestamp", "localtimestamp", "current_date",
+                                        "current_time", "localtime", "clock_timestamp", "statement_timestamp",
+                                        "transaction_timestamp", "random", "gen_random_uuid", "proctime",
+                                        "timeofday", "pg_backend_pid", "inet_server_port"};
+    for (size_t i = 0; name && i < sizeof NAMES / sizeof NAMES[0]; i++)
+        if (!strcasecmp(name, NAMES[i]))
+            return true;
+    return false;
+}
+
+/* The first part of x that reads anything but its own row (a subquery) or
+ * changes with time or place (now(), random()), or NULL. */
+static const AstExpr *nondeterministic(const AstExpr *x)
+{
+    if (!x)
+        return NULL;
+    if (x->kind == AST_SUBQUERY || (x->kind == AST_FUNC && volatile_func(x->text)))
+        return x;
+    const AstExpr *parts[] = {x->arg, x->lo, x->hi, x->else_, x->filter};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        const AstExpr *f = nondeterministic(parts[i]);
+        if (f)
+            return f;
+    }
+    const AstList *lists[] = {x->args, x->whens};
+    for (size_t k = 0; k < 2; k++)
+        for (int i = 0; lists[k] && i < lists[k]->n; i++) {
+            const AstExpr *f = nondeterministic(AST_AT(lists[k], i));
+            if (f)
+                return f;
+        }
+    return NULL;
+}
+
+static int not_deterministic(const AstExpr *x, WError *err)
+{
+    return werr(err, SQLSTATE_NOT_SUPPORTED, x->pos,
+                "feature not supported: %s in a statement on a table of a weir cluster",
+                x->kind == AST_SUBQUERY ? "a subquery" : "a function whose value depends on when it runs"),
+           werr_hint(err, "Every node applies the statement from the catalog topic, so it must give the same "
+                          "rows everywhere: write the values out (docs/cluster.md)."), -1;
+}
+
+/* How a statement runs in a cluster: 1 through the catalog topic (DDL; DML
+ * on tables, which are replicated by applying the same statements in the
+ * same order on every node), 0 here (queries, SET, INSERT into a Kafka
+ * source, CHECKPOINT, RESUME), -1 refused (err set). Lock held. */
+static int cluster_route(Engine *e, const AstStmt *st, int n_params, WError *err)
+{
+    int route = 0;
+    switch (st->kind) {
+    case STMT_CREATE_SOURCE:
+    case STMT_CREATE_VIEW:
+    case STMT_DROP:
+    case STMT_ALTER_SOURCE:
+    case STMT_SWAP_VIEW:
+    case STMT_ALTER_RENAME:
+    case STMT_DROP_USER:
+        route = 1;
+        break;
+    case STMT_CREATE_USER:
+    case STMT_ALTER_USER: {
+        /* The statement is kept in the catalog topic for ever: a password
+         * in it would be readable by anyone who reads the topic. */
+        const char *pw = st->u.user->password;
+        if (pw && !crypto_scram_is_verifier(pw))
+            return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos,
+                        "feature not supported: a password in clear text in a weir cluster"),
+                   werr_hint(err, "The statement is stored in the cluster's catalog topic. Give a SCRAM-SHA-256 "
+                                  "verifier instead: psql's \\password command sends one."),
+                   -1;
+        route = 1;
+        break;
+    }
+    case STMT_CREATE_SINK:
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: CREATE SINK in a weir cluster"),
+               werr_hint(err, "Every node runs every view in this phase, so each would write the sink. Sinks in a "
+                              "cluster come with key-group ownership (the next phase, docs/cluster.md); until "
+                              "then run the sink on a weir outside the cluster, or read the view over SQL."),
+               -1;
+    case STMT_INSERT: {
+        const AstInsert *ins = st->u.insert;
+        CatObj *o = engine_find(e, ins->table);
+        if (!o || o->kind != CAT_TABLE || cat_option(&o->rel, "connector"))
+            return 0; /* a Kafka source: every node reads the topic; errors come from the normal path */
+        if (!ins->query->values)
+            return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos,
+                        "feature not supported: INSERT INTO table ... SELECT in a weir cluster"),
+                   werr_hint(err, "Views advance at their own pace on each node, so the query would give each node "
+                                  "other rows: insert the values (INSERT ... VALUES), or make the table a source."),
+                   -1;
+        for (int r = 0; r < ast_list_len(ins->query->values); r++) {
+            const AstList *row = AST_AT(ins->query->values, r);
+            for (int i = 0; row && i < row->n; i++) {
+                const AstExpr *f = nondeterministic(AST_AT(row, i));
+                if (f)
+                    return not_deterministic(f, err);
+            }
+        }
+        route = 1;
+        break;
+    }
+    case STMT_UPDATE:
+    case STMT_DELETE: {
+        CatObj *o = engine_find(e, st->kind == STMT_UPDATE ? st->u.update->table : st->u.delete_->table);
+        if (!o || o->kind != CAT_TABLE || cat_option(&o->rel, "connector"))
+            return 0; /* not a writable table: the normal path says so */
+        const AstExpr *f = nondeterministic(st->kind == STMT_UPDATE ? st->u.update->where : st->u.delete_->where);
+        for (int i = 0; !f && st->kind == STMT_UPDATE && i < ast_list_len(st->u.update->set_exprs); i++)
+            f = nondeterministic(AST_AT(st->u.update->set_exprs, i));
+        if (f)
+            return not_deterministic(f, err);
+        route = 1;
+        break;
+    }
+    default:
+        return 0;
+    }
+    if (n_params > 0)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos,
+                    "feature not supported: parameters ($n) in a catalog statement of a weir cluster"),
+               werr_hint(err, "Send the statement with its values written in (a simple query)."), -1;
+    return route;
+}
+
+/* Sends statement st of sql through the catalog topic and answers with
+ * the outcome of applying it here. Lock NOT held. Returns 0, or -1 with err. */
+static int cluster_run(Session *s, const char *sql, const AstStmt *st, SrvResult *out, WError *err)
+{
+    char *text = strndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
+    const char *keys[CLUSTER_MAX_SETTINGS], *vals[CLUSTER_MAX_SETTINGS];
+    int n = 0;
+    /* The settings that shape how a statement is planned or its values read. */
+    static const char *const CARRIED[] = {"timezone", "streaming_parallelism", "streaming_allow_unbounded_state",
+                                          "datestyle", "intervalstyle", "search_path", "password_encryption"};
+    for (size_t i = 0; i < sizeof CARRIED / sizeof CARRIED[0] && n < CLUSTER_MAX_SETTINGS; i++)
+        if (session_setting_is_set(s, CARRIED[i])) {
+            keys[n] = CARRIED[i];
+            vals[n++] = session_setting(s, CARRIED[i]);
+        }
+    SrvCapture cap;
+    int rc = cluster_submit(s->e->cluster, s->user, text, n, keys, vals, &cap, err);
+    free(text);
+    if (rc)
+        return -1;
+    if (cap.notices.len) {
+        /* one notice per line */
+        char *p = cap.notices.data;
+        while (p) {
+            char *nl = strchr(p, '\n');
+            if (nl)
+                *nl = 0;
+            srv_result_notice(out, p);
+            p = nl ? nl + 1 : NULL;
+        }
+    }
+    buf_free(&cap.notices);
+    if (cap.err.set) {
+        *err = cap.err;
+        if (err->pos > 0)
+            err->pos += st->text_start; /* from the statement's own text to the query string's */
+        return -1;
+    }
+    srv_result_complete(out, cap.tag);
+    return 0;
+}
+
+int session_apply(Engine *e, const char *user, const char *sql, int n_settings, const char *const *keys,
+                  const char *const *vals, int64_t catalog_next, SrvCapture *cap)
+{
+    WError err = {0};
+    Session *s = session_open(e, user, "weir", &err);
+    s->applying = true;
+    s->apply_next = catalog_next;
+    for (int i = 0; i < n_settings; i++) {
+        if (setting_index(keys[i]) < 0)
+            continue;
+        if (!strcasecmp(keys[i], "timezone")) {
+            const WTz *z = NULL;
+            if (tz_find(vals[i], &z, &err) == 0)
+                s->tz = z;
+            werr_clear(&err);
+        }
+        setting_set(s, keys[i], vals[i]);
+    }
+    SrvResult *out = srv_result_capture_new(cap);
+    static const char *const none[1] = {NULL};
+    tz_set_current(s->tz);
+    int rc = run_weir(s, sql, false, 0, none, 0, out);
+    tz_set_current(NULL);
+    srv_result_capture_free(out);
+    /* The position is written at once: a crash before it would apply the
+     * record again at start (harmless for most statements, 42P07 for a
+     * CREATE, but not for a CREATE after a DROP of the same name, which
+     * would then give new state table ids). What is left is the moment
+     * between a statement's own catalog write and this checkpoint. */
+    pthread_mutex_lock(&e->lock);
+    if (e->catalog_next < catalog_next)
+        e->catalog_next = catalog_next;
+    e->dirty = true;
+    WError cerr = {0};
+    if (engine_checkpoint(e, &cerr))
+        fprintf(stderr, "weir: cluster: checkpoint after catalog offset %lld failed: %s\n",
+                (long long)catalog_next - 1, cerr.msg);
+    pthread_mutex_unlock(&e->lock);
+    session_close(e, s);
+    return rc;
+}
+
 /* Parses sql (a piece of the client's query string: error positions are
  * moved by pos_offset) and runs each statement with weir's planner. $n
  * placeholders take params[n-1] (text, NULL = SQL NULL) as untyped literals
@@ -1884,6 +2115,22 @@ static int run_weir(Session *s, const char *sql, bool describe_only, int n_param
          * tables, which the checkpoint in flight holds: let it finish
          * first. Queries need not wait. */
         AstStmtKind k = stmts[i]->kind;
+        if (e->cluster && !s->applying && !describe_only) {
+            int route = cluster_route(e, stmts[i], n_ph, &err);
+            if (route != 0) {
+                pthread_mutex_unlock(&e->lock);
+                rc = route < 0 ? -1 : cluster_run(s, sql, stmts[i], out, &err);
+                if (rc) {
+                    if (err.pos > 0)
+                        err.pos += pos_offset;
+                    srv_result_error(out, &err);
+                    break;
+                }
+                continue;
+            }
+        }
+        if (s->applying && e->catalog_next < s->apply_next)
+            e->catalog_next = s->apply_next; /* with the statement: a checkpoint it takes carries it */
         if (k != STMT_SELECT && k != STMT_EXPLAIN && k != STMT_SHOW && k != STMT_SET && k != STMT_RESET &&
             k != STMT_TRANSACTION && k != STMT_EMPTY && k != STMT_INSERT && k != STMT_DECLARE && k != STMT_FETCH &&
             k != STMT_CLOSE)

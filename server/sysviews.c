@@ -17,13 +17,17 @@
  *   weir_backfills    per view created WITH (backfill_from = ...), source and
  *                     partition: read position, end offset, lag, watermark,
  *                     and whether the whole view has caught up
+ *   weir_cluster      the nodes of this weir's cluster: alive or gone, state,
+ *                     version, addresses, catalog position and lag
  *
  * They are ordinary relations to the planner (CAT_SYSTEM with their rows),
  * built in the statement's arena under the engine lock, so one query sees
  * one consistent moment.
  */
+#include "cluster.h"
 #include "engine_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -103,6 +107,71 @@ static const CatRelation *views(Engine *e, Arena *a)
          * for RESUME; stopped: its dataflow failed or cannot start, retried every 2 s. */
         row[9] = text(a, o->df ? (e->paused ? "paused" : "running") : o->failed ? "failed" : "stopped");
     }
+    return b.r;
+}
+
+/* weir_cluster: the nodes of this weir's cluster, as their heartbeats in
+ * the nodes topic describe them (cluster.c); outside a cluster one row for
+ * this process, the cluster of one. alive: a heartbeat within
+ * CLUSTER_GONE_MS and not "stopped" (a node's last heartbeat at a clean
+ * shutdown); "gone" otherwise. This node's own row says "cut off" while its
+ * heartbeats cannot be delivered. catalog_lag: records of the catalog topic the node
+ * has not applied. catalog_agrees: its catalog digest equals this node's
+ * (NULL when the two are at different positions of the catalog topic). */
+static const CatRelation *cluster(Engine *e, Arena *a)
+{
+    static const char *names[] = {"cluster", "node_id", "self", "alive", "state", "version", "postgres_address",
+                                  "http_address", "started_at", "last_heartbeat", "catalog_applied",
+                                  "catalog_lag", "instance", "catalog_digest", "catalog_agrees"};
+    static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_BOOL, TYPE_BOOL, TYPE_TEXT, TYPE_TEXT, TYPE_TEXT,
+                                   TYPE_TEXT, TYPE_TIMESTAMPTZ, TYPE_TIMESTAMPTZ, TYPE_INT8, TYPE_INT8, TYPE_TEXT,
+                                   TYPE_TEXT, TYPE_BOOL};
+    SysBuild b = {a, sys_new(a, "weir_cluster", 15, names, types), 0};
+    if (!e->cluster) {
+        Value *row = sys_row(&b);
+        row[0] = value_null(TYPE_TEXT);
+        row[1] = value_null(TYPE_TEXT);
+        row[2] = value_bool(true);
+        row[3] = value_bool(true);
+        row[4] = text(a, "standalone");
+        for (int k = 5; k < 15; k++)
+            row[k] = value_null(types[k]);
+        return b.r;
+    }
+    ClusterNode *nodes;
+    int64_t end = 0;
+    int n = cluster_nodes(e->cluster, &nodes, &end);
+    nodes[0].catalog_next = e->catalog_next; /* with the digest, under the engine lock */
+    nodes[0].catalog_digest = cluster_catalog_digest(e);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    for (int i = 0; i < n; i++) {
+        const ClusterNode *nd = &nodes[i];
+        bool stopped = !nd->self && !strcmp(nd->state, "stopped");
+        bool alive = nd->self || (!stopped && now - nd->sent_us < (int64_t)CLUSTER_GONE_MS * 1000);
+        Value *row = sys_row(&b);
+        row[0] = text(a, cluster_name(e->cluster));
+        row[1] = text(a, nd->node_id);
+        row[2] = value_bool(nd->self);
+        row[3] = value_bool(alive);
+        row[4] = text(a, alive || stopped ? nd->state : "gone");
+        row[5] = text(a, nd->version);
+        row[6] = nd->pg_addr[0] ? text(a, nd->pg_addr) : value_null(TYPE_TEXT);
+        row[7] = nd->http_addr[0] ? text(a, nd->http_addr) : value_null(TYPE_TEXT);
+        row[8] = value_int(TYPE_TIMESTAMPTZ, nd->started_us);
+        row[9] = value_int(TYPE_TIMESTAMPTZ, nd->sent_us);
+        row[10] = value_int(TYPE_INT8, nd->catalog_next);
+        row[11] = value_int(TYPE_INT8, end > nd->catalog_next ? end - nd->catalog_next : 0);
+        row[12] = text(a, nd->instance);
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)nd->catalog_digest);
+        row[13] = text(a, hex);
+        /* Comparable only at the same position: NULL while one is behind. */
+        row[14] = nd->catalog_next == nodes[0].catalog_next ? value_bool(nd->catalog_digest == nodes[0].catalog_digest)
+                                                            : value_null(TYPE_BOOL);
+    }
+    free(nodes);
     return b.r;
 }
 
@@ -335,7 +404,7 @@ static const struct {
     {"weir_views", views},         {"weir_sinks", sinks},           {"weir_checkpoints", checkpoints},
     {"weir_state", state},         {"weir_operators", operators},   {"weir_watermarks", watermarks},
     {"weir_source_errors", source_errors}, {"weir_verifications", verify_sysview},
-    {"weir_backfills", backfills},
+    {"weir_backfills", backfills}, {"weir_cluster", cluster},
 };
 
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a)

@@ -143,7 +143,7 @@ static void key_text(const CatRelation *r, const Value *row, Buf *out)
 
 static void encode_key(const CatRelation *r, const Value *row, Buf *out)
 {
-    Value key[1601];
+    Value key[WEIR_MAX_COLUMNS + 1];
     for (int k = 0; k < r->n_pk; k++)
         key[k] = row[r->pk[k]];
     buf_reset(out);
@@ -329,7 +329,7 @@ int table_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     int n_target = ins->columns ? ast_list_len(ins->columns) : ncols;
     if (n_target > ncols)
         return werr(err, SQLSTATE_SYNTAX_ERROR, st->pos, "INSERT has more target columns than the table has columns");
-    int map[1601];
+    int map[WEIR_MAX_COLUMNS + 1];
     for (int i = 0; i < n_target; i++) {
         map[i] = ins->columns ? -1 : i;
         if (!ins->columns)
@@ -463,8 +463,8 @@ int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         return -1;
     const CatRelation *r = &o->rel;
     int ncols = r->n_cols, nset = ast_list_len(u->set_cols);
-    int set_col[1601];
-    if (nset > 1600)
+    int set_col[WEIR_MAX_COLUMNS + 1];
+    if (nset > WEIR_MAX_COLUMNS)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, st->pos, "too many SET columns");
     for (int i = 0; i < nset; i++) {
         const char *c = AST_AT(u->set_cols, i);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # parallel_rerun.sh: runs .slt files with every view created at streaming_parallelism 2, so
-# streaming results (windows, joins, Top-N, aggregates, subqueries, views over views and
-# tables, nexmark, SWAP WITH, sinks, clock skew, bad records, numeric keys and sums, time
-# zones, sinks of a query) must come out of the split runtime exactly as out of one thread.
+# streaming results (windows, sessions, window functions without aggregation, joins, Top-N,
+# aggregates, subqueries, views over views and tables, nexmark, SWAP WITH, sinks, clock skew,
+# bad records, numeric keys and sums, time zones, sinks of a query) must come out of the split
+# runtime exactly as out of one thread.
 #
 #   sql-tests/parallel_rerun.sh SLT_RUNNER WEIR FILE.slt...
 #

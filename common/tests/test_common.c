@@ -6,6 +6,7 @@
 #include "tap.h"
 #include "types.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *roundtrip(TypeId t, const char *in, Arena *a, Buf *b)
@@ -30,7 +31,13 @@ static void test_text_io(void)
     is_str(roundtrip(TYPE_TIMESTAMP, "1969-12-31 23:59:59.5", a, &b), "1969-12-31 23:59:59.5", "pre-epoch");
     is_str(roundtrip(TYPE_TIMESTAMPTZ, "2026-03-01 12:00:00", a, &b), "2026-03-01 12:00:00+00", "timestamptz");
     is_str(roundtrip(TYPE_DATE, "2024-02-29", a, &b), "2024-02-29", "leap date");
-    ok(strstr(roundtrip(TYPE_DATE, "2023-02-29", a, &b), "invalid") != NULL, "bad date rejected");
+    ok(strstr(roundtrip(TYPE_DATE, "2023-02-29", a, &b), "out of range") != NULL, "bad date rejected (22008)");
+    ok(strstr(roundtrip(TYPE_DATE, "0000-01-01", a, &b), "out of range") != NULL, "no year 0");
+    ok(strstr(roundtrip(TYPE_DATE, "2023-0a-01", a, &b), "invalid") != NULL, "malformed date (22007)");
+    is_str(roundtrip(TYPE_DATE, " -infinity ", a, &b), "-infinity", "date -infinity");
+    is_str(roundtrip(TYPE_BOOL, " TRUE ", a, &b), "t", "boolean with spaces");
+    is_str(roundtrip(TYPE_BOOL, "of", a, &b), "f", "boolean prefix");
+    ok(strstr(roundtrip(TYPE_BOOL, "o", a, &b), "invalid") != NULL, "ambiguous boolean prefix");
     is_str(roundtrip(TYPE_INTERVAL, "10 seconds", a, &b), "00:00:10", "interval seconds");
     is_str(roundtrip(TYPE_INTERVAL, "1 day 02:00:00", a, &b), "1 day 02:00:00", "interval day");
     is_str(roundtrip(TYPE_INTERVAL, "PT1M30S", a, &b), "00:01:30", "iso interval");
@@ -96,6 +103,55 @@ static void test_keys(void)
     buf_free(&k3);
     buf_free(&prev);
     buf_free(&cur);
+}
+
+/* Equal values have equal keys and hashes (issue 17 #6). */
+static bool same_key(Value x, Value y)
+{
+    Buf a = BUF_INIT, b = BUF_INIT;
+    key_encode(&a, &x, 1);
+    key_encode(&b, &y, 1);
+    bool same = a.len == b.len && memcmp(a.data, b.data, a.len) == 0 && value_hash(&x, 7) == value_hash(&y, 7);
+    buf_free(&a);
+    buf_free(&b);
+    return same;
+}
+
+static Value iv(int32_t months, int32_t days, int64_t usecs)
+{
+    Value v = value_null(TYPE_INTERVAL);
+    v.null = false;
+    v.u.iv = (Interval){.usecs = usecs, .days = days, .months = months};
+    return v;
+}
+
+static void test_equal_keys(void)
+{
+    const int64_t H = INT64_C(3600000000);
+    ok(same_key(iv(0, 1, 0), iv(0, 0, 24 * H)), "'1 day' and '24 hours' share a key");
+    ok(same_key(iv(1, 0, 0), iv(0, 30, 0)), "'1 mon' and '30 days' share a key");
+    ok(same_key(iv(0, -1, 0), iv(0, 0, -24 * H)), "'-1 day' and '-24 hours' share a key");
+    ok(!same_key(iv(0, 1, 0), iv(0, 1, 1)), "intervals a microsecond apart differ");
+    ok(same_key(value_float(TYPE_FLOAT8, 0.0), value_float(TYPE_FLOAT8, -0.0)), "0 and -0 share a key");
+    ok(same_key(value_float(TYPE_FLOAT8, NAN), value_float(TYPE_FLOAT8, -NAN)), "NaN and -NaN share a key");
+    Buf k = BUF_INIT;
+    Value v = iv(0, 0, 36 * H);
+    key_encode(&k, &v, 1);
+    Arena *a = arena_new(0);
+    TypeId t = TYPE_INTERVAL;
+    Value back;
+    ok(key_decode(k.data, k.len, &t, 1, a, &back) == 0 && back.u.iv.days == 1 && back.u.iv.usecs == 12 * H &&
+           back.u.iv.months == 0,
+       "an interval key decodes canonical");
+    Buf inf = BUF_INIT;
+    Value fi = value_float(TYPE_FLOAT8, INFINITY), fn = value_float(TYPE_FLOAT8, -NAN);
+    buf_reset(&k);
+    key_encode(&k, &fn, 1);
+    key_encode(&inf, &fi, 1);
+    ok(memcmp(inf.data, k.data, inf.len) < 0, "NaN sorts above Infinity");
+    arena_free(a);
+    buf_free(&inf);
+    buf_free(&k);
 }
 
 static void test_rows(void)
@@ -190,6 +246,7 @@ int main(void)
     test_arena();
     test_text_io();
     test_keys();
+    test_equal_keys();
     test_rows();
     test_chunk();
     return tap_done();

@@ -6,6 +6,7 @@
  * as the unshared one, and every node it keeps has the id and tables it had
  * there: that is what lets a view's state, written by either plan, be read
  * back by the same plan at start (planner/README.md "Shared sub-plans").
+ * Also the typing rules of planner revision 4, old and new (rev4_types).
  */
 #include "planner.h"
 #include "tap.h"
@@ -150,9 +151,29 @@ static void unchanged(const char *what, const char *sql)
     arena_free(a);
 }
 
+/* Planner revision 4 (issue 17): sum(bigint), avg over integers and
+ * EXTRACT are numeric; a view planned under an older revision keeps the
+ * types (and so the state layout) it was created with. */
+static void rev4_types(void)
+{
+    const char *sql = "CREATE MATERIALIZED VIEW v AS SELECT k, sum(v) AS s, avg(v) AS a, "
+                      "max(extract(epoch FROM ts)) AS e FROM src GROUP BY k";
+    Arena *a = arena_new(0);
+    Cat c0 = {0}, c1 = {0};
+    PlanView *old = plan(sql, false, &c0, a), *cur = plan(sql, true, &c1, a);
+    ok(old && old->schema.n == 4 && old->schema.types[1] == TYPE_INT8 && old->schema.types[2] == TYPE_FLOAT8 &&
+           old->schema.types[3] == TYPE_FLOAT8,
+       "revision 1: bigint sum, double avg and extract");
+    ok(cur && cur->schema.n == 4 && cur->schema.types[1] == TYPE_NUMERIC && cur->schema.types[2] == TYPE_NUMERIC &&
+           cur->schema.types[3] == TYPE_NUMERIC,
+       "current revision: numeric sum, avg and extract, as in Postgres");
+    arena_free(a);
+}
+
 int main(void)
 {
     self_join();
+    rev4_types();
     unchanged("no duplicates: the plan as before", "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) FROM src GROUP BY k");
     unchanged("another source with the same columns: not shared",
               "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM src a JOIN src2 b ON a.k = b.k");

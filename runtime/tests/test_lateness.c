@@ -121,11 +121,38 @@ static void test_session(void)
     is_int(r[0].dropped, 1, "session without keys: :06 still late");
 }
 
+/* Flink's sessions: windows that touch merge, and lateness is judged after merging. */
+static void test_session_touch(void)
+{
+    ok(rt_session_joins(0, 5 * S, 5 * S, 10 * S), "sessions that touch are one");
+    ok(rt_session_joins(5 * S, 10 * S, 0, 5 * S), "... in either order");
+    ok(rt_session_joins(2 * S, 7 * S, 0, 5 * S), "sessions that overlap are one");
+    ok(!rt_session_joins(0, 5 * S, 5 * S + 1, 10 * S), "a microsecond apart: two sessions");
+    /* Gap 5 s, one key, watermark = ts: :00, :05 (exactly the gap), :01, then :20, :15
+     * (own [:15, :20) late at :20, but it touches [:20, :25)), then :07 (joins nothing
+     * held: [:00, :10) went at :20; own session late: dropped). */
+    int64_t ts[] = {0, 5 * S, 1 * S, 20 * S, 15 * S, 7 * S};
+    int32_t part[6] = {0};
+    int64_t prows[1] = {6};
+    RtLatenessLog log = {.n_parts = 1, .n_rows = 6, .ts = ts, .part = part, .n_keys = 1, .part_rows = prows,
+                         .clamp_limit_us = TS_PLUS_INF};
+    RtWindowDef w = {WIN_SESSION, 5 * S, 5 * S, 0};
+    int64_t bounds[] = {0}, lat[] = {0};
+    RtDelayStats d[2];
+    RtLatenessResult r[1];
+    rt_lateness_simulate(&log, &w, 1, bounds, 1, lat, d, r, NULL, NULL);
+    is_int(r[0].windows, 2, "touching sessions: [:00, :10) and [:15, :25)");
+    is_int(r[0].dropped, 1, "touching sessions: only :07 dropped");
+    is_int(r[0].on_time, 5, "touching sessions: :15 joins the open [:20, :25)");
+    is_int(r[0].exact_windows, 1, "touching sessions: :07's [:07, :12) reaches [:00, :10)");
+}
+
 int main(void)
 {
     test_assign();
     test_late();
     test_simulate();
     test_session();
+    test_session_touch();
     return tap_done();
 }

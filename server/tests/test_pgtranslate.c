@@ -5,6 +5,7 @@
 #include "pgcatalog.h"
 #include "tap.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void tr(const char *pg, const char *want)
@@ -103,6 +104,31 @@ int main(void)
     ok(!pgt_names_catalog("SELECT * FROM bids WHERE note = 'pg_class'", 0, 42), "a string is not a name");
     ok(!pgt_names_catalog("SELECT version FROM t", 0, 21), "version without a call is not");
     ok(!pgt_names_catalog("SELECT t.pg_x FROM t", 0, 20), "a qualified column is not");
+    /* Routed by what a statement references, not by how its names are spelled (issue 17 #17). */
+    static const struct {
+        const char *sql;
+        bool catalog;
+    } ROUTES[] = {
+        {"SELECT id, pg_score FROM t", false},
+        {"SELECT id AS pg_x FROM t", false},
+        {"SELECT pg_score FROM t WHERE pg_score > 1 ORDER BY pg_score", false},
+        {"SELECT t.id FROM t JOIN u ON t.pg_a = u.pg_b", false},
+        {"SELECT count(*) AS pg_n FROM (SELECT pg_score FROM t) s", false},
+        {"INSERT INTO t (id, pg_score) VALUES (1, 2)", false},
+        {"SELECT * FROM pg_class", true},
+        {"SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace", true},
+        {"SELECT * FROM t, pg_type", true},
+        {"SELECT * FROM t JOIN pg_catalog.pg_type y ON true", true},
+        {"SELECT 1 FROM t WHERE EXISTS (SELECT 1 FROM pg_attribute)", true},
+        {"SELECT pg_get_userbyid(10)", true},
+        {"SELECT x FROM t WHERE pg_catalog.pg_table_is_visible(x)", true},
+        {"SELECT * FROM information_schema.tables", true},
+    };
+    for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0]; i++) {
+        char name[160];
+        snprintf(name, sizeof name, "%s: %s", ROUTES[i].catalog ? "catalog" : "weir", ROUTES[i].sql);
+        ok(pgt_names_catalog(ROUTES[i].sql, 0, (int)strlen(ROUTES[i].sql)) == ROUTES[i].catalog, name);
+    }
 
     ok(pgt_is_query(" (SELECT 1)", 0, 11) && pgt_is_query("with x as (select 1) select 2", 0, 29) &&
            pgt_is_query("VALUES (1)", 0, 10), "queries");

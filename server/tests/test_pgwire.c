@@ -1034,6 +1034,35 @@ static void test_slow_clients(void)
     srv_server_stop(s);
 }
 
+/* A capture result (srv_result_capture_new): nothing is sent; the tag,
+ * the notices and the error are recorded; rows and COPY are dropped. */
+static void test_capture(void)
+{
+    SrvCapture cap;
+    SrvResult *r = srv_result_capture_new(&cap);
+    srv_result_notice(r, "first");
+    srv_result_notice(r, "second");
+    static const char *const names[] = {"a"};
+    srv_result_columns(r, 1, names, NULL);
+    const char *vals[] = {"1"};
+    is_int(srv_result_row(r, vals, NULL), 0, "capture: a row is accepted and dropped");
+    is_int(srv_result_copy_begin(r, 1), -1, "capture: COPY is refused (nobody reads it)");
+    ok(!srv_result_cancelled(r), "capture: never cancelled");
+    srv_result_complete(r, "CREATE TABLE");
+    is_str(cap.tag, "CREATE TABLE", "capture: the tag");
+    is_str(cap.notices.data, "first\nsecond", "capture: the notices, one per line");
+    ok(!cap.err.set, "capture: no error yet");
+    WError e;
+    werr_clear(&e);
+    werr(&e, "42P07", 3, "relation \"%s\" already exists", "t");
+    srv_result_error(r, &e);
+    srv_result_complete(r, "IGNORED");
+    ok(cap.err.set && !strcmp(cap.err.sqlstate, "42P07") && cap.err.pos == 3, "capture: the error, with its position");
+    is_str(cap.tag, "CREATE TABLE", "capture: nothing recorded after the error");
+    srv_result_capture_free(r);
+    buf_free(&cap.notices);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--serve") == 0) {
@@ -1050,6 +1079,8 @@ int main(int argc, char **argv)
         pause();
         return 0;
     }
+
+    test_capture();
 
     SrvConfig cfg = {.host = "127.0.0.1", .port = 0, .server_version = "15.0 (weir 0.1.0)"};
     SrvServer *s;

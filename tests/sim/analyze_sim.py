@@ -159,12 +159,14 @@ def model_candidate(order, bound, lateness, slide, size):
 
 
 def model_session(order, bound, lateness, gap):
-    """Session windows per key, as DESIGN.md and docs/time.md state them: a row is late when
-    its own [ts, ts + gap) is (end + lateness <= watermark); otherwise it joins every session
-    of its key still kept that overlaps [ts, ts + gap) (they merge into one); a session fires
-    when the watermark reaches its end and is forgotten at end + lateness. Counts are of rows;
-    windows are the sessions left after merging; a session is exact when no dropped row's
-    [ts, ts + gap) overlaps it (same key)."""
+    """Session windows per key, as DESIGN.md and docs/time.md state them (Flink's): a row
+    opens [ts, ts + gap) and joins every session of its key still kept that overlaps or
+    touches it (start <= ts + gap and ts <= end): they merge into one; the row is late when
+    that merged session is (end + lateness <= watermark), so only a row that joins nothing
+    and whose own session is late is dropped; a session fires when the watermark reaches its
+    end and is forgotten at end + lateness. Counts are of rows; windows are the sessions
+    left after merging; a session is exact when no dropped row's [ts, ts + gap) overlaps
+    or touches it (same key)."""
     pmax, wm, max_seen = {}, None, None
     sessions = []      # dicts: key, start, end, kept, merged, fired
     kept = {}          # key -> list of kept sessions
@@ -175,14 +177,15 @@ def model_session(order, bound, lateness, gap):
         if ts is None:
             continue
         r["pairs"] += 1
-        end = ts + gap
-        if wm is not None and end + lateness <= wm:
+        start, end = ts, ts + gap
+        mine = kept.setdefault(k, [])
+        joined = [o for o in mine if o["start"] <= ts + gap and ts <= o["end"]]
+        merged_end = max([end] + [o["end"] for o in joined])
+        if wm is not None and merged_end + lateness <= wm:
             r["dropped"] += 1
             lost.append((k, ts))
         else:
-            start = ts
-            mine = kept.setdefault(k, [])
-            for o in [o for o in mine if o["start"] < ts + gap and ts < o["end"]]:
+            for o in joined:
                 start, end = min(start, o["start"]), max(end, o["end"])
                 o["kept"], o["merged"] = False, True
                 mine.remove(o)
@@ -218,7 +221,7 @@ def model_session(order, bound, lateness, gap):
     final = [x for x in sessions if not x["merged"]]
     r["windows"] = len(final)
     r["exact"] = sum(1 for x in final
-                     if not any(k == x["key"] and x["start"] < ts + gap and ts < x["end"] for k, ts in lost))
+                     if not any(k == x["key"] and x["start"] <= ts + gap and ts <= x["end"] for k, ts in lost))
     r["fired_at_end"] = sum(1 for x in final if x["kept"] and not x["fired"])
     return r
 

@@ -1,0 +1,51 @@
+/*
+ * weir_limits.h: the limits on what one statement may ask for, each with its
+ * reason, in one place.
+ *
+ * The runtime keeps rows and keys in fixed arrays on the stack (a row is
+ * copied out of a chunk for every join pair, every state key is built from
+ * a key's values); the sizes of those arrays are these limits. Each is
+ * checked once, where the statement is planned (planner/plan.c,
+ * check_limits), with SQLSTATE 54000 (program_limit_exceeded) and the
+ * statement's position; an operator only asserts it. Nothing a client sends
+ * can make an operator index past one of these arrays.
+ *
+ * docs/sql.md ("Limits") lists them with the error a user gets; a change
+ * here changes that table.
+ */
+#ifndef WEIR_COMMON_WEIR_LIMITS_H
+#define WEIR_COMMON_WEIR_LIMITS_H
+
+/* Columns of a table, source, view or of any operator's row (a join's output
+ * is both sides' columns; a projection's is its select list plus hidden key
+ * columns). PostgreSQL's limit on a table (MaxHeapAttributeNumber). */
+#define WEIR_MAX_COLUMNS 1600
+
+/* Values in a row array of the runtime: a row of WEIR_MAX_COLUMNS plus the
+ * columns an operator adds to it (a materialize's row id, a window's
+ * window_start and window_end, a Top-N's row number). */
+#define WEIR_ROW_VALUES (WEIR_MAX_COLUMNS + 4)
+
+/* Columns in one key that an operator encodes per row: the equality keys of
+ * a join (regular, interval, temporal), the correlation keys of a subquery,
+ * a Top-N's PARTITION BY, a sink's key. A key is encoded into every state
+ * entry, and LMDB keys are at most 511 bytes: 64 columns is already past
+ * any key that fits. */
+#define WEIR_MAX_KEY_COLUMNS 64
+
+/* State values of one aggregation group: the group columns, a count and a
+ * fired flag, and one to three per aggregate (plan_agg_slots()). Also bounds
+ * the output: group columns plus aggregates. */
+#define WEIR_MAX_AGG_VALUES 256
+
+/* Arguments of one function call (PostgreSQL's FUNC_MAX_ARGS is 100). */
+#define WEIR_MAX_FUNC_ARGS 64
+
+/* Nesting of one statement: parentheses, operators over operators,
+ * subqueries. The parser and the binder recurse on it; past it a statement
+ * is refused with 54001 (statement_too_complex), never a C stack overflow.
+ * A chain of AND (or of OR) is one flat list, not nesting (parser/ast.c,
+ * ast_binary): a 10,000-term OR is one level deep, as in PostgreSQL. */
+#define WEIR_MAX_EXPR_DEPTH 1000
+
+#endif
