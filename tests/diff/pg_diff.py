@@ -455,7 +455,11 @@ def compare(w, p, ordered, query):
         elif not limited and sorted(rw, key=sort_key) != sorted(rp, key=sort_key):
             out.append("rows: same order of peers, different values")
     elif sorted(rw, key=sort_key) != sorted(rp, key=sort_key):
-        out.append("rows: multisets differ (weir %d rows, pg %d rows)" % (len(rw), len(rp)))
+        # min() and max() over peers (1.5 and 1.50, '1 day' and '24 hours') may return either.
+        peers_only = re.search(r"\b(min|max)\(", query) and \
+            sorted(canon_rows(w, fw, fp, True), key=sort_key) == sorted(canon_rows(p, fw, fp, True), key=sort_key)
+        if not peers_only:
+            out.append("rows: multisets differ (weir %d rows, pg %d rows)" % (len(rw), len(rp)))
     return out
 
 
