@@ -117,7 +117,11 @@ class Server:
         self.conn = None
         self.port = free_port()
         self._start_broker()
-        self.start()
+        try:
+            self.start()
+        except Exception:
+            self.stop()
+            raise
 
     def _start_broker(self):
         self.broker = subprocess.Popen([self.weir, "broker", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
@@ -135,6 +139,17 @@ class Server:
         threading.Thread(target=lambda f: [None for _ in f], args=(self.broker.stdout,), daemon=True).start()
 
     def start(self):
+        """Starts the server on the data directory; a port taken since free_port() picked it (a
+        race with other tests) gets another try on a new port, twice."""
+        for attempt in range(3):
+            try:
+                return self._start_once()
+            except RuntimeError as e:
+                if attempt == 2 or "Address already in use" not in self.log_tail(3):
+                    raise
+                self.port = free_port()
+
+    def _start_once(self):
         args = [self.weir, "serve", "--data-dir", self.data, "--port", str(self.port), "--kafka", self.kafka,
                 "--no-broker", "--http-port", "0"]
         if self.checkpoint_interval:
