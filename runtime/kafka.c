@@ -827,6 +827,17 @@ int rt_kafka_producer_init_txn(RtKafkaProducer *p, int timeout_ms, WError *err)
 
 int rt_kafka_producer_begin_txn(RtKafkaProducer *p, WError *err)
 {
+    /* librdkafka's begin_transaction has no timeout and was seen waiting
+     * forever on a producer that had already failed fatally (fenced by a
+     * second server with the same transactional.id): ask first. */
+    char why[256];
+    rd_kafka_resp_err_t fe = rd_kafka_fatal_error(p->rk, why, sizeof why);
+    if (fe) {
+        werr(err, SQLSTATE_IO_ERROR, 0, "kafka begin transaction failed: %s", why);
+        werr_hint(err, "The producer is unusable (perhaps fenced by another with the same "
+                       "transactional.id); reopen it.");
+        return RT_KAFKA_ERR_FATAL;
+    }
     return txn_result(FAULT("kafka_txn_begin") ? rd_kafka_error_new(RD_KAFKA_RESP_ERR__STATE, "injected fault")
                                                 : rd_kafka_begin_transaction(p->rk),
                       "begin transaction", err);
