@@ -69,6 +69,7 @@ struct RtKafkaProducer {
     char fail_topic[256];
     int32_t fail_partition;
     long n_failed;                 /* delivery failures since the last flush */
+    long n_acked;                  /* records acknowledged, since open */
 };
 
 static int64_t now_ms(void)
@@ -681,8 +682,10 @@ void rt_kafka_source_close(RtKafkaSource *s)
 static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     RtKafkaProducer *p = opaque;
-    if (!m->err)
+    if (!m->err) {
+        p->n_acked++;
         return;
+    }
     if (p->n_failed++ == 0) {
         p->fail_err = m->err;
         snprintf(p->fail_topic, sizeof p->fail_topic, "%s", rd_kafka_topic_name(m->rkt));
@@ -794,6 +797,30 @@ int rt_kafka_producer_flush(RtKafkaProducer *p, int timeout_ms, WError *err)
         return RT_KAFKA_ERR;
     }
     return 0;
+}
+
+long rt_kafka_producer_acked(RtKafkaProducer *p)
+{
+    rd_kafka_poll(p->rk, 0); /* serve the delivery reports that arrived */
+    return p->n_acked;
+}
+
+int rt_kafka_producer_purge(RtKafkaProducer *p)
+{
+    /* Queued records are removed before any broker thread can put them in
+     * a request (the purge is synchronous); their delivery reports fail
+     * with _PURGE_QUEUE. What is left unreported after serving those was
+     * already sent. */
+    rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE);
+    rd_kafka_poll(p->rk, 0);
+    int in_flight = rd_kafka_outq_len(p->rk);
+    if (in_flight > 0) {
+        rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_INFLIGHT); /* no retries of them */
+        rd_kafka_poll(p->rk, 0);
+    }
+    p->n_failed = 0;
+    p->fail_err = 0;
+    return in_flight;
 }
 
 /* Maps a librdkafka transaction error to RT_KAFKA_ERR_* and takes e. */
