@@ -714,7 +714,15 @@ void rt_bad_records_free(RtCtx *rc)
         b->stop = true;
         pthread_cond_signal(&b->cv);
         pthread_mutex_unlock(&b->mu);
-        pthread_join(b->thread, NULL);
+        /* A thread stuck inside a Kafka call keeps b (it uses nothing
+         * else): left behind rather than waited for without bound. */
+        if (rt_join_within(b->thread, RT_DELIVERY_JOIN_MS) < 0) {
+            fprintf(stderr, "weir: dead letters: the delivery thread did not stop within %d s (blocked in "
+                            "kafka); left behind, undelivered epochs are delivered by the next run\n",
+                    RT_DELIVERY_JOIN_MS / 1000);
+            rc->bad = NULL;
+            return;
+        }
     }
     /* What the thread had not delivered is in the metadata: the next run delivers it. */
     for (DlqBatch *t = b->queue, *next; t; t = next) {

@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,12 +44,13 @@
 enum { WAKE_STOP = 1, WAKE_DROP = 2 };
 
 /* Kafka API keys the forwarder looks into. */
-enum { API_METADATA = 3, API_FIND_COORDINATOR = 10, API_API_VERSIONS = 18,
+enum { API_PRODUCE = 0, API_METADATA = 3, API_FIND_COORDINATOR = 10, API_API_VERSIONS = 18,
        API_CREATE_TOPICS = 19 };
 #define CREATE_TOPICS_MAX_VERSION 4 /* the last non-flexible version */
+#define PRODUCE_MAX_VERSION 8       /* the last non-flexible version */
 
 /* Kafka error codes the forwarder answers with. */
-enum { KERR_INVALID_TOPIC = 17, KERR_TOPIC_EXISTS = 36, KERR_INVALID_PARTITIONS = 37,
+enum { KERR_MESSAGE_TOO_LARGE = 10, KERR_NOT_ENOUGH_REPLICAS = 19, KERR_INVALID_TOPIC = 17, KERR_TOPIC_EXISTS = 36, KERR_INVALID_PARTITIONS = 37,
        KERR_INVALID_REPLICATION = 38 };
 
 /* A request in flight on one connection, in arrival order: either forwarded
@@ -82,6 +84,7 @@ struct RtBroker {
     rd_kafka_t *rk;                   /* owns the mock cluster's handle */
     rd_kafka_mock_cluster_t *mcluster;
     int partitions;                   /* for --topic and auto-created topics */
+    atomic_long max_msg;              /* largest record batch accepted, bytes */
     int port;                         /* the forwarder's port, advertised to clients */
     char mock_addr[64];               /* "127.0.0.1:PORT" of the mock */
     struct sockaddr_storage mock_sa;  /* resolved mock_addr */
@@ -298,6 +301,12 @@ static void w_i16(Buf *b, int16_t v)
 static void w_i32(Buf *b, int32_t v)
 {
     buf_put_u32be(b, (uint32_t)v);
+}
+
+static void w_i64(Buf *b, int64_t v)
+{
+    w_i32(b, (int32_t)(uint32_t)((uint64_t)v >> 32));
+    w_i32(b, (int32_t)(uint32_t)(uint64_t)v);
 }
 
 static void w_uvar(Buf *b, uint64_t v)
@@ -628,6 +637,100 @@ static void flush_locals(FwdConn *c)
     }
 }
 
+/* Produce request (v0-v8): walks every topic's partitions and counts the
+ * record batches larger than max. With resp non-NULL it also writes the
+ * whole response frame: MESSAGE_TOO_LARGE for each oversized batch and
+ * NOT_ENOUGH_REPLICAS for the others, a retriable error that tells the
+ * client nothing was written (this request never reaches the mock). r is at
+ * the request body. Returns -1 if the request does not parse. */
+static int64_t produce_walk(int16_t ver, int32_t corr, Rd r, long max, int16_t *acks,
+                            Buf *resp)
+{
+    int64_t n_big = 0;
+    int len;
+    size_t at = 0;
+
+    if (ver >= 3)
+        rd_str(&r, false, &len); /* transactional_id */
+    *acks = rd_i16(&r);
+    rd_i32(&r); /* timeout_ms */
+    int64_t nt = rd_arraylen(&r, false);
+    if (r.bad || nt < 0)
+        return -1;
+    if (resp) {
+        at = frame_begin(resp);
+        w_i32(resp, corr);
+        w_i32(resp, (int32_t)nt);
+    }
+    for (int64_t t = 0; t < nt && !r.bad; t++) {
+        const char *name = rd_str(&r, false, &len);
+        int64_t np = rd_arraylen(&r, false);
+        if (r.bad || np < 0)
+            return -1;
+        if (resp) {
+            w_str(resp, name, name ? len : -1, false);
+            w_i32(resp, (int32_t)np);
+        }
+        for (int64_t k = 0; k < np && !r.bad; k++) {
+            int32_t part = rd_i32(&r);
+            int32_t n = rd_i32(&r);
+            rd_skip(&r, n > 0 ? (uint64_t)n : 0);
+            bool big = n > max;
+            n_big += big;
+            if (!resp)
+                continue;
+            w_i32(resp, part);
+            w_i16(resp, big ? KERR_MESSAGE_TOO_LARGE : KERR_NOT_ENOUGH_REPLICAS);
+            w_i64(resp, -1); /* base_offset */
+            if (ver >= 2)
+                w_i64(resp, -1); /* log_append_time_ms */
+            if (ver >= 5)
+                w_i64(resp, 0); /* log_start_offset */
+            if (ver >= 8) {
+                char msg[160];
+                if (big)
+                    snprintf(msg, sizeof msg,
+                             "record batch of %ld bytes is larger than the broker's "
+                             "--max-message-bytes %ld", (long)n, max);
+                else
+                    snprintf(msg, sizeof msg,
+                             "not written: another batch in the request was too large");
+                w_i32(resp, 0); /* record_errors */
+                w_str(resp, msg, (int)strlen(msg), false);
+            }
+        }
+    }
+    if (r.bad)
+        return -1;
+    if (resp) {
+        if (ver >= 1)
+            w_i32(resp, 0); /* throttle_time_ms */
+        frame_end(resp, at);
+    }
+    return n_big;
+}
+
+/* A Produce request with a batch over max_msg is answered here (or, with
+ * acks=0, dropped: the client expects no answer); true if it was. The mock
+ * would acknowledge such a batch and then lose it (see broker.h). */
+static bool produce_refuse(RtBroker *b, FwdConn *c, int16_t ver, int32_t corr, Rd *r)
+{
+    long max = atomic_load(&b->max_msg);
+    int16_t acks;
+
+    if (ver > PRODUCE_MAX_VERSION || produce_walk(ver, corr, *r, max, &acks, NULL) <= 0)
+        return false;
+    fprintf(stderr, "weir broker: refused a Produce request: a record batch is larger than "
+                    "--max-message-bytes %ld\n", max);
+    if (acks == 0)
+        return true;
+    Pending *p = pend_push(c);
+    p->corr = corr, p->key = API_PRODUCE, p->ver = ver, p->local = true;
+    produce_walk(ver, corr, *r, max, &acks, &p->resp);
+    flush_locals(c);
+    return true;
+}
+
 /* One whole request frame f[0..n) (after the size) from the client. */
 static bool on_request(RtBroker *b, FwdConn *c, const uint8_t *f, size_t n)
 {
@@ -646,6 +749,12 @@ static bool on_request(RtBroker *b, FwdConn *c, const uint8_t *f, size_t n)
             return false;
         flush_locals(c);
         return true;
+    }
+    if (key == API_PRODUCE) {
+        Rd body = r;
+        rd_str(&body, false, &len); /* client_id */
+        if (!body.bad && produce_refuse(b, c, ver, corr, &body))
+            return true;
     }
     if (key == API_METADATA) {
         rd_str(&r, false, &len); /* client_id (never compact in headers) */
@@ -880,6 +989,7 @@ int rt_broker_start(const char *listen_addr, int partitions, RtBroker **out,
                     "invalid partition count %d: want 1 to 100000", partitions);
     b = xcalloc(1, sizeof *b);
     b->partitions = partitions;
+    atomic_init(&b->max_msg, BROKER_MAX_MESSAGE_BYTES_DEFAULT);
     b->listen_fd = b->wake[0] = b->wake[1] = -1;
     if (open_listener(listen_addr, &b->listen_fd, &b->port, addr_out, addr_len, err) < 0)
         goto fail;
@@ -945,6 +1055,17 @@ const char *rt_broker_mock_address(const RtBroker *b)
     return b->mock_addr;
 }
 
+int rt_broker_set_max_message_bytes(RtBroker *b, long bytes, WError *err)
+{
+    if (bytes < BROKER_MAX_MESSAGE_BYTES_MIN || bytes > BROKER_MAX_MESSAGE_BYTES_MAX)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0,
+                    "invalid --max-message-bytes %ld: want %d to %d (the embedded broker "
+                    "keeps about 5 MiB per partition)",
+                    bytes, BROKER_MAX_MESSAGE_BYTES_MIN, BROKER_MAX_MESSAGE_BYTES_MAX);
+    atomic_store(&b->max_msg, bytes);
+    return 0;
+}
+
 int rt_broker_create_topic(RtBroker *b, const char *topic, int partitions, WError *err)
 {
     if (partitions == 0)
@@ -1002,10 +1123,13 @@ void rt_broker_stop(RtBroker *b)
 static int usage(FILE *f)
 {
     fprintf(f, "usage: weir broker [--listen HOST:PORT] [--partitions N] [--topic NAME]...\n"
+               "                   [--max-message-bytes N]\n"
                "  --listen HOST:PORT  bootstrap address (default 127.0.0.1:9092; port 0 = any)\n"
                "  --partitions N      partitions of new topics: --topic, auto-created, and\n"
                "                      CreateTopics without a count (default 1)\n"
                "  --topic NAME        create NAME at start-up (repeatable)\n"
+               "  --max-message-bytes N  largest record batch accepted; larger ones get\n"
+               "                      MESSAGE_TOO_LARGE (default 1048588, at most 2621440)\n"
                "SIGUSR1 drops every client connection (as a broker restart would); the topics stay.\n");
     return 2;
 }
@@ -1033,6 +1157,7 @@ int rt_broker_main(int argc, char **argv)
 {
     const char *listen_addr = "127.0.0.1:9092";
     int partitions = 1, n_topics = 0;
+    long max_msg = BROKER_MAX_MESSAGE_BYTES_DEFAULT;
     const char **topics = xcalloc((size_t)argc + 1, sizeof *topics);
     char addr[300];
     WError err;
@@ -1059,6 +1184,16 @@ int rt_broker_main(int argc, char **argv)
                 return usage(stderr);
             }
             partitions = (int)p;
+        } else if ((v = opt_value(argc, argv, &i, "--max-message-bytes", &bad))) {
+            char *end;
+            max_msg = strtol(v, &end, 10);
+            if (*end || !*v || max_msg < BROKER_MAX_MESSAGE_BYTES_MIN ||
+                max_msg > BROKER_MAX_MESSAGE_BYTES_MAX) {
+                fprintf(stderr, "weir broker: invalid --max-message-bytes \"%s\": want %d to %d\n",
+                        v, BROKER_MAX_MESSAGE_BYTES_MIN, BROKER_MAX_MESSAGE_BYTES_MAX);
+                free(topics);
+                return usage(stderr);
+            }
         } else if ((v = opt_value(argc, argv, &i, "--topic", &bad))) {
             topics[n_topics++] = v;
         } else {
@@ -1077,7 +1212,8 @@ int rt_broker_main(int argc, char **argv)
     sigaddset(&sigs, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-    if (rt_broker_start(listen_addr, partitions, &b, addr, sizeof addr, &err) < 0)
+    if (rt_broker_start(listen_addr, partitions, &b, addr, sizeof addr, &err) < 0 ||
+        rt_broker_set_max_message_bytes(b, max_msg, &err) < 0)
         goto out;
     for (int i = 0; i < n_topics; i++)
         if (rt_broker_create_topic(b, topics[i], partitions, &err) < 0)

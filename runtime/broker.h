@@ -26,13 +26,24 @@
  *     CreateTopics requests are answered by the forwarder itself through the
  *     mock's control API (rd_kafka_mock_topic_create), in request order;
  *   - topics a Metadata request allows to auto-create are created first with
- *     --partitions partitions, so auto-created topics get that count.
+ *     --partitions partitions, so auto-created topics get that count;
+ *   - a Produce request carrying a record batch larger than
+ *     --max-message-bytes is answered by the forwarder: MESSAGE_TOO_LARGE for
+ *     that batch, NOT_ENOUGH_REPLICAS (retriable, nothing written) for the
+ *     others in the same request; the mock never sees it. The mock would have
+ *     acknowledged it and then dropped it (below).
  * Every other request and response passes through unchanged. Bootstrapping
  * at the mock's own address also works, without these fixes.
  *
  * Limits inherited from the mock: the log is in memory; a partition keeps at
  * most ~5 MiB or 100000 message sets and drops the oldest beyond that (its
  * start offset moves up); a fetch returns one message set per partition;
+ * and when that trimming empties the list, the mock also hides the message
+ * set it just acknowledged (its start offset jumps to the new end), so a
+ * batch over ~5 MiB, or two batches in a row that together exceed it,
+ * vanished with everything before them. Capping one batch at half the
+ * partition's size (BROKER_MAX_MESSAGE_BYTES_MAX) means trimming always
+ * leaves the older of two batches to remove, never the new one.
  * transactions are accepted but aborted records are not hidden from
  * read_committed consumers; consumer groups work but rebalance slowly.
  */
@@ -40,6 +51,16 @@
 #define WEIR_RUNTIME_BROKER_H
 
 #include <stddef.h>
+
+/* The largest record batch (the Kafka wire unit, one per partition in a
+ * Produce request) the broker accepts: Kafka's own message.max.bytes
+ * default. Larger batches get MESSAGE_TOO_LARGE. */
+#define BROKER_MAX_MESSAGE_BYTES_DEFAULT 1048588
+/* The most --max-message-bytes may be: half of the mock's per-partition log
+ * (5 MiB), so a new batch can never be trimmed away with the old ones. */
+#define BROKER_MAX_MESSAGE_BYTES_MAX (5 * 1024 * 1024 / 2)
+/* The least: a record batch header alone is 61 bytes. */
+#define BROKER_MAX_MESSAGE_BYTES_MIN 1024
 
 #include "error.h"
 
@@ -54,6 +75,11 @@ typedef struct RtBroker RtBroker;
  * mock cannot be created. */
 int rt_broker_start(const char *listen, int partitions, RtBroker **out,
                     char *addr_out, size_t addr_len, WError *err);
+
+/* Sets the largest record batch the broker accepts (bytes, from
+ * BROKER_MAX_MESSAGE_BYTES_MIN to _MAX; the default is _DEFAULT). Takes
+ * effect for the next Produce request. Errors: 22023 out of range. */
+int rt_broker_set_max_message_bytes(RtBroker *b, long bytes, WError *err);
 
 /* Creates topic with `partitions` partitions (0 = the broker's --partitions).
  * Errors: 42710 if it exists, 22023 for a bad name or count. */
@@ -74,6 +100,7 @@ void rt_broker_stop(RtBroker *b);
 
 /* The `weir broker` subcommand:
  *   weir broker [--listen HOST:PORT] [--partitions N] [--topic NAME]...
+ *               [--max-message-bytes N]
  * Prints "weir broker listening on HOST:PORT" (flushed) once ready, runs
  * until SIGTERM or SIGINT and returns 0 (SIGUSR1 drops every client
  * connection: rt_broker_drop_connections); returns 1 with a message on stderr

@@ -17,7 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Deepest nesting a record may have, the record's own object being level 1:
+ * bounds the decoder's recursion (stack) on hostile input. A deeper record
+ * is a bad record with the reason below (docs/operations.md). */
 #define JSON_MAX_DEPTH 64
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 typedef struct Scan {
     const char *p, *end;
@@ -146,7 +151,7 @@ static int scan_string(Scan *s, const char **out, size_t *len)
 static int skip_value(Scan *s, int depth)
 {
     if (depth > JSON_MAX_DEPTH)
-        return fail(s, "JSON nested too deeply%s", NULL);
+        return fail(s, "JSON nested more than " STR(JSON_MAX_DEPTH) " levels deep%s", NULL);
     ws(s);
     if (s->p >= s->end)
         return fail(s, "unexpected end of JSON%s", NULL);

@@ -69,6 +69,7 @@ struct RtKafkaProducer {
     char fail_topic[256];
     int32_t fail_partition;
     long n_failed;                 /* delivery failures since the last flush */
+    long n_acked;                  /* records acknowledged, since open */
 };
 
 static int64_t now_ms(void)
@@ -681,8 +682,10 @@ void rt_kafka_source_close(RtKafkaSource *s)
 static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     RtKafkaProducer *p = opaque;
-    if (!m->err)
+    if (!m->err) {
+        p->n_acked++;
         return;
+    }
     if (p->n_failed++ == 0) {
         p->fail_err = m->err;
         snprintf(p->fail_topic, sizeof p->fail_topic, "%s", rd_kafka_topic_name(m->rkt));
@@ -796,6 +799,30 @@ int rt_kafka_producer_flush(RtKafkaProducer *p, int timeout_ms, WError *err)
     return 0;
 }
 
+long rt_kafka_producer_acked(RtKafkaProducer *p)
+{
+    rd_kafka_poll(p->rk, 0); /* serve the delivery reports that arrived */
+    return p->n_acked;
+}
+
+int rt_kafka_producer_purge(RtKafkaProducer *p)
+{
+    /* Queued records are removed before any broker thread can put them in
+     * a request (the purge is synchronous); their delivery reports fail
+     * with _PURGE_QUEUE. What is left unreported after serving those was
+     * already sent. */
+    rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE);
+    rd_kafka_poll(p->rk, 0);
+    int in_flight = rd_kafka_outq_len(p->rk);
+    if (in_flight > 0) {
+        rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_INFLIGHT); /* no retries of them */
+        rd_kafka_poll(p->rk, 0);
+    }
+    p->n_failed = 0;
+    p->fail_err = 0;
+    return in_flight;
+}
+
 /* Maps a librdkafka transaction error to RT_KAFKA_ERR_* and takes e. */
 static int txn_result(rd_kafka_error_t *e, const char *what, WError *err)
 {
@@ -827,6 +854,17 @@ int rt_kafka_producer_init_txn(RtKafkaProducer *p, int timeout_ms, WError *err)
 
 int rt_kafka_producer_begin_txn(RtKafkaProducer *p, WError *err)
 {
+    /* librdkafka's begin_transaction has no timeout and was seen waiting
+     * forever on a producer that had already failed fatally (fenced by a
+     * second server with the same transactional.id): ask first. */
+    char why[256];
+    rd_kafka_resp_err_t fe = rd_kafka_fatal_error(p->rk, why, sizeof why);
+    if (fe) {
+        werr(err, SQLSTATE_IO_ERROR, 0, "kafka begin transaction failed: %s", why);
+        werr_hint(err, "The producer is unusable (perhaps fenced by another with the same "
+                       "transactional.id); reopen it.");
+        return RT_KAFKA_ERR_FATAL;
+    }
     return txn_result(FAULT("kafka_txn_begin") ? rd_kafka_error_new(RD_KAFKA_RESP_ERR__STATE, "injected fault")
                                                 : rd_kafka_begin_transaction(p->rk),
                       "begin transaction", err);

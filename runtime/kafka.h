@@ -189,6 +189,17 @@ int rt_kafka_produce_headers(RtKafkaProducer *p, const char *topic, int32_t part
  * reported; the failure state is then cleared). */
 int rt_kafka_producer_flush(RtKafkaProducer *p, int timeout_ms, WError *err);
 
+/* Records acknowledged by the broker since the producer was opened (serves
+ * the delivery reports that have arrived first). */
+long rt_kafka_producer_acked(RtKafkaProducer *p);
+
+/* After a failed or timed-out flush: withdraws every record not yet
+ * acknowledged, so the producer never sends or retries it. Records still
+ * in the local queue are certainly never written. Returns how many had
+ * already been sent without an answer: the broker may still write those
+ * (a paused broker answers when it resumes). Clears the failure state. */
+int rt_kafka_producer_purge(RtKafkaProducer *p);
+
 /* Transactions (requires "transactional.id" in the open props). init_txn
  * registers the id with the broker and fences older producers with the
  * same id, aborting their open transaction; begin starts a local

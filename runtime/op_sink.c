@@ -410,6 +410,12 @@ static void sink_committed(RtOp *op, uint64_t epoch)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Stops the delivery thread and frees the sink. The thread is waited for
+ * at most RT_DELIVERY_JOIN_MS: one stuck inside its connector (a call that
+ * never returns) is left behind with the sink's memory, its writer and its
+ * batches, which it may still use; only the state table is closed. The
+ * undelivered batches are in the state table, so the next run delivers
+ * them. */
 static void sink_close(RtOp *op)
 {
     RtSink *s = (RtSink *)op;
@@ -418,7 +424,13 @@ static void sink_close(RtOp *op)
         s->stop = true;
         pthread_cond_signal(&s->cv);
         pthread_mutex_unlock(&s->mu);
-        pthread_join(s->thread, NULL);
+        if (rt_join_within(s->thread, RT_DELIVERY_JOIN_MS) < 0) {
+            fprintf(stderr, "weir: sink %s: its delivery thread did not stop within %d s (blocked in "
+                            "the connector); left behind, undelivered epochs are delivered by the next run\n",
+                    s->spec->name, RT_DELIVERY_JOIN_MS / 1000);
+            stor_table_close(op->table);
+            return;
+        }
     }
     if (s->writer)
         s->conn->close(s->writer);

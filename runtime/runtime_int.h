@@ -34,6 +34,32 @@ static inline void rt_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int 
     pthread_cond_timedwait(cv, mu, &ts);
 }
 
+/* How long closing a sink or the dead letters waits for its delivery
+ * thread: longer than any bounded connector call (Kafka's 15 s
+ * transaction timeouts), so a thread that is merely slow is joined. */
+#define RT_DELIVERY_JOIN_MS 20000
+
+/* Joins t, waiting at most ms milliseconds. Returns 0 once t has ended;
+ * -1 if it is still running, in which case t is detached and its owner
+ * must leave alive everything t still uses (leak it). For the delivery
+ * threads, which call into connectors that can block without bound inside
+ * a library (librdkafka's begin_transaction can wait forever on a producer
+ * fenced by a second server with the same transactional.id): a stop flag
+ * cannot reach a thread inside such a call, so shutdown and DROP would
+ * otherwise wait for it forever. */
+static inline int rt_join_within(pthread_t t, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)(ms % 1000) * 1000000L;
+    ts.tv_sec += ms / 1000 + ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    if (pthread_timedjoin_np(t, NULL, &ts) == 0)
+        return 0;
+    pthread_detach(t);
+    return -1;
+}
+
 typedef struct RtOp RtOp;
 typedef struct RtTtl RtTtl;
 

@@ -1212,6 +1212,40 @@ static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvR
     return q ? engine_remove_object(e, q, err) : 0;
 }
 
+
+/* How long INSERT INTO a Kafka source waits for the broker's acknowledgement. */
+#define INSERT_ACK_TIMEOUT_MS 10000
+
+/* INSERT INTO a source failed after `produced` records were queued (a
+ * delivery failed or the broker did not answer within
+ * INSERT_ACK_TIMEOUT_MS): every record not yet acknowledged is withdrawn
+ * from the producer, so none of them is sent later (the row used to arrive
+ * when a paused broker resumed, after the client had been told it failed).
+ * err keeps its error when nothing was written; it becomes 08007 when some
+ * rows were acknowledged or had already been sent (written, or possibly
+ * written: a retry could write them twice). Runs under the engine lock, so
+ * the shared producer holds only this statement's records. */
+static void insert_withdraw(RtKafkaProducer *p, long acked0, int produced, const char *source, WError *err)
+{
+    int in_flight = rt_kafka_producer_purge(p);
+    long acked = rt_kafka_producer_acked(p) - acked0;
+    if (acked == 0 && in_flight == 0) {
+        werr_detail(err, "No row was written: the %d record%s not acknowledged were withdrawn before "
+                         "they reached the broker.", produced, produced == 1 ? "" : "s");
+        werr_hint(err, "Retrying the statement is safe.");
+        return;
+    }
+    char first[sizeof err->msg];
+    snprintf(first, sizeof first, "%s", err->msg);
+    werr_clear(err);
+    werr(err, SQLSTATE_TXN_RESOLUTION_UNKNOWN, 0,
+         "INSERT into source \"%s\" is partly or possibly written: %ld of %d rows were acknowledged, "
+         "%d were sent without an answer", source, acked, produced, in_flight);
+    werr_detail(err, "%s. The rows sent without an answer may or may not be in the topic; the rest "
+                     "were withdrawn and will not be written.", first);
+    werr_hint(err, "Check the source before retrying: a retry may write some rows twice.");
+}
+
 /* ---- INSERT ----------------------------------------------------------------------------- */
 
 static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
@@ -1349,10 +1383,15 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
         lens[rrow] = json.len;
     }
     const char *topic = cat_option(r, "topic");
+    long acked0 = rt_kafka_producer_acked(p);
+    int produced = 0;
     for (int i = 0; i < nrows && !rc; i++)
-        rc = rt_kafka_produce(p, topic, -1, NULL, 0, recs[i], lens[i], err);
+        if (!(rc = rt_kafka_produce(p, topic, -1, NULL, 0, recs[i], lens[i], err)))
+            produced++;
     if (!rc)
-        rc = rt_kafka_producer_flush(p, 10000, err);
+        rc = rt_kafka_producer_flush(p, INSERT_ACK_TIMEOUT_MS, err);
+    if (rc && produced > 0)
+        insert_withdraw(p, acked0, produced, o->name, err);
     if (!rc) {
         char tag[64];
         snprintf(tag, sizeof tag, "INSERT 0 %d", nrows);

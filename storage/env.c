@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "arena.h"
@@ -31,6 +32,22 @@ int stor_mdb_err(WError *err, int rc, const char *what)
              rc == MDB_VERSION_MISMATCH)
         state = SQLSTATE_IO_ERROR;
     return werr(err, state, 0, "storage: %s: %s", what, mdb_strerror(rc));
+}
+
+/* LMDB reports a short write as EIO (mdb_page_flush, mdb_env_copy: a write
+ * that stops part way, which is how a filesystem that runs out of space in
+ * the middle of a write answers), so a disk that filled during a commit or a
+ * savepoint read as 58030. An EIO while the filesystem holding dir has less
+ * free space than the write needed (need bytes plus a MiB of slack) is
+ * taken to be ENOSPC, so the caller sees 53100; any other rc is returned
+ * unchanged. */
+static int short_write_err(const char *dir, int rc, uint64_t need)
+{
+    struct statvfs vfs;
+    if (rc != EIO || !dir || statvfs(dir, &vfs) != 0)
+        return rc;
+    uint64_t avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
+    return avail < need + MiB ? ENOSPC : rc;
 }
 
 /* ---------------------------------------------------------------------------
@@ -164,7 +181,7 @@ int env_write(StorEnv *env, uint64_t need, WriteBody body, void *arg, WError *er
         if (rc == BODY_FAILED)
             return -1;
         if (rc != MDB_MAP_FULL)
-            return stor_mdb_err(err, rc, "write transaction");
+            return stor_mdb_err(err, short_write_err(env->dir, rc, 2 * need), "write transaction");
         /* Aborted: nothing was written. Double and retry; map_grow fails
          * with 53100 once the cap is reached, which bounds the loop. */
         uint64_t used, cur;
@@ -388,8 +405,11 @@ int stor_copy(StorEnv *env, const char *dir, WError *err)
     pthread_rwlock_rdlock(&env->map_lock);
     int rc = mdb_env_copy2(env->mdb, dir, MDB_CP_COMPACT);
     pthread_rwlock_unlock(&env->map_lock);
-    if (rc)
-        return stor_mdb_err(err, rc, "cannot write the savepoint");
+    if (rc) {
+        uint64_t used, cur;
+        map_usage_shared(env, &used, &cur);
+        return stor_mdb_err(err, short_write_err(dir, rc, used), "cannot write the savepoint");
+    }
     return 0;
 }
 
