@@ -507,6 +507,18 @@ out:
     return rc;
 }
 
+int rt_kafka_source_start_offset(RtKafkaSource *s, int32_t partition, int64_t *out, int timeout_ms, WError *err)
+{
+    int64_t lo, hi;
+    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(s->rk, s->topic, partition, &lo, &hi, timeout_ms);
+    if (e)
+        return werr(err, is_conn_err(e) ? SQLSTATE_CONNECTION_FAILURE : SQLSTATE_IO_ERROR, 0,
+                    "could not read the start offset of kafka topic \"%s\" partition %d: %s", s->topic,
+                    (int)partition, rd_kafka_err2str(e));
+    *out = lo;
+    return 0;
+}
+
 int rt_kafka_source_offsets_for_time(RtKafkaSource *s, int64_t ts_ms, int64_t *out, int timeout_ms, WError *err)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(s->n_parts);

@@ -113,6 +113,11 @@ int rt_kafka_source_poll(RtKafkaSource *s, int timeout_ms, RtKafkaRecord *recs, 
  * newer fetched since); false for unassigned partitions and after assign. */
 bool rt_kafka_source_at_end(RtKafkaSource *s, int32_t partition);
 
+/* Asks the broker for partition's first offset (the log start: records
+ * before it were deleted by retention or a broker's size limit; compaction
+ * leaves it alone) into *out. Errors as rt_kafka_source_end_offsets. */
+int rt_kafka_source_start_offset(RtKafkaSource *s, int32_t partition, int64_t *out, int timeout_ms, WError *err);
+
 /* Asks the broker for every partition's end offset (the offset the next
  * record will get; with the default read_committed isolation the last
  * stable offset) and writes partition_count entries to out. For FLUSH and

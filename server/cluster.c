@@ -380,6 +380,15 @@ static int catalog_poll(Cluster *c, int wait_ms)
         pthread_mutex_lock(&c->mu);
         if (hi > c->catalog_end)
             c->catalog_end = hi;
+        if (lo > c->applied_next && !c->catalog_lost) {
+            /* Records this node has not applied were deleted (retention, or
+             * the embedded broker's size limit): applying what follows would
+             * build a catalog without them. */
+            c->catalog_lost = true;
+            fprintf(stderr, "weir: cluster: the catalog topic %s now starts at offset %lld, after the %lld records "
+                            "this node applied: records it needs were deleted; catalog statements are refused "
+                            "(docs/cluster.md)\n", c->catalog_topic, (long long)lo, (long long)c->applied_next);
+        }
         if (hi < c->applied_next && !c->catalog_lost) {
             /* Its records would get offsets this node has applied already:
              * applying nothing more is the only safe choice. */
@@ -534,6 +543,21 @@ static int catch_up(Cluster *c, WError *err)
                werr_hint(err, "A cluster's catalog topic must outlive its nodes (docs/cluster.md: the embedded "
                               "broker keeps topics in memory only). Start the nodes with new data directories to "
                               "form the cluster again."),
+               -1;
+    /* Records this node has not applied that are gone from the topic
+     * (retention, or the embedded broker's size limit per partition) would
+     * leave it with a catalog that silently lacks them. */
+    int64_t start = 0;
+    if (applied < end && rt_kafka_source_start_offset(c->cat_src, 0, &start, OPEN_TIMEOUT_MS, err))
+        return -1;
+    if (applied < end && start > applied)
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, 0,
+                    "the catalog topic %s starts at offset %lld, but this node has applied it only up to offset "
+                    "%lld: records it needs were deleted; nothing was changed",
+                    c->catalog_topic, (long long)start, (long long)applied),
+               werr_hint(err, "A cluster's catalog topic must keep every record: retention.ms=-1 and "
+                              "retention.bytes=-1 on Kafka (docs/cluster.md). The embedded broker keeps about "
+                              "5 MiB per partition: there, start the cluster again with new data directories."),
                -1;
     int64_t t0 = now_ms(), last_progress = now_ms();
     for (;;) {
