@@ -684,6 +684,7 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
                 goto badtype;
             agg.type = arg->type;
         }
+        agg.compensated = (agg.kind == AGG_SUM || agg.kind == AGG_AVG) && agg.type == TYPE_FLOAT8 && b->plan_rev >= 5;
     }
     PlanExpr *filter = NULL;
     if (e->filter) {

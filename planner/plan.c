@@ -1803,7 +1803,8 @@ int plan_agg_slots(const PlanAgg *g)
     switch (g->kind) {
     case AGG_SUM:
     case AGG_AVG:
-        return g->type == TYPE_NUMERIC ? 3 : 2; /* numeric: + how many values of each scale */
+        /* numeric: + how many values of each scale; compensated: + the rounding error */
+        return g->type == TYPE_NUMERIC || g->compensated ? 3 : 2;
     case AGG_BOOL_AND:
     case AGG_BOOL_OR:
     case AGG_FIRST:

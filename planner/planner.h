@@ -129,10 +129,12 @@ typedef struct PlanAgg {
     bool distinct;              /* written DISTINCT (only count supports it: AGG_COUNT_DISTINCT) */
     const char *sep;            /* AGG_STRING_AGG: the separator (a constant) */
     int filter_col;             /* boolean input column from FILTER (WHERE), -1 none */
+    bool compensated;           /* a double sum or avg keeps its rounding error in a third value (revision 5) */
 } PlanAgg;
 
 /* g's state values in an aggregation group: sum and avg keep a sum and a
- * count (numeric also how many values of each scale), bool_and, bool_or and
+ * count (numeric also how many values of each scale, a compensated double
+ * sum its rounding error), bool_and, bool_or and
  * first_value two, the rest one. The runtime lays out its state by it
  * (op_agg.c) and the planner bounds it (WEIR_MAX_AGG_VALUES). */
 int plan_agg_slots(const PlanAgg *g);
@@ -408,8 +410,12 @@ typedef struct PlanQuery {
  *      double); a VALUES column of mixed number types takes their common
  *      type (bigint, numeric), not double precision; a HOP aggregation with
  *      a numeric sum or avg works in panes (plan_panes.c); EXTRACT is
- *      numeric (Postgres 14+) */
-#define PLAN_REV_CURRENT 4
+ *      numeric (Postgres 14+)
+ *   5  a double sum or avg is compensated (Neumaier): its state keeps the
+ *      rounding error, so retracting a large addend (an outer join's
+ *      NULL-padded row replaced by its match) gives the small ones back
+ *      instead of 0 (1e300 + 3 - 1e300); an older view keeps two values */
+#define PLAN_REV_CURRENT 5
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */

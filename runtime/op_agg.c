@@ -362,6 +362,19 @@ static void scales_apply(Value *sum, Value *slot, int scale, int delta, const Va
         num_put(x, sum);
 }
 
+/* Adds x to the double sum *s, keeping the rounding error in *c (Neumaier):
+ * the sum is *s + *c. Under retraction a plain double sum loses the small
+ * addends to a large one that leaves again (1e300 + 3 - 1e300 is 0); the
+ * compensation keeps them. Infinities and NaN leave *c alone, so the sum
+ * stays what the plain one is. */
+static void fsum_add(double *s, double *c, double x)
+{
+    double t = *s + x;
+    if (isfinite(t))
+        *c += fabs(*s) >= fabs(x) ? (*s - t) + x : (x - t) + *s;
+    *s = t;
+}
+
 /* Fresh accumulator for a group with these group values. */
 static void state_init(AggOp *a, const Value *group, Value *st)
 {
@@ -380,23 +393,27 @@ static void state_init(AggOp *a, const Value *group, Value *st)
             if (g->type == TYPE_NUMERIC) {
                 st[k++] = value_numeric((Numeric){0, 0});
                 st[k + 1] = value_str(TYPE_BYTEA, "", 0);
-            } else if (g->type == TYPE_FLOAT8)
+            } else if (g->type == TYPE_FLOAT8) {
                 st[k++] = value_float(TYPE_FLOAT8, 0);
-            else if (g->type == TYPE_INTERVAL) {
+                if (g->compensated)
+                    st[k + 1] = value_float(TYPE_FLOAT8, 0);
+            } else if (g->type == TYPE_INTERVAL) {
                 st[k] = value_null(TYPE_INTERVAL);
                 st[k].null = false;
                 k++;
             } else
                 st[k++] = value_int(TYPE_INT8, 0);
             st[k++] = value_int(TYPE_INT8, 0);
-            if (g->type == TYPE_NUMERIC)
-                k++;   /* the scale counts, set above */
+            if (g->type == TYPE_NUMERIC || g->compensated)
+                k++;   /* the scale counts or the compensation, set above */
             break;
         case AGG_AVG:
             st[k++] = g->type == TYPE_NUMERIC ? value_numeric((Numeric){0, 0}) : value_float(TYPE_FLOAT8, 0);
             st[k++] = value_int(TYPE_INT8, 0);
             if (g->type == TYPE_NUMERIC)
                 st[k++] = value_str(TYPE_BYTEA, "", 0);
+            else if (g->compensated)
+                st[k++] = value_float(TYPE_FLOAT8, 0);
             break;
         case AGG_MIN:
         case AGG_MAX:
@@ -509,7 +526,10 @@ static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign, WEr
                 scales_apply(&st[k], &st[k + 2], x.scale, sign, NULL, a->op.rc->chunk_arena);
             } else if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8) {
                 double x = type_phys(v.type) == PHYS_F64 ? v.u.f : (double)v.u.i;
-                st[k].u.f += sign * x;
+                if (g->compensated)
+                    fsum_add(&st[k].u.f, &st[k + 2].u.f, sign * x);
+                else
+                    st[k].u.f += sign * x;
             } else if (g->type == TYPE_INTERVAL) {
                 st[k].u.iv.months += sign * v.u.iv.months;
                 st[k].u.iv.days += sign * v.u.iv.days;
@@ -615,6 +635,8 @@ static void state_output(AggOp *a, const Value *st, Value *out)
         case AGG_COUNT: *o = st[k]; break;
         case AGG_SUM:
             *o = st[k + 1].u.i > 0 ? st[k] : value_null(g->type);
+            if (g->compensated && st[k + 1].u.i > 0)
+                o->u.f = st[k].u.f + st[k + 2].u.f;
             o->type = g->type;
             break;
         case AGG_AVG:
@@ -627,7 +649,9 @@ static void state_output(AggOp *a, const Value *st, Value *out)
                     num_put(q, o);
                 break;
             }
-            *o = st[k + 1].u.i > 0 ? value_float(TYPE_FLOAT8, st[k].u.f / (double)st[k + 1].u.i) : value_null(TYPE_FLOAT8);
+            *o = st[k + 1].u.i > 0 ? value_float(TYPE_FLOAT8, (st[k].u.f + (g->compensated ? st[k + 2].u.f : 0)) /
+                                                                     (double)st[k + 1].u.i)
+                                   : value_null(TYPE_FLOAT8);
             break;
         case AGG_MIN:
         case AGG_MAX:
@@ -693,6 +717,9 @@ static void state_merge(AggOp *a, Value *st, const Value *o, bool o_first)
                 if (num_add(num_get(&st[k]), num_get(&o[k]), &s, &e) == 0)
                     num_put(s, &st[k]);
                 scales_apply(&st[k], &st[k + 2], 0, 0, &o[k + 2], a->op.rc->chunk_arena);
+            } else if (g->compensated) {
+                fsum_add(&st[k].u.f, &st[k + 2].u.f, o[k].u.f);
+                st[k + 2].u.f += o[k + 2].u.f;
             } else if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8)
                 st[k].u.f += o[k].u.f;
             else if (g->type == TYPE_INTERVAL) {
