@@ -305,6 +305,8 @@ typedef struct PlanNode {
     Value *scan_lo, *scan_hi;
     /* PN_SETOP: SETOP_INTERSECT, SETOP_EXCEPT or their _ALL forms */
     AstSetOp set_op;
+    bool setop_eq_keys;      /* PN_SETOP: rows are equal as values are (key_encode: 3 = 3.00, -0 = 0),
+                              * not as bytes (revision 5; an older view keeps its state's hashes) */
     /* PN_SEMI_JOIN: output = the left columns (+ one column for MARK and SCALAR). The
      * correlation keys are the join keys above (left_keys[i] equals right_keys[i]);
      * table_id holds the left rows, table_id2 the subquery's counts (and rows, SCALAR). */
@@ -414,7 +416,9 @@ typedef struct PlanQuery {
  *   5  a double sum or avg is compensated (Neumaier): its state keeps the
  *      rounding error, so retracting a large addend (an outer join's
  *      NULL-padded row replaced by its match) gives the small ones back
- *      instead of 0 (1e300 + 3 - 1e300); an older view keeps two values */
+ *      instead of 0 (1e300 + 3 - 1e300); an older view keeps two values;
+ *      INTERSECT and EXCEPT compare rows as GROUP BY does (key_encode), not
+ *      by their bytes */
 #define PLAN_REV_CURRENT 5
 
 typedef struct PlanViewOptions {
