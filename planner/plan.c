@@ -1554,6 +1554,10 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
             a->group_cols[i] = i;
         a->n_aggs = agg.n_aggs;
         a->aggs = aggs;
+        /* Over an append-only input nothing is retracted: the plain double
+         * sum is PostgreSQL's (which adds in order, without compensation). */
+        for (int i = 0; i < agg.n_aggs; i++)
+            aggs[i].compensated = aggs[i].compensated && !pp->append_only;
         a->table_id = new_table(p);
         a->n_keys = agg.n_group;
         a->keys = a->group_cols;

@@ -129,7 +129,8 @@ typedef struct PlanAgg {
     bool distinct;              /* written DISTINCT (only count supports it: AGG_COUNT_DISTINCT) */
     const char *sep;            /* AGG_STRING_AGG: the separator (a constant) */
     int filter_col;             /* boolean input column from FILTER (WHERE), -1 none */
-    bool compensated;           /* a double sum or avg keeps its rounding error in a third value (revision 5) */
+    bool compensated;           /* a double sum or avg over an input with retractions keeps its rounding
+                                 * error in a third value (revision 5) */
 } PlanAgg;
 
 /* g's state values in an aggregation group: sum and avg keep a sum and a
@@ -413,7 +414,8 @@ typedef struct PlanQuery {
  *      type (bigint, numeric), not double precision; a HOP aggregation with
  *      a numeric sum or avg works in panes (plan_panes.c); EXTRACT is
  *      numeric (Postgres 14+)
- *   5  a double sum or avg is compensated (Neumaier): its state keeps the
+ *   5  a double sum or avg over an input with retractions is compensated
+ *      (Neumaier; over an append-only one it adds as Postgres): its state keeps the
  *      rounding error, so retracting a large addend (an outer join's
  *      NULL-padded row replaced by its match) gives the small ones back
  *      instead of 0 (1e300 + 3 - 1e300); an older view keeps two values;
