@@ -135,6 +135,7 @@ typedef struct AggOp {
     bool has_ttl;             /* WITH (state_ttl): idle groups expire (see the file comment) */
     RtTtl ttl;
     Buf dbuf;                 /* expire_group's scratch */
+    Buf cbuf;                 /* the changed row's encoding, compared with the one emitted before */
 } AggOp;
 
 /* Where a pane aggregation keeps its pane list: 0xFF never starts a
@@ -857,10 +858,12 @@ static int flush_changes(AggOp *a)
         if (had && row_decode(e->val, e->vlen, before, a->n_out))
             return werr(a->op.rc->err, SQLSTATE_INTERNAL, 0, "corrupt aggregation change");
         if (had && exists) {
-            bool same = true;
-            for (int k = 0; k < a->n_out && same; k++)
-                same = before[k].null == now[k].null && (now[k].null || value_cmp(&before[k], &now[k]) == 0);
-            if (same)
+            /* Unchanged means the same bytes, not equal values: 1.5 after
+             * 1.50000000000000000000 (an avg's scale), -0 after 0 and '1 day'
+             * after '24 hours' print apart and must reach the view. */
+            buf_reset(&a->cbuf);
+            row_encode(&a->cbuf, now, a->n_out);
+            if (a->cbuf.len == e->vlen && memcmp(a->cbuf.data, e->val, e->vlen) == 0)
                 continue;
             if (emit_row(a, OP_UPDATE_BEFORE, before) || emit_row(a, OP_UPDATE_AFTER, now))
                 return -1;
@@ -1832,6 +1835,7 @@ static void agg_close(RtOp *op)
     free(a->upd_ws);
     rt_ttl_fini(&a->ttl);
     buf_free(&a->dbuf);
+    buf_free(&a->cbuf);
     free(a);
 }
 
