@@ -94,6 +94,18 @@ static int int_overflow(TypeId t, WError *err)
     return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "%s out of range", type_name(t));
 }
 
+/* The bytes of the character at s[i] (UTF-8: the lead byte and the
+ * continuation bytes after it), at least 1. */
+static size_t char_len(const char *s, size_t n, size_t i)
+{
+    size_t k = 1;
+    while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80)
+        k++;
+    return k;
+}
+
+/* LIKE by characters, as Postgres: `_` is one character however many bytes
+ * it takes, and `%` restarts only at character boundaries. */
 bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, int esc)
 {
     size_t i = 0, j = 0, star_j = (size_t)-1, star_i = 0;
@@ -109,8 +121,11 @@ bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, in
             star_j = j++;
             star_i = i;
             continue;
-        } else if (j < m && (p[j] == '_' ||
-                             (icase ? tolower((unsigned char)p[j]) == tolower((unsigned char)s[i]) : p[j] == s[i]))) {
+        } else if (j < m && p[j] == '_') {
+            i += char_len(s, n, i);
+            j++;
+            continue;
+        } else if (j < m && (icase ? tolower((unsigned char)p[j]) == tolower((unsigned char)s[i]) : p[j] == s[i])) {
             i++;
             j++;
             continue;
@@ -118,7 +133,8 @@ bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, in
         if (star_j == (size_t)-1)
             return false;
         j = star_j + 1;
-        i = ++star_i;
+        star_i += char_len(s, n, star_i);
+        i = star_i;
     }
     while (j < m && p[j] == '%')
         j++;
