@@ -164,6 +164,14 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
     TypeId f = v->type;
     *out = value_null(t);
     out->null = false;
+    if (t == TYPE_TEXT && f == TYPE_BOOL) {
+        /* The cast spells it out, as Postgres's booltext; the output
+         * function (value_to_text, the wire, concat()) says t/f. */
+        const char *w = v->u.i ? "true" : "false";
+        out->u.s.p = arena_strndup(a, w, strlen(w));
+        out->u.s.len = (uint32_t)strlen(w);
+        return 0;
+    }
     if (t == TYPE_TEXT || t == TYPE_JSONB) {
         Buf b = BUF_INIT;
         value_to_text(v, &b);
