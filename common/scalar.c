@@ -588,7 +588,9 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         if (__builtin_mul_overflow((int64_t)(z ? 0 : y->u.iv.days), USECS_PER_DAY, &delta) ||
             __builtin_add_overflow(delta, y->u.iv.usecs, &delta) ||
             __builtin_add_overflow(t, sign * delta, &r))
-            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "timestamp out of range");
+            return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "timestamp out of range");
+        if ((r < TS_MIN_USECS || r == TS_PLUS_INF) && x->u.i != TS_PLUS_INF && x->u.i != TS_MINUS_INF)
+            return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "timestamp out of range");
         out->u.i = r;
         return 0;
     }
@@ -658,7 +660,7 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         }
         if ((fn == FN_DATE_ADD_I ? __builtin_add_overflow(x->u.i, y->u.i, &out->u.i)
                                  : __builtin_sub_overflow(x->u.i, y->u.i, &out->u.i)) ||
-            out->u.i == DATE_PLUS_INF || out->u.i == DATE_MINUS_INF)
+            out->u.i < DATE_MIN_DAYS || out->u.i >= DATE_END_DAYS)
             return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "date out of range");
         return 0;
     case FN_DATE_SUB_DATE:
