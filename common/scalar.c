@@ -94,6 +94,18 @@ static int int_overflow(TypeId t, WError *err)
     return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "%s out of range", type_name(t));
 }
 
+/* The bytes of the character at s[i] (UTF-8: the lead byte and the
+ * continuation bytes after it), at least 1. */
+static size_t char_len(const char *s, size_t n, size_t i)
+{
+    size_t k = 1;
+    while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80)
+        k++;
+    return k;
+}
+
+/* LIKE by characters, as Postgres: `_` is one character however many bytes
+ * it takes, and `%` restarts only at character boundaries. */
 bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, int esc)
 {
     size_t i = 0, j = 0, star_j = (size_t)-1, star_i = 0;
@@ -109,8 +121,11 @@ bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, in
             star_j = j++;
             star_i = i;
             continue;
-        } else if (j < m && (p[j] == '_' ||
-                             (icase ? tolower((unsigned char)p[j]) == tolower((unsigned char)s[i]) : p[j] == s[i]))) {
+        } else if (j < m && p[j] == '_') {
+            i += char_len(s, n, i);
+            j++;
+            continue;
+        } else if (j < m && (icase ? tolower((unsigned char)p[j]) == tolower((unsigned char)s[i]) : p[j] == s[i])) {
             i++;
             j++;
             continue;
@@ -118,7 +133,8 @@ bool like_match(const char *s, size_t n, const char *p, size_t m, bool icase, in
         if (star_j == (size_t)-1)
             return false;
         j = star_j + 1;
-        i = ++star_i;
+        star_i += char_len(s, n, star_i);
+        i = star_i;
     }
     while (j < m && p[j] == '%')
         j++;
@@ -148,6 +164,14 @@ int scalar_cast(const Value *v, TypeId t, Arena *a, Value *out, WError *err)
     TypeId f = v->type;
     *out = value_null(t);
     out->null = false;
+    if (t == TYPE_TEXT && f == TYPE_BOOL) {
+        /* The cast spells it out, as Postgres's booltext; the output
+         * function (value_to_text, the wire, concat()) says t/f. */
+        const char *w = v->u.i ? "true" : "false";
+        out->u.s.p = arena_strndup(a, w, strlen(w));
+        out->u.s.len = (uint32_t)strlen(w);
+        return 0;
+    }
     if (t == TYPE_TEXT || t == TYPE_JSONB) {
         Buf b = BUF_INIT;
         value_to_text(v, &b);
@@ -564,7 +588,9 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         if (__builtin_mul_overflow((int64_t)(z ? 0 : y->u.iv.days), USECS_PER_DAY, &delta) ||
             __builtin_add_overflow(delta, y->u.iv.usecs, &delta) ||
             __builtin_add_overflow(t, sign * delta, &r))
-            return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "timestamp out of range");
+            return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "timestamp out of range");
+        if ((r < TS_MIN_USECS || r == TS_PLUS_INF) && x->u.i != TS_PLUS_INF && x->u.i != TS_MINUS_INF)
+            return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "timestamp out of range");
         out->u.i = r;
         return 0;
     }
@@ -634,7 +660,7 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         }
         if ((fn == FN_DATE_ADD_I ? __builtin_add_overflow(x->u.i, y->u.i, &out->u.i)
                                  : __builtin_sub_overflow(x->u.i, y->u.i, &out->u.i)) ||
-            out->u.i == DATE_PLUS_INF || out->u.i == DATE_MINUS_INF)
+            out->u.i < DATE_MIN_DAYS || out->u.i >= DATE_END_DAYS)
             return werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "date out of range");
         return 0;
     case FN_DATE_SUB_DATE:

@@ -324,22 +324,20 @@ void format_date(int64_t days, Buf *out)
         buf_printf(out, "%04" PRId64 "-%02u-%02u", y, m, d);
 }
 
-void format_timestamp(int64_t usecs, bool tz, Buf *out)
+/* The date and time of day of usecs as Postgres prints them (ISO), without
+ * the era: returns whether it is BC, which goes last, after the offset
+ * ("0001-12-31 21:00:00+00 BC"). */
+static bool format_ts_body(int64_t usecs, Buf *out)
 {
-    if (usecs == TS_MINUS_INF) {
-        buf_puts(out, "-infinity");
-        return;
-    }
-    if (usecs == TS_PLUS_INF) {
-        buf_puts(out, "infinity");
-        return;
-    }
     int64_t days = usecs / USECS_PER_DAY, rem = usecs % USECS_PER_DAY;
     if (rem < 0) {
         rem += USECS_PER_DAY;
         days--;
     }
-    format_date(days, out);
+    int64_t y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+    buf_printf(out, "%04" PRId64 "-%02u-%02u", y <= 0 ? 1 - y : y, m, d);
     int64_t secs = rem / USECS_PER_SEC, frac = rem % USECS_PER_SEC;
     buf_printf(out, " %02d:%02d:%02d", (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
     if (frac) {
@@ -351,12 +349,28 @@ void format_timestamp(int64_t usecs, bool tz, Buf *out)
         f[n] = 0;
         buf_printf(out, ".%s", f);
     }
+    return y <= 0;
+}
+
+void format_timestamp(int64_t usecs, bool tz, Buf *out)
+{
+    if (usecs == TS_MINUS_INF) {
+        buf_puts(out, "-infinity");
+        return;
+    }
+    if (usecs == TS_PLUS_INF) {
+        buf_puts(out, "infinity");
+        return;
+    }
+    bool bc = format_ts_body(usecs, out);
     if (tz)
         buf_puts(out, "+00");
+    if (bc)
+        buf_puts(out, " BC");
 }
 
 /* As Postgres prints a timestamptz (DateStyle ISO): the wall clock of the
- * thread's zone and its offset, "+02", "+05:30", "+00:19:32". */
+ * thread's zone and its offset, "+02", "+05:30", "+00:19:32", then the era. */
 static void format_timestamptz(int64_t usecs, Buf *out)
 {
     if (usecs == TS_MINUS_INF || usecs == TS_PLUS_INF) {
@@ -364,13 +378,15 @@ static void format_timestamptz(int64_t usecs, Buf *out)
         return;
     }
     int32_t off = tz_offset(tz_current(), usecs);
-    format_timestamp(usecs + (int64_t)off * USECS_PER_SEC, false, out);
+    bool bc = format_ts_body(usecs + (int64_t)off * USECS_PER_SEC, out);
     int a = off < 0 ? -off : off;
     buf_printf(out, "%c%02d", off < 0 ? '-' : '+', a / 3600);
     if (a % 3600)
         buf_printf(out, ":%02d", a / 60 % 60);
     if (a % 60)
         buf_printf(out, ":%02d", a % 60);
+    if (bc)
+        buf_puts(out, " BC");
 }
 
 static const struct {
@@ -530,28 +546,31 @@ int parse_interval(const char *s, size_t len, Interval *out)
     return any ? 0 : -1;
 }
 
+/* One field of an interval as Postgres's postgres IntervalStyle writes it
+ * (AddPostgresIntPart): plural unless 1 ("-1 days"), and a positive field
+ * after a negative one signed ("-2 mons +2 days"). */
+static void iv_part(Buf *out, int64_t v, const char *unit, bool *any, bool *neg_before)
+{
+    if (!v)
+        return;
+    buf_printf(out, "%s%s%" PRId64 " %s%s", *any ? " " : "", *neg_before && v > 0 ? "+" : "", v, unit,
+               v != 1 ? "s" : "");
+    *neg_before = v < 0;
+    *any = true;
+}
+
 void format_interval(const Interval *iv, Buf *out)
 {
-    bool any = false;
-    int32_t years = iv->months / 12, mons = iv->months % 12;
-    if (years) {
-        buf_printf(out, "%d year%s", years, (years == 1 || years == -1) ? "" : "s");
-        any = true;
-    }
-    if (mons) {
-        buf_printf(out, "%s%d mon%s", any ? " " : "", mons, (mons == 1 || mons == -1) ? "" : "s");
-        any = true;
-    }
-    if (iv->days) {
-        buf_printf(out, "%s%d day%s", any ? " " : "", iv->days, (iv->days == 1 || iv->days == -1) ? "" : "s");
-        any = true;
-    }
+    bool any = false, neg_before = false;
+    iv_part(out, iv->months / 12, "year", &any, &neg_before);
+    iv_part(out, iv->months % 12, "mon", &any, &neg_before);
+    iv_part(out, iv->days, "day", &any, &neg_before);
     if (iv->usecs || !any) {
         int64_t u = iv->usecs;
         bool neg = u < 0;
         uint64_t a = neg ? (uint64_t)(-(u + 1)) + 1 : (uint64_t)u;
         uint64_t secs = a / 1000000, frac = a % 1000000;
-        buf_printf(out, "%s%s%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64, any ? " " : "", neg ? "-" : "",
+        buf_printf(out, "%s%s%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64, any ? " " : "", neg ? "-" : neg_before ? "+" : "",
                    secs / 3600, secs / 60 % 60, secs % 60);
         if (frac) {
             char f[8];

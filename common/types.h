@@ -92,6 +92,14 @@ typedef struct Value {
 /* Dates 'infinity' and '-infinity' (days), ordered around every date. */
 #define DATE_MINUS_INF INT64_MIN
 #define DATE_PLUS_INF  INT64_MAX
+/* Postgres's finite range, which results must stay in (22008 out of range,
+ * as its IS_VALID_DATE and IS_VALID_TIMESTAMP): dates from 4714-11-24 BC
+ * (Julian day 0) to before 5874898-01-01, timestamps from 4714-11-24 BC
+ * 00:00 (its upper end, 294277-01-01, is past what int64 microseconds since
+ * 1970 hold: there overflow is the bound). */
+#define DATE_MIN_DAYS  INT64_C(-2440588)
+#define DATE_END_DAYS  INT64_C(2145042906)
+#define TS_MIN_USECS   INT64_C(-210866803200000000)
 
 /* Inline: the row codecs and chunk accessors ask it for every value, and as a
  * call into types.c it was ~3% of a join- or aggregation-heavy query. */

@@ -684,6 +684,7 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
                 goto badtype;
             agg.type = arg->type;
         }
+        agg.compensated = (agg.kind == AGG_SUM || agg.kind == AGG_AVG) && agg.type == TYPE_FLOAT8 && b->plan_rev >= 5;
     }
     PlanExpr *filter = NULL;
     if (e->filter) {
@@ -912,7 +913,13 @@ static PlanExpr *as_text(BindCtx *b, PlanExpr *x)
 {
     if (x->type == TYPE_TEXT || is_untyped(x))
         return coerce_expr(b, x, TYPE_TEXT, x->pos);
-    return make_call(b, FN_CAST, TYPE_TEXT, x->pos, 1, &x);
+    PlanExpr *c = make_call(b, FN_CAST, TYPE_TEXT, x->pos, 1, &x);
+    if (x->type != TYPE_BOOL)
+        return c;
+    /* concat() prints a boolean with its output function, t/f, where the
+     * cast says true/false: its first letter. */
+    PlanExpr *args[2] = {c, make_const(b, value_int(TYPE_INT4, 1))};
+    return make_call(b, FN_LEFT, TYPE_TEXT, x->pos, 2, args);
 }
 
 /* jsonb -> key|index and ->> (the parser makes them calls named "->", "->>"). */

@@ -1554,6 +1554,10 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
             a->group_cols[i] = i;
         a->n_aggs = agg.n_aggs;
         a->aggs = aggs;
+        /* Over an append-only input nothing is retracted: the plain double
+         * sum is PostgreSQL's (which adds in order, without compensation). */
+        for (int i = 0; i < agg.n_aggs; i++)
+            aggs[i].compensated = aggs[i].compensated && !pp->append_only;
         a->table_id = new_table(p);
         a->n_keys = agg.n_group;
         a->keys = a->group_cols;
@@ -1803,7 +1807,8 @@ int plan_agg_slots(const PlanAgg *g)
     switch (g->kind) {
     case AGG_SUM:
     case AGG_AVG:
-        return g->type == TYPE_NUMERIC ? 3 : 2; /* numeric: + how many values of each scale */
+        /* numeric: + how many values of each scale; compensated: + the rounding error */
+        return g->type == TYPE_NUMERIC || g->compensated ? 3 : 2;
     case AGG_BOOL_AND:
     case AGG_BOOL_OR:
     case AGG_FIRST:

@@ -457,7 +457,7 @@ static PlanNode *split_agg(PlanCtx *p, int at)
         /* Partial counts are summed as BIGINT (count's type; the runtime sums
          * by the result type), other partials keep their own type. */
         ga[i] = (PlanAgg){.kind = k, .arg = n->n_group + i, .arg_type = g->type, .type = g->type,
-                          .filter_col = -1};
+                          .filter_col = -1, .compensated = g->compensated};
     }
     n->aggs = ga;
     return l;

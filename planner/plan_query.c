@@ -412,6 +412,7 @@ static int plan_setop(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     u->wm_col = is_union && ln->wm_col >= 0 && ln->wm_col == rn->wm_col ? ln->wm_col : -1;
     if (!is_union) {
         u->set_op = sel->set_op;
+        u->setop_eq_keys = p->plan_rev >= 5;
         u->table_id = new_table(p);
     }
     Scope sc;

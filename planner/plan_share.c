@@ -122,7 +122,8 @@ static bool aggs_same(int n, const PlanAgg *x, const PlanAgg *y)
 {
     for (int i = 0; i < n; i++)
         if (x[i].kind != y[i].kind || x[i].arg != y[i].arg || x[i].arg_type != y[i].arg_type || x[i].type != y[i].type ||
-            x[i].distinct != y[i].distinct || !str_same(x[i].sep, y[i].sep) || x[i].filter_col != y[i].filter_col)
+            x[i].distinct != y[i].distinct || !str_same(x[i].sep, y[i].sep) || x[i].filter_col != y[i].filter_col ||
+            x[i].compensated != y[i].compensated)
             return false;
     return true;
 }

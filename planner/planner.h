@@ -129,10 +129,13 @@ typedef struct PlanAgg {
     bool distinct;              /* written DISTINCT (only count supports it: AGG_COUNT_DISTINCT) */
     const char *sep;            /* AGG_STRING_AGG: the separator (a constant) */
     int filter_col;             /* boolean input column from FILTER (WHERE), -1 none */
+    bool compensated;           /* a double sum or avg over an input with retractions keeps its rounding
+                                 * error in a third value (revision 5) */
 } PlanAgg;
 
 /* g's state values in an aggregation group: sum and avg keep a sum and a
- * count (numeric also how many values of each scale), bool_and, bool_or and
+ * count (numeric also how many values of each scale, a compensated double
+ * sum its rounding error), bool_and, bool_or and
  * first_value two, the rest one. The runtime lays out its state by it
  * (op_agg.c) and the planner bounds it (WEIR_MAX_AGG_VALUES). */
 int plan_agg_slots(const PlanAgg *g);
@@ -303,6 +306,8 @@ typedef struct PlanNode {
     Value *scan_lo, *scan_hi;
     /* PN_SETOP: SETOP_INTERSECT, SETOP_EXCEPT or their _ALL forms */
     AstSetOp set_op;
+    bool setop_eq_keys;      /* PN_SETOP: rows are equal as values are (key_encode: 3 = 3.00, -0 = 0),
+                              * not as bytes (revision 5; an older view keeps its state's hashes) */
     /* PN_SEMI_JOIN: output = the left columns (+ one column for MARK and SCALAR). The
      * correlation keys are the join keys above (left_keys[i] equals right_keys[i]);
      * table_id holds the left rows, table_id2 the subquery's counts (and rows, SCALAR). */
@@ -408,8 +413,15 @@ typedef struct PlanQuery {
  *      double); a VALUES column of mixed number types takes their common
  *      type (bigint, numeric), not double precision; a HOP aggregation with
  *      a numeric sum or avg works in panes (plan_panes.c); EXTRACT is
- *      numeric (Postgres 14+) */
-#define PLAN_REV_CURRENT 4
+ *      numeric (Postgres 14+)
+ *   5  a double sum or avg over an input with retractions is compensated
+ *      (Neumaier; over an append-only one it adds as Postgres): its state keeps the
+ *      rounding error, so retracting a large addend (an outer join's
+ *      NULL-padded row replaced by its match) gives the small ones back
+ *      instead of 0 (1e300 + 3 - 1e300); an older view keeps two values;
+ *      INTERSECT and EXCEPT compare rows as GROUP BY does (key_encode), not
+ *      by their bytes */
+#define PLAN_REV_CURRENT 5
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */

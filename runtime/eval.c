@@ -130,7 +130,10 @@ static int kernel(const PlanExpr *e, Column *args, int n, Column *out, uint8_t *
             int64_t d = y->v.iv[r].usecs + (int64_t)y->v.iv[r].days * USECS_PER_DAY;
             bool ovf = e->fn == FN_TS_ADD_IV ? __builtin_add_overflow(x->v.i[r], d, &out->v.i[r])
                                              : __builtin_sub_overflow(x->v.i[r], d, &out->v.i[r]);
-            if (ovf && row_failed(rc, out, bad, r, SQLSTATE_NUMERIC_RANGE, "timestamp out of range"))
+            /* Past Postgres's range as scalar_call (types.h, TS_MIN_USECS). */
+            ovf = ovf || ((out->v.i[r] < TS_MIN_USECS || out->v.i[r] == TS_PLUS_INF) && x->v.i[r] != TS_PLUS_INF &&
+                          x->v.i[r] != TS_MINUS_INF);
+            if (ovf && row_failed(rc, out, bad, r, SQLSTATE_DATETIME_OVERFLOW, "timestamp out of range"))
                 return -1;
         }
         return 1;

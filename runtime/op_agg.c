@@ -135,6 +135,7 @@ typedef struct AggOp {
     bool has_ttl;             /* WITH (state_ttl): idle groups expire (see the file comment) */
     RtTtl ttl;
     Buf dbuf;                 /* expire_group's scratch */
+    Buf cbuf;                 /* the changed row's encoding, compared with the one emitted before */
 } AggOp;
 
 /* Where a pane aggregation keeps its pane list: 0xFF never starts a
@@ -362,6 +363,19 @@ static void scales_apply(Value *sum, Value *slot, int scale, int delta, const Va
         num_put(x, sum);
 }
 
+/* Adds x to the double sum *s, keeping the rounding error in *c (Neumaier):
+ * the sum is *s + *c. Under retraction a plain double sum loses the small
+ * addends to a large one that leaves again (1e300 + 3 - 1e300 is 0); the
+ * compensation keeps them. Infinities and NaN leave *c alone, so the sum
+ * stays what the plain one is. */
+static void fsum_add(double *s, double *c, double x)
+{
+    double t = *s + x;
+    if (isfinite(t))
+        *c += fabs(*s) >= fabs(x) ? (*s - t) + x : (x - t) + *s;
+    *s = t;
+}
+
 /* Fresh accumulator for a group with these group values. */
 static void state_init(AggOp *a, const Value *group, Value *st)
 {
@@ -380,23 +394,27 @@ static void state_init(AggOp *a, const Value *group, Value *st)
             if (g->type == TYPE_NUMERIC) {
                 st[k++] = value_numeric((Numeric){0, 0});
                 st[k + 1] = value_str(TYPE_BYTEA, "", 0);
-            } else if (g->type == TYPE_FLOAT8)
+            } else if (g->type == TYPE_FLOAT8) {
                 st[k++] = value_float(TYPE_FLOAT8, 0);
-            else if (g->type == TYPE_INTERVAL) {
+                if (g->compensated)
+                    st[k + 1] = value_float(TYPE_FLOAT8, 0);
+            } else if (g->type == TYPE_INTERVAL) {
                 st[k] = value_null(TYPE_INTERVAL);
                 st[k].null = false;
                 k++;
             } else
                 st[k++] = value_int(TYPE_INT8, 0);
             st[k++] = value_int(TYPE_INT8, 0);
-            if (g->type == TYPE_NUMERIC)
-                k++;   /* the scale counts, set above */
+            if (g->type == TYPE_NUMERIC || g->compensated)
+                k++;   /* the scale counts or the compensation, set above */
             break;
         case AGG_AVG:
             st[k++] = g->type == TYPE_NUMERIC ? value_numeric((Numeric){0, 0}) : value_float(TYPE_FLOAT8, 0);
             st[k++] = value_int(TYPE_INT8, 0);
             if (g->type == TYPE_NUMERIC)
                 st[k++] = value_str(TYPE_BYTEA, "", 0);
+            else if (g->compensated)
+                st[k++] = value_float(TYPE_FLOAT8, 0);
             break;
         case AGG_MIN:
         case AGG_MAX:
@@ -509,7 +527,10 @@ static int state_apply(AggOp *a, Value *st, const Chunk *c, int r, int sign, WEr
                 scales_apply(&st[k], &st[k + 2], x.scale, sign, NULL, a->op.rc->chunk_arena);
             } else if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8) {
                 double x = type_phys(v.type) == PHYS_F64 ? v.u.f : (double)v.u.i;
-                st[k].u.f += sign * x;
+                if (g->compensated)
+                    fsum_add(&st[k].u.f, &st[k + 2].u.f, sign * x);
+                else
+                    st[k].u.f += sign * x;
             } else if (g->type == TYPE_INTERVAL) {
                 st[k].u.iv.months += sign * v.u.iv.months;
                 st[k].u.iv.days += sign * v.u.iv.days;
@@ -615,6 +636,8 @@ static void state_output(AggOp *a, const Value *st, Value *out)
         case AGG_COUNT: *o = st[k]; break;
         case AGG_SUM:
             *o = st[k + 1].u.i > 0 ? st[k] : value_null(g->type);
+            if (g->compensated && st[k + 1].u.i > 0)
+                o->u.f = st[k].u.f + st[k + 2].u.f;
             o->type = g->type;
             break;
         case AGG_AVG:
@@ -627,7 +650,9 @@ static void state_output(AggOp *a, const Value *st, Value *out)
                     num_put(q, o);
                 break;
             }
-            *o = st[k + 1].u.i > 0 ? value_float(TYPE_FLOAT8, st[k].u.f / (double)st[k + 1].u.i) : value_null(TYPE_FLOAT8);
+            *o = st[k + 1].u.i > 0 ? value_float(TYPE_FLOAT8, (st[k].u.f + (g->compensated ? st[k + 2].u.f : 0)) /
+                                                                     (double)st[k + 1].u.i)
+                                   : value_null(TYPE_FLOAT8);
             break;
         case AGG_MIN:
         case AGG_MAX:
@@ -693,6 +718,9 @@ static void state_merge(AggOp *a, Value *st, const Value *o, bool o_first)
                 if (num_add(num_get(&st[k]), num_get(&o[k]), &s, &e) == 0)
                     num_put(s, &st[k]);
                 scales_apply(&st[k], &st[k + 2], 0, 0, &o[k + 2], a->op.rc->chunk_arena);
+            } else if (g->compensated) {
+                fsum_add(&st[k].u.f, &st[k + 2].u.f, o[k].u.f);
+                st[k + 2].u.f += o[k + 2].u.f;
             } else if (g->kind == AGG_AVG || g->type == TYPE_FLOAT8)
                 st[k].u.f += o[k].u.f;
             else if (g->type == TYPE_INTERVAL) {
@@ -830,10 +858,12 @@ static int flush_changes(AggOp *a)
         if (had && row_decode(e->val, e->vlen, before, a->n_out))
             return werr(a->op.rc->err, SQLSTATE_INTERNAL, 0, "corrupt aggregation change");
         if (had && exists) {
-            bool same = true;
-            for (int k = 0; k < a->n_out && same; k++)
-                same = before[k].null == now[k].null && (now[k].null || value_cmp(&before[k], &now[k]) == 0);
-            if (same)
+            /* Unchanged means the same bytes, not equal values: 1.5 after
+             * 1.50000000000000000000 (an avg's scale), -0 after 0 and '1 day'
+             * after '24 hours' print apart and must reach the view. */
+            buf_reset(&a->cbuf);
+            row_encode(&a->cbuf, now, a->n_out);
+            if (a->cbuf.len == e->vlen && memcmp(a->cbuf.data, e->val, e->vlen) == 0)
                 continue;
             if (emit_row(a, OP_UPDATE_BEFORE, before) || emit_row(a, OP_UPDATE_AFTER, now))
                 return -1;
@@ -1805,6 +1835,7 @@ static void agg_close(RtOp *op)
     free(a->upd_ws);
     rt_ttl_fini(&a->ttl);
     buf_free(&a->dbuf);
+    buf_free(&a->cbuf);
     free(a);
 }
 

@@ -134,6 +134,8 @@ struct JoinOp {
     Buf kbuf, obuf, vbuf, tbuf, pbuf;
     int64_t emitted_wm;
     bool has_ttl;             /* WITH (state_ttl) */
+    bool pad_at_finish;       /* rc->whole_input, a regular join: unmatched rows are padded at
+                               * finish (pad_unmatched) instead of padded and retracted row by row */
     int64_t now;              /* processing time of the chunk being pushed (state_ttl) */
     /* The residual is evaluated pair by pair over one reused one-row chunk
      * (its arrays in res_arena, its strings in the step's chunk arena): a
@@ -544,8 +546,9 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
         total += p->count;
         if (ot->outer) {
             /* Interval joins pad a row only when it expires unmatched (see
-             * expire), so their output stays append-only. */
-            int64_t before = n->interval ? 1 : p->matches, after = before + sign;
+             * expire), so their output stays append-only; an ad hoc query
+             * only at finish (pad_unmatched). */
+            int64_t before = n->interval || j->pad_at_finish ? 1 : p->matches, after = before + sign;
             if (before == 0 && after > 0) {
                 /* The partner was shown padded: not any more. */
                 s == 0 ? combine(j, NULL, p->vals, pair) : combine(j, p->vals, NULL, pair);
@@ -557,7 +560,7 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
             side_changed(ot);
             if (!rcode)
                 rcode = stor_table_put(ot->t, p->key, p->klen, j->obuf.data, j->obuf.len, rc->err);
-            if (!rcode && before > 0 && after == 0) {
+            if (!rcode && before > 0 && after == 0 && !j->pad_at_finish) {
                 s == 0 ? combine(j, NULL, p->vals, pair) : combine(j, p->vals, NULL, pair);
                 for (int64_t c = 0; c < p->count && !rcode; c++)
                     rcode = emit_row(j, OP_INSERT, pair);
@@ -569,7 +572,7 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
     }
     if (rcode)
         return -1;
-    if (me->outer && total == 0 && !n->interval) {
+    if (me->outer && total == 0 && !n->interval && !j->pad_at_finish) {
         s == 0 ? combine(j, vals, NULL, pair) : combine(j, NULL, vals, pair);
         if (emit_row(j, op, pair))
             return -1;
@@ -790,7 +793,54 @@ static const RtOpVt PORT_VT = {.push = port_push, .watermark = port_watermark};
 
 static int join_push(RtOp *op, Chunk *c) { return side_push((JoinOp *)op, 0, c); }
 static int join_watermark(RtOp *op, int64_t wm) { return side_watermark((JoinOp *)op, 0, wm); }
-static int join_finish(RtOp *op) { return emit_pending((JoinOp *)op); }
+/* pad_at_finish: the padded row of every outer row left without a partner,
+ * once. Padding row by row would show a row padded until its partner
+ * arrives, and the operators above would evaluate that row (a division in
+ * the select list failing on a row that WHERE b.d IS NULL drops in
+ * PostgreSQL once it has its match). */
+static int pad_unmatched(JoinOp *j)
+{
+    RtCtx *rc = j->op.rc;
+    Value vals[WEIR_ROW_VALUES], pair[WEIR_ROW_VALUES];
+    for (int s = 0; s < 2; s++) {
+        Side *me = &j->side[s];
+        if (!me->outer)
+            continue;
+        StorIter *it;
+        if (stor_iter_open(me->t, NULL, 0, &it, rc->err))
+            return -1;
+        const void *k, *v;
+        size_t kl, vl;
+        int got;
+        while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
+            if (vl < 16 || get_be64((const unsigned char *)v + 8) != 0)
+                continue;
+            int64_t count = (int64_t)get_be64(v);
+            if (row_decode((const char *)v + 16, vl - 16, vals, me->n_cols)) {
+                stor_iter_close(it);
+                return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt join state");
+            }
+            s == 0 ? combine(j, vals, NULL, pair) : combine(j, NULL, vals, pair);
+            for (int64_t c = 0; c < count; c++)
+                if (emit_row(j, OP_INSERT, pair)) {
+                    stor_iter_close(it);
+                    return -1;
+                }
+        }
+        stor_iter_close(it);
+        if (got < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int join_finish(RtOp *op)
+{
+    JoinOp *j = (JoinOp *)op;
+    if (j->pad_at_finish && pad_unmatched(j))
+        return -1;
+    return emit_pending(j);
+}
 
 /* Before a checkpoint: drops the keys past their TTL, so it deletes them from LMDB. */
 static int join_flush_state(RtOp *op, uint64_t epoch)
@@ -932,6 +982,7 @@ RtOp *rt_op_join_new(RtCtx *rc, const PlanNode *n)
     j->op.table = j->side[0].t;
     j->op.table2 = j->side[1].t;
     j->has_ttl = n->state_ttl_us > 0 && !n->interval;
+    j->pad_at_finish = rc->whole_input && !n->interval && !j->has_ttl;
     if (j->has_ttl) {
         for (int s = 0; s < 2; s++) {
             rt_ttl_init(&j->side[s].ttl, j->side[s].t, n->state_ttl_us, expire_key, &j->side[s],

@@ -1,10 +1,13 @@
 /*
  * op_setop.c: INTERSECT [ALL] and EXCEPT [ALL] of two changelogs.
  *
- * State: one entry per distinct row, key = a 128-bit hash of the row
- * (LMDB keys are at most 511 bytes, so the row itself is in the value),
- * value = its count on the left (8 bytes), its count on the right (8
- * bytes), then the row. The output holds each row m(l, r) times:
+ * State: one entry per distinct row, key = a 128-bit hash of the row's
+ * key encoding (equal values alike: 3 and 3.00, -0 and 0, '1 day' and
+ * '24 hours', as GROUP BY and DISTINCT; plans before revision 5 hash the
+ * row's bytes) (LMDB keys are at most 511 bytes, so the row itself is in
+ * the value), value = its count on the left (8 bytes), its count on the
+ * right (8 bytes), then the row shown for all of them: the first left row
+ * while the output holds none (PostgreSQL shows the left spelling). The output holds each row m(l, r) times:
  *
  *   INTERSECT      1 if l > 0 and r > 0, else 0
  *   INTERSECT ALL  min(l, r)
@@ -35,7 +38,7 @@ struct SetOp {
     RtOp op;
     SetPort port[2];
     Chunk *out;
-    Buf kbuf, vbuf, nbuf;
+    Buf kbuf, vbuf, nbuf, ebuf, rbuf;
 };
 
 static int64_t multiplicity(AstSetOp op, int64_t l, int64_t r)
@@ -72,9 +75,15 @@ static int apply(SetOp *s, int side, const Value *vals, int sign)
     int ncols = n->out.n;
     buf_reset(&s->vbuf);
     row_encode(&s->vbuf, vals, ncols);
+    const Buf *h = &s->vbuf;
+    if (n->setop_eq_keys) {
+        buf_reset(&s->ebuf);
+        key_encode(&s->ebuf, vals, ncols);
+        h = &s->ebuf;
+    }
     unsigned char hb[16];
-    put_be64(hb, hash_bytes(s->vbuf.data, s->vbuf.len, UINT64_C(0x6a09e667f3bcc908)));
-    put_be64(hb + 8, hash_bytes(s->vbuf.data, s->vbuf.len, UINT64_C(0xbb67ae8584caa73b)));
+    put_be64(hb, hash_bytes(h->data, h->len, UINT64_C(0x6a09e667f3bcc908)));
+    put_be64(hb + 8, hash_bytes(h->data, h->len, UINT64_C(0xbb67ae8584caa73b)));
     buf_reset(&s->kbuf);
     buf_append(&s->kbuf, hb, 16);
     const void *v;
@@ -83,11 +92,25 @@ static int apply(SetOp *s, int side, const Value *vals, int sign)
     if (f < 0)
         return -1;
     int64_t cnt[2] = {0, 0};
-    if (f == 1 && vl >= 16) {
+    bool have = f == 1 && vl >= 16;
+    if (have) {
         cnt[0] = (int64_t)get_be64(v);
         cnt[1] = (int64_t)get_be64((const unsigned char *)v + 8);
     }
     int64_t before = multiplicity(n->set_op, cnt[0], cnt[1]);
+    /* The row shown: the stored one, unless a left row comes while none is
+     * shown (a row already emitted is retracted in the spelling it had). */
+    Value rep[WEIR_ROW_VALUES];
+    const Value *shown = vals;
+    if (n->setop_eq_keys && have && !(side == 0 && sign > 0 && before == 0)) {
+        buf_reset(&s->rbuf);
+        buf_append(&s->rbuf, (const char *)v + 16, vl - 16);
+        if (row_decode(s->rbuf.data, s->rbuf.len, rep, ncols))
+            return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt set operation state");
+        buf_reset(&s->vbuf);
+        buf_append(&s->vbuf, s->rbuf.data, s->rbuf.len);
+        shown = rep;
+    }
     cnt[side] += sign;
     if (cnt[side] < 0)
         cnt[side] = 0; /* a retraction of a row never inserted: nothing to take away */
@@ -105,10 +128,10 @@ static int apply(SetOp *s, int side, const Value *vals, int sign)
     if (rcode)
         return -1;
     for (int64_t k = before; k < after; k++)
-        if (emit_row(s, OP_INSERT, vals))
+        if (emit_row(s, OP_INSERT, shown))
             return -1;
     for (int64_t k = after; k < before; k++)
-        if (emit_row(s, OP_DELETE, vals))
+        if (emit_row(s, OP_DELETE, shown))
             return -1;
     return 0;
 }
@@ -154,6 +177,8 @@ static void setop_close(RtOp *op)
     buf_free(&s->kbuf);
     buf_free(&s->vbuf);
     buf_free(&s->nbuf);
+    buf_free(&s->ebuf);
+    buf_free(&s->rbuf);
     free(s);
 }
 

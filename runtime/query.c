@@ -76,7 +76,7 @@ static int cmp_rows(const void *x, const void *y)
 static long run(const RtEnv *env, const PlanQuery *q, const RtWork *work, RtRowFn fn, RtValuesFn vfn, void *arg,
                 WError *err)
 {
-    RtCtx rc = {.env = env, .err = err, .batch = true, .work = work};
+    RtCtx rc = {.env = env, .err = err, .batch = true, .whole_input = true, .work = work};
     rc.chunk_arena = arena_new(1 << 20);
     rc.stats.watermark = TS_MINUS_INF;
     RtOp **ops = xcalloc((size_t)q->n_nodes, sizeof(RtOp *));

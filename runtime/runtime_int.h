@@ -123,6 +123,8 @@ struct RtCtx {
     uint64_t n_src_errs;      /* source errors recorded since start */
     WError *err;              /* where a fatal error is recorded */
     bool batch;               /* an ad hoc query: bounded input, temporary state */
+    bool whole_input;         /* query.c: every input arrives in full before the first finish, so
+                               * an outer join pads its unmatched rows at finish, once (op_join.c) */
     /* A dataflow's expressions run in its view's time zone (PlanView.tz):
      * rt_eval sets it on the thread around scalar calls. Ad hoc queries
      * (own_tz false) run in the thread's zone, the session's. */

@@ -545,6 +545,15 @@ static void fn_regexp_i(sqlite3_context *cx, int n, sqlite3_value **v) { regex_m
  * work O(pattern x text) instead of exponential (Postgres' like_match.c). */
 enum { LIKE_FALSE, LIKE_TRUE, LIKE_ABORT };
 
+/* The character after the one at s (UTF-8): `_` is a character, not a byte. */
+static const char *utf8_next(const char *s)
+{
+    s++;
+    while (((unsigned char)*s & 0xC0) == 0x80)
+        s++;
+    return s;
+}
+
 static int sql_like(const char *p, const char *s, char esc, bool icase)
 {
     while (*p) {
@@ -553,7 +562,7 @@ static int sql_like(const char *p, const char *s, char esc, bool icase)
                 p++;
             if (!*p)
                 return LIKE_TRUE;
-            for (; *s; s++) {
+            for (; *s; s = utf8_next(s)) {
                 int r = sql_like(p, s, esc, icase);
                 if (r != LIKE_FALSE)
                     return r;
@@ -564,7 +573,7 @@ static int sql_like(const char *p, const char *s, char esc, bool icase)
             return LIKE_ABORT;
         if (*p == '_') {
             p++;
-            s++;
+            s = utf8_next(s);
             continue;
         }
         if (*p == esc && p[1])

@@ -519,12 +519,25 @@ def both(server, pg, query):
 def pg_skipped_rows(pg, query, w, p):
     """True when weir's data error w comes from rows PostgreSQL's plan (answer p) never evaluates:
     a WHERE without columns it checks once before reading (a One-Time Filter that was false: p
-    has no rows), or an outer WHERE it pushed into a subquery in FROM (fenced with OFFSET 0,
-    PostgreSQL then raises the same class of error). SQL leaves that order open; both answers
-    are right."""
+    has no rows), an outer WHERE it pushed into a subquery in FROM (fenced with OFFSET 0,
+    PostgreSQL then raises the same class of error), or min/max read from the primary key's
+    index and stopped at the first row that passes (an InitPlan; without index scans
+    PostgreSQL raises the same class of error). SQL leaves that order open; both answers are
+    right."""
     e = dw.run(pg.conn, "EXPLAIN " + query)
     if e.ok and not p.rows and any("One-Time Filter:" in r[0] for r in e.rows):
         return True
+    if e.ok and any("InitPlan" in r[0] for r in e.rows) and any("Index" in r[0] for r in e.rows):
+        dw.run(pg.conn, "SET enable_indexscan = off")
+        dw.run(pg.conn, "SET enable_indexonlyscan = off")
+        dw.run(pg.conn, "SET enable_bitmapscan = off")
+        try:
+            f = dw.run(pg.conn, query)
+        finally:
+            for g in ("enable_indexscan", "enable_indexonlyscan", "enable_bitmapscan"):
+                dw.run(pg.conn, "RESET " + g)
+        if not f.ok and f.state[:2] == w.state[:2]:
+            return True
     if ") x" in query:
         f = dw.run(pg.conn, query.replace(") x", " OFFSET 0) x", 1))
         return not f.ok and f.state[:2] == w.state[:2]
