@@ -46,6 +46,7 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 import cluster_test  # noqa: E402
 from cluster_test import eventually  # noqa: E402
 
