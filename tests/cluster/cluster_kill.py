@@ -28,9 +28,7 @@ import collections
 import datetime
 import os
 import random
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -162,20 +160,11 @@ def main():
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1 << 31)
     print("# cluster_kill: --seed %d --rows %d" % (args.seed, args.rows))
+    broker, kafka = cluster_test.start_broker(args.weir)
     tmp = tempfile.mkdtemp(prefix="weir-ckill-", dir="/tmp")
-    broker = subprocess.Popen([args.weir, "broker", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
     nodes = []
     t0 = time.time()
     try:
-        kafka = None
-        deadline = time.time() + 20
-        while time.time() < deadline and not kafka:
-            m = re.search(r"listening on (\S+:\d+)", broker.stdout.readline() or "")
-            kafka = m.group(1) if m else None
-        if not kafka:
-            raise RuntimeError("the broker did not start")
-        threading.Thread(target=cluster_test._drain, args=(broker.stdout,), daemon=True).start()
         try:
             run(args, tmp, kafka, nodes)
         except Exception as e:  # noqa: BLE001

@@ -52,6 +52,24 @@ def _drain(f):
         pass
 
 
+def start_broker(weir):
+    """Starts `weir broker` on a free port: (process, "host:port"). Its output is drained from
+    then on. Raises (the process stopped) when it does not say where it listens within 20 s."""
+    broker = subprocess.Popen([weir, "broker", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    addr = None
+    deadline = time.time() + 20
+    while time.time() < deadline and not addr:
+        m = re.search(r"listening on (\S+:\d+)", broker.stdout.readline() or "")
+        addr = m.group(1) if m else None
+    if not addr:
+        broker.terminate()
+        broker.wait(10)
+        raise RuntimeError("the broker did not start")
+    threading.Thread(target=_drain, args=(broker.stdout,), daemon=True).start()
+    return broker, addr
+
+
 class Node:
     """One weir process of the cluster, with its own data directory and ports."""
 
@@ -186,19 +204,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weir", required=True)
     args = ap.parse_args()
+    broker, kafka = start_broker(args.weir)
     tmp = tempfile.mkdtemp(prefix="weir-cluster-", dir="/tmp")
-    broker = subprocess.Popen([args.weir, "broker", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
     nodes = []
     try:
-        kafka = None
-        deadline = time.time() + 20
-        while time.time() < deadline and not kafka:
-            m = re.search(r"listening on (\S+:\d+)", broker.stdout.readline() or "")
-            kafka = m.group(1) if m else None
-        if not kafka:
-            raise RuntimeError("the broker did not start")
-        threading.Thread(target=_drain, args=(broker.stdout,), daemon=True).start()
         run(args.weir, tmp, kafka, broker, nodes)
     finally:
         for n in nodes:
@@ -324,11 +333,9 @@ def run(weir, tmp, kafka, broker, nodes):
 
     # A statement that fails on one node only (its broker unreachable from there) leaves that
     # node's catalog different: weir_cluster and /metrics say so.
-    b2 = subprocess.Popen([weir, "broker", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True)
-    m = re.search(r"listening on (\S+:\d+)", b2.stdout.readline() or "")
+    b2, b2_addr = start_broker(weir)
     a.q("CREATE SOURCE s2 (k BIGINT) WITH (connector = 'kafka', topic = 'cl_s2', topic.partitions = '1', "
-        "properties.bootstrap.server = '%s')" % (m.group(1) if m else "?"))
+        "properties.bootstrap.server = '%s')" % b2_addr)
     agree = eventually(lambda: (lambda r: r if len(r) == 4 and all(x[1] is True for x in r) else None)(
         a.q("SELECT node_id, catalog_agrees FROM weir_cluster WHERE alive")))
     tap(bool(agree), "every node at the same position agrees with a's catalog",
