@@ -14,7 +14,8 @@
  *
  * Limits: a request body over max_body is refused with 413 from its
  * Content-Length before anything is read (and cut off if a chunked body
- * grows past it), at most max_connections connections and max_streams SSE
+ * grows past it), at most max_connections connections (http_door.c: past
+ * it 503, a malformed request line 400, none within 10 s 408) and max_streams SSE
  * streams at once; errors are JSON {"error": {"message": ...}} with a 4xx
  * or 5xx status.
  */
@@ -35,11 +36,15 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cluster.h"
+#include "http_door.h"
 #include "engine_int.h"
 
 #define DEFAULT_MAX_CONNECTIONS 64
+#define HTTP_LINE_TIMEOUT_MS 10000 /* a connection must send its request line within this (else 408) */
+#define HTTP_IDLE_TIMEOUT_S 15     /* a kept-alive connection idle this long is closed */
 #define DEFAULT_MAX_STREAMS 32
 #define DEFAULT_MAX_BODY (1024 * 1024)
 #define SSE_POLL_MS 200            /* how often a stream checks for a gone client and shutdown */
@@ -59,6 +64,9 @@ struct SrvHttp {
     int port;
     atomic_bool stopping;
     atomic_int n_streams;
+    atomic_int n_open;        /* connections MHD holds (notify_connection) */
+    atomic_long n_refused;    /* answered 503/400/408 by the door */
+    HttpDoor *door;
 };
 
 /* Per request: the body being read. */
@@ -366,6 +374,11 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
     buf_printf(&b, "weir_pgwire_connections %d\n", atomic_load(&e->n_sessions));
     prom_head(&b, "weir_http_streams", "gauge", "Open Server-Sent Events streams.");
     buf_printf(&b, "weir_http_streams %d\n", atomic_load(&h->n_streams));
+    prom_head(&b, "weir_http_connections", "gauge", "Open HTTP connections past their request line.");
+    buf_printf(&b, "weir_http_connections %d\n", atomic_load(&h->n_open));
+    prom_head(&b, "weir_http_refused_total", "counter",
+              "HTTP connections answered 503 (full), 400 (malformed request line) or 408 (no request line in time).");
+    buf_printf(&b, "weir_http_refused_total %ld\n", atomic_load(&h->n_refused));
     return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &b);
 }
 
@@ -1039,6 +1052,18 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
+static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    (void)c;
+    (void)socket_ctx;
+    SrvHttp *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add(&h->n_open, 1);
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        atomic_fetch_sub(&h->n_open, 1);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     fputs("weir: http: ", stderr);
@@ -1071,25 +1096,52 @@ int srv_http_start(const HttpConfig *cfg, Engine *e, SrvHttp **out, WError *err)
         werr(err, SQLSTATE_IO_ERROR, 0, "cannot resolve HTTP address %s: %s", h->host, gai_strerror(gai));
         goto fail;
     }
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-                            MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg.max_connections,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                            MHD_OPTION_NOTIFY_COMPLETED, request_done, h,
-                            MHD_OPTION_END);
-    int saved = errno;
-    freeaddrinfo(ai);
-    if (!h->d) {
-        werr(err, SQLSTATE_IO_ERROR, 0, "cannot listen for HTTP on %s:%d: %s", h->host, cfg->port,
-             saved ? strerror(saved) : "libmicrohttpd refused to start");
+    /* Our own listening socket: the door (http_door.c) accepts, MHD serves. */
+    int lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (lfd >= 0)
+        setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (lfd < 0 || bind(lfd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(lfd, 128) != 0) {
+        int saved = errno;
+        freeaddrinfo(ai);
+        if (lfd >= 0)
+            close(lfd);
+        werr(err, SQLSTATE_IO_ERROR, 0, "cannot listen for HTTP on %s:%d: %s", h->host, cfg->port, strerror(saved));
         goto fail;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = di ? di->port : cfg->port;
+    freeaddrinfo(ai);
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof bound;
+    h->port = cfg->port;
+    if (getsockname(lfd, (struct sockaddr *)&bound, &blen) == 0)
+        h->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                    : ((struct sockaddr_in *)&bound)->sin_port);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    /* MHD's own limit is one above the door's, so a connection the door let
+     * in is never closed unanswered by MHD; the idle timeout frees a slot a
+     * kept-alive client no longer uses (an SSE stream writes a heartbeat
+     * every SSE_HEARTBEAT_MS, well within it). */
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg.max_connections + 1,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S,
+                            MHD_OPTION_NOTIFY_COMPLETED, request_done, h,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
+                            MHD_OPTION_END);
+    if (!h->d) {
+        close(lfd);
+        werr(err, SQLSTATE_IO_ERROR, 0, "cannot start the HTTP server on %s:%d: libmicrohttpd refused to start",
+             h->host, cfg->port);
+        goto fail;
+    }
+    if (http_door_start(lfd, h->d, h->cfg.max_connections, HTTP_LINE_TIMEOUT_MS, &h->n_open, &h->n_refused,
+                        &h->door) != 0) {
+        close(lfd);
+        MHD_stop_daemon(h->d);
+        werr(err, SQLSTATE_IO_ERROR, 0, "cannot start the HTTP listener thread");
+        goto fail;
+    }
     *out = h;
     return 0;
 fail:
@@ -1107,6 +1159,7 @@ void srv_http_stop(SrvHttp *h)
         return;
     /* Streams notice within SSE_POLL_MS and end; MHD then joins every thread. */
     atomic_store(&h->stopping, true);
+    http_door_stop(h->door);
     MHD_stop_daemon(h->d);
     free(h->host);
     free(h->sql_conninfo);

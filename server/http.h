@@ -28,7 +28,7 @@ typedef struct HttpConfig {
     int port;                  /* 0 = pick a free port (srv_http_port tells which) */
     bool enable_sql;           /* POST /api/sql answers 403 unless set */
     const char *sql_conninfo;  /* libpq conninfo of this server's pgwire port, for /api/sql */
-    int max_connections;       /* [64]; more are refused by the listener */
+    int max_connections;       /* [64]; one more is answered 503 (http_door.c) */
     int max_streams;           /* [32] SSE streams at once; beyond: 503 */
     size_t max_body;           /* [1 MiB] request body; larger: 413, checked before reading */
 } HttpConfig;
