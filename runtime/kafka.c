@@ -44,6 +44,8 @@ struct RtKafkaSource {
     char *topic;
     int n_parts;                   /* partition count seen at open */
     bool *at_end;                  /* n_parts flags: last event was partition EOF */
+    bool *gap;                     /* n_parts flags: the fetch position is no longer in the log
+                                      (auto.offset.reset = error); taken by rt_kafka_source_take_gap */
     rd_kafka_message_t **held;     /* records returned by the last poll */
     int n_held;
     int cap_held;
@@ -285,6 +287,7 @@ static int source_open(const char *bootstrap, const char *topic, int create_part
     }
     s->n_parts = n;
     s->at_end = xcalloc((size_t)n, sizeof *s->at_end);
+    s->gap = xcalloc((size_t)n, sizeof *s->gap);
     *out = s;
     return 0;
 fail:
@@ -331,6 +334,8 @@ void rt_kafka_source_grow(RtKafkaSource *s, int n)
         return;
     s->at_end = xrealloc(s->at_end, (size_t)n * sizeof *s->at_end);
     memset(s->at_end + s->n_parts, 0, (size_t)(n - s->n_parts) * sizeof *s->at_end);
+    s->gap = xrealloc(s->gap, (size_t)n * sizeof *s->gap);
+    memset(s->gap + s->n_parts, 0, (size_t)(n - s->n_parts) * sizeof *s->gap);
     if (s->watching)
         pthread_mutex_lock(&s->watch_lock);
     s->n_parts = n;
@@ -387,6 +392,10 @@ static int take(RtKafkaSource *s, rd_kafka_message_t *m, RtKafkaRecord *rec)
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             if (p >= 0 && p < s->n_parts)
                 s->at_end[p] = true;
+        } else if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET && p >= 0 && p < s->n_parts) {
+            /* The owner decides (on_offset_gap) and logs; librdkafka fetches
+             * nothing more of p until it is assigned again. */
+            s->gap[p] = true;
         } else {
             char reason[256];
             rd_kafka_resp_err_t fe = rd_kafka_fatal_error(s->rk, reason, sizeof reason);
@@ -478,6 +487,17 @@ int rt_kafka_source_poll(RtKafkaSource *s, int timeout_ms, RtKafkaRecord *recs, 
 bool rt_kafka_source_at_end(RtKafkaSource *s, int32_t partition)
 {
     return partition >= 0 && partition < s->n_parts && s->at_end[partition];
+}
+
+bool rt_kafka_source_take_gap(RtKafkaSource *s, int32_t *partition)
+{
+    for (int p = 0; p < s->n_parts; p++)
+        if (s->gap[p]) {
+            s->gap[p] = false;
+            *partition = p;
+            return true;
+        }
+    return false;
 }
 
 int rt_kafka_source_end_offsets(RtKafkaSource *s, int64_t *out, int timeout_ms, WError *err)
@@ -648,6 +668,7 @@ static void source_free(RtKafkaSource *s)
     }
     free(s->held);
     free(s->at_end);
+    free(s->gap);
     free(s->topic);
     free(s);
 }

@@ -113,6 +113,14 @@ int rt_kafka_source_poll(RtKafkaSource *s, int timeout_ms, RtKafkaRecord *recs, 
  * newer fetched since); false for unassigned partitions and after assign. */
 bool rt_kafka_source_at_end(RtKafkaSource *s, int32_t partition);
 
+/* A partition whose fetch position is no longer in the log: deleted by
+ * retention or a size limit, or past the end of a recreated or truncated
+ * topic. Only reported when the source was opened with the property
+ * auto.offset.reset = error (else librdkafka jumps to the oldest record by
+ * itself, silently). Returns true once per such event, with the partition;
+ * nothing more of it is fetched until rt_kafka_source_assign. */
+bool rt_kafka_source_take_gap(RtKafkaSource *s, int32_t *partition);
+
 /* Asks the broker for partition's first offset (the log start: records
  * before it were deleted by retention or a broker's size limit; compaction
  * leaves it alone) into *out. Errors as rt_kafka_source_end_offsets. */

@@ -48,8 +48,9 @@ typedef struct RtStats {
     uint64_t rows_out;          /* changes applied to the view */
     uint64_t late_rows;         /* rows dropped as late by window operators */
     uint64_t eval_errors;       /* rows dropped by expression errors */
+    uint64_t offset_gaps;       /* offset ranges skipped under on_offset_gap = 'skip' */
     int64_t watermark;          /* the source watermark (TS_MINUS_INF before any) */
-    char last_error[256];       /* the last record or evaluation error, "" if none */
+    char last_error[320];       /* the last record or evaluation error, "" if none (as long as RtSourceError.message) */
 } RtStats;
 
 /*
@@ -92,7 +93,7 @@ typedef struct RtSourceError {
     char source[64];            /* the source's name */
     int32_t partition;          /* -1 when unknown */
     int64_t offset;             /* -1 when unknown */
-    char message[200];
+    char message[320];          /* an offset gap's names a topic, a source and two offsets */
     char record[160];           /* the record's first bytes as text (invalid UTF-8 and control bytes as '?'), "" if none */
 } RtSourceError;
 /* How many of the most recent source errors a dataflow keeps (older ones
@@ -109,6 +110,11 @@ int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max);
  * until ALTER MATERIALIZED VIEW ... RESUME (or is recreated): waiting
  * would not bring the records back. */
 #define RT_SQLSTATE_SOURCE_LOST SQLSTATE_UNDEFINED_OBJECT
+/* A source's next offset is no longer in its partition (deleted by retention
+ * or a size limit, or the topic was recreated or truncated) and the source
+ * has on_offset_gap = 'fail' (the default): the view stops until RESUME,
+ * since going on would silently leave records out. */
+#define RT_SQLSTATE_OFFSET_GAP "08P01"
 /* The source option topic.lost_after's default: how long a running source
  * tolerates its topic missing or short of partitions (a topic being
  * recreated, metadata still propagating) before it stops its views. */

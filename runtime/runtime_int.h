@@ -232,6 +232,13 @@ void rt_row_error(RtCtx *rc, const char *fmt, ...) __attribute__((format(printf,
 int rt_source_error(RtOp *op, const CatRelation *src, int32_t partition, int64_t offset, const char *record,
                     size_t record_len, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
+/* An offset gap skipped under on_offset_gap = 'skip' (op_source.c): listed
+ * in the source-error ring (offset = the first offset lost, no record),
+ * last_error and the log, and counted in RtStats.offset_gaps; never routed
+ * by on_error (there is no record to route). */
+void rt_source_gap(RtOp *op, const CatRelation *src, int32_t partition, int64_t from, int64_t to, const char *fmt,
+                   ...) __attribute__((format(printf, 6, 7)));
+
 /* Clock-skew correction of a source (skew.send_time, skew.receive_time,
  * checked at CREATE SOURCE): the WATERMARK's time column of a decoded row
  * is shifted by receive - send before any watermark sees it. The source

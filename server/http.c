@@ -217,7 +217,7 @@ static void prom_head(Buf *b, const char *name, const char *type, const char *he
 }
 
 /* One metric family over the views: the value of field `what` per view. */
-enum { VM_RECORDS, VM_BAD, VM_LATE, VM_EVAL, VM_CHANGES, VM_WATERMARK, VM_RUNNING, VM_FAILED };
+enum { VM_RECORDS, VM_BAD, VM_LATE, VM_EVAL, VM_GAPS, VM_CHANGES, VM_WATERMARK, VM_RUNNING, VM_FAILED };
 
 static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const char *name, const char *type,
                         const char *help)
@@ -235,6 +235,7 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
         case VM_BAD: snprintf(val, sizeof val, "%llu", (unsigned long long)s->bad_records); break;
         case VM_LATE: snprintf(val, sizeof val, "%llu", (unsigned long long)s->late_rows); break;
         case VM_EVAL: snprintf(val, sizeof val, "%llu", (unsigned long long)s->eval_errors); break;
+        case VM_GAPS: snprintf(val, sizeof val, "%llu", (unsigned long long)s->offset_gaps); break;
         case VM_CHANGES: snprintf(val, sizeof val, "%llu", (unsigned long long)s->rows_out); break;
         case VM_RUNNING: snprintf(val, sizeof val, "%d", o->df != NULL); break;
         case VM_FAILED: snprintf(val, sizeof val, "%d", !o->df && o->failed); break;
@@ -280,6 +281,8 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
                 "Rows dropped as late by window operators since start.");
     view_family(&b, e, st, VM_EVAL, "weir_view_eval_errors_total", "counter",
                 "Rows dropped by expression errors since start.");
+    view_family(&b, e, st, VM_GAPS, "weir_view_offset_gaps_total", "counter",
+                "Kafka offset ranges deleted before the view read them and skipped (on_offset_gap = 'skip') since start.");
     view_family(&b, e, st, VM_CHANGES, "weir_view_changes_total", "counter",
                 "Changes applied to the view since start.");
     view_family(&b, e, st, VM_WATERMARK, "weir_view_watermark_seconds", "gauge",
