@@ -2,6 +2,7 @@
 #include "types.h"
 #include "tz.h"
 #include "numeric.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -729,8 +730,14 @@ int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, W
         out->u.f = t == TYPE_FLOAT4 ? (double)(float)f : f;
         return 0;
     }
+    case TYPE_JSONB: {
+        /* As PostgreSQL's json input: the text must be one JSON value. */
+        char why[128];
+        if (json_text_check(s, len, why, sizeof why))
+            return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type json: %s", why);
+    }
+        /* fall through */
     case TYPE_TEXT:
-    case TYPE_JSONB:
         out->u.s.p = arena_strndup(a, s, len);
         out->u.s.len = (uint32_t)len;
         return 0;

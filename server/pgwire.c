@@ -31,6 +31,7 @@
 #include "crypto.h"
 #include "fault.h"
 #include "pgbinary.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1216,12 +1217,31 @@ static bool query_is_empty(const char *sql)
     return true;
 }
 
+/* The client encoding is UTF8 (the only one weir speaks), so a statement
+ * with other bytes is refused before it is parsed, as PostgreSQL does
+ * (common/utf8.h: nothing that is not UTF-8 is ever stored). */
+static bool bad_encoding(const char *sql, unsigned char *byte)
+{
+    size_t n = strlen(sql), at = utf8_invalid_at(sql, n);
+    *byte = at < n ? (unsigned char)sql[at] : 0;
+    return at < n;
+}
+
 static int on_query(SrvConn *c)
 {
     Rd rd = rd_of(&c->in, 0);
     const char *sql = rd_str(&rd);
     if (!rd_done(&rd))
         return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Query message");
+    unsigned char bad;
+    if (bad_encoding(sql, &bad)) {
+        WError e;
+        werr_clear(&e);
+        werr(&e, SQLSTATE_BAD_ENCODING, 0, "invalid byte sequence for encoding \"UTF8\": 0x%02x", bad);
+        send_error_fields(c, 'E', "ERROR", &e);
+        send_ready(c);
+        return 0;
+    }
     /* A simple query ends the unnamed statement and portal, as in Postgres. */
     stmt_drop(c, "");
     portal_drop(c, "");
@@ -1255,6 +1275,9 @@ static int on_parse(SrvConn *c)
     const unsigned char *types = rd_bytes(&rd, (size_t)(n_types > 0 ? n_types : 0) * 4);
     if (!rd_done(&rd))
         return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Parse message");
+    unsigned char bad;
+    if (bad_encoding(sql, &bad))
+        return ext_error(c, SQLSTATE_BAD_ENCODING, "invalid byte sequence for encoding \"UTF8\": 0x%02x", bad);
     if (name[0] && *stmt_find(c, name))
         return ext_error(c, "42P05", "prepared statement \"%s\" already exists", name);
     stmt_drop(c, "");
