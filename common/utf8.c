@@ -221,6 +221,14 @@ static int jvalue(J *j, int depth)
     }
 }
 
+size_t json_number_len(const char *p, size_t n)
+{
+    J j = {(const unsigned char *)p, (const unsigned char *)p, (const unsigned char *)p + n, NULL, 0};
+    if (jnumber(&j))
+        return 0;
+    return (size_t)(j.p - j.start);
+}
+
 int json_text_check(const char *p, size_t n, char *why, size_t cap)
 {
     J j = {(const unsigned char *)p, (const unsigned char *)p, (const unsigned char *)p + n, why, cap};

@@ -37,4 +37,9 @@ size_t utf8_invalid_at(const char *p, size_t n);
  * e.g. "unexpected end of input at offset 5"). */
 int json_text_check(const char *p, size_t n, char *why, size_t cap);
 
+/* The length of the JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?)
+ * at the start of p[0..n), or 0 when none starts there. The record decoder
+ * uses it too, so "0001", "+1", ".5", "NaN" or "0x1F" are refused by both. */
+size_t json_number_len(const char *p, size_t n);
+
 #endif

@@ -221,14 +221,9 @@ static int skip_value(Scan *s, int depth)
         return 0;
     if (n == 0)
         return fail(s, "unexpected character in JSON%s", NULL);
-    char *end;
-    char tmp[64];
-    if (n >= sizeof tmp)
-        return fail(s, "number too long%s", NULL);
-    memcpy(tmp, start, n);
-    tmp[n] = 0;
-    strtod(tmp, &end);
-    if (*end)
+    /* Strictly a JSON number: a JSONB column keeps this text, and every
+     * reader of it (jsonb functions, the HTTP API) expects JSON. */
+    if (json_number_len(start, n) != n)
         return fail(s, "malformed JSON value%s", NULL);
     return 0;
 }
@@ -289,6 +284,8 @@ static int scan_into(Scan *s, Chunk *c, int col, int row, const char *field)
     }
     if (n == 0)
         return fail(s, "unexpected character in field \"%s\"", field);
+    if (json_number_len(start, n) != n)
+        return fail(s, "field \"%s\": not a JSON number", field);
     if (t == TYPE_TIMESTAMP || t == TYPE_TIMESTAMPTZ) {
         /* A JSON number for a timestamp is milliseconds since the epoch, as Kafka tools write. */
         char tmp[64];

@@ -6,8 +6,9 @@ UnicodeDecodeError on SELECT, the HTTP API returned invalid JSON, and a PostgreS
 forever. Every door is checked (common/utf8.h):
 - pgwire, simple query: a statement with a 0xff byte is 22021, the connection goes on;
 - pgwire, extended query: a Parse with such bytes, and a text parameter with them, are 22021;
-- a Kafka JSON record with a raw 0xff byte in a string, or a lone surrogate escape, is a bad
-  record with its reason; a record with real UTF-8 (é, an emoji as a surrogate pair) is read;
+- a Kafka JSON record with a raw 0xff byte in a string, a lone surrogate escape, or a number that
+  is not JSON (0001, NaN: a JSONB column would keep its text), is a bad record with its reason;
+  a record with real UTF-8 (é, an emoji as a surrogate pair) is read;
 - afterwards SELECT through psycopg2 and GET /api/views/v decode cleanly.
 
 Prints TAP; exits 1 if a check failed.
@@ -91,7 +92,9 @@ def main():
                 b'{"k": 3, "t": "\\ud800"}',
                 b'{"k": 4, "j": {"x": "\xc0\xaf"}}',
                 b'{"k": 5, "t": "\\udc00x"}',
-                b'{"k": 6, "t": "ok"}']
+                b'{"k": 6, "t": "ok"}',
+                b'{"k": 7, "j": 0001}',
+                b'{"k": 8, "j": NaN}']
         subprocess.run([KCAT, "-P", "-b", st.kafka, "-t", "enc", "-p", "0"], input=b"\n".join(recs) + b"\n",
                        check=True, timeout=60)
         deadline = time.time() + 20
@@ -104,7 +107,8 @@ def main():
                 break
             time.sleep(0.3)
         tap(rows == [(1, "café \U0001F600"), (6, "ok")], "records in UTF-8 are read, and decode in psycopg2", repr(rows))
-        tap([e[0] for e in errs] == [1, 2, 3, 4], "the others are bad records", repr(errs))
+        tap([e[0] for e in errs] == [1, 2, 3, 4, 6, 7], "the others are bad records (numbers that are not JSON too)",
+            repr(errs))
         reasons = [e[1] for e in errs]
         tap("invalid UTF-8 in a string" in reasons[0] and "invalid UTF-8 in a string" in reasons[2] and
             "high surrogate" in reasons[1] and "low surrogate" in reasons[3], "each with its reason", repr(reasons))
