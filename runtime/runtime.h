@@ -226,9 +226,10 @@ typedef struct RtSink RtSink;
 typedef struct RtSinkStatus {
     uint64_t delivered_epoch;   /* the last epoch the target has */
     uint64_t rows_delivered;    /* changes delivered since start */
+    uint64_t rows_rejected;     /* rows the target refused, in its weir_sink_rejects (on_error = 'skip') */
     int pending_epochs;         /* sealed or committed, not yet delivered */
     char state[32];             /* starting, running, retrying, unreachable */
-    char last_error[256];
+    char last_error[320];
 } RtSinkStatus;
 
 /* Attaches a sink to the view's dataflow. view_cols maps each spec column

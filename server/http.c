@@ -312,8 +312,10 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
         {"weir_sink_pending_epochs", "gauge", "Epochs sealed or committed, not yet delivered."},
         {"weir_sink_changes_delivered_total", "counter", "Changes delivered since start."},
         {"weir_sink_state", "gauge", "1 for the sink's current state (starting, running, retrying, unreachable, stopped)."},
+        {"weir_sink_rows_rejected_total", "counter",
+         "Rows the target refused since start, kept in its weir_sink_rejects table (on_error = 'skip')."},
     };
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < 5; f++) {
         prom_head(&b, sink_fams[f].name, sink_fams[f].type, sink_fams[f].help);
         for (int k = 0; k < ns; k++) {
             buf_printf(&b, "%s{sink=", sink_fams[f].name);
@@ -324,8 +326,10 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
                 buf_puts(&b, "} 1\n");
                 continue;
             }
-            unsigned long long v = f == 0 ? ss[k].delivered_epoch : f == 1 ? (unsigned long long)ss[k].pending_epochs
-                                                                           : ss[k].rows_delivered;
+            unsigned long long v = f == 0   ? ss[k].delivered_epoch
+                                   : f == 1 ? (unsigned long long)ss[k].pending_epochs
+                                   : f == 2 ? ss[k].rows_delivered
+                                            : ss[k].rows_rejected;
             buf_printf(&b, "} %llu\n", v);
         }
     }

@@ -178,10 +178,10 @@ static const CatRelation *cluster(Engine *e, Arena *a)
 static const CatRelation *sinks(Engine *e, Arena *a)
 {
     static const char *names[] = {"name", "view", "connector", "state", "delivered_epoch", "pending_epochs",
-                                  "changes_delivered", "last_error"};
+                                  "changes_delivered", "last_error", "rows_rejected"};
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_TEXT, TYPE_TEXT,
-                                   TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_TEXT};
-    SysBuild b = {a, sys_new(a, "weir_sinks", 8, names, types), 0};
+                                   TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_TEXT, TYPE_INT8};
+    SysBuild b = {a, sys_new(a, "weir_sinks", 9, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
         if (o->kind != CAT_SINK)
@@ -200,6 +200,7 @@ static const CatRelation *sinks(Engine *e, Arena *a)
         row[5] = value_int(TYPE_INT8, st.pending_epochs);
         row[6] = value_int(TYPE_INT8, (int64_t)st.rows_delivered);
         row[7] = st.last_error[0] ? text(a, st.last_error) : value_null(TYPE_TEXT);
+        row[8] = value_int(TYPE_INT8, (int64_t)st.rows_rejected);
     }
     return b.r;
 }
