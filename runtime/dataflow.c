@@ -54,6 +54,8 @@ int rt_emit(RtOp *op, Chunk *c)
 {
     if (c->n_rows == 0)
         return 0;
+    if (rt_cancelled(op->rc))
+        return -1;
     op->counters.rows_out += (uint64_t)c->n_rows;
     for (int i = 0; i < op->n_fan; i++)
         op->fan[i]->counters.rows_in += (uint64_t)c->n_rows;

@@ -275,6 +275,17 @@ typedef int (*RtRowFn)(void *arg, int n_cols, const char *const *vals, const int
 /* Runs q to completion and hands each visible output row to fn, in ORDER
  * BY order, after OFFSET/LIMIT. Returns the row count, or -1 with err. */
 long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, WError *err);
+/* A query's cancel: fn(arg) is asked now and then while it runs (in the
+ * operators' loops, every RT_CANCEL_EVERY rows or pairs); true stops it
+ * with 57014. */
+typedef struct RtCancel {
+    bool (*fn)(void *arg);
+    void *arg;
+} RtCancel;
+/* rt_query_run that a session can cancel while it computes, not only while
+ * it sends rows (a count over a long join sends one row at the end). */
+long rt_query_run_cancel(const RtEnv *env, const PlanQuery *q, const RtCancel *cancel, RtRowFn fn, void *arg,
+                         WError *err);
 
 /* Receives the rows of an ad hoc query as values (its visible columns, in
  * the plan's types). Strings are valid until rt_query_run_values returns:

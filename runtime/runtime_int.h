@@ -145,7 +145,25 @@ struct RtCtx {
     struct RtPar *par;
     int shard;
     int n_shards;
+    /* Ad hoc queries: the session's cancel (a client's CancelRequest,
+     * statement_timeout, a client gone), asked every RT_CANCEL_EVERY calls of
+     * rt_cancelled; NULL in views. */
+    bool (*cancel)(void *arg);
+    void *cancel_arg;
+    uint32_t cancel_tick;
 };
+
+#define RT_CANCEL_EVERY 1024
+
+/* Whether the query was cancelled: then 57014 is in rc->err and the caller
+ * returns -1. Cheap enough for per-row loops (one branch in views). */
+static inline bool rt_cancelled(RtCtx *rc)
+{
+    if (!rc->cancel || (++rc->cancel_tick % RT_CANCEL_EVERY) != 0 || !rc->cancel(rc->cancel_arg))
+        return false;
+    werr(rc->err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+    return true;
+}
 
 /* Sent as a watermark by a split source's watermark operator whose
  * partitions are all idle (idle_timeout): up to the next exchange it means

@@ -67,7 +67,16 @@ struct SrvHttp {
     atomic_int n_open;        /* connections MHD holds (notify_connection) */
     atomic_long n_refused;    /* answered 503/400/408 by the door */
     HttpDoor *door;
+    /* What /metrics, /api/status and /api/views last read under the engine
+     * lock: served when the lock is busy past ENGINE_WAIT_MS (a long ad hoc
+     * query, DDL, a backfill), so monitoring never waits behind them. */
+    pthread_mutex_t cache_mu;
+    Buf cache[3];
+    int64_t cache_at_us[3];
 };
+
+enum { CACHE_METRICS, CACHE_STATUS, CACHE_VIEWS };
+#define ENGINE_WAIT_MS 250
 
 /* Per request: the body being read. */
 typedef struct Req {
@@ -251,11 +260,65 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
     }
 }
 
+static int64_t wall_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Takes the engine lock, waiting at most ENGINE_WAIT_MS. */
+static bool engine_lock_briefly(Engine *e)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)ENGINE_WAIT_MS * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    return pthread_mutex_timedlock(&e->lock, &until) == 0;
+}
+
+static void cache_put(SrvHttp *h, int which, const Buf *b)
+{
+    pthread_mutex_lock(&h->cache_mu);
+    buf_reset(&h->cache[which]);
+    buf_append(&h->cache[which], b->data ? b->data : "", b->len);
+    h->cache_at_us[which] = wall_now_us();
+    pthread_mutex_unlock(&h->cache_mu);
+}
+
+/* Copies the cached text into b; returns its age in µs, or -1 if none yet. */
+static int64_t cache_get(SrvHttp *h, int which, Buf *b)
+{
+    pthread_mutex_lock(&h->cache_mu);
+    int64_t age = -1;
+    if (h->cache_at_us[which]) {
+        buf_append(b, h->cache[which].data ? h->cache[which].data : "", h->cache[which].len);
+        age = wall_now_us() - h->cache_at_us[which];
+    }
+    pthread_mutex_unlock(&h->cache_mu);
+    return age;
+}
+
+static enum MHD_Result engine_busy(struct MHD_Connection *c)
+{
+    return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "55P03",
+                         "the engine is busy (a long statement holds it) and nothing was read before; retry");
+}
+
 static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
 {
     Engine *e = h->e;
     Buf b = BUF_INIT;
-    pthread_mutex_lock(&e->lock);
+    int64_t stale = -1;
+    if (!engine_lock_briefly(e)) {
+        stale = cache_get(h, CACHE_METRICS, &b);
+        if (stale < 0) {
+            buf_free(&b);
+            return engine_busy(c);
+        }
+        goto process;
+    }
     int nv = 0;
     for (int i = 0; i < e->n_objs; i++)
         nv += e->objs[i]->kind == CAT_VIEW;
@@ -377,6 +440,14 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
         free(nodes);
     }
     pthread_mutex_unlock(&e->lock);
+    cache_put(h, CACHE_METRICS, &b);
+process:
+    prom_head(&b, "weir_metrics_engine_busy", "gauge",
+              "1 when the engine's figures above were read earlier (weir_metrics_age_seconds ago): a long statement "
+              "held the engine past 250 ms; the process figures below are current.");
+    buf_printf(&b, "weir_metrics_engine_busy %d\n", stale >= 0);
+    prom_head(&b, "weir_metrics_age_seconds", "gauge", "Age of the engine's figures in this answer.");
+    buf_printf(&b, "weir_metrics_age_seconds %.3f\n", stale >= 0 ? (double)stale / 1e6 : 0.0);
     prom_head(&b, "weir_pgwire_connections", "gauge", "Open Postgres protocol sessions.");
     buf_printf(&b, "weir_pgwire_connections %d\n", atomic_load(&e->n_sessions));
     prom_head(&b, "weir_http_streams", "gauge", "Open Server-Sent Events streams.");
@@ -435,7 +506,25 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
     Engine *e = h->e;
     Buf b = BUF_INIT;
     int64_t now = wall_us();
-    pthread_mutex_lock(&e->lock);
+    int which = views_only ? CACHE_VIEWS : CACHE_STATUS;
+    if (!engine_lock_briefly(e)) {
+        /* Busy: the last answer, marked with its age in a header. */
+        int64_t age = cache_get(h, which, &b);
+        if (age < 0) {
+            buf_free(&b);
+            return engine_busy(c);
+        }
+        size_t len = b.len;
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, buf_take(&b), MHD_RESPMEM_MUST_FREE);
+        char agebuf[32];
+        snprintf(agebuf, sizeof agebuf, "%.3f", (double)age / 1e6);
+        MHD_add_response_header(r, "Content-Type", "application/json; charset=utf-8");
+        MHD_add_response_header(r, "Cache-Control", "no-store");
+        MHD_add_response_header(r, "X-Weir-Stale-Seconds", agebuf);
+        enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+        MHD_destroy_response(r);
+        return rc;
+    }
     if (!views_only) {
         const CkptRecord *last = e->n_history ? &e->history[(e->n_history - 1) % CKPT_HISTORY] : NULL;
         buf_printf(&b, "{\"epoch\":%llu,\"now\":", (unsigned long long)e->epoch);
@@ -545,6 +634,7 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
     }
     pthread_mutex_unlock(&e->lock);
     buf_putc(&b, '\n');
+    cache_put(h, which, &b);
     return respond_json(c, MHD_HTTP_OK, &b);
 }
 
@@ -1083,6 +1173,7 @@ int srv_http_start(const HttpConfig *cfg, Engine *e, SrvHttp **out, WError *err)
 {
     SrvHttp *h = xcalloc(1, sizeof *h);
     h->e = e;
+    pthread_mutex_init(&h->cache_mu, NULL);
     h->cfg = *cfg;
     h->host = xstrdup(cfg->host ? cfg->host : "127.0.0.1");
     h->sql_conninfo = xstrdup(cfg->sql_conninfo ? cfg->sql_conninfo : "");
@@ -1168,6 +1259,9 @@ void srv_http_stop(SrvHttp *h)
     atomic_store(&h->stopping, true);
     http_door_stop(h->door);
     MHD_stop_daemon(h->d);
+    for (int i = 0; i < 3; i++)
+        buf_free(&h->cache[i]);
+    pthread_mutex_destroy(&h->cache_mu);
     free(h->host);
     free(h->sql_conninfo);
     free(h);

@@ -1422,6 +1422,8 @@ static int send_row(void *arg, int n, const char *const *vals, const int *lens)
     return srv_result_row(s->out, vals, lens) < 0;
 }
 
+static bool query_cancelled(void *out) { return srv_result_cancelled(out); }
+
 static void query_columns(const PlanQuery *q, SrvResult *out)
 {
     const char *names[WEIR_MAX_COLUMNS + 1];
@@ -1451,10 +1453,14 @@ static int run_select(Engine *e, const AstStmt *st, bool describe_only, SrvResul
         return 0;
     }
     RowSink sink = {out};
-    long n = rt_query_run(&e->rt, q, send_row, &sink, err);
+    RtCancel cancel = {query_cancelled, out};
+    long n = rt_query_run_cancel(&e->rt, q, &cancel, send_row, &sink, err);
     arena_free(a);
-    if (n < 0)
+    if (n < 0) {
+        if (!strcmp(err->sqlstate, SQLSTATE_QUERY_CANCELED) && srv_result_cancelled(out))
+            snprintf(err->msg, sizeof err->msg, "%s", srv_result_cancel_message(out));
         return -1;
+    }
     if (srv_result_cancelled(out))
         return werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
     char tag[64];
