@@ -1,0 +1,726 @@
+/*
+ * test_repart.c: repartition topics (runtime/repart.c) against a real
+ * `weir broker` process (argv[1] is weir-broker-test, the same broker).
+ *
+ * 1. The codec: every weir type, NULLs, odd floats, strings with zero
+ *    bytes, every op, round-trips bit for bit; another version is 0A000,
+ *    a cut record or a row of other types XX001.
+ * 2. Through the broker: rows land in partition kg only; a topic of
+ *    another partition count is refused; barrier alignment with several
+ *    tasks on two writers; the watermark is the minimum over tasks
+ *    (idle tasks aside).
+ * 3. Randomized kill and replay (seed argv[2], default 1): producer
+ *    processes (this binary with --produce) write deterministic epochs and
+ *    are killed with SIGKILL at random moments, then restarted from an
+ *    epoch at or before their last committed one; the reader is closed
+ *    and restored from a saved position at random moments, dropping what
+ *    it read since (as a consumer rolled back to its checkpoint). At the
+ *    end the rows read must be the oracle's exactly: no duplicate, no gap.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chunk.h"
+#include "numeric.h"
+#include "repart.h"
+#include "tap.h"
+
+#define TIMEOUT_MS 10000
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x *= UINT64_C(0xc4ceb9fe1a85ec53);
+    return x ^ (x >> 33);
+}
+
+/* ---- 1. codec ---- */
+
+static const TypeId ALL_TYPES[] = {TYPE_BOOL,      TYPE_INT2,      TYPE_INT4,        TYPE_INT8,  TYPE_FLOAT4,
+                                   TYPE_FLOAT8,    TYPE_NUMERIC,   TYPE_TEXT,        TYPE_BYTEA, TYPE_DATE,
+                                   TYPE_TIMESTAMP, TYPE_TIMESTAMPTZ, TYPE_INTERVAL, TYPE_JSONB};
+#define N_ALL ((int)(sizeof ALL_TYPES / sizeof ALL_TYPES[0]))
+
+/* Row r of the all-types chunk: row 0 all NULL, the others edge values. */
+static void fill_all_types(Chunk *c, int rows)
+{
+    static const char zstr[] = {'a', 0, 'b', 0};
+    for (int r = 0; r < rows; r++) {
+        Value v[N_ALL];
+        for (int i = 0; i < N_ALL; i++) {
+            TypeId t = ALL_TYPES[i];
+            v[i] = value_null(t);
+            if (r == 0)
+                continue;
+            v[i].null = false;
+            switch (type_phys(t)) {
+            case PHYS_I64: {
+                static const int64_t iv[] = {0, 1, -1, INT64_MAX, INT64_MIN, 42};
+                v[i].u.i = t == TYPE_BOOL ? r % 2 : iv[r % 6];
+                break;
+            }
+            case PHYS_F64: {
+                double fv[] = {-0.0, NAN, INFINITY, -INFINITY, 1e-310, 3.25};
+                v[i].u.f = fv[r % 6];
+                break;
+            }
+            case PHYS_STR:
+                v[i].u.s = r % 3 == 1 ? (StrRef){"", 0} : r % 3 == 2 ? (StrRef){zstr, 4} : (StrRef){"{\"k\": \"é\"}", 12};
+                break;
+            case PHYS_IV: v[i].u.iv = (Interval){.months = -r, .days = 24 * r, .usecs = INT64_MIN + r}; break;
+            case PHYS_NUM: {
+                Numeric n;
+                WError e = {0};
+                num_parse(r % 2 ? "-12345678901234567890.1234500" : "0.000", r % 2 ? 29 : 5, &n, &e);
+                v[i] = value_numeric(n);
+                break;
+            }
+            }
+        }
+        chunk_append(c, (RowOp)(r % 4), v);
+    }
+}
+
+/* Compares cell by cell, floats and numerics by their bits. */
+static bool chunks_equal(const Chunk *a, const Chunk *b, int row_a, int row_b)
+{
+    if (a->ops[row_a] != b->ops[row_b])
+        return false;
+    for (int i = 0; i < a->n_cols; i++) {
+        Value x, y;
+        chunk_get(a, i, row_a, &x);
+        chunk_get(b, i, row_b, &y);
+        if (x.null != y.null || x.type != y.type)
+            return false;
+        if (x.null)
+            continue;
+        switch (type_phys(x.type)) {
+        case PHYS_I64:
+        case PHYS_F64:
+            if (memcmp(&x.u.i, &y.u.i, 8))
+                return false;
+            break;
+        case PHYS_STR:
+            if (x.u.s.len != y.u.s.len || memcmp(x.u.s.p, y.u.s.p, x.u.s.len))
+                return false;
+            break;
+        case PHYS_IV:
+            if (x.u.iv.usecs != y.u.iv.usecs || x.u.iv.days != y.u.iv.days || x.u.iv.months != y.u.iv.months)
+                return false;
+            break;
+        case PHYS_NUM:
+            if (x.nscale != y.nscale || memcmp(&x.u.n, &y.u.n, sizeof x.u.n))
+                return false;
+            break;
+        }
+    }
+    return true;
+}
+
+static void test_codec(void)
+{
+    Arena *a = arena_new(0);
+    Chunk *c = chunk_new(a, N_ALL, ALL_TYPES, 16);
+    fill_all_types(c, 13);
+    Chunk *d = chunk_new(a, N_ALL, ALL_TYPES, 16);
+    Buf b = BUF_INIT;
+    bool all = true;
+    WError e = {0};
+    for (int r = 0; r < c->n_rows; r++) {
+        buf_reset(&b);
+        rt_repart_encode_row(&b, 7, 3, (uint64_t)r, c, r);
+        RtRepartRecord rec;
+        if (rt_repart_decode(b.data, b.len, &rec, &e) || rec.kind != RT_REPART_ROW || rec.task != 7 ||
+            rec.epoch != 3 || rec.seq != (uint64_t)r || rt_repart_decode_row(&rec, d, &e) != r ||
+            !chunks_equal(c, d, r, r))
+            all = false;
+    }
+    ok(all, "codec: every type, NULLs, -0/NaN/inf, zero bytes, numeric scale, +I/-D/-U/+U round-trip exactly");
+    ok(d->ops[1] == OP_DELETE && d->ops[2] == OP_UPDATE_BEFORE && d->ops[3] == OP_UPDATE_AFTER, "codec: ops kept");
+
+    buf_reset(&b);
+    rt_repart_encode_row(&b, 1, 1, 0, c, 5);
+    ok(b.data[0] == 1 && b.data[1] == 0 && b.data[2] == 1 && b.data[6] == 1 && b.data[14] == 0,
+       "codec: header is version 1, kind 0, task/epoch/seq little-endian");
+    RtRepartRecord rec;
+    b.data[0] = 2;
+    werr_clear(&e);
+    ok(rt_repart_decode(b.data, b.len, &rec, &e) < 0 && !strcmp(e.sqlstate, "0A000"), "codec: version 2 is 0A000");
+    b.data[0] = 1;
+    werr_clear(&e);
+    ok(rt_repart_decode(b.data, 10, &rec, &e) < 0 && !strcmp(e.sqlstate, "XX001"), "codec: a cut header is XX001");
+    werr_clear(&e);
+    ok(rt_repart_decode(b.data, b.len - 3, &rec, &e) == 0 && rt_repart_decode_row(&rec, d, &e) < 0 &&
+           !strcmp(e.sqlstate, "XX001"),
+       "codec: a cut row is XX001");
+    TypeId other[N_ALL];
+    memcpy(other, ALL_TYPES, sizeof other);
+    other[3] = TYPE_TEXT;
+    Chunk *o = chunk_new(a, N_ALL, other, 4);
+    werr_clear(&e);
+    ok(rt_repart_decode(b.data, b.len, &rec, &e) == 0 && rt_repart_decode_row(&rec, o, &e) < 0 &&
+           !strcmp(e.sqlstate, "XX001") && strstr(e.msg, "column 4"),
+       "codec: a row of other types is XX001 naming the column");
+    buf_reset(&b);
+    rt_repart_encode_mark(&b, RT_REPART_WATERMARK, 9, 4, 17, -123456789);
+    werr_clear(&e);
+    ok(rt_repart_decode(b.data, b.len, &rec, &e) == 0 && rec.kind == RT_REPART_WATERMARK && rec.wm == -123456789 &&
+           rec.task == 9 && rec.epoch == 4 && rec.seq == 17,
+       "codec: watermark record");
+    buf_free(&b);
+    arena_free(a);
+}
+
+/* ---- broker helpers ---- */
+
+static pid_t broker_pid;
+static char broker_addr[128];
+
+static int start_broker(const char *bin)
+{
+    int fd[2];
+    if (pipe(fd))
+        return -1;
+    broker_pid = fork();
+    if (broker_pid == 0) {
+        dup2(fd[1], 1);
+        int dn = open("/dev/null", O_WRONLY);
+        dup2(dn, 2);
+        close(fd[0]);
+        execl(bin, bin, "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    FILE *f = fdopen(fd[0], "r");
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "weir broker listening on %127s", broker_addr) == 1)
+            return 0; /* the pipe stays open: the broker may keep writing */
+    return -1;
+}
+
+/* Polls r into c until `records` more records were consumed or
+ * deadline_ms passed; returns those consumed. */
+static long drain(RtRepartReader *r, Chunk *c, long records, int wait_ms)
+{
+    long got = 0;
+    int64_t end = now_ms() + wait_ms;
+    WError e = {0};
+    while (got < records && now_ms() < end) {
+        int n = rt_repart_reader_poll(r, 100, c, &e);
+        if (n < 0) {
+            diag("poll: %s: %s", e.sqlstate, e.msg);
+            return -1;
+        }
+        got += n;
+    }
+    return got;
+}
+
+static int topic_no;
+
+static void next_topic(char *buf, size_t n)
+{
+    WError e = {0};
+    rt_repart_topic_name(buf, n, "t", 1000 + (uint64_t)topic_no++, 3, &e);
+}
+
+static const TypeId ROW_TYPES[] = {TYPE_INT4, TYPE_INT8, TYPE_INT8, TYPE_TEXT};
+
+/* ---- 2. through the broker ---- */
+
+static void test_broker_roundtrip(void)
+{
+    char topic[128];
+    next_topic(topic, sizeof topic);
+    WError e = {0};
+    uint32_t tasks[] = {0};
+    RtRepartWriter *w = NULL;
+    ok(rt_repart_writer_open(broker_addr, topic, 4, tasks, 1, 1, TIMEOUT_MS, &w, &e) == 0, "writer opens, creates the topic");
+    if (!w) {
+        diag("%s: %s", e.sqlstate, e.msg);
+        return;
+    }
+    Arena *a = arena_new(0);
+    Chunk *c = chunk_new(a, N_ALL, ALL_TYPES, 16);
+    fill_all_types(c, 13);
+    uint16_t kg[16];
+    for (int r = 0; r < c->n_rows; r++)
+        kg[r] = (uint16_t)(r % 4);
+    ok(rt_repart_writer_push(w, 0, c, kg, &e) == 0 && rt_repart_writer_barrier(w, 1, &e) == 0 &&
+           rt_repart_writer_sync(w, TIMEOUT_MS, &e) == 0,
+       "writer: push, barrier, sync");
+    kg[0] = 4;
+    werr_clear(&e);
+    ok(rt_repart_writer_push(w, 0, c, kg, &e) < 0 && !strcmp(e.sqlstate, "22023"), "writer: key group 4 of 4 is 22023");
+    werr_clear(&e);
+    ok(rt_repart_writer_push(w, 5, c, kg, &e) < 0 && !strcmp(e.sqlstate, "22023"), "writer: a task not its own is 22023");
+    werr_clear(&e);
+    ok(rt_repart_writer_barrier(w, 1, &e) < 0 && !strcmp(e.sqlstate, "55000"), "writer: a barrier for a past epoch is 55000");
+
+    RtRepartReader *r = NULL;
+    werr_clear(&e);
+    ok(rt_repart_reader_open(broker_addr, topic, 4, 1, ALL_TYPES, N_ALL, TIMEOUT_MS, &r, &e) == 0, "reader opens");
+    int32_t p2[] = {2};
+    ok(r && rt_repart_reader_assign(r, 1, p2, &e) == 0, "reader: assign partition 2");
+    Chunk *d = chunk_new(a, N_ALL, ALL_TYPES, 16);
+    chunk_enable_wm(d);
+    long got = drain(r, d, 4, TIMEOUT_MS); /* rows 2, 6, 10 and the barrier */
+    bool same = d->n_rows == 3;
+    for (int i = 0; same && i < 3; i++)
+        same = chunks_equal(c, d, 2 + 4 * i, i);
+    ok(got == 4 && same, "broker: partition 2 holds exactly rows 2, 6, 10, equal bit for bit");
+    is_int((long long)rt_repart_reader_aligned_epoch(r), 1, "broker: the single task's barrier 1 read");
+    rt_repart_reader_close(r);
+
+    RtRepartWriter *w2 = NULL;
+    werr_clear(&e);
+    ok(rt_repart_writer_open(broker_addr, topic, 8, tasks, 1, 1, TIMEOUT_MS, &w2, &e) < 0 &&
+           !strcmp(e.sqlstate, "22023") && strstr(e.msg, "has 4 partitions"),
+       "a topic with another partition count is refused (22023)");
+    diag("%s", e.msg);
+    rt_repart_writer_close(w);
+    arena_free(a);
+}
+
+/* Barrier alignment and watermarks: tasks 0 and 1 on writer A, task 2 on
+ * writer B, 4 partitions; the reader owns partitions 1 and 3. */
+static void test_alignment_watermark(void)
+{
+    char topic[128];
+    next_topic(topic, sizeof topic);
+    WError e = {0};
+    uint32_t ta[] = {0, 1}, tb[] = {2};
+    RtRepartWriter *A = NULL, *B = NULL;
+    RtRepartReader *r = NULL;
+    if (rt_repart_writer_open(broker_addr, topic, 4, ta, 2, 1, TIMEOUT_MS, &A, &e) ||
+        rt_repart_writer_open(broker_addr, topic, 4, tb, 1, 1, TIMEOUT_MS, &B, &e) ||
+        rt_repart_reader_open(broker_addr, topic, 4, 3, ROW_TYPES, 4, TIMEOUT_MS, &r, &e)) {
+        ok(0, "open writers and reader");
+        diag("%s: %s", e.sqlstate, e.msg);
+        return;
+    }
+    int32_t mine[] = {1, 3};
+    rt_repart_reader_assign(r, 2, mine, &e);
+    Arena *a = arena_new(0);
+    Chunk *d = chunk_new(a, 4, ROW_TYPES, 1024);
+    chunk_enable_wm(d);
+    /* Each mark goes to all 4 partitions, so 2 records per mark reach us. */
+    rt_repart_writer_barrier(A, 1, &e);
+    rt_repart_writer_sync(A, TIMEOUT_MS, &e);
+    drain(r, d, 4, TIMEOUT_MS);
+    drain(r, d, 1, 200);
+    is_int((long long)rt_repart_reader_aligned_epoch(r), 0, "alignment: tasks 0 and 1 at barrier 1, task 2 not: 0");
+    rt_repart_writer_barrier(B, 1, &e);
+    rt_repart_writer_sync(B, TIMEOUT_MS, &e);
+    drain(r, d, 2, TIMEOUT_MS);
+    is_int((long long)rt_repart_reader_aligned_epoch(r), 1, "alignment: all three tasks at barrier 1: 1");
+    rt_repart_writer_barrier(A, 2, &e);
+    rt_repart_writer_barrier(B, 2, &e);
+    rt_repart_writer_barrier(B, 3, &e);
+    rt_repart_writer_sync(A, TIMEOUT_MS, &e);
+    rt_repart_writer_sync(B, TIMEOUT_MS, &e);
+    drain(r, d, 8, TIMEOUT_MS);
+    is_int((long long)rt_repart_reader_aligned_epoch(r), 2, "alignment: A at 2, B at 3: 2");
+
+    ok(rt_repart_reader_watermark(r) == TS_MINUS_INF, "watermark: none sent: -infinity");
+    rt_repart_writer_watermark(A, 0, 100, &e);
+    rt_repart_writer_watermark(A, 1, 50, &e);
+    rt_repart_writer_sync(A, TIMEOUT_MS, &e);
+    drain(r, d, 4, TIMEOUT_MS);
+    ok(rt_repart_reader_watermark(r) == TS_MINUS_INF, "watermark: task 2 has sent none: still -infinity");
+    rt_repart_writer_watermark(B, 2, 70, &e);
+    rt_repart_writer_sync(B, TIMEOUT_MS, &e);
+    drain(r, d, 2, TIMEOUT_MS);
+    is_int(rt_repart_reader_watermark(r), 50, "watermark: min(100, 50, 70) = 50");
+    rt_repart_writer_watermark(A, 1, 200, &e);
+    rt_repart_writer_sync(A, TIMEOUT_MS, &e);
+    drain(r, d, 2, TIMEOUT_MS);
+    is_int(rt_repart_reader_watermark(r), 70, "watermark: task 1 moves to 200: min = 70");
+    rt_repart_writer_watermark(B, 2, RT_REPART_WM_IDLE, &e);
+    rt_repart_writer_sync(B, TIMEOUT_MS, &e);
+    drain(r, d, 2, TIMEOUT_MS);
+    is_int(rt_repart_reader_watermark(r), 100, "watermark: task 2 idle: min over the others = 100");
+
+    /* A row pushed now carries the reader's watermark at its arrival. */
+    Chunk *c = chunk_new(a, 4, ROW_TYPES, 4);
+    Value v[4] = {value_int(TYPE_INT4, 0), value_int(TYPE_INT8, 1), value_int(TYPE_INT8, 2), value_null(TYPE_TEXT)};
+    chunk_append(c, OP_INSERT, v);
+    uint16_t kg[] = {3};
+    int before = d->n_rows;
+    rt_repart_writer_push(A, 0, c, kg, &e);
+    rt_repart_writer_sync(A, TIMEOUT_MS, &e);
+    drain(r, d, 1, TIMEOUT_MS);
+    ok(d->n_rows == before + 1 && d->wm[before] == 100, "a row read carries the reader's watermark");
+    rt_repart_writer_close(A);
+    rt_repart_writer_close(B);
+    rt_repart_reader_close(r);
+    arena_free(a);
+}
+
+/* ---- 3. randomized kill, replay and restore ---- */
+
+#define K_TASKS 3
+#define K_PARTS 8
+#define K_EPOCHS 14
+
+/* The deterministic input: rows of task t in epoch e, and row i's key group. */
+static int rows_in(uint64_t seed, int t, int e) { return (int)(mix(seed ^ (uint64_t)(t * 1000 + e)) % 120); }
+static uint16_t row_kg(int t, int e, int i) { return (uint16_t)(mix((uint64_t)t << 40 | (uint64_t)e << 20 | (uint64_t)i) % K_PARTS); }
+
+/* The producer process: task t from epoch `from` to K_EPOCHS; prints
+ * "C <epoch>" when an epoch's checkpoint is committed (barrier synced). */
+static int produce_main(const char *addr, const char *topic, int t, int from, uint64_t seed)
+{
+    WError e = {0};
+    uint32_t task = (uint32_t)t;
+    RtRepartWriter *w;
+    if (rt_repart_writer_open(addr, topic, K_PARTS, &task, 1, (uint64_t)from, TIMEOUT_MS, &w, &e)) {
+        fprintf(stderr, "producer: %s\n", e.msg);
+        return 1;
+    }
+    Arena *a = arena_new(0);
+    char text[64];
+    for (int ep = from; ep <= K_EPOCHS; ep++) {
+        int n = rows_in(seed, t, ep);
+        for (int i = 0; i < n;) {
+            /* Chunks of a size that depends on the input only. */
+            int m = 1 + (int)(mix(seed + (uint64_t)i) % 40);
+            Chunk *c = chunk_new(a, 4, ROW_TYPES, m);
+            uint16_t kg[64];
+            for (; c->n_rows < m && i < n; i++) {
+                snprintf(text, sizeof text, "row %d/%d/%d", t, ep, i);
+                Value v[4] = {value_int(TYPE_INT4, t), value_int(TYPE_INT8, ep), value_int(TYPE_INT8, i),
+                              value_str(TYPE_TEXT, text, strlen(text))};
+                kg[c->n_rows] = row_kg(t, ep, i);
+                chunk_append(c, OP_INSERT, v);
+            }
+            if (rt_repart_writer_push(w, task, c, kg, &e))
+                return fprintf(stderr, "producer: %s\n", e.msg), 1;
+            usleep(2000);
+        }
+        if (rt_repart_writer_watermark(w, task, (int64_t)ep * 1000, &e) ||
+            rt_repart_writer_barrier(w, (uint64_t)ep, &e) || rt_repart_writer_sync(w, TIMEOUT_MS, &e))
+            return fprintf(stderr, "producer: %s\n", e.msg), 1;
+        printf("C %d\n", ep);
+        fflush(stdout);
+        arena_reset(a);
+    }
+    rt_repart_writer_close(w);
+    arena_free(a);
+    return 0;
+}
+
+typedef struct Prod {
+    pid_t pid;
+    int out;           /* its stdout, non-blocking */
+    int committed;     /* last epoch it reported committed */
+    int64_t kill_at;   /* ms, 0 = let it run */
+    bool done;
+    char line[64];
+    int line_len;
+} Prod;
+
+static const char *self_path;
+static char k_topic[128];
+static uint64_t k_seed;
+
+static void prod_start(Prod *p, int t, int from, uint64_t *rng)
+{
+    int fd[2];
+    if (pipe(fd))
+        abort();
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        char ts[16], fs[16], ss[32];
+        snprintf(ts, sizeof ts, "%d", t);
+        snprintf(fs, sizeof fs, "%d", from);
+        snprintf(ss, sizeof ss, "%" PRIu64, k_seed);
+        execl(self_path, self_path, "--produce", broker_addr, k_topic, ts, fs, ss, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    fcntl(fd[0], F_SETFL, O_NONBLOCK);
+    p->pid = pid;
+    p->out = fd[0];
+    p->line_len = 0;
+    *rng = mix(*rng);
+    p->kill_at = *rng % 2 ? now_ms() + 30 + (int64_t)(*rng >> 8) % 700 : 0;
+}
+
+static void prod_read(Prod *p)
+{
+    char c;
+    while (read(p->out, &c, 1) == 1) {
+        if (c != '\n') {
+            if (p->line_len < (int)sizeof p->line - 1)
+                p->line[p->line_len++] = c;
+            continue;
+        }
+        p->line[p->line_len] = 0;
+        p->line_len = 0;
+        int ep;
+        if (sscanf(p->line, "C %d", &ep) == 1 && ep > p->committed)
+            p->committed = ep;
+    }
+}
+
+/* The rows read: seen[t][e][i] counts. */
+static int seen[K_TASKS][K_EPOCHS + 1][128];
+
+static void collect(Chunk *d, int from)
+{
+    for (int r = from; r < d->n_rows; r++) {
+        Value t, ep, i;
+        chunk_get(d, 0, r, &t);
+        chunk_get(d, 1, r, &ep);
+        chunk_get(d, 2, r, &i);
+        seen[t.u.i][ep.u.i][i.u.i]++;
+    }
+}
+
+static void test_kill_replay(uint64_t seed)
+{
+    k_seed = seed;
+    next_topic(k_topic, sizeof k_topic);
+    uint64_t rng = mix(seed + 17);
+    WError e = {0};
+    RtRepartReader *r = NULL;
+    if (rt_repart_reader_open(broker_addr, k_topic, K_PARTS, K_TASKS, ROW_TYPES, 4, TIMEOUT_MS, &r, &e)) {
+        ok(0, "kill/replay: reader opens");
+        diag("%s", e.msg);
+        return;
+    }
+    int32_t all[K_PARTS];
+    for (int p = 0; p < K_PARTS; p++)
+        all[p] = p;
+    rt_repart_reader_assign(r, K_PARTS, all, &e);
+
+    Prod prods[K_TASKS] = {0};
+    for (int t = 0; t < K_TASKS; t++)
+        prod_start(&prods[t], t, 1, &rng);
+    int kills = 0, restores = 0, replay_back = 0;
+    /* The reader's "checkpoint": its position and the rows it had then. */
+    Buf saved = BUF_INIT;
+    static int saved_seen[K_TASKS][K_EPOCHS + 1][128];
+    rt_repart_reader_position_save(r, &saved);
+    memcpy(saved_seen, seen, sizeof seen);
+    Arena *a = arena_new(0);
+    int64_t deadline = now_ms() + 90000;
+    int64_t next_restore = now_ms() + 300 + (int64_t)(rng % 600);
+    bool failed = false;
+    for (;;) {
+        Chunk *d = chunk_new(a, 4, ROW_TYPES, 512);
+        chunk_enable_wm(d);
+        int n = rt_repart_reader_poll(r, 20, d, &e);
+        if (n < 0) {
+            diag("poll: %s: %s", e.sqlstate, e.msg);
+            failed = true;
+            break;
+        }
+        collect(d, 0);
+        arena_reset(a);
+        bool all_done = true;
+        for (int t = 0; t < K_TASKS; t++) {
+            Prod *p = &prods[t];
+            if (p->done)
+                continue;
+            all_done = false;
+            prod_read(p);
+            int st;
+            if (p->kill_at && now_ms() >= p->kill_at) {
+                kill(p->pid, SIGKILL);
+                waitpid(p->pid, &st, 0);
+                prod_read(p);
+                close(p->out);
+                kills++;
+                /* Replay from the epoch after the last committed one, or
+                 * from further back (an older checkpoint). */
+                rng = mix(rng);
+                int from = p->committed + 1 - (int)(rng % 3);
+                if (from < 1)
+                    from = 1;
+                if (from <= p->committed)
+                    replay_back++;
+                prod_start(p, t, from, &rng);
+            } else if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+                prod_read(p);
+                close(p->out);
+                if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+                    diag("producer %d failed (status %d)", t, st);
+                    failed = true;
+                }
+                p->done = true;
+            }
+        }
+        if (failed)
+            break;
+        if (now_ms() >= next_restore) {
+            rng = mix(rng);
+            if (rng % 2) {
+                /* Take a checkpoint of the reader now. */
+                buf_reset(&saved);
+                rt_repart_reader_position_save(r, &saved);
+                memcpy(saved_seen, seen, sizeof seen);
+            } else {
+                /* Crash the reader: a new one from the last checkpoint. */
+                rt_repart_reader_close(r);
+                r = NULL;
+                if (rt_repart_reader_open(broker_addr, k_topic, K_PARTS, K_TASKS, ROW_TYPES, 4, TIMEOUT_MS, &r, &e) ||
+                    rt_repart_reader_position_restore(r, saved.data, saved.len, &e) ||
+                    rt_repart_reader_assign(r, K_PARTS, all, &e)) {
+                    diag("restore: %s", e.msg);
+                    failed = true;
+                    break;
+                }
+                memcpy(seen, saved_seen, sizeof seen);
+                restores++;
+            }
+            next_restore = now_ms() + 200 + (int64_t)(rng >> 8) % 800;
+        }
+        if (all_done && rt_repart_reader_aligned_epoch(r) == K_EPOCHS)
+            break;
+        if (now_ms() > deadline) {
+            diag("timed out: aligned epoch %" PRIu64, rt_repart_reader_aligned_epoch(r));
+            failed = true;
+            break;
+        }
+    }
+    ok(!failed, "kill/replay: producers ran to the last epoch and the reader aligned on it");
+    long dup = 0, gap = 0, expected = 0;
+    for (int t = 0; t < K_TASKS; t++)
+        for (int ep = 1; ep <= K_EPOCHS; ep++)
+            for (int i = 0; i < 128; i++) {
+                int want = i < rows_in(seed, t, ep);
+                expected += want;
+                if (seen[t][ep][i] > want)
+                    dup += seen[t][ep][i] - want;
+                if (seen[t][ep][i] < want)
+                    gap++;
+            }
+    diag("seed %" PRIu64 ": %ld rows, %d kills (%d replays from an older epoch), %d reader restores, %ld duplicates dropped by the last reader",
+         seed, expected, kills, replay_back, restores, rt_repart_reader_dropped(r));
+    ok(kills >= 2 && restores >= 1, "kill/replay: producers were killed and the reader restored");
+    is_int(dup, 0, "kill/replay: no duplicate row");
+    is_int(gap, 0, "kill/replay: no missing row");
+    is_int(rt_repart_reader_watermark(r), K_EPOCHS * 1000, "kill/replay: watermark is the tasks' last");
+    for (int t = 0; t < K_TASKS; t++)
+        if (!prods[t].done) {
+            kill(prods[t].pid, SIGKILL);
+            waitpid(prods[t].pid, NULL, 0);
+        }
+    rt_repart_reader_close(r);
+    buf_free(&saved);
+    arena_free(a);
+}
+
+/* A restored position continues exactly: save mid-stream, read on, then a
+ * new reader restored from the save reads the same rest. */
+static void test_restore_exact(void)
+{
+    char topic[128];
+    next_topic(topic, sizeof topic);
+    WError e = {0};
+    uint32_t task = 0;
+    RtRepartWriter *w = NULL;
+    RtRepartReader *r = NULL, *r2 = NULL;
+    if (rt_repart_writer_open(broker_addr, topic, 2, &task, 1, 1, TIMEOUT_MS, &w, &e) ||
+        rt_repart_reader_open(broker_addr, topic, 2, 1, ROW_TYPES, 4, TIMEOUT_MS, &r, &e)) {
+        ok(0, "restore: open");
+        return;
+    }
+    Arena *a = arena_new(0);
+    Chunk *c = chunk_new(a, 4, ROW_TYPES, 200);
+    uint16_t kg[200];
+    for (int i = 0; i < 200; i++) {
+        Value v[4] = {value_int(TYPE_INT4, 0), value_int(TYPE_INT8, 1), value_int(TYPE_INT8, i), value_null(TYPE_TEXT)};
+        chunk_append(c, OP_INSERT, v);
+        kg[i] = (uint16_t)(i % 2);
+    }
+    rt_repart_writer_push(w, 0, c, kg, &e);
+    rt_repart_writer_watermark(w, 0, 5000, &e);
+    rt_repart_writer_sync(w, TIMEOUT_MS, &e);
+    int32_t both[] = {0, 1};
+    rt_repart_reader_assign(r, 2, both, &e);
+    Chunk *d = chunk_new(a, 4, ROW_TYPES, 77); /* stops mid-stream */
+    drain(r, d, 77, TIMEOUT_MS);
+    Buf pos = BUF_INIT;
+    rt_repart_reader_position_save(r, &pos);
+    Chunk *rest1 = chunk_new(a, 4, ROW_TYPES, 400);
+    drain(r, rest1, 202 - 77, TIMEOUT_MS);
+    rt_repart_reader_open(broker_addr, topic, 2, 1, ROW_TYPES, 4, TIMEOUT_MS, &r2, &e);
+    ok(r2 && rt_repart_reader_position_restore(r2, pos.data, pos.len, &e) == 0 &&
+           rt_repart_reader_assign(r2, 2, both, &e) == 0,
+       "restore: a new reader takes the saved position");
+    Chunk *rest2 = chunk_new(a, 4, ROW_TYPES, 400);
+    drain(r2, rest2, 202 - 77, TIMEOUT_MS);
+    bool same = rest1->n_rows == rest2->n_rows && d->n_rows + rest1->n_rows == 200;
+    for (int i = 0; same && i < rest1->n_rows; i++)
+        same = chunks_equal(rest1, rest2, i, i);
+    ok(same, "restore: the restored reader reads exactly the rest the first one read");
+    is_int(rt_repart_reader_watermark(r2), 5000, "restore: the watermark comes back with the position");
+    /* A replay of everything: all dropped. */
+    RtRepartWriter *w2 = NULL;
+    rt_repart_writer_open(broker_addr, topic, 2, &task, 1, 1, TIMEOUT_MS, &w2, &e);
+    rt_repart_writer_push(w2, 0, c, kg, &e);
+    rt_repart_writer_sync(w2, TIMEOUT_MS, &e);
+    Chunk *rest3 = chunk_new(a, 4, ROW_TYPES, 400);
+    drain(r2, rest3, 200, TIMEOUT_MS);
+    ok(rest3->n_rows == 0 && rt_repart_reader_dropped(r2) == 200, "restore: a replay of the same epoch is dropped whole");
+    werr_clear(&e);
+    pos.data[1] ^= 1;
+    ok(rt_repart_reader_position_restore(r2, pos.data, pos.len, &e) < 0 && !strcmp(e.sqlstate, "22023"),
+       "restore: a position of another partition count is refused");
+    werr_clear(&e);
+    pos.data[1] ^= 1;
+    ok(rt_repart_reader_position_restore(r2, pos.data, pos.len - 1, &e) < 0 && !strcmp(e.sqlstate, "XX001"),
+       "restore: a cut position is XX001");
+    buf_free(&pos);
+    rt_repart_writer_close(w);
+    rt_repart_writer_close(w2);
+    rt_repart_reader_close(r);
+    rt_repart_reader_close(r2);
+    arena_free(a);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 7 && !strcmp(argv[1], "--produce"))
+        return produce_main(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]), strtoull(argv[6], NULL, 10));
+    self_path = argv[0];
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    test_codec();
+    if (argc < 2 || start_broker(argv[1])) {
+        ok(0, "weir broker starts");
+        return tap_done();
+    }
+    signal(SIGPIPE, SIG_IGN);
+    test_broker_roundtrip();
+    test_alignment_watermark();
+    test_restore_exact();
+    test_kill_replay(argc > 2 ? strtoull(argv[2], NULL, 10) : 1);
+    kill(broker_pid, SIGTERM);
+    waitpid(broker_pid, NULL, 0);
+    return tap_done();
+}
