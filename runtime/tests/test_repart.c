@@ -380,7 +380,8 @@ static void test_alignment_watermark(void)
 
 #define K_TASKS 3
 #define K_PARTS 8
-#define K_EPOCHS 14
+#define K_EPOCHS 24
+#define K_MAX_KILLS 15
 
 /* The deterministic input: rows of task t in epoch e, and row i's key group. */
 static int rows_in(uint64_t seed, int t, int e) { return (int)(mix(seed ^ (uint64_t)(t * 1000 + e)) % 120); }
@@ -440,6 +441,7 @@ typedef struct Prod {
 } Prod;
 
 static const char *self_path;
+static int kills_left = K_MAX_KILLS;
 static char k_topic[128];
 static uint64_t k_seed;
 
@@ -466,7 +468,7 @@ static void prod_start(Prod *p, int t, int from, uint64_t *rng)
     p->out = fd[0];
     p->line_len = 0;
     *rng = mix(*rng);
-    p->kill_at = *rng % 2 ? now_ms() + 30 + (int64_t)(*rng >> 8) % 700 : 0;
+    p->kill_at = *rng % 4 && kills_left-- > 0 ? now_ms() + 20 + (int64_t)(*rng >> 8) % 400 : 0;
 }
 
 static void prod_read(Prod *p)
