@@ -230,7 +230,8 @@ static WTask *wtask(RtRepartWriter *w, uint32_t task, WError *err)
     return &w->tasks[w->index[task]];
 }
 
-static int send(RtRepartWriter *w, int kg, WError *err)
+/* Produces w->buf to partition kg, keyed by kg (2 bytes big-endian). */
+static int produce_to(RtRepartWriter *w, int kg, WError *err)
 {
     unsigned char key[2] = {(unsigned char)(kg >> 8), (unsigned char)kg};
     return rt_kafka_produce(w->prod, w->topic, kg, key, 2, w->buf.data, w->buf.len, err);
@@ -248,7 +249,7 @@ int rt_repart_writer_push(RtRepartWriter *w, uint32_t task, const Chunk *c, cons
     for (int r = 0; r < c->n_rows; r++) {
         buf_reset(&w->buf);
         rt_repart_encode_row(&w->buf, task, w->epoch, t->seq, c, r);
-        if (send(w, kg[r], err))
+        if (produce_to(w, kg[r], err))
             return -1;
         t->seq++;
     }
@@ -260,7 +261,7 @@ static int send_mark_all(RtRepartWriter *w, uint8_t kind, const WTask *t, int64_
     buf_reset(&w->buf);
     rt_repart_encode_mark(&w->buf, kind, t->task, w->epoch, t->seq, wm);
     for (int p = 0; p < w->n_parts; p++)
-        if (send(w, p, err))
+        if (produce_to(w, p, err))
             return -1;
     return 0;
 }
@@ -452,7 +453,8 @@ int rt_repart_reader_assign(RtRepartReader *r, int n, const int32_t *partitions,
         return -1;
     for (int i = 0; i < r->n_assigned; i++)
         r->parts[r->assigned[i]].assigned = false;
-    memcpy(r->assigned, partitions, sizeof(int32_t) * (size_t)n);
+    if (partitions != r->assigned) /* a re-seek of the same set passes r->assigned itself */
+        memcpy(r->assigned, partitions, sizeof(int32_t) * (size_t)n);
     r->n_assigned = n;
     for (int i = 0; i < n; i++)
         r->parts[partitions[i]].assigned = true;
@@ -621,6 +623,10 @@ int rt_repart_reader_position_restore(RtRepartReader *r, const void *vp, size_t 
                                   .wm = (int64_t)get_le(q + 17, 8),
                                   .barrier = get_le(q + 25, 8)};
     }
+    /* Partitions assigned now seek to their restored offsets at once, so
+     * no record is applied against the new table from the old position. */
+    if (r->n_assigned)
+        return rt_repart_reader_assign(r, r->n_assigned, r->assigned, err);
     return 0;
 }
 

@@ -53,8 +53,8 @@ enum { RT_REPART_ROW = 0, RT_REPART_WATERMARK = 1, RT_REPART_BARRIER = 2 };
 /* Producing tasks (source partitions) of one topic: a source of more
  * partitions than this is refused (22023). */
 #define RT_REPART_MAX_TASKS 4096
-/* The reader keeps a slot per (assigned partition, task): 48 bytes each,
- * so this bounds one reader's table at 48 MiB. Checked at assign (54000). */
+/* The reader keeps a slot per (assigned partition, task): 40 bytes each,
+ * so this bounds one reader's table at 40 MiB. Checked at assign (54000). */
 #define RT_REPART_MAX_SLOTS (1 << 20)
 
 /* Writes "_weir.<cluster>.rp.<view_table_id>.<exchange_node_id>" into
@@ -146,9 +146,11 @@ void rt_repart_writer_close(RtRepartWriter *w);
 typedef struct RtRepartReader RtRepartReader;
 
 /* Opens a reader of topic (n_partitions partitions, written by the n_tasks
- * tasks 0..n_tasks-1) whose rows have the n_cols types[] (copied). Nothing
- * is assigned yet. Errors: 22023 counts out of range, or the topic exists
- * with another partition count; 42704 topic missing; 08006 unreachable. */
+ * tasks 0..n_tasks-1) whose rows have the n_cols types[] (copied). Creates
+ * the topic if missing, as the writer does, so neither has to start first.
+ * Nothing is assigned yet. Errors: 22023 counts out of range, or the topic
+ * exists with another partition count; 54000 past WEIR_MAX_COLUMNS; 08006
+ * unreachable; 58030 the broker refused. */
 int rt_repart_reader_open(const char *bootstrap, const char *topic, int n_partitions, int n_tasks,
                           const TypeId *types, int n_cols, int timeout_ms, RtRepartReader **out, WError *err);
 
@@ -180,7 +182,8 @@ int64_t rt_repart_reader_watermark(const RtRepartReader *r);
 /* The highest epoch e such that every task has sent its barrier for e on
  * every assigned partition, and this reader has read it: all rows of
  * epochs <= e are applied, and the consumer may checkpoint epoch e.
- * 0 when some (partition, task) has sent no barrier yet. */
+ * 0 when some (partition, task) has sent no barrier yet, and when nothing
+ * is assigned (a consumer without key groups waits for no one). */
 uint64_t rt_repart_reader_aligned_epoch(const RtRepartReader *r);
 
 /* Appends the reader's position to out: per assigned partition its next
@@ -189,8 +192,10 @@ uint64_t rt_repart_reader_aligned_epoch(const RtRepartReader *r);
 void rt_repart_reader_position_save(const RtRepartReader *r, Buf *out);
 
 /* Loads a position saved by rt_repart_reader_position_save (of a reader of
- * the same topic shape); takes effect for its partitions at the next
- * assign. Errors: XX001 corrupt; 22023 another partition or task count. */
+ * the same topic shape). Its partitions resume from it when assigned; those
+ * assigned already seek back to it at once. Everything is checked before
+ * anything changes. Errors: XX001 corrupt; 22023 another partition or task
+ * count. */
 int rt_repart_reader_position_restore(RtRepartReader *r, const void *p, size_t len, WError *err);
 
 /* Records dropped as duplicates since open (for tests and metrics). */
