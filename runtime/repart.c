@@ -424,6 +424,21 @@ static void wm_recompute(RtRepartReader *r)
         r->wm = m;
 }
 
+/* How long a re-seek waits for the fetchers to move (kafka.h). */
+#define SEEK_TIMEOUT_MS 10000
+
+/* Moves every assigned partition to its position's next offset without
+ * assigning again (rt_kafka_source_seek says why). */
+static int reseek(RtRepartReader *r, WError *err)
+{
+    int64_t *offs = xmalloc(sizeof(int64_t) * (size_t)(r->n_assigned ? r->n_assigned : 1));
+    for (int i = 0; i < r->n_assigned; i++)
+        offs[i] = r->parts[r->assigned[i]].next;
+    int rc = rt_kafka_source_seek(r->src, r->n_assigned, r->assigned, offs, SEEK_TIMEOUT_MS, err);
+    free(offs);
+    return rc;
+}
+
 int rt_repart_reader_assign(RtRepartReader *r, int n, const int32_t *partitions, WError *err)
 {
     if (n < 0 || n > r->n_parts)
@@ -442,6 +457,15 @@ int rt_repart_reader_assign(RtRepartReader *r, int n, const int32_t *partitions,
                 return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "repartition reader: partition %d twice",
                             partitions[i]);
     }
+    bool same = n == r->n_assigned;
+    for (int i = 0; same && i < n; i++)
+        same = r->parts[partitions[i]].assigned;
+    if (same) {
+        if (reseek(r, err))
+            return -1;
+        wm_recompute(r);
+        return 0;
+    }
     int64_t *offs = xmalloc(sizeof(int64_t) * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
         part_know(r, &r->parts[partitions[i]]);
@@ -453,8 +477,7 @@ int rt_repart_reader_assign(RtRepartReader *r, int n, const int32_t *partitions,
         return -1;
     for (int i = 0; i < r->n_assigned; i++)
         r->parts[r->assigned[i]].assigned = false;
-    if (partitions != r->assigned) /* a re-seek of the same set passes r->assigned itself */
-        memcpy(r->assigned, partitions, sizeof(int32_t) * (size_t)n);
+    memcpy(r->assigned, partitions, sizeof(int32_t) * (size_t)n);
     r->n_assigned = n;
     for (int i = 0; i < n; i++)
         r->parts[partitions[i]].assigned = true;
@@ -463,11 +486,12 @@ int rt_repart_reader_assign(RtRepartReader *r, int n, const int32_t *partitions,
 }
 
 /* After an error mid-batch: seeks every assigned partition back to the
- * record after the last one handled, so nothing fetched is skipped. */
+ * record after the last one handled, so nothing fetched is skipped. The
+ * error reported is the first one. */
 static void rewind_assigned(RtRepartReader *r)
 {
     WError e = {0};
-    rt_repart_reader_assign(r, r->n_assigned, r->assigned, &e);
+    reseek(r, &e);
 }
 
 /* Applies one record. 1: a row was appended; 0: handled otherwise; -1. */
@@ -529,6 +553,20 @@ int rt_repart_reader_poll(RtRepartReader *r, int timeout_ms, Chunk *out, WError 
         const RtKafkaRecord *kr = &r->recs[i];
         if (kr->partition < 0 || kr->partition >= r->n_parts || !r->parts[kr->partition].assigned)
             continue; /* of a partition assigned away: not ours any more */
+        int64_t next = r->parts[kr->partition].next;
+        if (next >= 0 && kr->offset > next) {
+            /* The topic is written without transactions or compaction, so
+             * its offsets have no holes: records were deleted (retention, or
+             * the embedded broker's ~5 MiB per partition) before this reader
+             * read them, and going on would lose their rows. */
+            werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, 0,
+                 "repartition topic partition %d continues at offset %" PRId64 " but this reader's position is %" PRId64
+                 ": records it had not read were deleted",
+                 kr->partition, kr->offset, next);
+            werr_hint(err, "A repartition topic must keep records until every reader has checkpointed past them "
+                           "(docs/cluster.md); the embedded broker keeps about 5 MiB per partition.");
+            goto err;
+        }
         if (!kr->value) {
             werr(err, SQLSTATE_DATA_CORRUPTED, 0, "repartition topic: a null value at partition %d offset %" PRId64,
                  kr->partition, kr->offset);
@@ -625,8 +663,9 @@ int rt_repart_reader_position_restore(RtRepartReader *r, const void *vp, size_t 
     }
     /* Partitions assigned now seek to their restored offsets at once, so
      * no record is applied against the new table from the old position. */
-    if (r->n_assigned)
-        return rt_repart_reader_assign(r, r->n_assigned, r->assigned, err);
+    if (r->n_assigned && reseek(r, err))
+        return -1;
+    wm_recompute(r);
     return 0;
 }
 

@@ -169,7 +169,9 @@ int rt_repart_reader_assign(RtRepartReader *r, int n, const int32_t *partitions,
  * watermark and barrier records update the reader. Returns the records
  * consumed (>= rows appended), 0 on timeout, -1 on error: XX001 a corrupt
  * record or a row of other types (the reader stops before it), 0A000
- * another format version, 08006 the consumer is unusable. */
+ * another format version, 55000 records this reader had not read were
+ * deleted (a hole in the offsets after its position), 08006 the consumer
+ * is unusable. */
 int rt_repart_reader_poll(RtRepartReader *r, int timeout_ms, Chunk *out, WError *err);
 
 /* The reader's watermark: the minimum over (assigned partition, task) of
