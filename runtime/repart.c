@@ -448,14 +448,13 @@ int rt_repart_reader_assign(RtRepartReader *r, int n, const int32_t *partitions,
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0,
                     "repartition reader: %d partitions x %d tasks is past the limit of %d", n, r->n_tasks,
                     RT_REPART_MAX_SLOTS);
+    uint8_t seen[RT_REPART_MAX_PARTITIONS] = {0};
     for (int i = 0; i < n; i++) {
         if (partitions[i] < 0 || partitions[i] >= r->n_parts)
             return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "repartition reader: partition %d of %d", partitions[i],
                         r->n_parts);
-        for (int j = 0; j < i; j++)
-            if (partitions[j] == partitions[i])
-                return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "repartition reader: partition %d twice",
-                            partitions[i]);
+        if (seen[partitions[i]]++)
+            return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "repartition reader: partition %d twice", partitions[i]);
     }
     bool same = n == r->n_assigned;
     for (int i = 0; same && i < n; i++)
