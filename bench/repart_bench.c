@@ -137,7 +137,7 @@ static RtRepartWriter *writer_open(void)
     WError e = {0};
     uint32_t task = 0;
     RtRepartWriter *w;
-    if (rt_repart_writer_open(addr, topic, G, &task, 1, 1, 10000, &w, &e)) {
+    if (rt_repart_writer_open(addr, topic, G, &task, NULL, 1, 1, 10000, &w, &e)) {
         fprintf(stderr, "writer: %s\n", e.msg);
         exit(1);
     }

@@ -6,9 +6,10 @@
  * Exactly-once without transactions rests on three facts. The writer's
  * producer is idempotent, so a partition holds, in order, a prefix of what
  * one writer sent, never a record twice. A replaying task re-sends the
- * same (task, epoch, seq) for the same input. And the reader keeps, per
- * (partition, task), the highest (epoch, seq) it applied, in its
- * checkpointed position, and drops a row record at or below it. Together:
+ * same (task, seq) for the same input, seq counting the task's rows over
+ * its life (restored from the producer's checkpoint). And the reader keeps,
+ * per (partition, task), the highest seq it applied, in its checkpointed
+ * position, and drops a row record at or below it. Together:
  * every row record is applied once, whatever mix of original and replayed
  * prefixes a partition holds.
  */
@@ -162,7 +163,7 @@ static int topic_check(const char *bootstrap, const char *topic, int n_partition
 
 typedef struct WTask {
     uint32_t task;
-    uint64_t seq;       /* next row seq in the current epoch */
+    uint64_t seq;       /* next row seq (over the task's life) */
     int64_t wm_sent;    /* last real watermark sent, TS_MINUS_INF none */
     bool idle_sent;     /* RT_WM_IDLE sent, no real watermark since */
 } WTask;
@@ -179,7 +180,8 @@ struct RtRepartWriter {
 };
 
 int rt_repart_writer_open(const char *bootstrap, const char *topic, int n_partitions, const uint32_t *tasks,
-                          int n_tasks, uint64_t epoch, int timeout_ms, RtRepartWriter **out, WError *err)
+                          const uint64_t *seqs, int n_tasks, uint64_t epoch, int timeout_ms, RtRepartWriter **out,
+                          WError *err)
 {
     *out = NULL;
     if (n_partitions < 1 || n_partitions > RT_REPART_MAX_PARTITIONS)
@@ -213,7 +215,7 @@ int rt_repart_writer_open(const char *bootstrap, const char *topic, int n_partit
     for (int i = 0; i < RT_REPART_MAX_TASKS; i++)
         w->index[i] = -1;
     for (int i = 0; i < n_tasks; i++) {
-        w->tasks[i] = (WTask){.task = tasks[i], .wm_sent = TS_MINUS_INF};
+        w->tasks[i] = (WTask){.task = tasks[i], .seq = seqs ? seqs[i] : 0, .wm_sent = TS_MINUS_INF};
         w->index[tasks[i]] = (int16_t)i;
     }
     *out = w;
@@ -299,8 +301,6 @@ int rt_repart_writer_barrier(RtRepartWriter *w, uint64_t epoch, WError *err)
         if (send_mark_all(w, RT_REPART_BARRIER, &w->tasks[i], 0, err))
             return -1;
     w->epoch++;
-    for (int i = 0; i < w->n_tasks; i++)
-        w->tasks[i].seq = 0;
     return 0;
 }
 
@@ -310,6 +310,15 @@ int rt_repart_writer_sync(RtRepartWriter *w, int timeout_ms, WError *err)
 }
 
 uint64_t rt_repart_writer_epoch(const RtRepartWriter *w) { return w->epoch; }
+
+int rt_repart_writer_seq(const RtRepartWriter *w, uint32_t task, uint64_t *seq, WError *err)
+{
+    WTask *t = wtask((RtRepartWriter *)w, task, err);
+    if (!t)
+        return -1;
+    *seq = t->seq;
+    return 0;
+}
 
 void rt_repart_writer_close(RtRepartWriter *w)
 {
@@ -327,7 +336,8 @@ void rt_repart_writer_close(RtRepartWriter *w)
 
 /* What the reader knows of one task on one partition. */
 typedef struct Slot {
-    uint64_t epoch, seq; /* the highest row record applied (when applied) */
+    uint64_t seq;        /* the highest row seq applied (when applied) */
+    uint64_t epoch;      /* that row's epoch (for diagnostics) */
     int64_t wm;          /* the task's last real watermark here, TS_MINUS_INF none */
     uint64_t barrier;    /* the highest epoch whose barrier was read here, 0 none */
     bool applied;        /* a row record was applied */
@@ -506,7 +516,7 @@ static int apply(RtRepartReader *r, const RtKafkaRecord *kr, Chunk *out, WError 
     Slot *s = &r->parts[kr->partition].slots[rec.task];
     switch (rec.kind) {
     case RT_REPART_ROW: {
-        if (s->applied && (rec.epoch < s->epoch || (rec.epoch == s->epoch && rec.seq <= s->seq))) {
+        if (s->applied && rec.seq <= s->seq) {
             r->dropped++;
             return 0;
         }

@@ -20,11 +20,17 @@
  * NULL included, round-trips bit for bit); kind 1 (watermark) an i64 in
  * microseconds (RT_REPART_WM_IDLE for "idle"); kind 2 (barrier) nothing.
  *
- * seq numbers the task's ROW records within an epoch, from 0. Watermark
- * and barrier records carry the number of rows the task had sent in that
- * epoch when they were written, but take no seq of their own: when a task
- * sends its watermarks is timing (idle ticks), and a replay that sent one
- * where the original sent a row must not shift the rows' numbers.
+ * seq numbers the task's ROW records over the task's whole life, from 0,
+ * and does not restart with each epoch (a change to the data plane
+ * contract, which said "position within (task, epoch)"): the producer keeps
+ * the count in its checkpoint next to its source offsets, and a replay
+ * restores it, so a row's number depends only on its place in the task's
+ * output, never on where a replay cuts its epochs (a timer's choice).
+ * Readers deduplicate by seq; the epoch is what barriers align on.
+ * Watermark and barrier records carry the task's next seq (the rows sent
+ * before them) but take no number of their own: when a task emits its
+ * watermarks is timing (idle ticks), and a replay that sent one where the
+ * original sent a row must not shift the rows' numbers.
  *
  * Both halves are single-threaded objects: one per actor, as kafka.h.
  */
@@ -95,8 +101,10 @@ typedef struct RtRepartWriter RtRepartWriter;
 
 /* Opens a writer to topic on bootstrap for the n_tasks producing tasks
  * tasks[] (the source partitions this fragment instance reads), starting
- * at epoch `epoch` (the last committed checkpoint + 1: a replay restarts
- * there, and its records repeat the original's (task, epoch, seq)).
+ * at epoch `epoch` (the last committed checkpoint + 1), each task's next
+ * row numbered seqs[i] (its rt_repart_writer_seq at that checkpoint; NULL:
+ * all 0, a task's first run). A replay restarts there, and its rows repeat
+ * the original's (task, seq).
  * Creates topic with n_partitions partitions if missing. The producer is
  * idempotent, so each partition receives a prefix of what was sent, in
  * order, and never a record twice within one writer's life.
@@ -104,11 +112,12 @@ typedef struct RtRepartWriter RtRepartWriter;
  * with another partition count; 08006 broker unreachable within
  * timeout_ms; 58030 the broker refused. */
 int rt_repart_writer_open(const char *bootstrap, const char *topic, int n_partitions, const uint32_t *tasks,
-                          int n_tasks, uint64_t epoch, int timeout_ms, RtRepartWriter **out, WError *err);
+                          const uint64_t *seqs, int n_tasks, uint64_t epoch, int timeout_ms, RtRepartWriter **out,
+                          WError *err);
 
 /* Queues one row record per row of c (all rows from producing task
  * `task`), row r to partition kg[r] (the caller's weir_key_group of the
- * row's key hash). seq continues the task's count in the current epoch.
+ * row's key hash). seq continues the task's count.
  * Blocks while librdkafka's queue is full (backpressure).
  * Errors: 22023 a task this writer does not serve or a kg out of range;
  * 58030 produce failed. */
@@ -121,7 +130,7 @@ int rt_repart_writer_watermark(RtRepartWriter *w, uint32_t task, int64_t wm, WEr
 
 /* Ends the current epoch: queues, for every task, a barrier record of
  * epoch `epoch` (which must be the current one) to every partition, then
- * moves to epoch + 1 with every seq at 0. The checkpoint of epoch may not
+ * moves to epoch + 1 (seqs go on). The checkpoint of epoch may not
  * count as committed before rt_repart_writer_sync returns 0 afterwards.
  * Errors: 55000 epoch is not the current one; 58030 produce failed. */
 int rt_repart_writer_barrier(RtRepartWriter *w, uint64_t epoch, WError *err);
@@ -136,6 +145,11 @@ int rt_repart_writer_sync(RtRepartWriter *w, int timeout_ms, WError *err);
 
 /* The epoch being written (records pushed now carry it). */
 uint64_t rt_repart_writer_epoch(const RtRepartWriter *w);
+
+/* Task's next row number into *seq, for the producer's checkpoint (taken
+ * right after rt_repart_writer_barrier: it is what the next writer of the
+ * task must be opened with). Errors: 22023 not this writer's task. */
+int rt_repart_writer_seq(const RtRepartWriter *w, uint32_t task, uint64_t *seq, WError *err);
 
 /* Closes the writer. Records not yet acknowledged may be lost: sync first.
  * NULL is allowed. */
@@ -189,7 +203,7 @@ int64_t rt_repart_reader_watermark(const RtRepartReader *r);
 uint64_t rt_repart_reader_aligned_epoch(const RtRepartReader *r);
 
 /* Appends the reader's position to out: per assigned partition its next
- * offset, and per (partition, task) the highest (epoch, seq) applied, the
+ * offset, and per (partition, task) the highest seq applied (and its epoch), the
  * last watermark and the last barrier epoch. For checkpoint metadata. */
 void rt_repart_reader_position_save(const RtRepartReader *r, Buf *out);
 

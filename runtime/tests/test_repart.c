@@ -255,7 +255,7 @@ static void test_broker_roundtrip(void)
     WError e = {0};
     uint32_t tasks[] = {0};
     RtRepartWriter *w = NULL;
-    ok(rt_repart_writer_open(broker_addr, topic, 4, tasks, 1, 1, TIMEOUT_MS, &w, &e) == 0, "writer opens, creates the topic");
+    ok(rt_repart_writer_open(broker_addr, topic, 4, tasks, NULL, 1, 1, TIMEOUT_MS, &w, &e) == 0, "writer opens, creates the topic");
     if (!w) {
         diag("%s: %s", e.sqlstate, e.msg);
         return;
@@ -294,7 +294,7 @@ static void test_broker_roundtrip(void)
 
     RtRepartWriter *w2 = NULL;
     werr_clear(&e);
-    ok(rt_repart_writer_open(broker_addr, topic, 8, tasks, 1, 1, TIMEOUT_MS, &w2, &e) < 0 &&
+    ok(rt_repart_writer_open(broker_addr, topic, 8, tasks, NULL, 1, 1, TIMEOUT_MS, &w2, &e) < 0 &&
            !strcmp(e.sqlstate, "22023") && strstr(e.msg, "has 4 partitions"),
        "a topic with another partition count is refused (22023)");
     diag("%s", e.msg);
@@ -312,8 +312,8 @@ static void test_alignment_watermark(void)
     uint32_t ta[] = {0, 1}, tb[] = {2};
     RtRepartWriter *A = NULL, *B = NULL;
     RtRepartReader *r = NULL;
-    if (rt_repart_writer_open(broker_addr, topic, 4, ta, 2, 1, TIMEOUT_MS, &A, &e) ||
-        rt_repart_writer_open(broker_addr, topic, 4, tb, 1, 1, TIMEOUT_MS, &B, &e) ||
+    if (rt_repart_writer_open(broker_addr, topic, 4, ta, NULL, 2, 1, TIMEOUT_MS, &A, &e) ||
+        rt_repart_writer_open(broker_addr, topic, 4, tb, NULL, 1, 1, TIMEOUT_MS, &B, &e) ||
         rt_repart_reader_open(broker_addr, topic, 4, 3, ROW_TYPES, 4, TIMEOUT_MS, &r, &e)) {
         ok(0, "open writers and reader");
         diag("%s: %s", e.sqlstate, e.msg);
@@ -381,48 +381,58 @@ static void test_alignment_watermark(void)
 
 #define K_TASKS 3
 #define K_PARTS 8
-#define K_EPOCHS 24
+#define K_ROWS 1500      /* rows of each task's input */
 #define K_MAX_KILLS 15
+#define K_MAX_EPOCHS 200 /* epochs of 10 rows at least */
 
-/* The deterministic input: rows of task t in epoch e, and row i's key group. */
-static int rows_in(uint64_t seed, int t, int e) { return (int)(mix(seed ^ (uint64_t)(t * 1000 + e)) % 120); }
-static uint16_t row_kg(int t, int e, int i) { return (uint16_t)(mix((uint64_t)t << 40 | (uint64_t)e << 20 | (uint64_t)i) % K_PARTS); }
+/* Row n of task t goes to this key group. */
+static uint16_t row_kg(int t, int n) { return (uint16_t)(mix((uint64_t)t << 32 | (uint64_t)n) % K_PARTS); }
 
-/* The producer process: task t from epoch `from` to K_EPOCHS; prints
- * "C <epoch>" when an epoch's checkpoint is committed (barrier synced). */
-static int produce_main(const char *addr, const char *topic, int t, int from, uint64_t seed)
+/* The producer process: task t's rows from `seq` on, in epochs from
+ * `epoch` on, of 10 to 150 rows cut by `cut_seed` (each run cuts its own:
+ * a replay's epochs differ from the original's, as a timer's would). It
+ * prints "C <epoch> <next seq>" when an epoch's checkpoint is committed
+ * (barrier synced), and sends +infinity as its watermark at the end. */
+static int produce_main(const char *addr, const char *topic, int t, int epoch, uint64_t seq, uint64_t cut_seed)
 {
     WError e = {0};
     uint32_t task = (uint32_t)t;
     RtRepartWriter *w;
-    if (rt_repart_writer_open(addr, topic, K_PARTS, &task, 1, (uint64_t)from, TIMEOUT_MS, &w, &e)) {
+    if (rt_repart_writer_open(addr, topic, K_PARTS, &task, &seq, 1, (uint64_t)epoch, TIMEOUT_MS, &w, &e)) {
         fprintf(stderr, "producer: %s\n", e.msg);
         return 1;
     }
     Arena *a = arena_new(0);
     char text[64];
-    for (int ep = from; ep <= K_EPOCHS; ep++) {
-        int n = rows_in(seed, t, ep);
-        for (int i = 0; i < n;) {
-            /* Chunks of a size that depends on the input only. */
-            int m = 1 + (int)(mix(seed + (uint64_t)i) % 40);
+    uint64_t rng = mix(cut_seed);
+    int n = (int)seq;
+    for (int ep = epoch; n < K_ROWS; ep++) {
+        rng = mix(rng);
+        int end = n + 10 + (int)(rng % 141);
+        if (end > K_ROWS)
+            end = K_ROWS;
+        while (n < end) {
+            rng = mix(rng);
+            int m = 1 + (int)(rng % 40);
             Chunk *c = chunk_new(a, 4, ROW_TYPES, m);
             uint16_t kg[64];
-            for (; c->n_rows < m && i < n; i++) {
-                snprintf(text, sizeof text, "row %d/%d/%d", t, ep, i);
-                Value v[4] = {value_int(TYPE_INT4, t), value_int(TYPE_INT8, ep), value_int(TYPE_INT8, i),
+            for (; c->n_rows < m && n < end; n++) {
+                snprintf(text, sizeof text, "row %d/%d", t, n);
+                Value v[4] = {value_int(TYPE_INT4, t), value_int(TYPE_INT8, ep), value_int(TYPE_INT8, n),
                               value_str(TYPE_TEXT, text, strlen(text))};
-                kg[c->n_rows] = row_kg(t, ep, i);
+                kg[c->n_rows] = row_kg(t, n);
                 chunk_append(c, OP_INSERT, v);
             }
             if (rt_repart_writer_push(w, task, c, kg, &e))
                 return fprintf(stderr, "producer: %s\n", e.msg), 1;
             usleep(2000);
         }
-        if (rt_repart_writer_watermark(w, task, (int64_t)ep * 1000, &e) ||
-            rt_repart_writer_barrier(w, (uint64_t)ep, &e) || rt_repart_writer_sync(w, TIMEOUT_MS, &e))
+        uint64_t next;
+        if (rt_repart_writer_watermark(w, task, n == K_ROWS ? TS_PLUS_INF : (int64_t)n * 1000, &e) ||
+            rt_repart_writer_barrier(w, (uint64_t)ep, &e) || rt_repart_writer_seq(w, task, &next, &e) ||
+            rt_repart_writer_sync(w, TIMEOUT_MS, &e))
             return fprintf(stderr, "producer: %s\n", e.msg), 1;
-        printf("C %d\n", ep);
+        printf("C %d %" PRIu64 "\n", ep, next);
         fflush(stdout);
         arena_reset(a);
     }
@@ -433,9 +443,10 @@ static int produce_main(const char *addr, const char *topic, int t, int from, ui
 
 typedef struct Prod {
     pid_t pid;
-    int out;           /* its stdout, non-blocking */
-    int committed;     /* last epoch it reported committed */
-    int64_t kill_at;   /* ms, 0 = let it run */
+    int out;            /* its stdout, non-blocking */
+    int committed;      /* last epoch committed (0 none) */
+    uint64_t ckpt_seq[K_MAX_EPOCHS + 1]; /* per committed epoch, the next seq after it */
+    int64_t kill_at;    /* ms, 0 = let it run */
     bool done;
     char line[64];
     int line_len;
@@ -444,23 +455,25 @@ typedef struct Prod {
 static const char *self_path;
 static int kills_left = K_MAX_KILLS;
 static char k_topic[128];
-static uint64_t k_seed;
 
-static void prod_start(Prod *p, int t, int from, uint64_t *rng)
+static void prod_start(Prod *p, int t, uint64_t *rng)
 {
     int fd[2];
     if (pipe(fd))
         abort();
+    *rng = mix(*rng);
+    uint64_t cut_seed = *rng;
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fd[1], 1);
         close(fd[0]);
-        char ts[16], fs[16], ss[32];
+        char ts[16], es[16], ss[32], cs[32];
         snprintf(ts, sizeof ts, "%d", t);
-        snprintf(fs, sizeof fs, "%d", from);
-        snprintf(ss, sizeof ss, "%" PRIu64, k_seed);
-        execl(self_path, self_path, "--produce", broker_addr, k_topic, ts, fs, ss, (char *)NULL);
+        snprintf(es, sizeof es, "%d", p->committed + 1);
+        snprintf(ss, sizeof ss, "%" PRIu64, p->committed ? p->ckpt_seq[p->committed] : 0);
+        snprintf(cs, sizeof cs, "%" PRIu64, cut_seed);
+        execl(self_path, self_path, "--produce", broker_addr, k_topic, ts, es, ss, cs, (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -484,28 +497,29 @@ static void prod_read(Prod *p)
         p->line[p->line_len] = 0;
         p->line_len = 0;
         int ep;
-        if (sscanf(p->line, "C %d", &ep) == 1 && ep > p->committed)
+        uint64_t next;
+        if (sscanf(p->line, "C %d %" SCNu64, &ep, &next) == 2 && ep > 0 && ep <= K_MAX_EPOCHS) {
             p->committed = ep;
+            p->ckpt_seq[ep] = next;
+        }
     }
 }
 
-/* The rows read: seen[t][e][i] counts. */
-static int seen[K_TASKS][K_EPOCHS + 1][128];
+/* The rows read: seen[t][n] counts. */
+static int seen[K_TASKS][K_ROWS];
 
-static void collect(Chunk *d, int from)
+static void collect(Chunk *d)
 {
-    for (int r = from; r < d->n_rows; r++) {
-        Value t, ep, i;
+    for (int r = 0; r < d->n_rows; r++) {
+        Value t, n;
         chunk_get(d, 0, r, &t);
-        chunk_get(d, 1, r, &ep);
-        chunk_get(d, 2, r, &i);
-        seen[t.u.i][ep.u.i][i.u.i]++;
+        chunk_get(d, 2, r, &n);
+        seen[t.u.i][n.u.i]++;
     }
 }
 
 static void test_kill_replay(uint64_t seed)
 {
-    k_seed = seed;
     next_topic(k_topic, sizeof k_topic);
     uint64_t rng = mix(seed + 17);
     WError e = {0};
@@ -520,13 +534,13 @@ static void test_kill_replay(uint64_t seed)
         all[p] = p;
     rt_repart_reader_assign(r, K_PARTS, all, &e);
 
-    Prod prods[K_TASKS] = {0};
+    static Prod prods[K_TASKS];
     for (int t = 0; t < K_TASKS; t++)
-        prod_start(&prods[t], t, 1, &rng);
+        prod_start(&prods[t], t, &rng);
     int kills = 0, restores = 0, replay_back = 0, events = 0;
     /* The reader's "checkpoint": its position and the rows it had then. */
     Buf saved = BUF_INIT;
-    static int saved_seen[K_TASKS][K_EPOCHS + 1][128];
+    static int saved_seen[K_TASKS][K_ROWS];
     rt_repart_reader_position_save(r, &saved);
     memcpy(saved_seen, seen, sizeof seen);
     Arena *a = arena_new(0);
@@ -542,7 +556,7 @@ static void test_kill_replay(uint64_t seed)
             failed = true;
             break;
         }
-        collect(d, 0);
+        collect(d);
         arena_reset(a);
         bool all_done = true;
         for (int t = 0; t < K_TASKS; t++) {
@@ -558,15 +572,15 @@ static void test_kill_replay(uint64_t seed)
                 prod_read(p);
                 close(p->out);
                 kills++;
-                /* Replay from the epoch after the last committed one, or
-                 * from further back (an older checkpoint). */
+                /* Replay from the last committed checkpoint, or from one
+                 * or two before it (an older checkpoint restored). */
                 rng = mix(rng);
-                int from = p->committed + 1 - (int)(rng % 3);
-                if (from < 1)
-                    from = 1;
-                if (from <= p->committed)
+                int back = (int)(rng % 3);
+                if (back && p->committed > back) {
+                    p->committed -= back;
                     replay_back++;
-                prod_start(p, t, from, &rng);
+                }
+                prod_start(p, t, &rng);
             } else if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
                 prod_read(p);
                 close(p->out);
@@ -602,32 +616,37 @@ static void test_kill_replay(uint64_t seed)
             }
             next_restore = now_ms() + 200 + (int64_t)(rng >> 8) % 800;
         }
-        if (all_done && rt_repart_reader_aligned_epoch(r) == K_EPOCHS)
+        /* Every task's last run sent +infinity after all its rows (the rows
+         * before its start were delivered before it began), so a watermark
+         * of +infinity means every row has been read. */
+        if (all_done && rt_repart_reader_watermark(r) == TS_PLUS_INF)
             break;
         if (now_ms() > deadline) {
-            diag("timed out: aligned epoch %" PRIu64, rt_repart_reader_aligned_epoch(r));
+            diag("timed out: watermark %" PRId64, rt_repart_reader_watermark(r));
             failed = true;
             break;
         }
     }
-    ok(!failed, "kill/replay: producers ran to the last epoch and the reader aligned on it");
-    long dup = 0, gap = 0, expected = 0;
+    ok(!failed, "kill/replay: producers ran to the end and the reader read to their final watermark");
+    int min_final = K_MAX_EPOCHS;
     for (int t = 0; t < K_TASKS; t++)
-        for (int ep = 1; ep <= K_EPOCHS; ep++)
-            for (int i = 0; i < 128; i++) {
-                int want = i < rows_in(seed, t, ep);
-                expected += want;
-                if (seen[t][ep][i] > want)
-                    dup += seen[t][ep][i] - want;
-                if (seen[t][ep][i] < want)
-                    gap++;
-            }
-    diag("seed %" PRIu64 ": %ld rows, %d kills (%d replays from an older epoch), %d reader restores, %ld duplicates dropped by the last reader",
-         seed, expected, kills, replay_back, restores, rt_repart_reader_dropped(r));
+        if (prods[t].committed < min_final)
+            min_final = prods[t].committed;
+    ok(rt_repart_reader_aligned_epoch(r) >= (uint64_t)min_final, "kill/replay: the reader aligned on the last epochs");
+    long dup = 0, gap = 0;
+    for (int t = 0; t < K_TASKS; t++)
+        for (int i = 0; i < K_ROWS; i++) {
+            if (seen[t][i] > 1)
+                dup += seen[t][i] - 1;
+            if (seen[t][i] < 1)
+                gap++;
+        }
+    diag("seed %" PRIu64 ": %d rows, %d kills (%d replays from an older checkpoint), %d reader restores, "
+         "%ld duplicates dropped by the last reader, epochs cut anew by each run",
+         seed, K_TASKS * K_ROWS, kills, replay_back, restores, rt_repart_reader_dropped(r));
     ok(kills >= 2 && restores >= 1, "kill/replay: producers were killed and the reader restored");
     is_int(dup, 0, "kill/replay: no duplicate row");
     is_int(gap, 0, "kill/replay: no missing row");
-    is_int(rt_repart_reader_watermark(r), K_EPOCHS * 1000, "kill/replay: watermark is the tasks' last");
     for (int t = 0; t < K_TASKS; t++)
         if (!prods[t].done) {
             kill(prods[t].pid, SIGKILL);
@@ -669,7 +688,7 @@ static void test_restore_exact(void)
     uint32_t task = 0;
     RtRepartWriter *w = NULL;
     RtRepartReader *r = NULL, *r2 = NULL;
-    if (rt_repart_writer_open(broker_addr, topic, 2, &task, 1, 1, TIMEOUT_MS, &w, &e) ||
+    if (rt_repart_writer_open(broker_addr, topic, 2, &task, NULL, 1, 1, TIMEOUT_MS, &w, &e) ||
         rt_repart_reader_open(broker_addr, topic, 2, 1, ROW_TYPES, 4, TIMEOUT_MS, &r, &e)) {
         ok(0, "restore: open");
         return;
@@ -704,7 +723,7 @@ static void test_restore_exact(void)
     is_int(rt_repart_reader_watermark(r2), 5000, "restore: the watermark comes back with the position");
     /* A replay of everything: all dropped. */
     RtRepartWriter *w2 = NULL;
-    rt_repart_writer_open(broker_addr, topic, 2, &task, 1, 1, TIMEOUT_MS, &w2, &e);
+    rt_repart_writer_open(broker_addr, topic, 2, &task, NULL, 1, 1, TIMEOUT_MS, &w2, &e);
     rt_repart_writer_push(w2, 0, c, kg, &e);
     rt_repart_writer_sync(w2, TIMEOUT_MS, &e);
     Chunk *rest3 = chunk_new(a, 4, ROW_TYPES, 400);
@@ -743,7 +762,7 @@ static void test_deleted_records(void)
     uint32_t task = 0;
     RtRepartWriter *w = NULL;
     RtRepartReader *r = NULL;
-    if (rt_repart_writer_open(broker_addr, topic, 1, &task, 1, 1, TIMEOUT_MS, &w, &e) ||
+    if (rt_repart_writer_open(broker_addr, topic, 1, &task, NULL, 1, 1, TIMEOUT_MS, &w, &e) ||
         rt_repart_reader_open(broker_addr, topic, 1, 1, ROW_TYPES, 4, TIMEOUT_MS, &r, &e)) {
         ok(0, "deleted: open");
         return;
@@ -789,8 +808,9 @@ static void test_deleted_records(void)
 
 int main(int argc, char **argv)
 {
-    if (argc == 7 && !strcmp(argv[1], "--produce"))
-        return produce_main(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]), strtoull(argv[6], NULL, 10));
+    if (argc == 8 && !strcmp(argv[1], "--produce"))
+        return produce_main(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]), strtoull(argv[6], NULL, 10),
+                            strtoull(argv[7], NULL, 10));
     self_path = argv[0];
     setvbuf(stdout, NULL, _IOLBF, 0);
     test_codec();
