@@ -9,8 +9,8 @@
  * the partition of the row's key group, a watermark record to every
  * partition when their watermark moves, and a barrier record to every
  * partition at each checkpoint. Every record carries (task, epoch, seq):
- * a task replayed after a failover re-sends the same triple for the same
- * input, and the reader drops what it already applied, so exactly-once
+ * a task replayed after a failover re-sends the same (task, seq) for the
+ * same row, and the reader drops what it already applied, so exactly-once
  * needs no broker transactions.
  *
  * Record value (little-endian): u8 version (1) | u8 kind | u32 task |
