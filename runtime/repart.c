@@ -198,7 +198,7 @@ int rt_repart_writer_open(const char *bootstrap, const char *topic, int n_partit
         return -1;
     /* Idempotence: a retried batch is not written twice and never overtakes
      * the one before it, so each partition is a prefix of what we sent, in
-     * order, which the reader's dedup by highest (epoch, seq) relies on. */
+     * order, which the reader's dedup by highest seq relies on. */
     RtKafkaProp props[] = {{"enable.idempotence", "true"}};
     RtKafkaProducer *prod;
     if (rt_kafka_producer_open(bootstrap, props, 1, &prod, err))

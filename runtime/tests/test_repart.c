@@ -9,13 +9,16 @@
  *    another partition count is refused; barrier alignment with several
  *    tasks on two writers; the watermark is the minimum over tasks
  *    (idle tasks aside).
- * 3. Randomized kill and replay (seed argv[2], default 1): producer
- *    processes (this binary with --produce) write deterministic epochs and
- *    are killed with SIGKILL at random moments, then restarted from an
- *    epoch at or before their last committed one; the reader is closed
- *    and restored from a saved position at random moments, dropping what
- *    it read since (as a consumer rolled back to its checkpoint). At the
- *    end the rows read must be the oracle's exactly: no duplicate, no gap.
+ * 3. A restored position continues exactly; records deleted behind a
+ *    reader's position are 55000.
+ * 4. Randomized kill and replay (seed argv[2], default 1): producer
+ *    processes (this binary with --produce) write a deterministic input in
+ *    epochs each run cuts anew, are killed with SIGKILL at random moments,
+ *    then restarted from their last committed checkpoint (epoch, seq) or
+ *    an older one; the reader is closed and restored from a saved position
+ *    at random moments, dropping what it read since (as a consumer rolled
+ *    back to its checkpoint). At the end every input row must have been
+ *    read exactly once: no duplicate, no gap.
  */
 #include <errno.h>
 #include <fcntl.h>
