@@ -375,6 +375,43 @@ int rt_kafka_source_assign(RtKafkaSource *s, int n, const int32_t *partitions,
     return 0;
 }
 
+int rt_kafka_source_seek(RtKafkaSource *s, int n, const int32_t *partitions, const int64_t *offsets,
+                         int timeout_ms, WError *err)
+{
+    if (n <= 0)
+        return 0;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
+    for (int i = 0; i < n; i++) {
+        if (partitions[i] < 0 || partitions[i] >= s->n_parts || offsets[i] < RT_KAFKA_EARLIEST) {
+            rd_kafka_topic_partition_list_destroy(l);
+            return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "cannot seek kafka topic \"%s\" partition %d to %lld",
+                        s->topic, (int)partitions[i], (long long)offsets[i]);
+        }
+        int64_t off = offsets[i] == RT_KAFKA_EARLIEST ? RD_KAFKA_OFFSET_BEGINNING
+                      : offsets[i] == RT_KAFKA_LATEST ? RD_KAFKA_OFFSET_END
+                                                      : offsets[i];
+        rd_kafka_topic_partition_list_add(l, s->topic, partitions[i])->offset = off;
+    }
+    /* With a timeout the call returns once the fetchers moved, so no record
+     * fetched from the old position is returned after it. */
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(s->rk, l, timeout_ms > 0 ? timeout_ms : 1);
+    int rc = 0;
+    if (e) {
+        rc = werr(err, rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__TIMED_OUT ? SQLSTATE_CONNECTION_FAILURE
+                                                                               : SQLSTATE_IO_ERROR,
+                  0, "could not seek kafka topic \"%s\": %s", s->topic, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    for (int i = 0; !rc && i < l->cnt; i++)
+        if (l->elems[i].err)
+            rc = werr(err, SQLSTATE_IO_ERROR, 0, "could not seek kafka topic \"%s\" partition %d: %s", s->topic,
+                      (int)l->elems[i].partition, rd_kafka_err2str(l->elems[i].err));
+    rd_kafka_topic_partition_list_destroy(l);
+    for (int i = 0; i < n; i++)
+        s->at_end[partitions[i]] = false;
+    return rc;
+}
+
 static void release_held(RtKafkaSource *s)
 {
     for (int i = 0; i < s->n_held; i++)

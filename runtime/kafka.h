@@ -102,6 +102,17 @@ void rt_kafka_source_grow(RtKafkaSource *s, int n);
 int rt_kafka_source_assign(RtKafkaSource *s, int n, const int32_t *partitions,
                            const int64_t *offsets, WError *err);
 
+/* Moves the n partitions, all assigned already, to the offsets (>= 0,
+ * RT_KAFKA_EARLIEST or RT_KAFKA_LATEST) without changing the assignment,
+ * waiting up to timeout_ms until no record fetched from the old positions
+ * can be returned. Use it rather than assigning the same partitions again:
+ * librdkafka 2.0 can abort on a partition removed twice in quick
+ * succession (its issue #5573). Errors: 22023 not a partition or offset;
+ * 08006 timed out (the positions are then unknown: assign again); 58030
+ * refused. */
+int rt_kafka_source_seek(RtKafkaSource *s, int n, const int32_t *partitions, const int64_t *offsets,
+                         int timeout_ms, WError *err);
+
 /* Waits up to timeout_ms for the first record, then takes whatever else is
  * already fetched, up to max, without waiting further. Returns the count (0
  * on timeout) or RT_KAFKA_ERR_FATAL if the consumer became unusable (the
