@@ -175,3 +175,20 @@ int stor_table_drop_prefixes(StorEnv *env, uint64_t table_id, const void *prefix
     DropArg a = {table_id, prefixes, plen, n};
     return env_write(env, 0, drop_prefix_body, &a, err);
 }
+
+static int meta_delete_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
+{
+    (void)err;
+    const char *name = arg;
+    MDB_val k = {strlen(name), (void *)name};
+    int rc = mdb_del(txn, env->dbi_meta, &k, NULL);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int stor_meta_delete(StorEnv *env, const char *name, WError *err)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > STOR_MAX_NAME)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "storage: bad metadata name length %zu", n);
+    return env_write(env, 0, meta_delete_body, (void *)name, err);
+}

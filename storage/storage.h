@@ -351,6 +351,13 @@ int stor_checkpoint_changes(StorCheckpoint *ck, int (*fn)(void *arg, const StorC
  *         58030). On failure nothing was written. */
 int stor_changes_apply(StorEnv *env, const StorChange *changes, size_t n, WError *err);
 
+/* Durably deletes the committed metadata entry name (absent is fine) in
+ * its own write transaction, outside any checkpoint. Any thread; it waits
+ * for a checkpoint being written. For records whose end is decided after
+ * their checkpoint (a changelog epoch confirmed by Kafka).
+ * @return 0, or <0 (54000 bad name, 53100, 58030). */
+int stor_meta_delete(StorEnv *env, const char *name, WError *err);
+
 /* Durably deletes every committed row of table_id whose key begins with
  * one of the n prefixes (each plen bytes: a key group is 2 bytes), in one
  * transaction: a key group's old local range before a restore. The table
