@@ -648,7 +648,9 @@ static int apply_batch(RtClRestore *r, WError *err)
         c->del = vl == DEL_LEN;
         off += REC_HEADER + klen + vlen;
     }
+    uint64_t t0 = now_usec();
     int rc = stor_changes_apply(r->env, r->ch, n, err);
+    r->st.apply_usec += now_usec() - t0;
     if (rc == 0)
         r->st.applied += n;
     buf_reset(&r->batch);

@@ -487,6 +487,7 @@ typedef struct RtClRestoreStats {
     uint64_t bytes;             /* key + value bytes read */
     uint64_t applied;           /* changes written into LMDB */
     uint64_t usec;              /* wall time of open + catch-up */
+    uint64_t apply_usec;        /* of which writing LMDB (stor_changes_apply) */
 } RtClRestoreStats;
 
 /* Opens the changelog for restore: checks the topic (created empty when
