@@ -314,6 +314,34 @@ int main(void)
            "a topic with another partition count: 22023");
         stor_close(x);
     }
+    /* A partition that lost its first records (the embedded broker keeps
+     * ~5 MiB per partition) is refused, not restored in part. */
+    {
+        int n = 0;
+        ok(rt_kafka_topic_ensure(addr, "_weir.t.cl.43", 1, "compact", 10000, &n, &err) == 0 && n == 1,
+           "a one-partition changelog topic");
+        RtKafkaProducer *p;
+        rt_kafka_producer_open(addr, NULL, 0, &p, &err);
+        static uint8_t big[100000];
+        uint8_t key[10] = {0, 0, 0, 0, 0, 0, 0, 100, 0, 0};
+        int rc = 0;
+        for (int i = 0; i < 80 && rc == 0; i++) {
+            key[9] = (uint8_t)i;
+            rc = rt_kafka_produce(p, "_weir.t.cl.43", 0, key, sizeof key, big, sizeof big, &err);
+        }
+        ok(rc == 0 && rt_kafka_producer_flush(p, 30000, &err) == 0, "8 MB written to its partition");
+        rt_kafka_producer_close(p);
+        RtChangelogConf one = conf_for(addr, NULL, 0);
+        one.view_id = 43;
+        one.key_groups = 1;
+        StorEnv *x;
+        stor_open(dir("y"), NULL, &x, &err);
+        memset(&err, 0, sizeof err);
+        ok(rt_changelog_restore(&one, x, 10000, &epoch, NULL, &err) < 0 && !strcmp(err.sqlstate, "55000"),
+           "a trimmed partition is refused: 55000");
+        diag("%s", err.msg);
+        stor_close(x);
+    }
     rt_broker_stop(b);
     rm_rf(base);
     return tap_done();
