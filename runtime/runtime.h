@@ -474,9 +474,11 @@ int rt_changelog_wait(RtChangelog *cl, uint64_t epoch, int timeout_ms);
 
 void rt_changelog_stats(RtChangelog *cl, RtChangelogStats *out);
 
-/* Stops the sender (within ~0.5 s) without waiting for delivery: what is
- * not confirmed stays in LMDB and the next rt_changelog_open re-sends it.
- * NULL is allowed. */
+/* Stops the sender without waiting for delivery: what is not confirmed
+ * stays in LMDB and the next rt_changelog_open re-sends it. Takes up to
+ * ~2 s while Kafka is away (a topic check in progress), up to 15 s if an
+ * epoch larger than librdkafka's local queue (100,000 records) is blocked
+ * on it. NULL is allowed. */
 void rt_changelog_close(RtChangelog *cl);
 
 /* The restorer: conf.kgs (NULL = all) and conf.table_ids of env. */
@@ -496,7 +498,8 @@ typedef struct RtClRestoreStats {
  * were trimmed, e.g. by the embedded broker's ~5 MiB per partition, and
  * the partition cannot rebuild the state), then drops the key groups'
  * local ranges of every table (the tables must not be open) and starts
- * reading from the beginning. Errors: 08006 Kafka unreachable within
+ * reading from the beginning. After a failure (here or in catch_up) the
+ * key groups' local state is incomplete: restore them again. Errors: 08006 Kafka unreachable within
  * timeout_ms, 22023 partition count differs, 55000, storage errors. */
 int rt_changelog_restore_open(const RtChangelogConf *conf, StorEnv *env, int timeout_ms, RtClRestore **out,
                               WError *err);
