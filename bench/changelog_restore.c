@@ -103,6 +103,7 @@ int main(int argc, char **argv)
            "%.0f changes/s\n",
            (unsigned long long)epoch, (unsigned long long)st.records, (unsigned long long)st.applied, st.bytes / 1e6,
            st.usec / 1e6, st.apply_usec / 1e6, st.bytes / 1e6 / (st.usec / 1e6), st.applied / (st.usec / 1e6));
+    free(val);
     stor_close(env);
     stor_close(renv);
     rt_broker_stop(b);
