@@ -302,6 +302,17 @@ int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_pa
     return source_open(bootstrap, topic, create_partitions, NULL, props, n_props, timeout_ms, out, err);
 }
 
+int rt_kafka_topic_ensure(const char *bootstrap, const char *topic, int partitions, const char *cleanup_policy,
+                          int timeout_ms, int *n_out, WError *err)
+{
+    RtKafkaSource *s;
+    if (source_open(bootstrap, topic, partitions, cleanup_policy, NULL, 0, timeout_ms, &s, err))
+        return -1;
+    *n_out = s->n_parts;
+    rt_kafka_source_close(s);
+    return 0;
+}
+
 int rt_kafka_log_open(const char *bootstrap, const char *topic, int64_t from, int timeout_ms, RtKafkaSource **out,
                       WError *err)
 {

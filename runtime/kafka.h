@@ -87,6 +87,13 @@ int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_pa
 int rt_kafka_log_open(const char *bootstrap, const char *topic, int64_t from, int timeout_ms, RtKafkaSource **out,
                       WError *err);
 
+/* Makes sure topic exists: creates it with `partitions` partitions and
+ * cleanup_policy (NULL = the broker's default) when missing, and writes the
+ * partition count it has into *n_out (an existing topic keeps its own: the
+ * caller checks it). Errors as rt_kafka_source_open. */
+int rt_kafka_topic_ensure(const char *bootstrap, const char *topic, int partitions, const char *cleanup_policy,
+                          int timeout_ms, int *n_out, WError *err);
+
 /* The topic's partition count, as seen at open (or grown to). */
 int rt_kafka_source_partition_count(RtKafkaSource *s);
 
