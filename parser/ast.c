@@ -327,6 +327,8 @@ AstList *ast_name_list(ParseCtx *c, AstList *l, Token t)
 
 void parse_syntax_error(ParseCtx *c, Token t)
 {
+    if (parse_unsupported(c, t))
+        return; /* SQL weir lacks, not SQL that is wrong (unsupported.c) */
     if (t.n == 0) {
         werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "syntax error at end of input");
         return;
