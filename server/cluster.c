@@ -542,14 +542,15 @@ static void work_subscribe(Cluster *c)
     for (int i = 0; same && i < n; i++)
         same = !strcmp(t[i], c->work_topics[i]);
     WError err = {0};
-    if (same || rt_group_subscribe(c->group, (const char *const *)t, n, &err)) {
-        if (!same)
-            fprintf(stderr, "weir: cluster: work group: %s\n", err.msg);
+    if (same) {
         for (int i = 0; i < n; i++)
             free(t[i]);
         free(t);
         return;
     }
+    /* A refused set is kept too, so it is logged once and retried when the catalog changes. */
+    if (rt_group_subscribe(c->group, (const char *const *)t, n, &err))
+        fprintf(stderr, "weir: cluster: work group: %s\n", err.msg);
     for (int i = 0; i < c->n_work_topics; i++)
         free(c->work_topics[i]);
     free(c->work_topics);
