@@ -52,6 +52,8 @@ static int part_cmp(const void *a, const void *b)
 /* Index of (topic, partition) in the assignment, or -1. Under the lock. */
 static int asg_find(RtGroup *g, const char *topic, int32_t partition)
 {
+    if (g->n_asg == 0) /* g->asg may be NULL: bsearch wants a base */
+        return -1;
     RtGroupPartition key = {.partition = partition};
     snprintf(key.topic, sizeof key.topic, "%s", topic);
     RtGroupPartition *p = bsearch(&key, g->asg, (size_t)g->n_asg, sizeof *g->asg, part_cmp);
@@ -294,9 +296,11 @@ int rt_group_poll(RtGroup *g, RtGroupChange *out, int max)
 {
     pthread_mutex_lock(&g->lock);
     int n = g->n_q < max ? g->n_q : max;
-    memcpy(out, g->q, (size_t)n * sizeof *out);
-    memmove(g->q, g->q + n, (size_t)(g->n_q - n) * sizeof *g->q);
-    g->n_q -= n;
+    if (n > 0) { /* g->q is NULL before the first change */
+        memcpy(out, g->q, (size_t)n * sizeof *out);
+        memmove(g->q, g->q + n, (size_t)(g->n_q - n) * sizeof *g->q);
+        g->n_q -= n;
+    }
     pthread_mutex_unlock(&g->lock);
     return n;
 }
@@ -314,7 +318,8 @@ int rt_group_assignment(RtGroup *g, RtGroupPartition **out)
     pthread_mutex_lock(&g->lock);
     int n = g->n_asg;
     *out = xcalloc(n > 0 ? (size_t)n : 1, sizeof **out);
-    memcpy(*out, g->asg, (size_t)n * sizeof **out);
+    if (n > 0)
+        memcpy(*out, g->asg, (size_t)n * sizeof **out);
     pthread_mutex_unlock(&g->lock);
     return n;
 }

@@ -20,6 +20,7 @@ Checks, against one broker (8 partitions, session.timeout.ms 6 s):
 fails on the mock (proof that the emulation is what makes it pass).
 """
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -222,6 +223,11 @@ def main():
             m.stop()
         broker.terminate()
         broker.wait()
+        if failed:
+            with open(os.path.join(tmp, "broker.log")) as f:
+                for line in f.read().splitlines()[-20:]:
+                    diag("broker: " + line)
+        shutil.rmtree(tmp, ignore_errors=True)
         diag("run time %.0f s" % (time.time() - t0))
     sys.exit(1 if failed else 0)
 
