@@ -40,6 +40,7 @@
 
 #include "cluster.h"
 #include "http_door.h"
+#include "group.h"
 #include "engine_int.h"
 
 #define DEFAULT_MAX_CONNECTIONS 64
@@ -437,6 +438,18 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
                   "Live nodes at this node's catalog position whose catalog differs (a statement failed on one "
                   "of them for a reason of its own; docs/cluster.md).");
         buf_printf(&b, "weir_cluster_catalog_disagreements %d\n", disagree);
+        RtGroupStats gs;
+        if (cluster_work_stats(e->cluster, &gs)) {
+            prom_head(&b, "weir_cluster_work_partitions", "gauge",
+                      "Partitions this node holds in the cluster's work group (weir_cluster_assignment).");
+            buf_printf(&b, "weir_cluster_work_partitions %d\n", gs.n_assigned);
+            prom_head(&b, "weir_cluster_work_rebalances_total", "counter",
+                      "Assignment changes (partitions added or revoked) this node took part in.");
+            buf_printf(&b, "weir_cluster_work_rebalances_total %lld\n", (long long)gs.rebalances);
+            prom_head(&b, "weir_cluster_work_commit_failures_total", "counter",
+                      "Offset commits to the work group the broker refused.");
+            buf_printf(&b, "weir_cluster_work_commit_failures_total %lld\n", (long long)gs.commit_failures);
+        }
         free(nodes);
     }
     pthread_mutex_unlock(&e->lock);
