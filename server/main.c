@@ -326,7 +326,8 @@ static int serve(int argc, char **argv)
         const char *pg_host = strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : strcmp(host, "::") == 0 ? "::1" : host;
         snprintf(conninfo, sizeof conninfo, "host='%s' port=%d dbname=weir user=weir sslmode=disable "
                  "application_name=weir_http", pg_host, srv_server_port(srv));
-        HttpConfig hc = {.host = http_host, .port = http_port, .enable_sql = http_sql, .sql_conninfo = conninfo};
+        HttpConfig hc = {.host = http_host, .port = http_port, .enable_sql = http_sql, .sql_conninfo = conninfo,
+                         .version = WEIR_VERSION};
         if (srv_http_start(&hc, e, &http, &err)) {
             if (http_port_set) {
                 fprintf(stderr, "weir: %s\n", err.msg);
