@@ -37,6 +37,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <dirent.h>
 
 #include "cluster.h"
 #include "http_door.h"
@@ -72,11 +73,12 @@ struct SrvHttp {
      * lock: served when the lock is busy past ENGINE_WAIT_MS (a long ad hoc
      * query, DDL, a backfill), so monitoring never waits behind them. */
     pthread_mutex_t cache_mu;
-    Buf cache[3];
-    int64_t cache_at_us[3];
+    Buf cache[4];
+    int64_t cache_at_us[4];
+    char version[32];
 };
 
-enum { CACHE_METRICS, CACHE_STATUS, CACHE_VIEWS };
+enum { CACHE_METRICS, CACHE_STATUS, CACHE_VIEWS, CACHE_READY, N_CACHES };
 #define ENGINE_WAIT_MS 250
 
 /* Per request: the body being read. */
@@ -307,6 +309,97 @@ static enum MHD_Result engine_busy(struct MHD_Connection *c)
                          "the engine is busy (a long statement holds it) and nothing was read before; retry");
 }
 
+/* Prometheus's standard process_* metrics, from /proc (no engine lock). */
+static void process_metrics(Buf *b)
+{
+    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/stat", "r");
+    unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
+    long rss = 0, threads = 0;
+    if (f) {
+        char line[1024];
+        if (fgets(line, sizeof line, f)) {
+            /* Fields after the command name, which may hold spaces: from the last ')'. */
+            const char *p = strrchr(line, ')');
+            if (p && sscanf(p + 2,
+                            "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %ld %*d %llu "
+                            "%llu %ld",
+                            &utime, &stime, &threads, &start, &vsize, &rss) != 6)
+                utime = stime = start = vsize = 0, rss = threads = 0;
+        }
+        fclose(f);
+    }
+    double boot = 0;
+    f = fopen("/proc/stat", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "btime %lf", &boot) == 1)
+                break;
+        fclose(f);
+    }
+    int fds = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        for (struct dirent *de; (de = readdir(d));)
+            fds += de->d_name[0] != '.';
+        closedir(d);
+        fds--; /* the directory's own descriptor */
+    }
+    prom_head(b, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.");
+    buf_printf(b, "process_cpu_seconds_total %.2f\n", tick > 0 ? (double)(utime + stime) / (double)tick : 0.0);
+    prom_head(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    buf_printf(b, "process_resident_memory_bytes %lld\n", (long long)rss * page);
+    prom_head(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+    buf_printf(b, "process_virtual_memory_bytes %llu\n", vsize);
+    prom_head(b, "process_open_fds", "gauge", "Open file descriptors.");
+    buf_printf(b, "process_open_fds %d\n", fds);
+    prom_head(b, "process_threads", "gauge", "Threads of the process.");
+    buf_printf(b, "process_threads %ld\n", threads);
+    prom_head(b, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.");
+    buf_printf(b, "process_start_time_seconds %.2f\n", tick > 0 ? boot + (double)start / (double)tick : 0.0);
+}
+
+/* ---- /healthz, /readyz -------------------------------------------------------------- */
+
+/* Ready: every view and table is running (none stopped by an error, none
+ * waiting to start) and, in a cluster, the node reaches Kafka. The body
+ * lists what is not. A busy engine answers what it last found. */
+static enum MHD_Result get_ready(SrvHttp *h, struct MHD_Connection *c)
+{
+    Engine *e = h->e;
+    Buf b = BUF_INIT;
+    if (!engine_lock_briefly(e)) {
+        if (cache_get(h, CACHE_READY, &b) < 0) {
+            buf_free(&b);
+            return engine_busy(c);
+        }
+        bool ok = strstr(b.data, "\"ready\": true") != NULL;
+        return respond_json(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &b);
+    }
+    Buf why = BUF_INIT;
+    int n = 0;
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || o->df)
+            continue;
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s %s is not running%s%s", o->kind == CAT_VIEW ? "view" : "table", o->name,
+                 o->stop_error[0] ? ": " : "", o->stop_error);
+        buf_puts(&why, n++ ? ", " : "");
+        json_str(&why, msg, -1);
+    }
+    if (e->cluster && cluster_cut_off(e->cluster, NULL)) {
+        buf_puts(&why, n++ ? ", " : "");
+        json_str(&why, "this node is cut off from the cluster's Kafka", -1);
+    }
+    pthread_mutex_unlock(&e->lock);
+    buf_printf(&b, "{\"ready\": %s, \"not_ready\": [%s]}\n", n ? "false" : "true", why.data ? why.data : "");
+    buf_free(&why);
+    cache_put(h, CACHE_READY, &b);
+    return respond_json(c, n ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK, &b);
+}
+
 static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
 {
     Engine *e = h->e;
@@ -461,6 +554,9 @@ process:
     buf_printf(&b, "weir_metrics_engine_busy %d\n", stale >= 0);
     prom_head(&b, "weir_metrics_age_seconds", "gauge", "Age of the engine's figures in this answer.");
     buf_printf(&b, "weir_metrics_age_seconds %.3f\n", stale >= 0 ? (double)stale / 1e6 : 0.0);
+    prom_head(&b, "weir_build_info", "gauge", "Always 1; the version of this weir in its label.");
+    buf_printf(&b, "weir_build_info{version=\"%s\"} 1\n", h->version);
+    process_metrics(&b);
     prom_head(&b, "weir_pgwire_connections", "gauge", "Open Postgres protocol sessions.");
     buf_printf(&b, "weir_pgwire_connections %d\n", atomic_load(&e->n_sessions));
     prom_head(&b, "weir_http_streams", "gauge", "Open Server-Sent Events streams.");
@@ -1129,6 +1225,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         MHD_destroy_response(r);
         return rc;
     }
+    if (strcmp(url, "/healthz") == 0) {
+        Buf b = BUF_INIT;
+        buf_puts(&b, "{\"status\": \"ok\"}\n");
+        return respond_json(c, MHD_HTTP_OK, &b);
+    }
+    if (strcmp(url, "/readyz") == 0)
+        return get_ready(h, c);
     if (strcmp(url, "/metrics") == 0)
         return get_metrics(h, c);
     if (strcmp(url, "/api/status") == 0)
@@ -1187,6 +1290,7 @@ int srv_http_start(const HttpConfig *cfg, Engine *e, SrvHttp **out, WError *err)
     SrvHttp *h = xcalloc(1, sizeof *h);
     h->e = e;
     pthread_mutex_init(&h->cache_mu, NULL);
+    snprintf(h->version, sizeof h->version, "%s", cfg->version ? cfg->version : "unknown");
     h->cfg = *cfg;
     h->host = xstrdup(cfg->host ? cfg->host : "127.0.0.1");
     h->sql_conninfo = xstrdup(cfg->sql_conninfo ? cfg->sql_conninfo : "");
@@ -1272,7 +1376,7 @@ void srv_http_stop(SrvHttp *h)
     atomic_store(&h->stopping, true);
     http_door_stop(h->door);
     MHD_stop_daemon(h->d);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_CACHES; i++)
         buf_free(&h->cache[i]);
     pthread_mutex_destroy(&h->cache_mu);
     free(h->host);

@@ -2,6 +2,8 @@
  * http.h: the HTTP endpoint (libmicrohttpd, loopback by default).
  *
  *   GET  /                          the live dashboard (one embedded HTML page)
+ *   GET  /healthz                   200 while the process serves (liveness)
+ *   GET  /readyz                    200 when it serves its views, else 503 with the reasons
  *   GET  /metrics                   Prometheus text exposition
  *   GET  /api/status                sources, views, sinks, checkpoints as JSON
  *   GET  /api/views                 the materialized views and their columns
@@ -31,6 +33,7 @@ typedef struct HttpConfig {
     int max_connections;       /* [64]; one more is answered 503 (http_door.c) */
     int max_streams;           /* [32] SSE streams at once; beyond: 503 */
     size_t max_body;           /* [1 MiB] request body; larger: 413, checked before reading */
+    const char *version;       /* weir's version, for weir_build_info ["unknown"] */
 } HttpConfig;
 
 typedef struct SrvHttp SrvHttp;

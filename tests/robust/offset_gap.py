@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -110,6 +111,16 @@ def main():
         tap(r is not None and "offsets 10 to %d of partition 0 of topic \"gap\" were deleted" % (first_kept - 1) in msg,
             "on_offset_gap = 'fail': the view stops, naming the partition and the offsets lost", repr(r))
         tap(flush_within(st, 30), "FLUSH finishes while the view is stopped by a gap")
+        # Health endpoints (issue 20): alive, but not ready while a view is stopped.
+        base = "http://127.0.0.1:%d" % st.http_port
+        tap(urllib.request.urlopen(base + "/healthz", timeout=10).status == 200, "/healthz: 200")
+        try:
+            urllib.request.urlopen(base + "/readyz", timeout=10)
+            tap(False, "/readyz: 503 while a view is stopped")
+        except urllib.error.HTTPError as e:
+            body = json.loads(e.read().decode())
+            tap(e.code == 503 and body["ready"] is False and any("view v is not running" in w for w in body["not_ready"]),
+                "/readyz: 503 naming the stopped view", repr(body))
 
         # The source created with 'skip' went on by itself.
         v2 = wait_for(lambda: st.q("FLUSH") is None and st.q("SELECT n, lo, hi FROM v2") == [(10 + 80 - first_kept, 1, 80)]
@@ -130,6 +141,11 @@ def main():
         gaps = sorted(ln for ln in body.splitlines() if ln.startswith("weir_view_offset_gaps_total{"))
         tap(gaps == ['weir_view_offset_gaps_total{view="v"} 1', 'weir_view_offset_gaps_total{view="v2"} 1'],
             "/metrics counts the gaps per view", repr(gaps))
+        rss = [ln for ln in body.splitlines() if ln.startswith("process_resident_memory_bytes ")]
+        tap(rss and int(rss[0].split()[1]) > 1000000 and 'weir_build_info{version="' in body and
+            "process_open_fds " in body and "process_cpu_seconds_total " in body,
+            "/metrics has weir_build_info and the process_* metrics", repr(rss))
+        tap(urllib.request.urlopen(base + "/readyz", timeout=10).status == 200, "/readyz: 200 once every view runs")
         log = open(st.log_path).read()
         tap("were deleted before source \"s2\" read them" in log, "the log says so", log[-2000:])
         # The policy survives a restart (it is kept with the ALTER).
