@@ -1,0 +1,191 @@
+/*
+ * cmd_view.c: CREATE MATERIALIZED VIEW: plan the query, start its
+ * dataflow, add it to the catalog (also a CREATE SINK ... AS query's view).
+ */
+#include "commands.h"
+#include "tz.h"
+#include "crashpoint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "cluster.h"
+#include "crypto.h"
+#include "nexmark.h"
+#include "pgcatalog.h"
+#include "numeric.h"
+#include "row.h"
+
+/* ---- CREATE MATERIALIZED VIEW --------------------------------------------------------- */
+
+bool allow_unbounded(Session *s)
+{
+    const char *v = s ? session_setting(s, "streaming_allow_unbounded_state") : NULL;
+    return v && (!strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"));
+}
+
+/* The session's streaming_parallelism (checked by SET), 1 without a session. */
+int session_parallelism(Session *s)
+{
+    int p = 1;
+    if (s)
+        plan_parallelism_value(session_setting(s, "streaming_parallelism"), &p);
+    return p;
+}
+
+static void rel_from_view(CatObj *o)
+{
+    CatRelation *r = &o->rel;
+    PlanView *v = o->plan;
+    r->id = o->id;
+    r->kind = CAT_VIEW;
+    r->name = o->name;
+    r->materialized = true;
+    r->n_cols = v->schema.n;
+    r->col_names = v->schema.names;
+    r->col_types = v->schema.types;
+    r->col_hidden = v->schema.hidden;
+    r->wm_col = v->root->wm_col;
+    r->wm_delay_us = -1;
+    r->n_pk = v->n_pk;
+    r->pk = v->pk;
+    r->append_only = v->append_only;
+    r->counted = v->counted;
+    r->table_id = v->root->table_id;
+}
+
+int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+{
+    const AstCreateView *cv = st->u.create_view;
+    CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
+    if (!replay) {
+        o->name = xstrdup(cv->name);
+        o->sql = xstrdup(sql);
+    }
+    o->kind = CAT_VIEW;
+    o->arena = arena_new(0);
+    PlanCatalog cat = engine_plan_catalog(e, o, replay != NULL, false, o->arena);
+    /* At start, a view is rebuilt as it was accepted (with or without the opt-in). */
+    /* ...and with the parallelism its session had (the catalog keeps it). */
+    if (!replay) {
+        o->parallelism = session_parallelism(s);
+        o->plan_rev = PLAN_REV_CURRENT;
+    } else if (o->plan_rev > PLAN_REV_CURRENT) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+             "feature not supported: view \"%s\" was created by a newer weir (planner revision %d, this one knows %d)",
+             o->name, o->plan_rev, PLAN_REV_CURRENT);
+        goto fail;
+    }
+    PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || allow_unbounded(s),
+                           .parallelism = o->parallelism, .plan_rev = o->plan_rev};
+    o->plan = plan_view(cv, &cat, &opt, o->arena, err);
+    if (!o->plan)
+        goto fail;
+    if (!replay && stor_next_id(e->stor, &o->id, err))
+        goto fail;
+    rel_from_view(o);
+    CatObj *late = NULL;
+    if (o->plan->late_name) {
+        /* LATE ROWS INTO: a queryable relation owned by the view, rebuilt from its plan at start. */
+        if (engine_find(e, o->plan->late_name)) {
+            werr(err, SQLSTATE_DUPLICATE_TABLE, cv->query_pos, "relation \"%s\" already exists", o->plan->late_name);
+            goto fail;
+        }
+        late = xcalloc(1, sizeof *late);
+        late->name = xstrdup(o->plan->late_name);
+        late->sql = xstrdup("");
+        late->kind = CAT_VIEW;
+        late->late_of = o;
+        late->arena = arena_new(0);
+        CatRelation *lr = &late->rel;
+        const PlanSchema *ls = &o->plan->late_schema;
+        lr->kind = CAT_VIEW;
+        lr->name = late->name;
+        lr->materialized = true;
+        lr->n_cols = ls->n;
+        lr->col_names = ls->names;
+        lr->col_types = ls->types;
+        lr->col_hidden = ls->hidden;
+        lr->wm_col = -1;
+        lr->wm_delay_us = -1;
+        lr->append_only = true;
+        lr->table_id = o->plan->late_table_id;
+    }
+    if (rt_dataflow_open(&e->rt, o->plan, &o->df, err)) {
+        if (!replay)
+            goto fail;
+        /* At start a broker may still be coming up: keep the view, the engine retries. */
+        fprintf(stderr, "weir: view %s cannot start yet: %s\n", o->name, err->msg);
+        snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
+        /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
+        o->failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
+        werr_clear(err);
+    } else {
+        rt_dataflow_set_name(o->df, o->name);
+    }
+    if (engine_add_object(e, o, !replay, err)) {
+        cat_obj_free(late);
+        goto fail;
+    }
+    if (late)
+        engine_add_object(e, late, false, err);
+    return 0;
+fail:
+    if (!replay) {
+        WError ignored = {0};
+        rt_dataflow_close(o->df);
+        o->df = NULL;
+        for (int i = 0; i < o->n_table_ids; i++)
+            stor_table_drop(e->stor, o->table_ids[i], &ignored);
+        cat_obj_free(o);
+    } else {
+        rt_dataflow_close(o->df);
+        o->df = NULL;
+        arena_free(o->arena);
+        o->arena = NULL;
+    }
+    return -1;
+}
+
+/*
+ * The view a CREATE SINK ... AS query runs: a CREATE MATERIALIZED VIEW of
+ * the sink's query named sink_query_name(), built in *cv and *vst (which
+ * borrow cs). Planning it as an ordinary view gives it the same key, state
+ * bounds and checkpointing as any view, and the sink attaches to it as a
+ * sink FROM a view does, so the key and exactly-once rules are the same.
+ */
+void sink_query_stmt(const AstCreateSink *cs, const AstStmt *st, const char *name, AstCreateView *cv,
+                            AstStmt *vst)
+{
+    *cv = (AstCreateView){.materialized = true, .name = name, .query = cs->query, .query_pos = cs->query->pos};
+    *vst = (AstStmt){.kind = STMT_CREATE_VIEW, .pos = st->pos, .text_start = st->text_start,
+                     .text_end = st->text_end, .u.create_view = cv};
+}
+
+/* The internal view's name: the sink's name as created (kept across ALTER
+ * SINK ... RENAME, like the sink's identity in its target) plus "$query".
+ * The caller frees it. */
+char *sink_query_name(const char *sink)
+{
+    size_t n = strlen(sink) + sizeof "$query";
+    char *out = xmalloc(n);
+    snprintf(out, n, "%s$query", sink);
+    return out;
+}
+
+int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+{
+    if (st->kind == STMT_CREATE_SINK) {
+        /* The catalog entry of a sink's query holds the CREATE SINK text. */
+        AstCreateView cv;
+        AstStmt vst;
+        sink_query_stmt(st->u.create_sink, st, replay->name, &cv, &vst);
+        replay->sink_query = true;
+        return create_view(e, NULL, &vst, sql, replay, err);
+    }
+    return create_view(e, NULL, st, sql, replay, err);
+}
