@@ -1,5 +1,5 @@
 /*
- * analyze.c: ANALYZE LATENESS ON source, the statement.
+ * cmd_analyze.c: ANALYZE LATENESS ON source, the statement.
  *
  * Checks the clauses (window, candidate bounds and lateness, target,
  * options), copies what it needs of the source's catalog entry, releases
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine_int.h"
+#include "commands.h"
 #include "pgwire.h"
 
 #define ANALYZE_MAX_ROWS_DEFAULT 10000000LL

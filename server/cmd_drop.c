@@ -52,7 +52,7 @@ static CatKind obj_kind(AstObjectKind k)
  * renaming an object that others read would leave them unresolvable after
  * a restart, so that is refused (2BP01) rather than rewritten.
  */
-int rename_one(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+int cmd_rename(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 {
     const AstAlterRename *r = st->u.rename;
     CatKind want = obj_kind(r->obj);
@@ -60,18 +60,18 @@ int rename_one(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     if (!o) {
         if (r->if_exists) {
             char msg[300];
-            snprintf(msg, sizeof msg, "%s \"%s\" does not exist, skipping", kind_word(want), r->name);
+            snprintf(msg, sizeof msg, "%s \"%s\" does not exist, skipping", cmd_kind_word(want), r->name);
             srv_result_notice(out, msg);
             return 0;
         }
-        return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "%s \"%s\" does not exist", kind_word(want), r->name);
+        return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "%s \"%s\" does not exist", cmd_kind_word(want), r->name);
     }
     if (o->kind != want)
-        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a %s", r->name, kind_word(want)),
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a %s", r->name, cmd_kind_word(want)),
                werr_hint(err, "Use ALTER %s to rename a %s.",
                          o->kind == CAT_SOURCE ? "SOURCE" : o->kind == CAT_VIEW ? "MATERIALIZED VIEW"
                          : o->kind == CAT_TABLE ? "TABLE" : "SINK",
-                         kind_word(o->kind)), -1;
+                         cmd_kind_word(o->kind)), -1;
     if (o->late_of)
         return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "\"%s\" holds the late rows of materialized view %s",
                     r->name, o->late_of->name),
@@ -86,8 +86,8 @@ int rename_one(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         CatObj *v = e->objs[i];
         if (v != o && view_reads(v, o)) {
             werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "cannot rename %s %s because other objects depend on it",
-                 kind_word(o->kind), o->name);
-            werr_detail(err, "%s %s depends on %s %s", kind_word(v->kind), v->name, kind_word(o->kind), o->name);
+                 cmd_kind_word(o->kind), o->name);
+            werr_detail(err, "%s %s depends on %s %s", cmd_kind_word(v->kind), v->name, cmd_kind_word(o->kind), o->name);
             werr_hint(err, "Their definitions name it: drop them, rename, and create them again.");
             return -1;
         }
@@ -100,7 +100,7 @@ int rename_one(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     return 0;
 }
 
-int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResult *out, WError *err)
+int cmd_drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResult *out, WError *err)
 {
     CatObj *o = engine_find(e, name);
     CatKind want = d->obj == OBJ_SOURCE || d->obj == OBJ_STREAM ? CAT_SOURCE
@@ -108,20 +108,20 @@ int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResult *
                  : d->obj == OBJ_SINK ? CAT_SINK : CAT_TABLE;
     if (!o || o->kind != want) {
         if (o && o->kind != want) {
-            werr(err, SQLSTATE_WRONG_OBJECT_TYPE, pos, "\"%s\" is not a %s", name, kind_word(want));
+            werr(err, SQLSTATE_WRONG_OBJECT_TYPE, pos, "\"%s\" is not a %s", name, cmd_kind_word(want));
             werr_hint(err, "Use DROP %s to remove a %s.",
                       o->kind == CAT_SOURCE ? "SOURCE" : o->kind == CAT_VIEW ? "MATERIALIZED VIEW"
                       : o->kind == CAT_TABLE ? "TABLE" : "SINK",
-                      kind_word(o->kind));
+                      cmd_kind_word(o->kind));
             return -1;
         }
         if (d->if_exists) {
             char msg[300];
-            snprintf(msg, sizeof msg, "%s \"%s\" does not exist, skipping", kind_word(want), name);
+            snprintf(msg, sizeof msg, "%s \"%s\" does not exist, skipping", cmd_kind_word(want), name);
             srv_result_notice(out, msg);
             return 0;
         }
-        return werr(err, SQLSTATE_UNDEFINED_TABLE, pos, "%s \"%s\" does not exist", kind_word(want), name);
+        return werr(err, SQLSTATE_UNDEFINED_TABLE, pos, "%s \"%s\" does not exist", cmd_kind_word(want), name);
     }
     if (o->late_of) {
         werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "\"%s\" holds the late rows of materialized view %s", name,
@@ -144,16 +144,16 @@ int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResult *
             v = v->sink_owner;
         if (!d->cascade) {
             werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "cannot drop %s %s because other objects depend on it",
-                 kind_word(o->kind), name);
-            werr_detail(err, "%s %s depends on %s %s", kind_word(v->kind), v->name, kind_word(o->kind), name);
+                 cmd_kind_word(o->kind), name);
+            werr_detail(err, "%s %s depends on %s %s", cmd_kind_word(v->kind), v->name, cmd_kind_word(o->kind), name);
             werr_hint(err, "Use DROP ... CASCADE to drop the dependent objects too.");
             return -1;
         }
         char msg[300];
-        snprintf(msg, sizeof msg, "drop cascades to %s %s", kind_word(v->kind), v->name);
+        snprintf(msg, sizeof msg, "drop cascades to %s %s", cmd_kind_word(v->kind), v->name);
         srv_result_notice(out, msg);
         AstDrop dv = {.obj = v->kind == CAT_SINK ? OBJ_SINK : OBJ_MATERIALIZED_VIEW, .cascade = true};
-        if (drop_one(e, &dv, v->name, pos, out, err))
+        if (cmd_drop_one(e, &dv, v->name, pos, out, err))
             return -1;
         i = -1; /* the list changed: start over */
     }
@@ -162,4 +162,19 @@ int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResult *
     if (engine_remove_object(e, o, err))
         return -1;
     return q ? engine_remove_object(e, q, err) : 0;
+}
+
+/* DROP: each name in turn; the first failure stops the statement. */
+int cmd_drop(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+{
+    int rc = 0;
+    const AstDrop *d = st->u.drop;
+    for (int i = 0; i < ast_list_len(d->names) && !rc; i++)
+        rc = cmd_drop_one(e, d, AST_AT(d->names, i), st->pos, out, err);
+    if (!rc)
+        srv_result_complete(out, d->obj == OBJ_SOURCE || d->obj == OBJ_STREAM ? "DROP SOURCE"
+                                 : d->obj == OBJ_MATERIALIZED_VIEW ? "DROP MATERIALIZED VIEW"
+                                 : d->obj == OBJ_VIEW ? "DROP VIEW"
+                                 : d->obj == OBJ_SINK ? "DROP SINK" : "DROP TABLE");
+    return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * cmd_flush.c: FLUSH (wait until every view consumed its topics' ends)
- * and CHECKPOINT's wait for dead letters.
+ * and CHECKPOINT (with its wait for dead letters, and savepoints).
  */
 #include "commands.h"
 #include "tz.h"
@@ -24,7 +24,7 @@
 
 /* ---- FLUSH ------------------------------------------------------------------------------------ */
 
-int flush(Engine *e, SrvResult *out, WError *err)
+int cmd_flush(Engine *e, SrvResult *out, WError *err)
 {
     for (int i = 0; i < e->n_objs; i++)
         if (e->objs[i]->df && rt_dataflow_flush_target(e->objs[i]->df, err))
@@ -61,7 +61,7 @@ int flush(Engine *e, SrvResult *out, WError *err)
  * them at once" holds while Kafka answers. Past it a notice says so: the
  * checkpoint itself succeeded, and delivery goes on in the background. */
 #define DLQ_WAIT_MS 15000
-void dead_letters_wait(Engine *e, SrvResult *out)
+void cmd_dead_letters_wait(Engine *e, SrvResult *out)
 {
     int64_t deadline = now_ms() + DLQ_WAIT_MS;
     for (;;) {
@@ -87,4 +87,23 @@ void dead_letters_wait(Engine *e, SrvResult *out)
         }
         pthread_cond_timedwait(&e->progress, &e->lock, &ts);
     }
+}
+
+/* CHECKPOINT, and ALTER SYSTEM ... (a savepoint: the checkpoint copied into a directory). */
+int cmd_checkpoint(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+{
+    int rc = 0;
+    if (!(rc = engine_checkpoint(e, err))) {
+        cmd_dead_letters_wait(e, out);
+        if (st->u.savepoint_dir) {
+            /* A savepoint: the checkpoint just taken, copied into a directory
+             * that weir can later start from (weir --data-dir DIR). */
+            if ((rc = stor_copy(e->stor, st->u.savepoint_dir, err)))
+                return rc;
+            srv_result_complete(out, "ALTER SYSTEM");
+        } else {
+            srv_result_complete(out, "CHECKPOINT");
+        }
+    }
+    return rc;
 }

@@ -55,7 +55,7 @@ static void insert_withdraw(RtKafkaProducer *p, long acked0, int produced, const
 
 /* ---- INSERT ----------------------------------------------------------------------------- */
 
-int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+int cmd_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 {
     const AstInsert *ins = st->u.insert;
     CatObj *o = engine_find(e, ins->table);
@@ -71,7 +71,7 @@ int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
                     "feature not supported: INSERT INTO sink \"%s\" ... SELECT (a continuous insert)", o->name),
                werr_hint(err, "A sink that runs a query of its own is CREATE SINK name AS SELECT ... WITH (...)."), -1;
     if (o->kind != CAT_SOURCE)
-        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "cannot insert into %s \"%s\"", kind_word(o->kind),
+        return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "cannot insert into %s \"%s\"", cmd_kind_word(o->kind),
                     o->name);
     const CatRelation *r = &o->rel;
     const char *connector = cat_option(r, "connector");
@@ -122,7 +122,7 @@ int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         boot = e->kafka_bootstrap;
     RtKafkaProducer *p;
     RtKafkaProp props[64];
-    int np = source_props(r, props, 64);
+    int np = cmd_source_props(r, props, 64);
     if (engine_producer(e, boot, props, np, &p, err)) {
         free(map);
         return -1;

@@ -48,7 +48,7 @@ static void query_columns(const PlanQuery *q, SrvResult *out)
     srv_result_columns(out, n, names, oids);
 }
 
-int run_select(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
+int cmd_select(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
 {
     Arena *a = arena_new(0);
     PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
@@ -75,7 +75,7 @@ int run_select(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out,
     return 0;
 }
 
-int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *err)
+int cmd_explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *err)
 {
     const AstExplain *ex = st->u.explain;
     bool json = false;
@@ -93,7 +93,7 @@ int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *er
     int rc = 0;
     PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
     if (ex->stmt->kind == STMT_CREATE_VIEW) {
-        PlanViewOptions opt = {.name = ex->stmt->u.create_view->name, .allow_unbounded = allow_unbounded(s),
+        PlanViewOptions opt = {.name = ex->stmt->u.create_view->name, .allow_unbounded = session_allow_unbounded(s),
                                .parallelism = session_parallelism(s), .plan_rev = PLAN_REV_CURRENT};
         PlanView *v = plan_view(ex->stmt->u.create_view, &cat, &opt, a, err);
         if (v)
@@ -103,12 +103,12 @@ int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *er
     } else if (ex->stmt->kind == STMT_CREATE_SINK && ex->stmt->u.create_sink->query) {
         /* The plan of the view the sink would run, under the name it would get. */
         const AstCreateSink *cs = ex->stmt->u.create_sink;
-        char *vname = sink_query_name(cs->name);
+        char *vname = cmd_sink_query_name(cs->name);
         AstCreateView cv;
         AstStmt vst;
-        sink_query_stmt(cs, ex->stmt, arena_strdup(a, vname), &cv, &vst);
+        cmd_sink_query_stmt(cs, ex->stmt, arena_strdup(a, vname), &cv, &vst);
         free(vname);
-        PlanViewOptions opt = {.name = cv.name, .allow_unbounded = allow_unbounded(s), .plan_rev = PLAN_REV_CURRENT};
+        PlanViewOptions opt = {.name = cv.name, .allow_unbounded = session_allow_unbounded(s), .plan_rev = PLAN_REV_CURRENT};
         PlanView *v = plan_view(&cv, &cat, &opt, a, err);
         if (v) {
             if (!json)
@@ -129,10 +129,10 @@ int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *er
                   "CREATE SINK ... AS query)");
     }
     if (!rc) {
-        one_text_column(out, "QUERY PLAN");
+        cmd_one_text_column(out, "QUERY PLAN");
         if (json) {
             const char *v[1] = {b.data};
-            text_row(out, 1, v);
+            cmd_text_row(out, 1, v);
         } else {
             char *line = b.data;
             while (line && *line) {
@@ -140,7 +140,7 @@ int explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *er
                 if (nl)
                     *nl = 0;
                 const char *v[1] = {line};
-                text_row(out, 1, v);
+                cmd_text_row(out, 1, v);
                 line = nl ? nl + 1 : NULL;
             }
         }

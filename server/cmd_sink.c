@@ -55,11 +55,11 @@ static int parse_pk(const char *list, const RtSinkSpec *spec, int *pk, int *n, i
     return 0;
 }
 
-int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err);
+int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err);
 
 int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
-    return create_sink(e, NULL, st, sql, replay, err);
+    return cmd_sink_create(e, NULL, st, sql, replay, err);
 }
 
 /* CREATE SINK ... AS query: its view first (at start, already restored
@@ -68,7 +68,7 @@ int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *r
 static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateSink *cs = st->u.create_sink;
-    char *vname = sink_query_name(cs->name);
+    char *vname = cmd_sink_query_name(cs->name);
     CatObj *v = engine_find(e, vname);
     int rc = 0;
     if (replay) {
@@ -80,8 +80,8 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
     } else {
         AstCreateView cv;
         AstStmt vst;
-        sink_query_stmt(cs, st, vname, &cv, &vst);
-        if (!(rc = create_view(e, s, &vst, sql, NULL, err))) {
+        cmd_sink_query_stmt(cs, st, vname, &cv, &vst);
+        if (!(rc = cmd_view_create(e, s, &vst, sql, NULL, err))) {
             v = engine_find(e, vname);
             v->sink_query = true;
             crashpoint("sink_query_view"); /* the view's entry is written, the sink's not yet */
@@ -94,7 +94,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
     from.from_name = v->name;
     AstStmt fst = *st;
     fst.u.create_sink = &from;
-    if (create_sink(e, s, &fst, sql, replay, err)) {
+    if (cmd_sink_create(e, s, &fst, sql, replay, err)) {
         if (!replay) {
             WError ignored = {0};
             engine_remove_object(e, v, &ignored);
@@ -105,7 +105,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
     return 0;
 }
 
-int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateSink *cs = st->u.create_sink;
     if (!cs->from_name)
@@ -117,7 +117,7 @@ int create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, CatOb
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: a sink from a late-rows relation");
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "a sink reads a materialized view or a table; \"%s\" is a %s",
-                    v->name, kind_word(v->kind)),
+                    v->name, cmd_kind_word(v->kind)),
                werr_hint(err, "Create a materialized view over the source and sink from it."), -1;
     if (!replay)
         for (int i = 0; i < e->n_objs; i++)
@@ -289,4 +289,26 @@ fail:
         o->arena = NULL;
     }
     return -1;
+}
+
+/* CREATE SINK: the name must be free (42710; IF NOT EXISTS: a notice). */
+int cmd_create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, SrvResult *out, WError *err)
+{
+    int rc = 0;
+    const AstCreateSink *cs = st->u.create_sink;
+    if (engine_find(e, cs->name)) {
+        if (cs->if_not_exists) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "sink \"%s\" already exists, skipping", cs->name);
+            srv_result_notice(out, msg);
+        } else {
+            rc = werr(err, SQLSTATE_DUPLICATE_OBJECT, st->pos, "relation \"%s\" already exists", cs->name);
+            return rc;
+        }
+    } else if ((rc = cmd_sink_create(e, s, st, sql, NULL, err))) {
+        return rc;
+    }
+    e->dirty = true; /* the next checkpoint seals the sink's first batch: the view's rows */
+    srv_result_complete(out, "CREATE SINK");
+    return rc;
 }

@@ -23,7 +23,7 @@
 /* ---- CREATE SOURCE ----------------------------------------------------------------- */
 
 /* The source's "properties.*" options as librdkafka settings (bootstrap apart). */
-int source_props(const CatRelation *r, RtKafkaProp *props, int max)
+int cmd_source_props(const CatRelation *r, RtKafkaProp *props, int max)
 {
     int n = 0;
     for (int i = 0; i < r->n_options && n < max; i++) {
@@ -355,7 +355,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
             boot = e->kafka_bootstrap;
         RtKafkaSource *ks;
         RtKafkaProp props[64];
-        int np = source_props(r, props, 64);
+        int np = cmd_source_props(r, props, 64);
         if (rt_kafka_source_open(boot, topic, parts ? atoi(parts) : 1, props, np, 5000, &ks, err))
             goto fail;
         rt_kafka_source_close(ks);
@@ -383,4 +383,35 @@ fail:
         o->arena = NULL;
     }
     return -1;
+}
+
+/* CREATE SOURCE / CREATE TABLE: the name must be free (42P07; IF NOT EXISTS: a notice). */
+int cmd_create_source(Engine *e, const AstStmt *st, const char *sql, SrvResult *out, WError *err)
+{
+    int rc = 0;
+    const AstCreateSource *cs = st->u.create_source;
+    if (engine_find(e, cs->name)) {
+        if (cs->if_not_exists) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "relation \"%s\" already exists, skipping", cs->name);
+            srv_result_notice(out, msg);
+        } else {
+            rc = werr(err, SQLSTATE_DUPLICATE_TABLE, st->pos, "relation \"%s\" already exists", cs->name);
+            return rc;
+        }
+    } else if ((rc = session_create_source(e, st, sql, NULL, err))) {
+        return rc;
+    }
+    srv_result_complete(out, cs->obj == OBJ_TABLE ? "CREATE TABLE" : "CREATE SOURCE");
+    return rc;
+}
+
+/* ALTER SOURCE|TABLE ... SET: the tag names what the object is. */
+int cmd_alter_source(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+{
+    int rc = 0;
+    if (!(rc = session_alter_source(e, st, false, err)))
+        srv_result_complete(out, engine_find(e, st->u.alter_source->name)->kind == CAT_TABLE ? "ALTER TABLE"
+                                                                                           : "ALTER SOURCE");
+    return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * swap.c: ALTER MATERIALIZED VIEW a SWAP WITH b.
+ * cmd_swap.c: ALTER MATERIALIZED VIEW a SWAP WITH b.
  *
  * The way to replace a view without a gap: build the new definition as b
  * (usually WITH (backfill_from = ...), replaying the retained Kafka log
@@ -27,7 +27,7 @@
  * sinks (0A000: the difference needs retractions), views not running
  * (55000: their rows are needed for the difference).
  */
-#include "engine_int.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * table.c: tables (CREATE TABLE) and the statements that write them
+ * cmd_table.c: tables (CREATE TABLE) and the statements that write them
  * (INSERT, UPDATE, DELETE).
  *
  * A table is a small dataflow (planner: plan_table): its input (the rows
@@ -20,7 +20,7 @@
  * Postgres with synchronous_commit = on; several rows in one statement
  * share it.
  */
-#include "engine_int.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>

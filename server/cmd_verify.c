@@ -1,5 +1,5 @@
 /*
- * verify.c: VERIFY MATERIALIZED VIEW v.
+ * cmd_verify.c: VERIFY MATERIALIZED VIEW v.
  *
  * Recomputes the view from its input and compares. The runtime opens a
  * second instance of the view's stored plan with empty temporary state
@@ -32,7 +32,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "engine_int.h"
+#include "commands.h"
 #include "pgwire.h"
 #include "row.h"
 

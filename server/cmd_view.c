@@ -22,21 +22,6 @@
 
 /* ---- CREATE MATERIALIZED VIEW --------------------------------------------------------- */
 
-bool allow_unbounded(Session *s)
-{
-    const char *v = s ? session_setting(s, "streaming_allow_unbounded_state") : NULL;
-    return v && (!strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"));
-}
-
-/* The session's streaming_parallelism (checked by SET), 1 without a session. */
-int session_parallelism(Session *s)
-{
-    int p = 1;
-    if (s)
-        plan_parallelism_value(session_setting(s, "streaming_parallelism"), &p);
-    return p;
-}
-
 static void rel_from_view(CatObj *o)
 {
     CatRelation *r = &o->rel;
@@ -58,7 +43,7 @@ static void rel_from_view(CatObj *o)
     r->table_id = v->root->table_id;
 }
 
-int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+int cmd_view_create(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateView *cv = st->u.create_view;
     CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
@@ -80,7 +65,7 @@ int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql, CatOb
              o->name, o->plan_rev, PLAN_REV_CURRENT);
         goto fail;
     }
-    PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || allow_unbounded(s),
+    PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || session_allow_unbounded(s),
                            .parallelism = o->parallelism, .plan_rev = o->plan_rev};
     o->plan = plan_view(cv, &cat, &opt, o->arena, err);
     if (!o->plan)
@@ -153,12 +138,12 @@ fail:
 
 /*
  * The view a CREATE SINK ... AS query runs: a CREATE MATERIALIZED VIEW of
- * the sink's query named sink_query_name(), built in *cv and *vst (which
+ * the sink's query named cmd_sink_query_name(), built in *cv and *vst (which
  * borrow cs). Planning it as an ordinary view gives it the same key, state
  * bounds and checkpointing as any view, and the sink attaches to it as a
  * sink FROM a view does, so the key and exactly-once rules are the same.
  */
-void sink_query_stmt(const AstCreateSink *cs, const AstStmt *st, const char *name, AstCreateView *cv,
+void cmd_sink_query_stmt(const AstCreateSink *cs, const AstStmt *st, const char *name, AstCreateView *cv,
                             AstStmt *vst)
 {
     *cv = (AstCreateView){.materialized = true, .name = name, .query = cs->query, .query_pos = cs->query->pos};
@@ -169,7 +154,7 @@ void sink_query_stmt(const AstCreateSink *cs, const AstStmt *st, const char *nam
 /* The internal view's name: the sink's name as created (kept across ALTER
  * SINK ... RENAME, like the sink's identity in its target) plus "$query".
  * The caller frees it. */
-char *sink_query_name(const char *sink)
+char *cmd_sink_query_name(const char *sink)
 {
     size_t n = strlen(sink) + sizeof "$query";
     char *out = xmalloc(n);
@@ -183,9 +168,52 @@ int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *r
         /* The catalog entry of a sink's query holds the CREATE SINK text. */
         AstCreateView cv;
         AstStmt vst;
-        sink_query_stmt(st->u.create_sink, st, replay->name, &cv, &vst);
+        cmd_sink_query_stmt(st->u.create_sink, st, replay->name, &cv, &vst);
         replay->sink_query = true;
-        return create_view(e, NULL, &vst, sql, replay, err);
+        return cmd_view_create(e, NULL, &vst, sql, replay, err);
     }
-    return create_view(e, NULL, st, sql, replay, err);
+    return cmd_view_create(e, NULL, st, sql, replay, err);
+}
+
+/* CREATE MATERIALIZED VIEW: the name must be free (42P07; IF NOT EXISTS: a notice). */
+int cmd_create_view(Engine *e, Session *s, const AstStmt *st, const char *sql, SrvResult *out, WError *err)
+{
+    int rc = 0;
+    const AstCreateView *cv = st->u.create_view;
+    // CREATE [OR REPLACE] VIEW and CREATE OR REPLACE MATERIALIZED VIEW are 0A000 whether or
+    // not the name exists: answering 42P07 (or, with IF NOT EXISTS, success) would tell a
+    // user that the statement is supported and only the name is in the way.
+    if (cv->materialized && !cv->or_replace && engine_find(e, cv->name)) {
+        if (cv->if_not_exists) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "relation \"%s\" already exists, skipping", cv->name);
+            srv_result_notice(out, msg);
+        } else {
+            rc = werr(err, SQLSTATE_DUPLICATE_TABLE, st->pos, "relation \"%s\" already exists", cv->name);
+            return rc;
+        }
+    } else if ((rc = cmd_view_create(e, s, st, sql, NULL, err))) {
+        return rc;
+    }
+    e->dirty = true;
+    srv_result_complete(out, cv->materialized ? "CREATE MATERIALIZED VIEW" : "CREATE VIEW");
+    return rc;
+}
+
+/* ALTER MATERIALIZED VIEW|TABLE ... RESUME (42P01, 42809). */
+int cmd_resume_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
+{
+    int rc = 0;
+    CatObj *v = engine_find(e, st->u.resume_view);
+    if (!v) {
+        rc = werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "materialized view \"%s\" does not exist", st->u.resume_view);
+        return rc;
+    }
+    if ((v->kind != CAT_VIEW && v->kind != CAT_TABLE) || v->late_of || !v->plan) {
+        rc = werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a materialized view or a table", v->name);
+        return rc;
+    }
+    if (!(rc = engine_resume_view(e, v, err)))
+        srv_result_complete(out, v->kind == CAT_TABLE ? "ALTER TABLE" : "ALTER MATERIALIZED VIEW");
+    return rc;
 }

@@ -14,7 +14,7 @@
  * holds the engine lock while it works and releases it between steps, so
  * statements interleave at step boundaries.
  */
-#include "engine_int.h"
+#include "commands.h"
 #include "tz.h"
 
 #include <errno.h>

@@ -218,20 +218,11 @@ void engine_stop_view(Engine *e, CatObj *view);
 /* Swaps the names of a and b (in memory; both entries are written by the
  * next checkpoint). */
 void engine_swap_names(Engine *e, CatObj *a, CatObj *b);
-/* swap.c: ALTER MATERIALIZED VIEW a SWAP WITH b (lock held). */
-int session_swap_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 /* ALTER MATERIALIZED VIEW v RESUME: a view stopped by a bad record skips
  * that record and runs again; a view stopped otherwise is retried now; a
  * running view is left alone. Lock held. */
 int engine_resume_view(Engine *e, CatObj *view, WError *err);
 
-/* analyze.c: ANALYZE LATENESS (engine lock held; released while the log is read).
- * describe_only: check the statement and describe its first result set only. */
-int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err);
-/* verify.c: VERIFY MATERIALIZED VIEW (engine lock held); describe_only as above. */
-int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err);
-/* The weir_verifications system view: the last VERIFY result per existing view. */
-const CatRelation *verify_sysview(Engine *e, Arena *a);
 
 /* subscribe.c: changefeeds over a view (SUBSCRIBE, HTTP Server-Sent Events). */
 #define SUB_MAX_COLS WEIR_MAX_COLUMNS
@@ -345,14 +336,6 @@ int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *props, 
                     WError *err);
 int64_t now_ms(void);
 
-/* users.c */
-/* CREATE/ALTER/DROP USER (lock held). Errors: 42710, 42704, 55006, 0A000. */
-int users_exec(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
-/* SrvEngine.user_verifier: takes the lock. */
-int users_verifier(void *ctx, const char *user, char *out, size_t n);
-/* At start: a user entry of the catalog (lock held). */
-void users_load(Engine *e, uint64_t id, const char *name, const char *verifier);
-void users_free(Engine *e);
 
 /* session.c */
 /* A weir cluster's catalog record, applied on this node (cluster.c): runs
@@ -384,29 +367,6 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
 /* The Postgres type OID a column declared type of pgcatalog.sql stands for (25 if unknown). */
 uint32_t pgcat_decltype_oid(const char *decl);
 
-/* Creates a source or view from its statement. replay: at start, from the
- * catalog (no persistence, stored table ids). Lock held. */
-int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
-int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
-int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
-/* ALTER SOURCE|TABLE name SET (on_error = ..., error.topic = ...). replay:
- * applying the stored statement at start (no checkpoint, no view restarts).
- * Otherwise views stopped at a bad record of the source restart under the
- * new policy, and a checkpoint stores the change. Lock held. */
-int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err);
-/* table.c: CREATE TABLE (o prepared by session_create_source: name, sql,
- * options; on failure the caller frees o) and the DML statements on
- * writable tables. Lock held. */
-int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, WError *err);
-int table_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
-/* Runs the ad hoc query sel and copies its visible rows into a (INSERT ...
- * SELECT): *rows[i] has *n_cols values, valid for a's lifespan. */
-int table_query_rows(Engine *e, const AstSelect *sel, Arena *a, Value ***rows, int *n_rows, int *n_cols, WError *err);
-/* v converted to column type t as INSERT assigns it (any castable value);
- * a cast error gets position pos. Strings are allocated in a. */
-int table_assign(Arena *a, const Value *v, TypeId t, int pos, Value *out, WError *err);
-int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
-int table_delete(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out);
 void session_execute(void *ctx, void *sess, const char *sql, int n_params, const char *const *params,
                      bool describe_only, long max_rows, SrvResult *out);

@@ -1,14 +1,14 @@
 /*
- * session.c: executing statements for a client session.
+ * session.c: a client session: its settings, and the dispatch of its
+ * statements.
  *
  * A Query message's text is parsed into statements, and each runs in turn
  * with the engine lock held (FLUSH releases it while it waits), so a
- * statement sees the views between two engine steps. DDL changes the
- * catalog and persists it before it answers; CREATE MATERIALIZED VIEW
- * plans the query and starts its dataflow; SELECT plans an ad hoc query
- * over the views' current rows; INSERT INTO a Kafka source produces JSON
- * records to its topic and returns once the broker has them. Tables and
- * their INSERT/UPDATE/DELETE are in table.c.
+ * statement sees the views between two engine steps. exec_stmt hands each
+ * statement to its command (commands.h: cmd_source.c, cmd_view.c,
+ * cmd_sink.c, cmd_table.c, ...); statements of a weir cluster's catalog go
+ * through the catalog topic first (cluster_route, session_apply). Queries
+ * naming pg_catalog or information_schema go to pgcatalog.c.
  */
 #include "commands.h"
 #include "tz.h"
@@ -140,6 +140,20 @@ int session_setting_count(void) { return (int)(sizeof SETTINGS / sizeof SETTINGS
 const char *session_setting_name(int i) { return SETTINGS[i].name; }
 const char *session_setting_default(int i) { return SETTINGS[i].dflt; }
 
+bool session_allow_unbounded(Session *s)
+{
+    const char *v = s ? session_setting(s, "streaming_allow_unbounded_state") : NULL;
+    return v && (!strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"));
+}
+
+int session_parallelism(Session *s)
+{
+    int p = 1;
+    if (s)
+        plan_parallelism_value(session_setting(s, "streaming_parallelism"), &p);
+    return p;
+}
+
 static void setting_set(Session *s, const char *name, const char *value)
 {
     for (int i = 0; i < s->n_settings; i++)
@@ -234,7 +248,7 @@ void session_close(void *ctx, void *sess)
 
 /* ---- helpers --------------------------------------------------------------------- */
 
-const char *kind_word(CatKind k)
+const char *cmd_kind_word(CatKind k)
 {
     switch (k) {
     case CAT_SOURCE: return "source";
@@ -246,13 +260,13 @@ const char *kind_word(CatKind k)
     return "relation";
 }
 
-void one_text_column(SrvResult *out, const char *name)
+void cmd_one_text_column(SrvResult *out, const char *name)
 {
     uint32_t oid = SRV_OID_TEXT;
     srv_result_columns(out, 1, &name, &oid);
 }
 
-void text_row(SrvResult *out, int n, const char **vals)
+void cmd_text_row(SrvResult *out, int n, const char **vals)
 {
     int lens[8];
     for (int i = 0; i < n; i++)
@@ -276,11 +290,11 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     else if (!strcasecmp(w, "tables"))
         kind = CAT_TABLE;
     if (kind) {
-        one_text_column(out, "Name");
+        cmd_one_text_column(out, "Name");
         for (int i = 0; i < e->n_objs; i++)
             if (e->objs[i]->kind == kind && !e->objs[i]->late_of && !e->objs[i]->sink_query) {
                 const char *v[1] = {e->objs[i]->name};
-                text_row(out, 1, v);
+                cmd_text_row(out, 1, v);
             }
         srv_result_complete(out, "SHOW");
         return 0;
@@ -297,7 +311,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
         if (o->alter_sql)
             buf_printf(&both, "%s;\n%s", o->sql, o->alter_sql);
         const char *v[2] = {o->name, o->alter_sql ? both.data : o->sql};
-        text_row(out, 2, v);
+        cmd_text_row(out, 2, v);
         buf_free(&both);
         srv_result_complete(out, "SHOW");
         return 0;
@@ -308,7 +322,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
         srv_result_columns(out, 2, names, oids);
         for (size_t i = 0; i < sizeof SETTINGS / sizeof SETTINGS[0]; i++) {
             const char *v[2] = {SETTINGS[i].name, setting_get(s, SETTINGS[i].name)};
-            text_row(out, 2, v);
+            cmd_text_row(out, 2, v);
         }
         srv_result_complete(out, "SHOW");
         return 0;
@@ -316,8 +330,8 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     const char *v = setting_get(s, w);
     if (!v)
         return werr(err, SQLSTATE_UNDEFINED_OBJECT, st->pos, "unrecognized configuration parameter \"%s\"", w);
-    one_text_column(out, !strcasecmp(w, "timezone") ? "TimeZone" : w); /* Postgres's spelling */
-    text_row(out, 1, &v);
+    cmd_one_text_column(out, !strcasecmp(w, "timezone") ? "TimeZone" : w); /* Postgres's spelling */
+    cmd_text_row(out, 1, &v);
     srv_result_complete(out, "SHOW");
     return 0;
 }
@@ -387,65 +401,25 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
     }
     switch (st->kind) {
     case STMT_SELECT:
-        rc = run_select(e, st, describe_only, out, err);
+        rc = cmd_select(e, st, describe_only, out, err);
         break;
-    case STMT_CREATE_SOURCE: {
-        const AstCreateSource *cs = st->u.create_source;
-        if (engine_find(e, cs->name)) {
-            if (cs->if_not_exists) {
-                char msg[300];
-                snprintf(msg, sizeof msg, "relation \"%s\" already exists, skipping", cs->name);
-                srv_result_notice(out, msg);
-            } else {
-                rc = werr(err, SQLSTATE_DUPLICATE_TABLE, st->pos, "relation \"%s\" already exists", cs->name);
-                break;
-            }
-        } else if ((rc = session_create_source(e, st, text, NULL, err))) {
-            break;
-        }
-        srv_result_complete(out, cs->obj == OBJ_TABLE ? "CREATE TABLE" : "CREATE SOURCE");
+    case STMT_CREATE_SOURCE:
+        rc = cmd_create_source(e, st, text, out, err);
         break;
-    }
-    case STMT_CREATE_VIEW: {
-        const AstCreateView *cv = st->u.create_view;
-        // CREATE [OR REPLACE] VIEW and CREATE OR REPLACE MATERIALIZED VIEW are 0A000 whether or
-        // not the name exists: answering 42P07 (or, with IF NOT EXISTS, success) would tell a
-        // user that the statement is supported and only the name is in the way.
-        if (cv->materialized && !cv->or_replace && engine_find(e, cv->name)) {
-            if (cv->if_not_exists) {
-                char msg[300];
-                snprintf(msg, sizeof msg, "relation \"%s\" already exists, skipping", cv->name);
-                srv_result_notice(out, msg);
-            } else {
-                rc = werr(err, SQLSTATE_DUPLICATE_TABLE, st->pos, "relation \"%s\" already exists", cv->name);
-                break;
-            }
-        } else if ((rc = create_view(e, s, st, text, NULL, err))) {
-            break;
-        }
-        e->dirty = true;
-        srv_result_complete(out, cv->materialized ? "CREATE MATERIALIZED VIEW" : "CREATE VIEW");
+    case STMT_CREATE_VIEW:
+        rc = cmd_create_view(e, s, st, text, out, err);
         break;
-    }
-    case STMT_DROP: {
-        const AstDrop *d = st->u.drop;
-        for (int i = 0; i < ast_list_len(d->names) && !rc; i++)
-            rc = drop_one(e, d, AST_AT(d->names, i), st->pos, out, err);
-        if (!rc)
-            srv_result_complete(out, d->obj == OBJ_SOURCE || d->obj == OBJ_STREAM ? "DROP SOURCE"
-                                     : d->obj == OBJ_MATERIALIZED_VIEW ? "DROP MATERIALIZED VIEW"
-                                     : d->obj == OBJ_VIEW ? "DROP VIEW"
-                                     : d->obj == OBJ_SINK ? "DROP SINK" : "DROP TABLE");
+    case STMT_DROP:
+        rc = cmd_drop(e, st, out, err);
         break;
-    }
     case STMT_INSERT:
-        rc = insert_into(e, st, out, err);
+        rc = cmd_insert(e, st, out, err);
         break;
     case STMT_EXPLAIN:
-        rc = explain(e, s, st, out, err);
+        rc = cmd_explain(e, s, st, out, err);
         break;
     case STMT_FLUSH:
-        rc = flush(e, out, err);
+        rc = cmd_flush(e, out, err);
         break;
     case STMT_SHOW:
         rc = show(e, s, st, out, err);
@@ -466,37 +440,11 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         srv_result_complete(out, st->u.txn == TXN_BEGIN ? "BEGIN" : st->u.txn == TXN_COMMIT ? "COMMIT" : "ROLLBACK");
         break;
     case STMT_CHECKPOINT:
-        if (!(rc = engine_checkpoint(e, err))) {
-            dead_letters_wait(e, out);
-            if (st->u.savepoint_dir) {
-                /* A savepoint: the checkpoint just taken, copied into a directory
-                 * that weir can later start from (weir --data-dir DIR). */
-                if ((rc = stor_copy(e->stor, st->u.savepoint_dir, err)))
-                    break;
-                srv_result_complete(out, "ALTER SYSTEM");
-            } else {
-                srv_result_complete(out, "CHECKPOINT");
-            }
-        }
+        rc = cmd_checkpoint(e, st, out, err);
         break;
-    case STMT_CREATE_SINK: {
-        const AstCreateSink *cs = st->u.create_sink;
-        if (engine_find(e, cs->name)) {
-            if (cs->if_not_exists) {
-                char msg[300];
-                snprintf(msg, sizeof msg, "sink \"%s\" already exists, skipping", cs->name);
-                srv_result_notice(out, msg);
-            } else {
-                rc = werr(err, SQLSTATE_DUPLICATE_OBJECT, st->pos, "relation \"%s\" already exists", cs->name);
-                break;
-            }
-        } else if ((rc = create_sink(e, s, st, text, NULL, err))) {
-            break;
-        }
-        e->dirty = true; /* the next checkpoint seals the sink's first batch: the view's rows */
-        srv_result_complete(out, "CREATE SINK");
+    case STMT_CREATE_SINK:
+        rc = cmd_create_sink(e, s, st, text, out, err);
         break;
-    }
     case STMT_UPDATE:
         rc = table_update(e, st, out, err);
         break;
@@ -522,24 +470,11 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         rc = srv_verify_view(e, st, describe_only, out, err);
         break;
     case STMT_ALTER_SOURCE:
-        if (!(rc = session_alter_source(e, st, false, err)))
-            srv_result_complete(out, engine_find(e, st->u.alter_source->name)->kind == CAT_TABLE ? "ALTER TABLE"
-                                                                                               : "ALTER SOURCE");
+        rc = cmd_alter_source(e, st, out, err);
         break;
-    case STMT_RESUME: {
-        CatObj *v = engine_find(e, st->u.resume_view);
-        if (!v) {
-            rc = werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "materialized view \"%s\" does not exist", st->u.resume_view);
-            break;
-        }
-        if ((v->kind != CAT_VIEW && v->kind != CAT_TABLE) || v->late_of || !v->plan) {
-            rc = werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a materialized view or a table", v->name);
-            break;
-        }
-        if (!(rc = engine_resume_view(e, v, err)))
-            srv_result_complete(out, v->kind == CAT_TABLE ? "ALTER TABLE" : "ALTER MATERIALIZED VIEW");
+    case STMT_RESUME:
+        rc = cmd_resume_view(e, st, out, err);
         break;
-    }
     case STMT_CREATE_USER:
     case STMT_ALTER_USER:
     case STMT_DROP_USER:
@@ -549,7 +484,7 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         rc = session_swap_view(e, st, out, err);
         break;
     case STMT_ALTER_RENAME:
-        rc = rename_one(e, st, out, err);
+        rc = cmd_rename(e, st, out, err);
         break;
     case STMT_EMPTY:
         break;

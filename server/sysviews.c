@@ -25,7 +25,7 @@
  * one consistent moment.
  */
 #include "cluster.h"
-#include "engine_int.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
