@@ -206,8 +206,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 uint64_t cluster_catalog_digest(Engine *e)
 {
     uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (int i = 0; i < e->n_objs; i++) {
-        const CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
         int32_t kind = (int32_t)o->kind;
         h = fnv(h, &o->id, sizeof o->id);
         h = fnv(h, &kind, sizeof kind);

@@ -382,7 +382,7 @@ static bool cancelled(void *out) { return srv_result_cancelled(out); }
 int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
 {
     const AstAnalyze *a = st->u.analyze;
-    CatObj *o = engine_find(e, a->source);
+    CatObj *o = cat_find(e->cat, a->source);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "source \"%s\" does not exist", a->source);
     if (o->kind != CAT_SOURCE)

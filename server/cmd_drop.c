@@ -56,7 +56,7 @@ int cmd_rename(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 {
     const AstAlterRename *r = st->u.rename;
     CatKind want = obj_kind(r->obj);
-    CatObj *o = engine_find(e, r->name);
+    CatObj *o = cat_find(e->cat, r->name);
     if (!o) {
         if (r->if_exists) {
             char msg[300];
@@ -80,10 +80,9 @@ int cmd_rename(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "\"%s\" is the query of sink %s", r->name,
                     o->sink_owner ? o->sink_owner->name : "?"),
                werr_hint(err, "Its name follows the sink's."), -1;
-    if (engine_find(e, r->new_name))
+    if (cat_find(e->cat, r->new_name))
         return werr(err, SQLSTATE_DUPLICATE_TABLE, r->new_pos, "relation \"%s\" already exists", r->new_name);
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *v = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, v) {
         if (v != o && view_reads(v, o)) {
             werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "cannot rename %s %s because other objects depend on it",
                  cmd_kind_word(o->kind), o->name);
@@ -102,7 +101,7 @@ int cmd_rename(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 
 int cmd_drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResult *out, WError *err)
 {
-    CatObj *o = engine_find(e, name);
+    CatObj *o = cat_find(e->cat, name);
     CatKind want = d->obj == OBJ_SOURCE || d->obj == OBJ_STREAM ? CAT_SOURCE
                  : d->obj == OBJ_MATERIALIZED_VIEW || d->obj == OBJ_VIEW ? CAT_VIEW
                  : d->obj == OBJ_SINK ? CAT_SINK : CAT_TABLE;
@@ -135,27 +134,30 @@ int cmd_drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResu
         werr_hint(err, "It is dropped with the sink.");
         return -1;
     }
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *v = e->objs[i];
-        if (v == o || !view_reads(v, o))
-            continue;
-        /* A sink's query is the sink, as far as the user can see. */
-        if (v->sink_query && v->sink_owner)
-            v = v->sink_owner;
-        if (!d->cascade) {
-            werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "cannot drop %s %s because other objects depend on it",
-                 cmd_kind_word(o->kind), name);
-            werr_detail(err, "%s %s depends on %s %s", cmd_kind_word(v->kind), v->name, cmd_kind_word(o->kind), name);
-            werr_hint(err, "Use DROP ... CASCADE to drop the dependent objects too.");
-            return -1;
+    for (bool again = true; again;) {
+        again = false;
+        CAT_FOREACH(e->cat, CAT_ANY, v) {
+            if (v == o || !view_reads(v, o))
+                continue;
+            /* A sink's query is the sink, as far as the user can see. */
+            if (v->sink_query && v->sink_owner)
+                v = v->sink_owner;
+            if (!d->cascade) {
+                werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "cannot drop %s %s because other objects depend on it",
+                     cmd_kind_word(o->kind), name);
+                werr_detail(err, "%s %s depends on %s %s", cmd_kind_word(v->kind), v->name, cmd_kind_word(o->kind), name);
+                werr_hint(err, "Use DROP ... CASCADE to drop the dependent objects too.");
+                return -1;
+            }
+            char msg[300];
+            snprintf(msg, sizeof msg, "drop cascades to %s %s", cmd_kind_word(v->kind), v->name);
+            srv_result_notice(out, msg);
+            AstDrop dv = {.obj = v->kind == CAT_SINK ? OBJ_SINK : OBJ_MATERIALIZED_VIEW, .cascade = true};
+            if (cmd_drop_one(e, &dv, v->name, pos, out, err))
+                return -1;
+            again = true; /* the list changed: start over */
+            break;
         }
-        char msg[300];
-        snprintf(msg, sizeof msg, "drop cascades to %s %s", cmd_kind_word(v->kind), v->name);
-        srv_result_notice(out, msg);
-        AstDrop dv = {.obj = v->kind == CAT_SINK ? OBJ_SINK : OBJ_MATERIALIZED_VIEW, .cascade = true};
-        if (cmd_drop_one(e, &dv, v->name, pos, out, err))
-            return -1;
-        i = -1; /* the list changed: start over */
     }
     /* A sink AS query takes its query's view (and that view's state) along. */
     CatObj *q = o->kind == CAT_SINK && o->from && o->from->sink_query ? o->from : NULL;

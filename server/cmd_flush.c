@@ -26,15 +26,18 @@
 
 int cmd_flush(Engine *e, SrvResult *out, WError *err)
 {
-    for (int i = 0; i < e->n_objs; i++)
-        if (e->objs[i]->df && rt_dataflow_flush_target(e->objs[i]->df, err))
+    CAT_FOREACH(e->cat, CAT_ANY, o)
+        if (o->df && rt_dataflow_flush_target(o->df, err))
             return -1;
     int64_t deadline = now_ms() + FLUSH_TIMEOUT_MS;
     for (;;) {
         bool done = true;
-        for (int i = 0; i < e->n_objs && done; i++)
-            if (e->objs[i]->df && !rt_dataflow_flushed(e->objs[i]->df))
+        CAT_FOREACH(e->cat, CAT_ANY, o) {
+            if (!done)
+                break;
+            if (o->df && !rt_dataflow_flushed(o->df))
                 done = false;
+        }
         if (done)
             break;
         if (srv_result_cancelled(out))
@@ -66,9 +69,12 @@ void cmd_dead_letters_wait(Engine *e, SrvResult *out)
     int64_t deadline = now_ms() + DLQ_WAIT_MS;
     for (;;) {
         const char *pending = NULL;
-        for (int i = 0; i < e->n_objs && !pending; i++)
-            if (e->objs[i]->df && rt_dataflow_dead_letters_pending(e->objs[i]->df))
-                pending = e->objs[i]->name;
+        CAT_FOREACH(e->cat, CAT_ANY, o) {
+            if (pending)
+                break;
+            if (o->df && rt_dataflow_dead_letters_pending(o->df))
+                pending = o->name;
+        }
         if (!pending || srv_result_cancelled(out))
             return;
         if (now_ms() > deadline) {

@@ -58,7 +58,7 @@ static void insert_withdraw(RtKafkaProducer *p, long acked0, int produced, const
 int cmd_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 {
     const AstInsert *ins = st->u.insert;
-    CatObj *o = engine_find(e, ins->table);
+    CatObj *o = cat_find(e->cat, ins->table);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", ins->table);
     if (o->kind == CAT_TABLE)

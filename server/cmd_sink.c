@@ -69,7 +69,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
 {
     const AstCreateSink *cs = st->u.create_sink;
     char *vname = cmd_sink_query_name(cs->name);
-    CatObj *v = engine_find(e, vname);
+    CatObj *v = cat_find(e->cat, vname);
     int rc = 0;
     if (replay) {
         if (!v || !v->sink_query || v->sink_owner)
@@ -82,7 +82,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
         AstStmt vst;
         cmd_sink_query_stmt(cs, st, vname, &cv, &vst);
         if (!(rc = cmd_view_create(e, s, &vst, sql, NULL, err))) {
-            v = engine_find(e, vname);
+            v = cat_find(e->cat, vname);
             v->sink_query = true;
             crashpoint("sink_query_view"); /* the view's entry is written, the sink's not yet */
         }
@@ -101,7 +101,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
         }
         return -1;
     }
-    v->sink_owner = replay ? replay : engine_find(e, cs->name);
+    v->sink_owner = replay ? replay : cat_find(e->cat, cs->name);
     return 0;
 }
 
@@ -110,7 +110,7 @@ int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
     const AstCreateSink *cs = st->u.create_sink;
     if (!cs->from_name)
         return create_sink_as(e, s, st, sql, replay, err);
-    CatObj *v = engine_find(e, cs->from_name);
+    CatObj *v = cat_find(e->cat, cs->from_name);
     if (!v || (v->sink_query && !cs->query))
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", cs->from_name);
     if (v->late_of)
@@ -120,10 +120,10 @@ int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
                     v->name, cmd_kind_word(v->kind)),
                werr_hint(err, "Create a materialized view over the source and sink from it."), -1;
     if (!replay)
-        for (int i = 0; i < e->n_objs; i++)
-            if (e->objs[i]->kind == CAT_SINK && e->objs[i]->spec.name && !strcmp(e->objs[i]->spec.name, cs->name))
+        CAT_FOREACH(e->cat, CAT_ANY, o)
+            if (o->kind == CAT_SINK && o->spec.name && !strcmp(o->spec.name, cs->name))
                 return werr(err, SQLSTATE_DUPLICATE_OBJECT, st->pos,
-                            "sink \"%s\" still delivers under the name \"%s\" it was created with", e->objs[i]->name,
+                            "sink \"%s\" still delivers under the name \"%s\" it was created with", o->name,
                             cs->name),
                        werr_hint(err, "A sink's target records its progress by that name; choose another one."), -1;
     CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
@@ -296,7 +296,7 @@ int cmd_create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, S
 {
     int rc = 0;
     const AstCreateSink *cs = st->u.create_sink;
-    if (engine_find(e, cs->name)) {
+    if (cat_find(e->cat, cs->name)) {
         if (cs->if_not_exists) {
             char msg[300];
             snprintf(msg, sizeof msg, "sink \"%s\" already exists, skipping", cs->name);

@@ -114,7 +114,7 @@ static bool reads_source(const CatObj *v, const CatRelation *r)
 int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
 {
     const AstAlterSource *as = st->u.alter_source;
-    CatObj *o = engine_find(e, as->name);
+    CatObj *o = cat_find(e->cat, as->name);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", as->name);
     const char *conn = (o->kind == CAT_SOURCE || o->kind == CAT_TABLE) ? cat_option(&o->rel, "connector") : NULL;
@@ -174,8 +174,7 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
     if (replay)
         return 0;
     /* Views stopped at a bad record of this source go on under the new policy. */
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *v = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, v) {
         if (v->failed && !v->df && reads_source(v, &o->rel)) {
             WError serr = {0};
             v->failed = false;
@@ -390,7 +389,7 @@ int cmd_create_source(Engine *e, const AstStmt *st, const char *sql, SrvResult *
 {
     int rc = 0;
     const AstCreateSource *cs = st->u.create_source;
-    if (engine_find(e, cs->name)) {
+    if (cat_find(e->cat, cs->name)) {
         if (cs->if_not_exists) {
             char msg[300];
             snprintf(msg, sizeof msg, "relation \"%s\" already exists, skipping", cs->name);
@@ -411,7 +410,7 @@ int cmd_alter_source(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 {
     int rc = 0;
     if (!(rc = session_alter_source(e, st, false, err)))
-        srv_result_complete(out, engine_find(e, st->u.alter_source->name)->kind == CAT_TABLE ? "ALTER TABLE"
+        srv_result_complete(out, cat_find(e->cat, st->u.alter_source->name)->kind == CAT_TABLE ? "ALTER TABLE"
                                                                                            : "ALTER SOURCE");
     return rc;
 }

@@ -69,7 +69,7 @@ static int same_columns(const CatObj *a, const CatObj *b, int pos, WError *err)
 
 static CatObj *find_view(Engine *e, const char *name, int pos, WError *err)
 {
-    CatObj *o = engine_find(e, name);
+    CatObj *o = cat_find(e->cat, name);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, pos, "materialized view \"%s\" does not exist", name), NULL;
     if (o->kind != CAT_VIEW || o->late_of || o->sink_query)
@@ -113,8 +113,7 @@ int session_swap_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
                     a->name);
     if (same_columns(a, b, r->new_pos, err))
         return -1;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *d = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, d) {
         CatObj *v = plan_reads(d, a) ? a : plan_reads(d, b) ? b : NULL;
         if (v)
             return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos,
@@ -135,8 +134,7 @@ int session_swap_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     engine_checkpoint_wait(e, NULL);
     if (subs_view_swap(e, a, b, err))
         return -1;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *s = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, s) {
         if (s->kind != CAT_SINK || (s->from != a && s->from != b))
             continue;
         CatObj *from = s->from, *to = s->from == a ? b : a;

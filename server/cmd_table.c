@@ -110,7 +110,7 @@ static Value copy_value(Arena *a, const Value *v)
 
 static CatObj *writable_table(Engine *e, const char *name, const char *verb, int pos, WError *err)
 {
-    CatObj *o = engine_find(e, name);
+    CatObj *o = cat_find(e->cat, name);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, pos, "relation \"%s\" does not exist", name), NULL;
     if (o->kind != CAT_TABLE || cat_option(&o->rel, "connector")) {

@@ -335,7 +335,7 @@ const CatRelation *verify_sysview(Engine *e, Arena *a)
     r->rows = arena_alloc(a, sizeof(Value *) * (size_t)(g_n_ver ? g_n_ver : 1));
     for (int i = 0; i < g_n_ver; i++) {
         const Verification *v = &g_ver[i];
-        CatObj *o = engine_find(e, v->view);
+        CatObj *o = cat_find(e->cat, v->view);
         if (!o || o->id != v->view_id)
             continue; /* dropped since */
         Value *row = arena_zalloc(a, sizeof(Value) * 11);
@@ -371,7 +371,7 @@ static void columns_examples(SrvResult *out)
 int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
 {
     const AstVerify *a = st->u.verify;
-    CatObj *o = engine_find(e, a->view);
+    CatObj *o = cat_find(e->cat, a->view);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "materialized view \"%s\" does not exist", a->view);
     if (o->kind != CAT_VIEW || !o->rel.materialized || !o->plan)

@@ -76,7 +76,7 @@ int cmd_view_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
     CatObj *late = NULL;
     if (o->plan->late_name) {
         /* LATE ROWS INTO: a queryable relation owned by the view, rebuilt from its plan at start. */
-        if (engine_find(e, o->plan->late_name)) {
+        if (cat_find(e->cat, o->plan->late_name)) {
             werr(err, SQLSTATE_DUPLICATE_TABLE, cv->query_pos, "relation \"%s\" already exists", o->plan->late_name);
             goto fail;
         }
@@ -183,7 +183,7 @@ int cmd_create_view(Engine *e, Session *s, const AstStmt *st, const char *sql, S
     // CREATE [OR REPLACE] VIEW and CREATE OR REPLACE MATERIALIZED VIEW are 0A000 whether or
     // not the name exists: answering 42P07 (or, with IF NOT EXISTS, success) would tell a
     // user that the statement is supported and only the name is in the way.
-    if (cv->materialized && !cv->or_replace && engine_find(e, cv->name)) {
+    if (cv->materialized && !cv->or_replace && cat_find(e->cat, cv->name)) {
         if (cv->if_not_exists) {
             char msg[300];
             snprintf(msg, sizeof msg, "relation \"%s\" already exists, skipping", cv->name);
@@ -204,7 +204,7 @@ int cmd_create_view(Engine *e, Session *s, const AstStmt *st, const char *sql, S
 int cmd_resume_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
 {
     int rc = 0;
-    CatObj *v = engine_find(e, st->u.resume_view);
+    CatObj *v = cat_find(e->cat, st->u.resume_view);
     if (!v) {
         rc = werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "materialized view \"%s\" does not exist", st->u.resume_view);
         return rc;

@@ -15,74 +15,7 @@
 #include "runtime.h"
 #include "storage.h"
 #include "weir_limits.h"
-
-/* One catalog object: its definition, and for views the running dataflow. */
-typedef struct CatObj {
-    uint64_t id;
-    CatKind kind;
-    char *name;
-    char *sql;                /* the CREATE statement as the user wrote it */
-    Arena *arena;             /* the object's lifespan: relation, plan */
-    CatRelation rel;
-    PlanView *plan;           /* CAT_VIEW, CAT_TABLE (the table's own dataflow) */
-    RtDataflow *df;           /* CAT_VIEW, CAT_TABLE: running */
-    int n_table_ids;          /* state tables, in the order the planner asked for them */
-    uint64_t *table_ids;
-    struct CatObj *late_of;   /* a LATE ROWS INTO relation: the view that owns it (not persisted itself) */
-    /* CAT_VIEW: the query of a CREATE SINK ... AS query. Its catalog entry
-     * holds the CREATE SINK text; it is hidden from the planner's lookups
-     * and from SHOW/pg_catalog, and goes with its sink (sink_owner, set once
-     * the sink exists; a view left without one at start is dropped). */
-    bool sink_query;
-    struct CatObj *sink_owner;
-    /* CAT_VIEW: the session's streaming_parallelism at CREATE (persisted after
-     * the table ids when > 1), so the view is re-planned with the same shape */
-    int parallelism;
-    /* CAT_VIEW: the planner revision it was created under (PLAN_REV_CURRENT
-     * then; persisted when > 0; 0 in entries from before revisions), so a
-     * later weir plans it by the same rules (planner.h) */
-    int plan_rev;
-    /* CAT_SINK */
-    struct CatObj *from;      /* the view it reads */
-    RtSinkSpec spec;          /* in arena */
-    int *view_cols;           /* in arena: view column of each sink column */
-    RtSink *sink;             /* attached to from->df while that runs */
-    /* CAT_VIEW: RtStats.rows_out when the last checkpoint committed; equal to
-     * the current count means nothing changed since (an SSE resume needs no snapshot). */
-    uint64_t changes_at_commit;
-    /* CAT_VIEW, CAT_TABLE: its recent changes, kept from its first subscriber
-     * on (SUB_HISTORY changes at most), so a consumer that reconnects can
-     * resume after an epoch it has (subscribe.c); NULL before. */
-    struct Subscription *history;
-    /* CAT_VIEW, CAT_TABLE: why the dataflow is not running ("" when it
-     * runs, or has not failed yet). failed: it stopped at a bad record of a
-     * source with on_error = 'fail' and waits for ALTER MATERIALIZED VIEW
-     * ... RESUME (not retried); otherwise a stopped view is retried every 2 s. */
-    char stop_error[512];
-    bool failed;
-    RtFailedRecord fail;
-    int n_skips;              /* records RESUME said to skip, handed to every reopened dataflow */
-    RtFailedRecord *skips;
-    /* CAT_SOURCE, CAT_TABLE changed by ALTER SOURCE: the statement that gives
-     * its on_error/error.topic now (NULL: none set), stored in checkpoint
-     * metadata "alter/<id>" and applied after the CREATE at start. */
-    char *alter_sql;
-    bool altered;
-    /* Names this object had before ALTER ... RENAME: kept until the object
-     * is freed, since running operators and changefeeds borrow o->name. */
-    int n_old_names;
-    char **old_names;
-    /* The catalog entry changed in memory and goes into the next
-     * checkpoint's transaction (ALTER MATERIALIZED VIEW ... SWAP WITH: the
-     * names commit together with the sinks' switch-over); cat_in_ck: it is
-     * in the checkpoint in flight (dirty again if that one fails). */
-    bool cat_dirty;
-    bool cat_in_ck;
-    /* The session TimeZone it was created in (NULL: UTC): its statement is
-     * planned again in it at start (a view's expressions run in it), kept
-     * in the catalog entry after the state table ids. */
-    const struct WTz *tz;
-} CatObj;
+#include "catalog.h"
 
 /* One taken checkpoint, for the weir_checkpoints system view. */
 typedef struct CkptRecord {
@@ -98,7 +31,6 @@ typedef struct CkptRecord {
 /* A database user (users.c). The built-in superuser USER_BOOTSTRAP is
  * listed only once it has a password. */
 #define USER_BOOTSTRAP "weir"
-#define CATALOG_KIND_USER 100      /* StorCatalogEntry.kind of a user */
 
 typedef struct EngineUser {
     uint64_t id;              /* catalog id */
@@ -113,8 +45,7 @@ struct Engine {
     RtEnv rt;
     char *data_dir;
     char *kafka_bootstrap;
-    int n_objs, cap_objs;
-    CatObj **objs;
+    Catalog *cat;                  /* every source, table, view and sink (catalog.h) */
     RtKafkaProducer *producer;     /* for INSERT INTO a source; opened on first use */
     char *producer_bootstrap;
     uint64_t epoch;                /* last committed checkpoint */
@@ -191,14 +122,12 @@ typedef struct Session {
 } Session;
 
 /* engine.c */
-CatObj *engine_find(Engine *e, const char *name);
 int engine_add_object(Engine *e, CatObj *o, bool persist, WError *err);
 int engine_remove_object(Engine *e, CatObj *o, WError *err);
 /* Renames o to new_name and persists its catalog entry (the stored CREATE
  * text is kept as written: replay takes the name from the entry). The
  * caller has checked that the name is free and nothing depends on o. */
 int engine_rename_object(Engine *e, CatObj *o, const char *new_name, WError *err);
-void cat_obj_free(CatObj *o);
 int engine_checkpoint(Engine *e, WError *err);        /* with the lock held */
 /* Wait for the checkpoint in flight, if any, and finish it (lock held).
  * Anything that closes a dataflow or drops a table calls this first: the

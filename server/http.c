@@ -216,10 +216,7 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
 {
     prom_head(b, name, type, help);
     int k = 0;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW)
-            continue;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
         const RtStats *s = &st[k++];
         char val[64];
         switch (what) {
@@ -248,13 +245,11 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
     Buf b = BUF_INIT;
     pthread_mutex_lock(&e->lock);
     int nv = 0;
-    for (int i = 0; i < e->n_objs; i++)
-        nv += e->objs[i]->kind == CAT_VIEW;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o)
+        nv++;
     RtStats *st = xcalloc((size_t)(nv ? nv : 1), sizeof *st);
-    for (int i = 0, k = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW)
-            continue;
+    int k = 0;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
         st[k].watermark = TS_MINUS_INF;
         if (o->df)
             rt_dataflow_stats(o->df, &st[k]);
@@ -279,14 +274,12 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
     free(st);
 
     int ns = 0;
-    for (int i = 0; i < e->n_objs; i++)
-        ns += e->objs[i]->kind == CAT_SINK;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_SINK), o)
+        ns++;
     RtSinkStatus *ss = xcalloc((size_t)(ns ? ns : 1), sizeof *ss);
     CatObj **so = xcalloc((size_t)(ns ? ns : 1), sizeof *so);
-    for (int i = 0, k = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->kind != CAT_SINK)
-            continue;
+    k = 0;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_SINK), o) {
         so[k] = o;
         if (o->sink)
             rt_sink_status(o->sink, &ss[k]);
@@ -441,8 +434,7 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
         buf_printf(&b, ",\"pgwire_connections\":%d,\"subscriptions\":%d,\"sources\":[",
                    atomic_load(&e->n_sessions), e->n_subs);
         int n = 0;
-        for (int i = 0; i < e->n_objs; i++) {
-            CatObj *o = e->objs[i];
+        CAT_FOREACH(e->cat, CAT_ANY, o) {
             if (o->kind != CAT_SOURCE && o->kind != CAT_TABLE)
                 continue;
             buf_puts(&b, n++ ? ",{\"name\":" : "{\"name\":");
@@ -460,10 +452,7 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
     }
     buf_putc(&b, '[');
     int n = 0;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW)
-            continue;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
         RtStats st = {0};
         st.watermark = TS_MINUS_INF;
         if (o->df)
@@ -493,8 +482,7 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
     if (!views_only) {
         buf_puts(&b, ",\"sinks\":[");
         n = 0;
-        for (int i = 0; i < e->n_objs; i++) {
-            CatObj *o = e->objs[i];
+        CAT_FOREACH(e->cat, CAT_ANY, o) {
             if (o->kind != CAT_SINK)
                 continue;
             RtSinkStatus st = {0};
@@ -547,7 +535,7 @@ static int snap_json_row(void *arg, int n, const char *const *vals, const int *l
 
 static CatObj *find_view(Engine *e, const char *name, struct MHD_Connection *c, enum MHD_Result *res)
 {
-    CatObj *v = engine_find(e, name);
+    CatObj *v = cat_find(e->cat, name);
     if (!v) {
         *res = respond_error(c, MHD_HTTP_NOT_FOUND, SQLSTATE_UNDEFINED_TABLE, "relation \"%s\" does not exist", name);
         return NULL;

@@ -189,8 +189,9 @@ static const char *describe(const CatObj *o, Arena *a)
 static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
 {
     int rc = 0;
-    for (int i = 0; i < e->n_objs && !rc; i++) {
-        CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if (rc)
+            break;
         if (o->sink_query)
             continue; /* part of its sink */
         long long oid = OID_USER_BASE + (long long)o->id;
@@ -505,7 +506,7 @@ static int sqlite_error(sqlite3 *db, Engine *e, SrvResult *out, bool prepare, WE
         const char *dot = strchr(name, '.');
         const char *bare = dot ? dot + 1 : name;
         pthread_mutex_lock(&e->lock);
-        bool weir = engine_find(e, bare) != NULL;
+        bool weir = cat_find(e->cat, bare) != NULL;
         pthread_mutex_unlock(&e->lock);
         if (weir)
             return werr(err, SQLSTATE_NOT_SUPPORTED, 0,

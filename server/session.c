@@ -291,16 +291,16 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
         kind = CAT_TABLE;
     if (kind) {
         cmd_one_text_column(out, "Name");
-        for (int i = 0; i < e->n_objs; i++)
-            if (e->objs[i]->kind == kind && !e->objs[i]->late_of && !e->objs[i]->sink_query) {
-                const char *v[1] = {e->objs[i]->name};
+        CAT_FOREACH(e->cat, CAT_ANY, o)
+            if (o->kind == kind && !o->late_of && !o->sink_query) {
+                const char *v[1] = {o->name};
                 cmd_text_row(out, 1, v);
             }
         srv_result_complete(out, "SHOW");
         return 0;
     }
     if (!strcasecmp(w, "create")) {
-        CatObj *o = sh->name ? engine_find(e, sh->name) : NULL;
+        CatObj *o = sh->name ? cat_find(e->cat, sh->name) : NULL;
         if (!o)
             return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", sh->name ? sh->name : "");
         const char *names[2] = {"Name", "Create Sql"};
@@ -584,7 +584,7 @@ static int cluster_route(Engine *e, const AstStmt *st, int n_params, WError *err
                -1;
     case STMT_INSERT: {
         const AstInsert *ins = st->u.insert;
-        CatObj *o = engine_find(e, ins->table);
+        CatObj *o = cat_find(e->cat, ins->table);
         if (!o || o->kind != CAT_TABLE || cat_option(&o->rel, "connector"))
             return 0; /* a Kafka source: every node reads the topic; errors come from the normal path */
         if (!ins->query->values)
@@ -606,7 +606,7 @@ static int cluster_route(Engine *e, const AstStmt *st, int n_params, WError *err
     }
     case STMT_UPDATE:
     case STMT_DELETE: {
-        CatObj *o = engine_find(e, st->kind == STMT_UPDATE ? st->u.update->table : st->u.delete_->table);
+        CatObj *o = cat_find(e->cat, st->kind == STMT_UPDATE ? st->u.update->table : st->u.delete_->table);
         if (!o || o->kind != CAT_TABLE || cat_option(&o->rel, "connector"))
             return 0; /* not a writable table: the normal path says so */
         const AstExpr *f = nondeterministic(st->kind == STMT_UPDATE ? st->u.update->where : st->u.delete_->where);

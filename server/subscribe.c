@@ -827,7 +827,7 @@ int sub_options(const AstSubscribe *sb, SubOpts *out, WError *err)
 CatObj *sub_view(Engine *e, const AstStmt *st, WError *err)
 {
     const AstSubscribe *sb = st->u.subscribe;
-    CatObj *v = engine_find(e, sb->view);
+    CatObj *v = cat_find(e->cat, sb->view);
     if (!v)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", sb->view), NULL;
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)

@@ -82,8 +82,7 @@ static const CatRelation *views(Engine *e, Arena *a)
     static const TypeId types[] = {TYPE_TEXT, TYPE_BOOL, TYPE_INT8, TYPE_INT8, TYPE_INT8,
                                    TYPE_INT8, TYPE_INT8, TYPE_TIMESTAMP, TYPE_TEXT, TYPE_TEXT};
     SysBuild b = {a, sys_new(a, "weir_views", 10, names, types), 0};
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || o->late_of)
             continue;
         Value *row = sys_row(&b);
@@ -182,8 +181,7 @@ static const CatRelation *sinks(Engine *e, Arena *a)
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_TEXT, TYPE_TEXT,
                                    TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_TEXT};
     SysBuild b = {a, sys_new(a, "weir_sinks", 8, names, types), 0};
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
         if (o->kind != CAT_SINK)
             continue;
         Value *row = sys_row(&b);
@@ -227,8 +225,7 @@ static const CatRelation *state(Engine *e, Arena *a)
     static const char *names[] = {"view", "operator", "table_id", "state_bytes"};
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT8, TYPE_INT8};
     SysBuild b = {a, sys_new(a, "weir_state", 4, names, types), 0};
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->plan)
             continue;
         for (int k = 0; k < o->plan->n_nodes; k++) {
@@ -258,8 +255,7 @@ static const CatRelation *operators(Engine *e, Arena *a)
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8,
                                    TYPE_INT8};
     SysBuild b = {a, sys_new(a, "weir_operators", 8, names, types), 0};
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->plan || o->late_of)
             continue;
         for (int k = 0; k < o->plan->n_nodes; k++) {
@@ -303,8 +299,7 @@ static const CatRelation *watermarks(Engine *e, Arena *a)
     SysBuild b = {a, sys_new(a, "weir_watermarks", 9, names, types), 0};
     RtPartitionWatermark *pw = arena_alloc(a, sizeof *pw * MAX_PARTS);
     int64_t now = now_us();
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->df || o->late_of)
             continue;
         int n = rt_dataflow_watermarks(o->df, pw, MAX_PARTS);
@@ -339,8 +334,7 @@ static const CatRelation *backfills(Engine *e, Arena *a)
     SysBuild b = {a, sys_new(a, "weir_backfills", 9, names, types), 0};
     RtSourceProgress *sp = arena_alloc(a, sizeof *sp * MAX_PARTS);
     RtPartitionWatermark *pw = arena_alloc(a, sizeof *pw * MAX_PARTS);
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
         if (o->kind != CAT_VIEW || !o->df || !o->plan || !o->plan->backfill_from)
             continue;
         int n = rt_dataflow_source_progress(o->df, sp, MAX_PARTS);
@@ -376,8 +370,7 @@ static const CatRelation *source_errors(Engine *e, Arena *a)
                                    TYPE_TEXT};
     SysBuild b = {a, sys_new(a, "weir_source_errors", 7, names, types), 0};
     RtSourceError *errs = arena_alloc(a, sizeof *errs * RT_SOURCE_ERRORS_KEPT);
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->df || o->late_of)
             continue;
         int n = rt_dataflow_source_errors(o->df, errs, RT_SOURCE_ERRORS_KEPT);
