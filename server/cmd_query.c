@@ -51,7 +51,8 @@ static void query_columns(const PlanQuery *q, SrvResult *out)
 int cmd_select(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
 {
     Arena *a = arena_new(0);
-    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
+    PlanCatCtx pcx;
+    PlanCatalog cat = engine_plan_catalog(e, &pcx, NULL, false, true, a);
     PlanQuery *q = plan_query(st->u.select, &cat, a, err);
     if (!q) {
         arena_free(a);
@@ -91,7 +92,8 @@ int cmd_explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     Arena *a = arena_new(0);
     Buf b = BUF_INIT;
     int rc = 0;
-    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
+    PlanCatCtx pcx;
+    PlanCatalog cat = engine_plan_catalog(e, &pcx, NULL, false, true, a);
     if (ex->stmt->kind == STMT_CREATE_VIEW) {
         PlanViewOptions opt = {.name = ex->stmt->u.create_view->name, .allow_unbounded = session_allow_unbounded(s),
                                .parallelism = session_parallelism(s), .plan_rev = PLAN_REV_CURRENT};

@@ -33,9 +33,10 @@
 
 int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, WError *err)
 {
-    PlanCatalog cat = engine_plan_catalog(e, o, replay, false, o->arena);
+    PlanCatCtx pcx;
+    PlanCatalog cat = engine_plan_catalog(e, &pcx, o, replay, false, o->arena);
     o->plan = plan_table(cs, &o->rel, &cat, o->arena, err);
-    if (!o->plan)
+    if (!o->plan || engine_plan_ids_ok(&pcx, err))
         goto fail;
     if (!replay && stor_next_id(e->stor, &o->id, err))
         goto fail;
@@ -267,7 +268,8 @@ static int collect_row(void *arg, int n, const Value *vals)
  * *types gets the column types. */
 static int run_collect(Engine *e, const AstSelect *sel, Collect *c, const TypeId **types, WError *err)
 {
-    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, c->a);
+    PlanCatCtx pcx;
+    PlanCatalog cat = engine_plan_catalog(e, &pcx, NULL, false, true, c->a);
     PlanQuery *q = plan_query(sel, &cat, c->a, err);
     if (!q)
         return -1;

@@ -53,7 +53,8 @@ int cmd_view_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
     }
     o->kind = CAT_VIEW;
     o->arena = arena_new(0);
-    PlanCatalog cat = engine_plan_catalog(e, o, replay != NULL, false, o->arena);
+    PlanCatCtx pcx;
+    PlanCatalog cat = engine_plan_catalog(e, &pcx, o, replay != NULL, false, o->arena);
     /* At start, a view is rebuilt as it was accepted (with or without the opt-in). */
     /* ...and with the parallelism its session had (the catalog keeps it). */
     if (!replay) {
@@ -68,7 +69,7 @@ int cmd_view_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
     PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || session_allow_unbounded(s),
                            .parallelism = o->parallelism, .plan_rev = o->plan_rev};
     o->plan = plan_view(cv, &cat, &opt, o->arena, err);
-    if (!o->plan)
+    if (!o->plan || engine_plan_ids_ok(&pcx, err))
         goto fail;
     if (!replay && stor_next_id(e->stor, &o->id, err))
         goto fail;

@@ -120,18 +120,6 @@ int engine_remove_object(Engine *e, CatObj *o, WError *err)
 
 /* ---- the planner's view of the catalog ----------------------------------------- */
 
-typedef struct PlanCatCtx {
-    Engine *e;
-    Arena *a;
-    CatObj *owner;
-    bool replay;
-    bool dry_run;
-    int next_replay;
-    uint64_t fake;
-} PlanCatCtx;
-
-static __thread PlanCatCtx plan_cat_ctx;
-
 static const CatRelation *cat_lookup(void *ctx, const char *name)
 {
     PlanCatCtx *c = ctx;
@@ -143,27 +131,47 @@ static const CatRelation *cat_lookup(void *ctx, const char *name)
     return c->a ? sysview_lookup(c->e, name, c->a) : NULL;
 }
 
+/* PlanCatalog.new_table_id. The planner has no error path for it (planner.h),
+ * so a failure hands it 0, is kept in the context, and the caller turns it
+ * into the statement's error once planning returns (engine_plan_ids_ok). */
 static uint64_t cat_new_table(void *ctx)
 {
     PlanCatCtx *c = ctx;
     if (c->dry_run)
         return ++c->fake;
-    CatObj *o = c->owner;
-    if (c->replay)
-        return c->next_replay < o->n_table_ids ? o->table_ids[c->next_replay++] : 0;
-    uint64_t id = 0;
-    WError err = {0};
-    if (stor_next_id(c->e->stor, &id, &err))
+    if (c->id_failed)
         return 0;
+    CatObj *o = c->owner;
+    if (c->replay) {
+        if (c->next_replay < o->n_table_ids)
+            return o->table_ids[c->next_replay++];
+        c->id_failed = true;
+        werr(&c->id_err, SQLSTATE_INTERNAL, 0,
+             "the catalog entry of \"%s\" holds %d state table ids; its plan needs more", o->name, o->n_table_ids);
+        return 0;
+    }
+    uint64_t id = 0;
+    if (stor_next_id(c->e->stor, &id, &c->id_err)) {
+        c->id_failed = true;
+        return 0;
+    }
     o->table_ids = xrealloc(o->table_ids, sizeof(uint64_t) * (size_t)(o->n_table_ids + 1));
     o->table_ids[o->n_table_ids++] = id;
     return id;
 }
 
-PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run, Arena *a)
+PlanCatalog engine_plan_catalog(Engine *e, PlanCatCtx *ctx, CatObj *owner, bool replay, bool dry_run, Arena *a)
 {
-    plan_cat_ctx = (PlanCatCtx){.e = e, .a = a, .owner = owner, .replay = replay, .dry_run = dry_run};
-    return (PlanCatalog){.ctx = &plan_cat_ctx, .lookup = cat_lookup, .new_table_id = cat_new_table};
+    *ctx = (PlanCatCtx){.e = e, .a = a, .owner = owner, .replay = replay, .dry_run = dry_run};
+    return (PlanCatalog){.ctx = ctx, .lookup = cat_lookup, .new_table_id = cat_new_table};
+}
+
+int engine_plan_ids_ok(const PlanCatCtx *ctx, WError *err)
+{
+    if (!ctx->id_failed)
+        return 0;
+    *err = ctx->id_err;
+    return -1;
 }
 
 static RtDataflow *view_dataflow(void *ctx, uint64_t table_id)

@@ -137,9 +137,31 @@ int engine_checkpoint_wait(Engine *e, WError *err);
 /* The epoch changes applied now belong to: after the last committed one
  * and after the one in flight, if any. */
 static inline uint64_t engine_open_epoch(const Engine *e) { return (e->ck_busy ? e->ck_epoch : e->epoch) + 1; }
-/* The planner's view of the catalog; system views are built in `a` (the
- * statement arena) when a statement names them. */
-PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run, Arena *a);
+/* The state of one planning call's view of the catalog (engine_plan_catalog):
+ * the caller's, usually on its stack, for as long as the PlanCatalog is used. */
+typedef struct PlanCatCtx {
+    Engine *e;
+    Arena *a;
+    CatObj *owner;            /* the object being planned: its state table ids go here */
+    bool replay;              /* hand back owner's stored ids in order, allocate none */
+    bool dry_run;             /* an ad hoc query or EXPLAIN: made-up ids, nothing stored */
+    int next_replay;
+    uint64_t fake;
+    bool id_failed;           /* an id could not be handed out: the planner got 0 */
+    WError id_err;            /* why (the first failure) */
+} PlanCatCtx;
+
+/* The planner's view of the catalog, its state in *ctx (see above); system
+ * views are built in `a` (the statement arena) when a statement names them.
+ * A sink's query view is hidden from lookups. */
+PlanCatalog engine_plan_catalog(Engine *e, PlanCatCtx *ctx, CatObj *owner, bool replay, bool dry_run, Arena *a);
+/* After a planning call that may allocate state table ids (replay or not
+ * dry_run): 0, or -1 with err when the planner was handed id 0 because an
+ * id could not be allocated (the storage error: 58030 for an I/O error,
+ * 53100 for a full disk) or, at start, the object's catalog entry holds
+ * fewer ids than its plan asks for (XX000). The plan must then be
+ * discarded: it names state table 0. */
+int engine_plan_ids_ok(const PlanCatCtx *ctx, WError *err);
 /* Starts a view's dataflow and attaches its sinks (lock held). */
 int engine_start_view(Engine *e, CatObj *view, WError *err);
 /* Detaches a view's sinks and stops its dataflow. */

@@ -243,7 +243,8 @@ int view_snapshot(Engine *e, CatObj *v, RtRowFn fn, void *arg, WError *err)
     int n = 0;
     long rows = -1;
     if (parse_sql(sql.data, a, &stmts, &n, err) == 0 && n == 1) {
-        PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
+        PlanCatCtx pcx;
+        PlanCatalog cat = engine_plan_catalog(e, &pcx, NULL, false, true, a);
         PlanQuery *q = plan_query(stmts[0]->u.select, &cat, a, err);
         if (q)
             rows = rt_query_run(&e->rt, q, fn, arg, err);
