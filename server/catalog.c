@@ -26,18 +26,18 @@ void cat_obj_free(CatObj *o)
 {
     if (!o)
         return;
-    if (o->sink && o->from && o->from->df)
-        rt_dataflow_detach_sink(o->from->df, o->sink);
-    o->sink = NULL;
-    rt_dataflow_close(o->df);
+    if (o->sink.rt && o->sink.from && o->sink.from->flow.df)
+        rt_dataflow_detach_sink(o->sink.from->flow.df, o->sink.rt);
+    o->sink.rt = NULL;
+    rt_dataflow_close(o->flow.df);
     free(o->name);
     for (int i = 0; i < o->n_old_names; i++)
         free(o->old_names[i]);
     free(o->old_names);
     free(o->sql);
     free(o->table_ids);
-    free(o->skips);
-    free(o->alter_sql);
+    free(o->flow.skips);
+    free(o->source.alter_sql);
     arena_free(o->arena);
     free(o);
 }
@@ -116,8 +116,8 @@ void cat_entry_body(const CatObj *o, Buf *b)
      * say: a weir from before revisions reads at most two and refuses the
      * entry (corrupt), where it would take a lone revision for a parallelism
      * and plan the view by older rules over state its plan did not write. */
-    bool rev = o->plan_rev > 0;
-    int n = 4 + o->n_table_ids + (rev ? 3 : (o->parallelism > 1) + (o->tz != NULL));
+    bool rev = o->view.plan_rev > 0;
+    int n = 4 + o->n_table_ids + (rev ? 3 : (o->view.parallelism > 1) + (o->tz != NULL));
     Value *vals = xcalloc((size_t)n, sizeof(Value));
     vals[0] = value_int(TYPE_INT8, o->kind);
     vals[1] = value_str(TYPE_TEXT, o->name, strlen(o->name));
@@ -126,8 +126,8 @@ void cat_entry_body(const CatObj *o, Buf *b)
     for (int i = 0; i < o->n_table_ids; i++)
         vals[4 + i] = value_int(TYPE_INT8, (int64_t)o->table_ids[i]);
     int k = 4 + o->n_table_ids;
-    if (o->parallelism > 1)
-        vals[k++] = value_int(TYPE_INT8, o->parallelism);
+    if (o->view.parallelism > 1)
+        vals[k++] = value_int(TYPE_INT8, o->view.parallelism);
     else if (rev)
         vals[k++] = value_null(TYPE_INT8);
     if (o->tz)
@@ -135,7 +135,7 @@ void cat_entry_body(const CatObj *o, Buf *b)
     else if (rev)
         vals[k++] = value_null(TYPE_TEXT);
     if (rev)
-        vals[k++] = value_int(TYPE_INT4, o->plan_rev);
+        vals[k++] = value_int(TYPE_INT4, o->view.plan_rev);
     row_encode(b, vals, n);
     free(vals);
 }
@@ -186,7 +186,7 @@ int cat_entry_decode(uint64_t id, const void *body, size_t len, CatEntry *out, W
     o->kind = (CatKind)vals[0].u.i;
     o->name = strndup(vals[1].u.s.p, vals[1].u.s.len);
     o->sql = strndup(vals[2].u.s.p, vals[2].u.s.len);
-    o->parallelism = 1;
+    o->view.parallelism = 1;
     const Value *zone = NULL;
     for (int x = 0; x < n_extra; x++) {
         const Value *v = &vals[nids + 4 + x];
@@ -195,9 +195,9 @@ int cat_entry_decode(uint64_t id, const void *body, size_t len, CatEntry *out, W
         if (v->type == TYPE_TEXT)
             zone = v;
         else if (v->type == TYPE_INT4)
-            o->plan_rev = (int)v->u.i;
+            o->view.plan_rev = (int)v->u.i;
         else if (v->u.i >= 1 && v->u.i <= PLAN_MAX_PARALLELISM)
-            o->parallelism = (int)v->u.i;
+            o->view.parallelism = (int)v->u.i;
     }
     o->n_table_ids = nids;
     o->table_ids = xcalloc((size_t)(nids ? nids : 1), sizeof(uint64_t));

@@ -31,62 +31,78 @@
 
 #define CATALOG_KIND_USER 100      /* StorCatalogEntry.kind of a user (cmd_user.c) */
 
-/* One catalog object: its definition (what its catalog entry stores) and,
- * for views and tables, the running dataflow. kind tags it; the fields
- * marked CAT_VIEW, CAT_SINK, ... mean something for those kinds only and
- * are zero for the others (so a test such as `o->df` is safe on any kind).
- * Owned by the Catalog once added; freed by cat_obj_free. */
-typedef struct CatObj {
-    uint64_t id;
-    CatKind kind;
-    char *name;
-    char *sql;                /* the CREATE statement as the user wrote it */
-    Arena *arena;             /* the object's lifespan: relation, plan */
-    CatRelation rel;
-    PlanView *plan;           /* CAT_VIEW, CAT_TABLE (the table's own dataflow) */
-    RtDataflow *df;           /* CAT_VIEW, CAT_TABLE: running */
-    int n_table_ids;          /* state tables, in the order the planner asked for them */
-    uint64_t *table_ids;
-    struct CatObj *late_of;   /* a LATE ROWS INTO relation: the view that owns it (not persisted itself) */
-    /* CAT_VIEW: the query of a CREATE SINK ... AS query. Its catalog entry
-     * holds the CREATE SINK text; it is hidden from the planner's lookups
-     * and from SHOW/pg_catalog, and goes with its sink (sink_owner, set once
-     * the sink exists; a view left without one at start is dropped). */
-    bool sink_query;
-    struct CatObj *sink_owner;
-    /* CAT_VIEW: the session's streaming_parallelism at CREATE (persisted after
-     * the table ids when > 1), so the view is re-planned with the same shape */
-    int parallelism;
-    /* CAT_VIEW: the planner revision it was created under (PLAN_REV_CURRENT
-     * then; persisted when > 0; 0 in entries from before revisions), so a
-     * later weir plans it by the same rules (planner.h) */
-    int plan_rev;
-    /* CAT_SINK */
-    struct CatObj *from;      /* the view it reads */
-    RtSinkSpec spec;          /* in arena */
-    int *view_cols;           /* in arena: view column of each sink column */
-    RtSink *sink;             /* attached to from->df while that runs */
-    /* CAT_VIEW: RtStats.rows_out when the last checkpoint committed; equal to
-     * the current count means nothing changed since (an SSE resume needs no snapshot). */
+/* CAT_VIEW, CAT_TABLE: the object's dataflow (a table has one of its own). */
+typedef struct CatFlow {
+    PlanView *plan;           /* in the object's arena; NULL until planned */
+    RtDataflow *df;           /* running; NULL while stopped */
+    /* RtStats.rows_out when the last checkpoint committed; equal to the
+     * current count means nothing changed since (an SSE resume needs no snapshot). */
     uint64_t changes_at_commit;
-    /* CAT_VIEW, CAT_TABLE: its recent changes, kept from its first subscriber
-     * on (SUB_HISTORY changes at most), so a consumer that reconnects can
-     * resume after an epoch it has (subscribe.c); NULL before. */
+    /* Its recent changes, kept from its first subscriber on (SUB_HISTORY
+     * changes at most), so a consumer that reconnects can resume after an
+     * epoch it has (subscribe.c); NULL before. */
     struct Subscription *history;
-    /* CAT_VIEW, CAT_TABLE: why the dataflow is not running ("" when it
-     * runs, or has not failed yet). failed: it stopped at a bad record of a
-     * source with on_error = 'fail' and waits for ALTER MATERIALIZED VIEW
-     * ... RESUME (not retried); otherwise a stopped view is retried every 2 s. */
+    /* Why the dataflow is not running ("" when it runs, or has not failed
+     * yet). failed: it stopped at a bad record of a source with on_error =
+     * 'fail' (fail says which) or lost its topic, and waits for ALTER
+     * MATERIALIZED VIEW ... RESUME (not retried); otherwise a stopped view
+     * is retried every 2 s. */
     char stop_error[512];
     bool failed;
     RtFailedRecord fail;
     int n_skips;              /* records RESUME said to skip, handed to every reopened dataflow */
     RtFailedRecord *skips;
-    /* CAT_SOURCE, CAT_TABLE changed by ALTER SOURCE: the statement that gives
-     * its on_error/error.topic now (NULL: none set), stored in checkpoint
-     * metadata "alter/<id>" and applied after the CREATE at start. */
+} CatFlow;
+
+/* CAT_VIEW: how the view was made, and what it belongs to. */
+typedef struct CatView {
+    struct CatObj *late_of;   /* a LATE ROWS INTO relation: the view that owns it (not persisted itself) */
+    /* The query of a CREATE SINK ... AS query. Its catalog entry holds the
+     * CREATE SINK text; it is hidden from the planner's lookups and from
+     * SHOW/pg_catalog, and goes with its sink (sink_owner, set once the
+     * sink exists; a view left without one at start is dropped). */
+    bool sink_query;
+    struct CatObj *sink_owner;
+    /* The session's streaming_parallelism at CREATE (persisted after the
+     * table ids when > 1), so the view is re-planned with the same shape. */
+    int parallelism;
+    /* The planner revision it was created under (PLAN_REV_CURRENT then;
+     * persisted when > 0; 0 in entries from before revisions), so a later
+     * weir plans it by the same rules (planner.h). */
+    int plan_rev;
+} CatView;
+
+/* CAT_SINK: the view it reads and the connector that delivers. */
+typedef struct CatSink {
+    struct CatObj *from;      /* the view it reads */
+    RtSinkSpec spec;          /* in the object's arena */
+    int *view_cols;           /* in the object's arena: view column of each sink column */
+    RtSink *rt;               /* attached to from->flow.df while that runs */
+} CatSink;
+
+/* CAT_SOURCE, CAT_TABLE: changed by ALTER SOURCE. */
+typedef struct CatSource {
+    /* The statement that gives its on_error/error.topic now (NULL: none
+     * set), stored in checkpoint metadata "alter/<id>" and applied after
+     * the CREATE at start. altered: to be written by the next checkpoint. */
     char *alter_sql;
     bool altered;
+} CatSource;
+
+/* One catalog object, tagged by kind: its definition (what its catalog
+ * entry stores), then one part per kind. A part means something only for
+ * the kinds it names and is zero for the others (they are not a union, so
+ * a test such as `o->flow.df` is safe on any kind). Owned by the Catalog
+ * once added; freed by cat_obj_free. */
+typedef struct CatObj {
+    uint64_t id;
+    CatKind kind;
+    char *name;
+    char *sql;                /* the CREATE statement as the user wrote it */
+    Arena *arena;             /* the object's lifespan: relation, plan, sink spec */
+    CatRelation rel;          /* what the planner sees (not for sinks) */
+    int n_table_ids;          /* state tables, in the order the planner asked for them */
+    uint64_t *table_ids;
     /* Names this object had before ALTER ... RENAME: kept until the object
      * is freed, since running operators and changefeeds borrow o->name. */
     int n_old_names;
@@ -101,6 +117,10 @@ typedef struct CatObj {
      * planned again in it at start (a view's expressions run in it), kept
      * in the catalog entry after the state table ids. */
     const struct WTz *tz;
+    CatFlow flow;             /* CAT_VIEW, CAT_TABLE */
+    CatView view;             /* CAT_VIEW */
+    CatSink sink;             /* CAT_SINK */
+    CatSource source;         /* CAT_SOURCE, CAT_TABLE */
 } CatObj;
 
 typedef struct Catalog Catalog;

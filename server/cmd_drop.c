@@ -25,11 +25,11 @@
 static bool view_reads(const CatObj *v, const CatObj *o)
 {
     if (v->kind == CAT_SINK)
-        return v->from == o;
-    if (v->kind != CAT_VIEW || !v->plan)
+        return v->sink.from == o;
+    if (v->kind != CAT_VIEW || !v->flow.plan)
         return false;
-    for (int i = 0; i < v->plan->n_nodes; i++) {
-        const PlanNode *n = v->plan->nodes[i];
+    for (int i = 0; i < v->flow.plan->n_nodes; i++) {
+        const PlanNode *n = v->flow.plan->nodes[i];
         if ((n->kind == PN_SOURCE && n->source == &o->rel) ||
             ((n->kind == PN_VIEW_SCAN || n->kind == PN_VIEW_SOURCE) && n->scan_rel == &o->rel))
             return true;
@@ -72,13 +72,13 @@ int cmd_rename(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
                          o->kind == CAT_SOURCE ? "SOURCE" : o->kind == CAT_VIEW ? "MATERIALIZED VIEW"
                          : o->kind == CAT_TABLE ? "TABLE" : "SINK",
                          cmd_kind_word(o->kind)), -1;
-    if (o->late_of)
+    if (o->view.late_of)
         return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "\"%s\" holds the late rows of materialized view %s",
-                    r->name, o->late_of->name),
+                    r->name, o->view.late_of->name),
                werr_hint(err, "Its name is the view's LATE ROWS INTO clause."), -1;
-    if (o->sink_query)
+    if (o->view.sink_query)
         return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos, "\"%s\" is the query of sink %s", r->name,
-                    o->sink_owner ? o->sink_owner->name : "?"),
+                    o->view.sink_owner ? o->view.sink_owner->name : "?"),
                werr_hint(err, "Its name follows the sink's."), -1;
     if (cat_find(e->cat, r->new_name))
         return werr(err, SQLSTATE_DUPLICATE_TABLE, r->new_pos, "relation \"%s\" already exists", r->new_name);
@@ -122,15 +122,15 @@ int cmd_drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResu
         }
         return werr(err, SQLSTATE_UNDEFINED_TABLE, pos, "%s \"%s\" does not exist", cmd_kind_word(want), name);
     }
-    if (o->late_of) {
+    if (o->view.late_of) {
         werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "\"%s\" holds the late rows of materialized view %s", name,
-             o->late_of->name);
+             o->view.late_of->name);
         werr_hint(err, "It is dropped with the view.");
         return -1;
     }
-    if (o->sink_query) {
+    if (o->view.sink_query) {
         werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "\"%s\" is the query of sink %s", name,
-             o->sink_owner ? o->sink_owner->name : "?");
+             o->view.sink_owner ? o->view.sink_owner->name : "?");
         werr_hint(err, "It is dropped with the sink.");
         return -1;
     }
@@ -140,8 +140,8 @@ int cmd_drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResu
             if (v == o || !view_reads(v, o))
                 continue;
             /* A sink's query is the sink, as far as the user can see. */
-            if (v->sink_query && v->sink_owner)
-                v = v->sink_owner;
+            if (v->view.sink_query && v->view.sink_owner)
+                v = v->view.sink_owner;
             if (!d->cascade) {
                 werr(err, SQLSTATE_DEPENDENT_OBJECTS, pos, "cannot drop %s %s because other objects depend on it",
                      cmd_kind_word(o->kind), name);
@@ -160,7 +160,7 @@ int cmd_drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvResu
         }
     }
     /* A sink AS query takes its query's view (and that view's state) along. */
-    CatObj *q = o->kind == CAT_SINK && o->from && o->from->sink_query ? o->from : NULL;
+    CatObj *q = o->kind == CAT_SINK && o->sink.from && o->sink.from->view.sink_query ? o->sink.from : NULL;
     if (engine_remove_object(e, o, err))
         return -1;
     return q ? engine_remove_object(e, q, err) : 0;

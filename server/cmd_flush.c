@@ -27,7 +27,7 @@
 int cmd_flush(Engine *e, SrvResult *out, WError *err)
 {
     CAT_FOREACH(e->cat, CAT_ANY, o)
-        if (o->df && rt_dataflow_flush_target(o->df, err))
+        if (o->flow.df && rt_dataflow_flush_target(o->flow.df, err))
             return -1;
     int64_t deadline = now_ms() + FLUSH_TIMEOUT_MS;
     for (;;) {
@@ -35,7 +35,7 @@ int cmd_flush(Engine *e, SrvResult *out, WError *err)
         CAT_FOREACH(e->cat, CAT_ANY, o) {
             if (!done)
                 break;
-            if (o->df && !rt_dataflow_flushed(o->df))
+            if (o->flow.df && !rt_dataflow_flushed(o->flow.df))
                 done = false;
         }
         if (done)
@@ -72,7 +72,7 @@ void cmd_dead_letters_wait(Engine *e, SrvResult *out)
         CAT_FOREACH(e->cat, CAT_ANY, o) {
             if (pending)
                 break;
-            if (o->df && rt_dataflow_dead_letters_pending(o->df))
+            if (o->flow.df && rt_dataflow_dead_letters_pending(o->flow.df))
                 pending = o->name;
         }
         if (!pending || srv_result_cancelled(out))

@@ -72,7 +72,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
     CatObj *v = cat_find(e->cat, vname);
     int rc = 0;
     if (replay) {
-        if (!v || !v->sink_query || v->sink_owner)
+        if (!v || !v->view.sink_query || v->view.sink_owner)
             rc = werr(err, SQLSTATE_INTERNAL, st->pos, "the query of sink \"%s\" was not restored", cs->name);
     } else if (v) {
         rc = werr(err, SQLSTATE_DUPLICATE_TABLE, st->pos,
@@ -83,7 +83,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
         cmd_sink_query_stmt(cs, st, vname, &cv, &vst);
         if (!(rc = cmd_view_create(e, s, &vst, sql, NULL, err))) {
             v = cat_find(e->cat, vname);
-            v->sink_query = true;
+            v->view.sink_query = true;
             crashpoint("sink_query_view"); /* the view's entry is written, the sink's not yet */
         }
     }
@@ -101,7 +101,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
         }
         return -1;
     }
-    v->sink_owner = replay ? replay : cat_find(e->cat, cs->name);
+    v->view.sink_owner = replay ? replay : cat_find(e->cat, cs->name);
     return 0;
 }
 
@@ -111,9 +111,9 @@ int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
     if (!cs->from_name)
         return create_sink_as(e, s, st, sql, replay, err);
     CatObj *v = cat_find(e->cat, cs->from_name);
-    if (!v || (v->sink_query && !cs->query))
+    if (!v || (v->view.sink_query && !cs->query))
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", cs->from_name);
-    if (v->late_of)
+    if (v->view.late_of)
         return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: a sink from a late-rows relation");
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "a sink reads a materialized view or a table; \"%s\" is a %s",
@@ -121,7 +121,7 @@ int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
                werr_hint(err, "Create a materialized view over the source and sink from it."), -1;
     if (!replay)
         CAT_FOREACH(e->cat, CAT_ANY, o)
-            if (o->kind == CAT_SINK && o->spec.name && !strcmp(o->spec.name, cs->name))
+            if (o->kind == CAT_SINK && o->sink.spec.name && !strcmp(o->sink.spec.name, cs->name))
                 return werr(err, SQLSTATE_DUPLICATE_OBJECT, st->pos,
                             "sink \"%s\" still delivers under the name \"%s\" it was created with", o->name,
                             cs->name),
@@ -132,11 +132,11 @@ int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
         o->sql = xstrdup(sql);
     }
     o->kind = CAT_SINK;
-    o->from = v;
+    o->sink.from = v;
     o->arena = arena_new(0);
     o->rel.kind = CAT_SINK;
     o->rel.name = o->name;
-    RtSinkSpec *sp = &o->spec;
+    RtSinkSpec *sp = &o->sink.spec;
     /* The sink's identity in its target (progress rows, Kafka transactional
      * id) is the name it was created with: the stored statement keeps it, so
      * a renamed sink goes on where it was instead of starting over. */
@@ -179,13 +179,13 @@ int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
         nv += !(vr->col_hidden && vr->col_hidden[i]);
     const char **names = arena_alloc(o->arena, sizeof(char *) * (size_t)(nv ? nv : 1));
     TypeId *types = arena_alloc(o->arena, sizeof(TypeId) * (size_t)(nv ? nv : 1));
-    o->view_cols = arena_alloc(o->arena, sizeof(int) * (size_t)(nv ? nv : 1));
+    o->sink.view_cols = arena_alloc(o->arena, sizeof(int) * (size_t)(nv ? nv : 1));
     for (int i = 0, k = 0; i < vr->n_cols; i++) {
         if (vr->col_hidden && vr->col_hidden[i])
             continue;
         names[k] = vr->col_names[i];
         types[k] = vr->col_types[i];
-        o->view_cols[k++] = i;
+        o->sink.view_cols[k++] = i;
     }
     sp->n_cols = nv;
     sp->col_names = names;
@@ -228,7 +228,7 @@ int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
             for (int i = 0; i < vr->n_pk; i++) {
                 int k = -1;
                 for (int j = 0; j < nv; j++)
-                    if (o->view_cols[j] == vr->pk[i])
+                    if (o->sink.view_cols[j] == vr->pk[i])
                         k = j;
                 if (k < 0) {
                     npk = 0;
@@ -268,12 +268,12 @@ int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
         goto fail;
     }
     o->rel.id = o->id;
-    if (v->df && rt_dataflow_attach_sink(v->df, sp, o->view_cols, o->table_ids[0], &o->sink, err))
+    if (v->flow.df && rt_dataflow_attach_sink(v->flow.df, sp, o->sink.view_cols, o->table_ids[0], &o->sink.rt, err))
         goto fail;
     if (engine_add_object(e, o, !replay, err)) {
-        if (o->sink)
-            rt_dataflow_detach_sink(v->df, o->sink);
-        o->sink = NULL;
+        if (o->sink.rt)
+            rt_dataflow_detach_sink(v->flow.df, o->sink.rt);
+        o->sink.rt = NULL;
         goto fail;
     }
     return 0;
@@ -282,7 +282,7 @@ fail:
         WError ignored = {0};
         for (int i = 0; i < o->n_table_ids; i++)
             stor_table_drop(e->stor, o->table_ids[i], &ignored);
-        o->from = NULL;
+        o->sink.from = NULL;
         cat_obj_free(o);
     } else {
         arena_free(o->arena);

@@ -103,10 +103,10 @@ static int check_error_options(const CatRelation *r, int pos, WError *err)
 /* Does the dataflow of v (a view or table) read source r? */
 static bool reads_source(const CatObj *v, const CatRelation *r)
 {
-    if ((v->kind != CAT_VIEW && v->kind != CAT_TABLE) || !v->plan)
+    if ((v->kind != CAT_VIEW && v->kind != CAT_TABLE) || !v->flow.plan)
         return false;
-    for (int i = 0; i < v->plan->n_nodes; i++)
-        if (v->plan->nodes[i]->kind == PN_SOURCE && v->plan->nodes[i]->source == r)
+    for (int i = 0; i < v->flow.plan->n_nodes; i++)
+        if (v->flow.plan->nodes[i]->kind == PN_SOURCE && v->flow.plan->nodes[i]->source == r)
             return true;
     return false;
 }
@@ -167,17 +167,17 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
         buf_puts(&b, "'");
     }
     buf_puts(&b, ")");
-    free(o->alter_sql);
-    o->alter_sql = w ? xstrdup(b.data) : NULL;
-    o->altered = true;
+    free(o->source.alter_sql);
+    o->source.alter_sql = w ? xstrdup(b.data) : NULL;
+    o->source.altered = true;
     buf_free(&b);
     if (replay)
         return 0;
     /* Views stopped at a bad record of this source go on under the new policy. */
     CAT_FOREACH(e->cat, CAT_ANY, v) {
-        if (v->failed && !v->df && reads_source(v, &o->rel)) {
+        if (v->flow.failed && !v->flow.df && reads_source(v, &o->rel)) {
             WError serr = {0};
-            v->failed = false;
+            v->flow.failed = false;
             if (engine_start_view(e, v, &serr) == 0)
                 fprintf(stderr, "weir: view %s is running again (source %s changed)\n", v->name, o->name);
         }

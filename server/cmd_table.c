@@ -35,32 +35,32 @@ int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, W
 {
     PlanCatCtx pcx;
     PlanCatalog cat = engine_plan_catalog(e, &pcx, o, replay, false, o->arena);
-    o->plan = plan_table(cs, &o->rel, &cat, o->arena, err);
-    if (!o->plan || engine_plan_ids_ok(&pcx, err))
+    o->flow.plan = plan_table(cs, &o->rel, &cat, o->arena, err);
+    if (!o->flow.plan || engine_plan_ids_ok(&pcx, err))
         goto fail;
     if (!replay && stor_next_id(e->stor, &o->id, err))
         goto fail;
     o->rel.id = o->id;
-    if (rt_dataflow_open(&e->rt, o->plan, &o->df, err)) {
+    if (rt_dataflow_open(&e->rt, o->flow.plan, &o->flow.df, err)) {
         if (!replay)
             goto fail;
         /* At start a broker may still be coming up: keep the table, the engine retries. */
         fprintf(stderr, "weir: table %s cannot start yet: %s\n", o->name, err->msg);
-        snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
+        snprintf(o->flow.stop_error, sizeof o->flow.stop_error, "%s", err->msg);
         /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
-        o->failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
+        o->flow.failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
         werr_clear(err);
     } else {
-        rt_dataflow_set_name(o->df, o->name);
+        rt_dataflow_set_name(o->flow.df, o->name);
     }
     if (engine_add_object(e, o, !replay, err))
         goto fail;
     e->dirty = true;
     return 0;
 fail:
-    rt_dataflow_close(o->df);
-    o->df = NULL;
-    o->plan = NULL;
+    rt_dataflow_close(o->flow.df);
+    o->flow.df = NULL;
+    o->flow.plan = NULL;
     if (!replay) {
         WError ignored = {0};
         for (int i = 0; i < o->n_table_ids; i++)
@@ -122,7 +122,7 @@ static CatObj *writable_table(Engine *e, const char *name, const char *verb, int
             werr_hint(err, "Its rows come from its Kafka topic: produce to the topic instead.");
         return NULL;
     }
-    if (!o->df)
+    if (!o->flow.df)
         return werr(err, "55000", pos, "table \"%s\" is not running", name), NULL;
     return o;
 }
@@ -224,7 +224,7 @@ static int keyset_sort_dup(KeySet *s)
 /* Applies the changes to the table and makes them durable. */
 static int apply(Engine *e, CatObj *o, Changes *ch, WError *err)
 {
-    if (ch->n && rt_dataflow_write(o->df, ch->n, ch->ops, (const Value *const *)ch->rows, err)) {
+    if (ch->n && rt_dataflow_write(o->flow.df, ch->n, ch->ops, (const Value *const *)ch->rows, err)) {
         /* The dataflow is broken (as after a failed step): stop it and its readers. */
         fprintf(stderr, "weir: table %s stopped: %s\n", o->name, err->msg);
         engine_stop_view(e, o);
@@ -387,7 +387,7 @@ int table_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         encode_key(r, row, &kb);
         const void *v;
         size_t vl;
-        int f = stor_table_get(rt_dataflow_view_table(o->df), kb.data, kb.len, &v, &vl, err);
+        int f = stor_table_get(rt_dataflow_view_table(o->flow.df), kb.data, kb.len, &v, &vl, err);
         if (f < 0 || (f == 1 && dup_key(r, row, pos, err))) {
             rc = -1;
             break;
@@ -513,7 +513,7 @@ int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
              * updated rows leaves it in this statement. */
             const void *v;
             size_t vl;
-            int f = stor_table_get(rt_dataflow_view_table(o->df), kb.data, kb.len, &v, &vl, err);
+            int f = stor_table_get(rt_dataflow_view_table(o->flow.df), kb.data, kb.len, &v, &vl, err);
             if (f < 0 || (f == 1 && !keyset_has(&old_keys, &kb) && dup_key(r, row, st->pos, err))) {
                 rc = -1;
                 break;

@@ -25,7 +25,7 @@
 static void rel_from_view(CatObj *o)
 {
     CatRelation *r = &o->rel;
-    PlanView *v = o->plan;
+    PlanView *v = o->flow.plan;
     r->id = o->id;
     r->kind = CAT_VIEW;
     r->name = o->name;
@@ -58,37 +58,37 @@ int cmd_view_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
     /* At start, a view is rebuilt as it was accepted (with or without the opt-in). */
     /* ...and with the parallelism its session had (the catalog keeps it). */
     if (!replay) {
-        o->parallelism = session_parallelism(s);
-        o->plan_rev = PLAN_REV_CURRENT;
-    } else if (o->plan_rev > PLAN_REV_CURRENT) {
+        o->view.parallelism = session_parallelism(s);
+        o->view.plan_rev = PLAN_REV_CURRENT;
+    } else if (o->view.plan_rev > PLAN_REV_CURRENT) {
         werr(err, SQLSTATE_NOT_SUPPORTED, 0,
              "feature not supported: view \"%s\" was created by a newer weir (planner revision %d, this one knows %d)",
-             o->name, o->plan_rev, PLAN_REV_CURRENT);
+             o->name, o->view.plan_rev, PLAN_REV_CURRENT);
         goto fail;
     }
     PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || session_allow_unbounded(s),
-                           .parallelism = o->parallelism, .plan_rev = o->plan_rev};
-    o->plan = plan_view(cv, &cat, &opt, o->arena, err);
-    if (!o->plan || engine_plan_ids_ok(&pcx, err))
+                           .parallelism = o->view.parallelism, .plan_rev = o->view.plan_rev};
+    o->flow.plan = plan_view(cv, &cat, &opt, o->arena, err);
+    if (!o->flow.plan || engine_plan_ids_ok(&pcx, err))
         goto fail;
     if (!replay && stor_next_id(e->stor, &o->id, err))
         goto fail;
     rel_from_view(o);
     CatObj *late = NULL;
-    if (o->plan->late_name) {
+    if (o->flow.plan->late_name) {
         /* LATE ROWS INTO: a queryable relation owned by the view, rebuilt from its plan at start. */
-        if (cat_find(e->cat, o->plan->late_name)) {
-            werr(err, SQLSTATE_DUPLICATE_TABLE, cv->query_pos, "relation \"%s\" already exists", o->plan->late_name);
+        if (cat_find(e->cat, o->flow.plan->late_name)) {
+            werr(err, SQLSTATE_DUPLICATE_TABLE, cv->query_pos, "relation \"%s\" already exists", o->flow.plan->late_name);
             goto fail;
         }
         late = xcalloc(1, sizeof *late);
-        late->name = xstrdup(o->plan->late_name);
+        late->name = xstrdup(o->flow.plan->late_name);
         late->sql = xstrdup("");
         late->kind = CAT_VIEW;
-        late->late_of = o;
+        late->view.late_of = o;
         late->arena = arena_new(0);
         CatRelation *lr = &late->rel;
-        const PlanSchema *ls = &o->plan->late_schema;
+        const PlanSchema *ls = &o->flow.plan->late_schema;
         lr->kind = CAT_VIEW;
         lr->name = late->name;
         lr->materialized = true;
@@ -99,19 +99,19 @@ int cmd_view_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
         lr->wm_col = -1;
         lr->wm_delay_us = -1;
         lr->append_only = true;
-        lr->table_id = o->plan->late_table_id;
+        lr->table_id = o->flow.plan->late_table_id;
     }
-    if (rt_dataflow_open(&e->rt, o->plan, &o->df, err)) {
+    if (rt_dataflow_open(&e->rt, o->flow.plan, &o->flow.df, err)) {
         if (!replay)
             goto fail;
         /* At start a broker may still be coming up: keep the view, the engine retries. */
         fprintf(stderr, "weir: view %s cannot start yet: %s\n", o->name, err->msg);
-        snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
+        snprintf(o->flow.stop_error, sizeof o->flow.stop_error, "%s", err->msg);
         /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
-        o->failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
+        o->flow.failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
         werr_clear(err);
     } else {
-        rt_dataflow_set_name(o->df, o->name);
+        rt_dataflow_set_name(o->flow.df, o->name);
     }
     if (engine_add_object(e, o, !replay, err)) {
         cat_obj_free(late);
@@ -123,14 +123,14 @@ int cmd_view_create(Engine *e, Session *s, const AstStmt *st, const char *sql, C
 fail:
     if (!replay) {
         WError ignored = {0};
-        rt_dataflow_close(o->df);
-        o->df = NULL;
+        rt_dataflow_close(o->flow.df);
+        o->flow.df = NULL;
         for (int i = 0; i < o->n_table_ids; i++)
             stor_table_drop(e->stor, o->table_ids[i], &ignored);
         cat_obj_free(o);
     } else {
-        rt_dataflow_close(o->df);
-        o->df = NULL;
+        rt_dataflow_close(o->flow.df);
+        o->flow.df = NULL;
         arena_free(o->arena);
         o->arena = NULL;
     }
@@ -170,7 +170,7 @@ int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *r
         AstCreateView cv;
         AstStmt vst;
         cmd_sink_query_stmt(st->u.create_sink, st, replay->name, &cv, &vst);
-        replay->sink_query = true;
+        replay->view.sink_query = true;
         return cmd_view_create(e, NULL, &vst, sql, replay, err);
     }
     return cmd_view_create(e, NULL, st, sql, replay, err);
@@ -210,7 +210,7 @@ int cmd_resume_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         rc = werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "materialized view \"%s\" does not exist", st->u.resume_view);
         return rc;
     }
-    if ((v->kind != CAT_VIEW && v->kind != CAT_TABLE) || v->late_of || !v->plan) {
+    if ((v->kind != CAT_VIEW && v->kind != CAT_TABLE) || v->view.late_of || !v->flow.plan) {
         rc = werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a materialized view or a table", v->name);
         return rc;
     }

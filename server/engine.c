@@ -59,14 +59,14 @@ int engine_rename_object(Engine *e, CatObj *o, const char *new_name, WError *err
     o->rel.name = o->name;
     /* The stored ALTER SOURCE names the object: say the new name from the
      * next checkpoint on (replay applies it by id whatever name it says). */
-    const char *rest = o->alter_sql ? strstr(o->alter_sql, "\" SET (") : NULL;
+    const char *rest = o->source.alter_sql ? strstr(o->source.alter_sql, "\" SET (") : NULL;
     if (rest) {
         Buf b = BUF_INIT;
         buf_printf(&b, "ALTER %s \"%s%s", o->kind == CAT_TABLE ? "TABLE" : "SOURCE", o->name, rest);
-        free(o->alter_sql);
-        o->alter_sql = xstrdup(b.data);
+        free(o->source.alter_sql);
+        o->source.alter_sql = xstrdup(b.data);
         buf_free(&b);
-        o->altered = true;
+        o->source.altered = true;
         e->dirty = true;
     }
     return 0;
@@ -84,8 +84,8 @@ void engine_swap_names(Engine *e, CatObj *a, CatObj *b)
         o->old_names[o->n_old_names++] = o->name;
         o->name = names[k];
         o->rel.name = o->name;
-        if (o->df)
-            rt_dataflow_set_name(o->df, o->name);
+        if (o->flow.df)
+            rt_dataflow_set_name(o->flow.df, o->name);
         o->cat_dirty = true;
     }
     e->dirty = true;
@@ -96,17 +96,17 @@ int engine_remove_object(Engine *e, CatObj *o, WError *err)
     engine_checkpoint_wait(e, NULL); /* it may carry o's catalog entry */
     /* A view's late-rows relation goes with it (its table is among the view's). */
     CAT_FOREACH(e->cat, CAT_ANY, l)
-        if (l->late_of == o) {
+        if (l->view.late_of == o) {
             cat_unlink(e->cat, l);
             cat_obj_free(l);
         }
     if (stor_catalog_delete(e->stor, o->id, err) < 0)
         return -1;
-    if (o->kind == CAT_SINK && o->sink && o->from && o->from->df) {
-        rt_dataflow_detach_sink(o->from->df, o->sink);
-        o->sink = NULL;
+    if (o->kind == CAT_SINK && o->sink.rt && o->sink.from && o->sink.from->flow.df) {
+        rt_dataflow_detach_sink(o->sink.from->flow.df, o->sink.rt);
+        o->sink.rt = NULL;
     }
-    if (o->df)
+    if (o->flow.df)
         engine_stop_view(e, o);
     /* The catalog entry is gone first: a crash now leaves orphan state rows
      * at worst, never a view without its state. */
@@ -124,7 +124,7 @@ static const CatRelation *cat_lookup(void *ctx, const char *name)
 {
     PlanCatCtx *c = ctx;
     CatObj *o = cat_find(c->e->cat, name);
-    if (o && o->sink_query)
+    if (o && o->view.sink_query)
         return NULL; /* a sink's own query: nothing else reads it */
     if (o)
         return &o->rel;
@@ -178,9 +178,9 @@ static RtDataflow *view_dataflow(void *ctx, uint64_t table_id)
 {
     Engine *e = ctx;
     CAT_FOREACH(e->cat, CAT_ANY, o)
-        if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->df &&
+        if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->flow.df &&
             o->rel.table_id == table_id)
-            return o->df;
+            return o->flow.df;
     return NULL;
 }
 
@@ -188,9 +188,9 @@ static StorTable *view_table(void *ctx, uint64_t table_id)
 {
     Engine *e = ctx;
     CAT_FOREACH(e->cat, CAT_ANY, o) {
-        if (o->df && o->rel.table_id == table_id)
-            return rt_dataflow_view_table(o->df);
-        StorTable *t = o->df ? rt_dataflow_find_table(o->df, table_id) : NULL;
+        if (o->flow.df && o->rel.table_id == table_id)
+            return rt_dataflow_view_table(o->flow.df);
+        StorTable *t = o->flow.df ? rt_dataflow_find_table(o->flow.df, table_id) : NULL;
         if (t)
             return t; /* a late-rows relation, kept by the view's window operator */
     }
@@ -241,27 +241,27 @@ static int64_t wall_us(void)
 
 int engine_start_view(Engine *e, CatObj *v, WError *err)
 {
-    if (rt_dataflow_open(&e->rt, v->plan, &v->df, err)) {
-        snprintf(v->stop_error, sizeof v->stop_error, "%s", err->msg);
+    if (rt_dataflow_open(&e->rt, v->flow.plan, &v->flow.df, err)) {
+        snprintf(v->flow.stop_error, sizeof v->flow.stop_error, "%s", err->msg);
         /* A deleted or shrunk topic waits for RESUME, not the 2 s retry. */
-        if (strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0 && !v->failed) {
-            v->failed = true;
-            memset(&v->fail, 0, sizeof v->fail);
+        if (strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0 && !v->flow.failed) {
+            v->flow.failed = true;
+            memset(&v->flow.fail, 0, sizeof v->flow.fail);
             fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n", v->name,
                     err->msg, v->name);
         }
         return -1;
     }
-    rt_dataflow_set_name(v->df, v->name);
-    for (int i = 0; i < v->n_skips; i++)
-        rt_dataflow_skip_record(v->df, v->skips[i].source, v->skips[i].partition, v->skips[i].offset);
-    v->stop_error[0] = 0;
-    v->failed = false;
+    rt_dataflow_set_name(v->flow.df, v->name);
+    for (int i = 0; i < v->flow.n_skips; i++)
+        rt_dataflow_skip_record(v->flow.df, v->flow.skips[i].source, v->flow.skips[i].partition, v->flow.skips[i].offset);
+    v->flow.stop_error[0] = 0;
+    v->flow.failed = false;
     CAT_FOREACH(e->cat, CAT_ANY, s) {
-        if (s->kind != CAT_SINK || s->from != v || s->sink)
+        if (s->kind != CAT_SINK || s->sink.from != v || s->sink.rt)
             continue;
         WError serr = {0};
-        if (rt_dataflow_attach_sink(v->df, &s->spec, s->view_cols, s->table_ids[0], &s->sink, &serr))
+        if (rt_dataflow_attach_sink(v->flow.df, &s->sink.spec, s->sink.view_cols, s->table_ids[0], &s->sink.rt, &serr))
             fprintf(stderr, "weir: sink %s cannot start: %s\n", s->name, serr.msg);
     }
     return 0;
@@ -269,13 +269,13 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
 
 int engine_resume_view(Engine *e, CatObj *v, WError *err)
 {
-    if (v->df)
+    if (v->flow.df)
         return 0;
-    if (v->failed && v->fail.source[0]) { /* a bad record, not a lost topic: skip it */
-        v->skips = xrealloc(v->skips, sizeof(RtFailedRecord) * (size_t)(v->n_skips + 1));
-        v->skips[v->n_skips++] = v->fail;
+    if (v->flow.failed && v->flow.fail.source[0]) { /* a bad record, not a lost topic: skip it */
+        v->flow.skips = xrealloc(v->flow.skips, sizeof(RtFailedRecord) * (size_t)(v->flow.n_skips + 1));
+        v->flow.skips[v->flow.n_skips++] = v->flow.fail;
         fprintf(stderr, "weir: view %s resumed: skipping source %s partition %d offset %lld\n", v->name,
-                v->fail.source, (int)v->fail.partition, (long long)v->fail.offset);
+                v->flow.fail.source, (int)v->flow.fail.partition, (long long)v->flow.fail.offset);
     }
     if (engine_start_view(e, v, err))
         return -1;
@@ -286,10 +286,10 @@ int engine_resume_view(Engine *e, CatObj *v, WError *err)
 /* Does view d read view v's changelog? */
 static bool reads_view(const CatObj *d, const CatObj *v)
 {
-    if (d->kind != CAT_VIEW || !d->plan)
+    if (d->kind != CAT_VIEW || !d->flow.plan)
         return false;
-    for (int i = 0; i < d->plan->n_nodes; i++)
-        if (d->plan->nodes[i]->kind == PN_VIEW_SOURCE && d->plan->nodes[i]->scan_rel == &v->rel)
+    for (int i = 0; i < d->flow.plan->n_nodes; i++)
+        if (d->flow.plan->nodes[i]->kind == PN_VIEW_SOURCE && d->flow.plan->nodes[i]->scan_rel == &v->rel)
             return true;
     return false;
 }
@@ -299,18 +299,18 @@ void engine_stop_view(Engine *e, CatObj *v)
     engine_checkpoint_wait(e, NULL); /* it holds this view's tables */
     /* Views fed by this one stop first (the engine restarts them when it runs again). */
     CAT_FOREACH(e->cat, CAT_ANY, o)
-        if (o->df && reads_view(o, v))
+        if (o->flow.df && reads_view(o, v))
             engine_stop_view(e, o);
     /* Changefeeds first: their taps are freed with the dataflow. */
     subs_view_stopped(e, v);
     CAT_FOREACH(e->cat, CAT_ANY, s) {
-        if (s->kind == CAT_SINK && s->from == v && s->sink) {
-            rt_dataflow_detach_sink(v->df, s->sink);
-            s->sink = NULL;
+        if (s->kind == CAT_SINK && s->sink.from == v && s->sink.rt) {
+            rt_dataflow_detach_sink(v->flow.df, s->sink.rt);
+            s->sink.rt = NULL;
         }
     }
-    rt_dataflow_close(v->df);
-    v->df = NULL;
+    rt_dataflow_close(v->flow.df);
+    v->flow.df = NULL;
 }
 
 /* The writer thread: only the frozen checkpoint and the environment. */
@@ -356,10 +356,10 @@ static int checkpoint_start(Engine *e, WError *err)
         }
     }
     CAT_FOREACH(e->cat, CAT_ANY, o) {
-        if (o->altered) {
+        if (o->source.altered) {
             char key[64];
             snprintf(key, sizeof key, "alter/%llu", (unsigned long long)o->id);
-            const char *v = o->alter_sql ? o->alter_sql : "";
+            const char *v = o->source.alter_sql ? o->source.alter_sql : "";
             if (stor_checkpoint_put_meta(ck, key, v, strlen(v), err)) {
                 checkpoint_abort(e, ck);
                 return -1;
@@ -379,7 +379,7 @@ static int checkpoint_start(Engine *e, WError *err)
             o->cat_dirty = false;
             o->cat_in_ck = true;
         }
-        if (o->df && rt_dataflow_checkpoint(o->df, ck, epoch, err)) {
+        if (o->flow.df && rt_dataflow_checkpoint(o->flow.df, ck, epoch, err)) {
             checkpoint_abort(e, ck);
             return -1;
         }
@@ -442,11 +442,11 @@ static int checkpoint_finish(Engine *e, WError *err)
     e->ck_failing = false;
     crashpoint("checkpoint_committed");
     CAT_FOREACH(e->cat, CAT_ANY, o)
-        if (o->df) {
+        if (o->flow.df) {
             RtStats vst;
-            rt_dataflow_committed(o->df, epoch);
-            rt_dataflow_stats(o->df, &vst);
-            o->changes_at_commit = vst.rows_out;
+            rt_dataflow_committed(o->flow.df, epoch);
+            rt_dataflow_stats(o->flow.df, &vst);
+            o->flow.changes_at_commit = vst.rows_out;
         }
     e->epoch = epoch;
     e->checkpoints++;
@@ -482,8 +482,8 @@ static uint64_t state_dirty_bytes(Engine *e)
 {
     uint64_t sum = 0;
     CAT_FOREACH(e->cat, CAT_ANY, o)
-        if (o->df)
-            sum += rt_dataflow_dirty_bytes(o->df);
+        if (o->flow.df)
+            sum += rt_dataflow_dirty_bytes(o->flow.df);
     return sum;
 }
 
@@ -517,22 +517,22 @@ static void *engine_main(void *arg)
         CAT_FOREACH(e->cat, CAT_ANY, o) {
             if (e->paused)
                 break;
-            if (!o->df)
+            if (!o->flow.df)
                 continue;
             bool did = false;
             WError err = {0};
-            if (rt_dataflow_step(o->df, 0, &did, &err)) {
+            if (rt_dataflow_step(o->flow.df, 0, &did, &err)) {
                 /* A bad record under on_error = 'fail' keeps the view
                  * stopped until RESUME; anything else is retried. */
-                o->failed = rt_dataflow_failed_record(o->df, &o->fail);
-                snprintf(o->stop_error, sizeof o->stop_error, "%s", err.msg);
-                if (!o->failed && strcmp(err.sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0) {
+                o->flow.failed = rt_dataflow_failed_record(o->flow.df, &o->flow.fail);
+                snprintf(o->flow.stop_error, sizeof o->flow.stop_error, "%s", err.msg);
+                if (!o->flow.failed && strcmp(err.sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0) {
                     /* Its topic was deleted or shrunk: stopped until RESUME. */
-                    o->failed = true;
-                    memset(&o->fail, 0, sizeof o->fail);
+                    o->flow.failed = true;
+                    memset(&o->flow.fail, 0, sizeof o->flow.fail);
                     fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n",
                             o->name, err.msg, o->name);
-                } else if (o->failed)
+                } else if (o->flow.failed)
                     fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)\n",
                             o->name, err.msg, o->name);
                 else
@@ -548,7 +548,7 @@ static void *engine_main(void *arg)
         CAT_FOREACH(e->cat, CAT_ANY, o) {
             if (e->dirty)
                 break;
-            if (o->df && rt_dataflow_expiry_due(o->df))
+            if (o->flow.df && rt_dataflow_expiry_due(o->flow.df))
                 e->dirty = true;
         }
         int64_t now = now_ms();
@@ -574,7 +574,7 @@ static void *engine_main(void *arg)
         if (now - last_retry > 2000) {
             last_retry = now;
             CAT_FOREACH(e->cat, CAT_ANY, o) {
-                if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->plan && !o->df && !o->failed) {
+                if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->flow.plan && !o->flow.df && !o->flow.failed) {
                     WError err = {0};
                     if (engine_start_view(e, o, &err) == 0)
                         fprintf(stderr, "weir: view %s is running again\n", o->name);
@@ -645,7 +645,7 @@ static void replay_alter(Engine *e, CatObj *o)
         if (bad)
             fprintf(stderr, "weir: cannot restore %s for %s: %s\n", b.data, o->name, err.msg);
         else
-            o->altered = true;
+            o->source.altered = true;
         arena_free(a);
     } else if (found < 0) {
         fprintf(stderr, "weir: cannot read the ALTER SOURCE of %s: %s\n", o->name, err.msg);
@@ -710,7 +710,7 @@ static int replay_catalog(Engine *e, WError *err)
      * dropped with its state: nothing can read it. */
     if (!rc)
         CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o)
-            if (o->sink_query && !o->sink_owner) {
+            if (o->view.sink_query && !o->view.sink_owner) {
                 fprintf(stderr, "weir: dropping %s: its sink is gone\n", o->name);
                 WError derr = {0};
                 if (engine_remove_object(e, o, &derr)) /* removes o (and what follows it): the iteration allows it */

@@ -225,8 +225,8 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
         case VM_LATE: snprintf(val, sizeof val, "%llu", (unsigned long long)s->late_rows); break;
         case VM_EVAL: snprintf(val, sizeof val, "%llu", (unsigned long long)s->eval_errors); break;
         case VM_CHANGES: snprintf(val, sizeof val, "%llu", (unsigned long long)s->rows_out); break;
-        case VM_RUNNING: snprintf(val, sizeof val, "%d", o->df != NULL); break;
-        case VM_FAILED: snprintf(val, sizeof val, "%d", !o->df && o->failed); break;
+        case VM_RUNNING: snprintf(val, sizeof val, "%d", o->flow.df != NULL); break;
+        case VM_FAILED: snprintf(val, sizeof val, "%d", !o->flow.df && o->flow.failed); break;
         case VM_WATERMARK:
             if (s->watermark == TS_MINUS_INF)
                 continue; /* no watermark yet: no sample */
@@ -251,8 +251,8 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
     int k = 0;
     CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
         st[k].watermark = TS_MINUS_INF;
-        if (o->df)
-            rt_dataflow_stats(o->df, &st[k]);
+        if (o->flow.df)
+            rt_dataflow_stats(o->flow.df, &st[k]);
         k++;
     }
     view_family(&b, e, st, VM_RUNNING, "weir_view_running", "gauge", "1 while the view's dataflow runs.");
@@ -281,8 +281,8 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
     k = 0;
     CAT_FOREACH(e->cat, CAT_KINDS(CAT_SINK), o) {
         so[k] = o;
-        if (o->sink)
-            rt_sink_status(o->sink, &ss[k]);
+        if (o->sink.rt)
+            rt_sink_status(o->sink.rt, &ss[k]);
         else
             strcpy(ss[k].state, "stopped");
         k++;
@@ -455,11 +455,11 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
     CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
         RtStats st = {0};
         st.watermark = TS_MINUS_INF;
-        if (o->df)
-            rt_dataflow_stats(o->df, &st);
+        if (o->flow.df)
+            rt_dataflow_stats(o->flow.df, &st);
         buf_puts(&b, n++ ? ",{\"name\":" : "{\"name\":");
         json_str(&b, o->name, -1);
-        buf_printf(&b, ",\"running\":%s", o->df ? "true" : "false");
+        buf_printf(&b, ",\"running\":%s", o->flow.df ? "true" : "false");
         json_rel_columns(&b, &o->rel);
         if (!views_only) {
             json_kv_u64(&b, "records_in", st.records_in);
@@ -486,16 +486,16 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
             if (o->kind != CAT_SINK)
                 continue;
             RtSinkStatus st = {0};
-            if (o->sink)
-                rt_sink_status(o->sink, &st);
+            if (o->sink.rt)
+                rt_sink_status(o->sink.rt, &st);
             else
                 strcpy(st.state, "stopped");
             buf_puts(&b, n++ ? ",{\"name\":" : "{\"name\":");
             json_str(&b, o->name, -1);
             buf_puts(&b, ",\"view\":");
-            json_str(&b, o->from ? o->from->name : "", -1);
+            json_str(&b, o->sink.from ? o->sink.from->name : "", -1);
             buf_puts(&b, ",\"connector\":");
-            const char *conn = rt_sink_option(&o->spec, "connector");
+            const char *conn = rt_sink_option(&o->sink.spec, "connector");
             json_str(&b, conn ? conn : "", -1);
             buf_puts(&b, ",\"state\":");
             json_str(&b, st.state, -1);
@@ -757,11 +757,11 @@ static enum MHD_Result get_stream(SrvHttp *h, struct MHD_Connection *c, const ch
          * epoch and the view has not changed since: then nothing was missed
          * and nothing is in flight. Any other id gets a fresh snapshot. */
         RtStats st = {0};
-        if (v->df)
-            rt_dataflow_stats(v->df, &st);
+        if (v->flow.df)
+            rt_dataflow_stats(v->flow.df, &st);
         WError miss = {0};
-        bool resume = have_last && v->df && sub_open_after(e, v, last, &s->sub, &miss) == 0;
-        bool unchanged = !resume && have_last && last == e->epoch && v->df && st.rows_out == v->changes_at_commit;
+        bool resume = have_last && v->flow.df && sub_open_after(e, v, last, &s->sub, &miss) == 0;
+        bool unchanged = !resume && have_last && last == e->epoch && v->flow.df && st.rows_out == v->flow.changes_at_commit;
         if (!resume && sub_open(e, v, !unchanged, &s->sub, &err)) {
             res = respond_error(c, strcmp(err.sqlstate, "55000") == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
                                                                        : MHD_HTTP_INTERNAL_SERVER_ERROR,

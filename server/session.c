@@ -292,7 +292,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     if (kind) {
         cmd_one_text_column(out, "Name");
         CAT_FOREACH(e->cat, CAT_ANY, o)
-            if (o->kind == kind && !o->late_of && !o->sink_query) {
+            if (o->kind == kind && !o->view.late_of && !o->view.sink_query) {
                 const char *v[1] = {o->name};
                 cmd_text_row(out, 1, v);
             }
@@ -308,9 +308,9 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
         srv_result_columns(out, 2, names, oids);
         /* A source changed by ALTER SOURCE shows both statements. */
         Buf both = BUF_INIT;
-        if (o->alter_sql)
-            buf_printf(&both, "%s;\n%s", o->sql, o->alter_sql);
-        const char *v[2] = {o->name, o->alter_sql ? both.data : o->sql};
+        if (o->source.alter_sql)
+            buf_printf(&both, "%s;\n%s", o->sql, o->source.alter_sql);
+        const char *v[2] = {o->name, o->source.alter_sql ? both.data : o->sql};
         cmd_text_row(out, 2, v);
         buf_free(&both);
         srv_result_complete(out, "SHOW");
