@@ -1,6 +1,9 @@
 /*
- * engine_int.h: shared by engine.c (catalog, engine thread, checkpoints)
- * and session.c (statement execution). Not for use outside server/.
+ * engine_int.h: the Engine and the Session, shared by engine.c (engine
+ * thread, checkpoints, adding and removing catalog objects), session.c
+ * (dispatch), the commands (commands.h) and the other server files. The
+ * catalog's objects and their API are in catalog.h. Not for use outside
+ * server/.
  */
 #ifndef WEIR_SERVER_ENGINE_INT_H
 #define WEIR_SERVER_ENGINE_INT_H
@@ -28,7 +31,7 @@ typedef struct CkptRecord {
 
 #define CKPT_HISTORY 64
 
-/* A database user (users.c). The built-in superuser USER_BOOTSTRAP is
+/* A database user (cmd_user.c). The built-in superuser USER_BOOTSTRAP is
  * listed only once it has a password. */
 #define USER_BOOTSTRAP "weir"
 
@@ -84,7 +87,7 @@ struct Engine {
     bool ck_failing;               /* the last checkpoint attempt failed */
     uint64_t early_checkpoints;    /* started because of the limit */
     struct Session *sessions;      /* every open session (pg_stat_activity), under lock */
-    int n_users, cap_users;        /* users.c */
+    int n_users, cap_users;        /* cmd_user.c */
     EngineUser *users;
     /* A weir cluster (cluster.c), NULL outside one. catalog_next: the
      * catalog topic offsets this node has applied (the next it will);

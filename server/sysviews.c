@@ -13,7 +13,7 @@
  *   weir_watermarks   per view, source and partition: the watermark, the
  *                     largest event time, lag behind the clock, idleness
  *   weir_source_errors the last source records each view could not use
- *   weir_verifications the last VERIFY result per view (verify.c)
+ *   weir_verifications the last VERIFY result per view (cmd_verify.c)
  *   weir_backfills    per view created WITH (backfill_from = ...), source and
  *                     partition: read position, end offset, lag, watermark,
  *                     and whether the whole view has caught up
