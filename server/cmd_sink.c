@@ -55,11 +55,11 @@ static int parse_pk(const char *list, const RtSinkSpec *spec, int *pk, int *n, i
     return 0;
 }
 
-int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err);
+int cmd_sink_build(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err);
 
 int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
-    return cmd_sink_create(e, NULL, st, sql, replay, err);
+    return cmd_sink_build(e, NULL, st, sql, replay, err);
 }
 
 /* CREATE SINK ... AS query: its view first (at start, already restored
@@ -81,7 +81,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
         AstCreateView cv;
         AstStmt vst;
         cmd_sink_query_stmt(cs, st, vname, &cv, &vst);
-        if (!(rc = cmd_view_create(e, s, &vst, sql, NULL, err))) {
+        if (!(rc = cmd_view_build(e, s, &vst, sql, NULL, err))) {
             v = cat_find(e->cat, vname);
             v->view.sink_query = true;
             crashpoint("sink_query_view"); /* the view's entry is written, the sink's not yet */
@@ -94,7 +94,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
     from.from_name = v->name;
     AstStmt fst = *st;
     fst.u.create_sink = &from;
-    if (cmd_sink_create(e, s, &fst, sql, replay, err)) {
+    if (cmd_sink_build(e, s, &fst, sql, replay, err)) {
         if (!replay) {
             WError ignored = {0};
             engine_remove_object(e, v, &ignored);
@@ -105,7 +105,7 @@ static int create_sink_as(Engine *e, Session *s, const AstStmt *st, const char *
     return 0;
 }
 
-int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+int cmd_sink_build(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateSink *cs = st->u.create_sink;
     if (!cs->from_name)
@@ -305,7 +305,7 @@ int cmd_create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, S
             rc = werr(err, SQLSTATE_DUPLICATE_OBJECT, st->pos, "relation \"%s\" already exists", cs->name);
             return rc;
         }
-    } else if ((rc = cmd_sink_create(e, s, st, sql, NULL, err))) {
+    } else if ((rc = cmd_sink_build(e, s, st, sql, NULL, err))) {
         return rc;
     }
     e->dirty = true; /* the next checkpoint seals the sink's first batch: the view's rows */

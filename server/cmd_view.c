@@ -43,7 +43,7 @@ static void rel_from_view(CatObj *o)
     r->table_id = v->root->table_id;
 }
 
-int cmd_view_create(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
+int cmd_view_build(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateView *cv = st->u.create_view;
     CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
@@ -171,9 +171,9 @@ int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *r
         AstStmt vst;
         cmd_sink_query_stmt(st->u.create_sink, st, replay->name, &cv, &vst);
         replay->view.sink_query = true;
-        return cmd_view_create(e, NULL, &vst, sql, replay, err);
+        return cmd_view_build(e, NULL, &vst, sql, replay, err);
     }
-    return cmd_view_create(e, NULL, st, sql, replay, err);
+    return cmd_view_build(e, NULL, st, sql, replay, err);
 }
 
 /* CREATE MATERIALIZED VIEW: the name must be free (42P07; IF NOT EXISTS: a notice). */
@@ -193,7 +193,7 @@ int cmd_create_view(Engine *e, Session *s, const AstStmt *st, const char *sql, S
             rc = werr(err, SQLSTATE_DUPLICATE_TABLE, st->pos, "relation \"%s\" already exists", cv->name);
             return rc;
         }
-    } else if ((rc = cmd_view_create(e, s, st, sql, NULL, err))) {
+    } else if ((rc = cmd_view_build(e, s, st, sql, NULL, err))) {
         return rc;
     }
     e->dirty = true;

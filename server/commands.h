@@ -39,11 +39,13 @@ int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *r
  * new policy, and a checkpoint stores the change. Lock held. */
 int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err);
 
-/* cmd_view.c: CREATE MATERIALIZED VIEW (s: the session whose settings
- * apply, NULL at replay; replay: the stored object, else NULL), and ALTER
- * MATERIALIZED VIEW ... RESUME. */
+/* cmd_view.c: CREATE MATERIALIZED VIEW, the statement (the name check,
+ * the tag) and its body, cmd_view_build: plan the view, start its dataflow
+ * and add it to the catalog (s: the session whose settings apply, NULL at
+ * replay; replay: the stored object, else NULL), also used by replay and
+ * by CREATE SINK ... AS query. And ALTER MATERIALIZED VIEW ... RESUME. */
 int cmd_create_view(Engine *e, Session *s, const AstStmt *st, const char *sql, SrvResult *out, WError *err);
-int cmd_view_create(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err);
+int cmd_view_build(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err);
 int cmd_resume_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 /* The CREATE MATERIALIZED VIEW a CREATE SINK ... AS query runs, built in
  * *cv and *vst (which borrow cs), and its name (the caller frees it). */
@@ -51,9 +53,10 @@ void cmd_sink_query_stmt(const AstCreateSink *cs, const AstStmt *st, const char 
                          AstStmt *vst);
 char *cmd_sink_query_name(const char *sink);
 
-/* cmd_sink.c: CREATE SINK (FROM a view, or AS a query). */
+/* cmd_sink.c: CREATE SINK (FROM a view, or AS a query), the statement and
+ * its body cmd_sink_build (also used by replay), as for views above. */
 int cmd_create_sink(Engine *e, Session *s, const AstStmt *st, const char *sql, SrvResult *out, WError *err);
-int cmd_sink_create(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err);
+int cmd_sink_build(Engine *e, Session *s, const AstStmt *st, const char *sql, CatObj *replay, WError *err);
 
 /* cmd_drop.c: DROP (each name of the statement) and ALTER ... RENAME TO. */
 int cmd_drop(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
