@@ -210,8 +210,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 uint64_t cluster_catalog_digest(Engine *e)
 {
     uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (int i = 0; i < e->n_objs; i++) {
-        const CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
         int32_t kind = (int32_t)o->kind;
         h = fnv(h, &o->id, sizeof o->id);
         h = fnv(h, &kind, sizeof kind);
@@ -520,9 +519,8 @@ static void work_subscribe(Cluster *c)
     char **t = NULL;
     int n = 0;
     pthread_mutex_lock(&c->e->lock);
-    t = xcalloc((size_t)c->e->n_objs + 1, sizeof *t);
-    for (int i = 0; i < c->e->n_objs; i++) {
-        CatObj *o = c->e->objs[i];
+    t = xcalloc((size_t)cat_count(c->e->cat) + 1, sizeof *t);
+    CAT_FOREACH(c->e->cat, CAT_KINDS(CAT_SOURCE) | CAT_KINDS(CAT_TABLE), o) {
         const char *conn = cat_option(&o->rel, "connector"), *topic = cat_option(&o->rel, "topic");
         if ((o->kind == CAT_SOURCE || o->kind == CAT_TABLE) && conn && !strcmp(conn, "kafka") && topic &&
             *topic && !cat_option(&o->rel, "properties.bootstrap.servers"))

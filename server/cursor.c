@@ -144,7 +144,8 @@ static int collect_row(void *arg, int n, const char *const *vals, const int *len
 static int declare_select(Engine *e, Cursor *c, const AstStmt *q, SrvResult *out, WError *err)
 {
     Arena *a = arena_new(0);
-    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
+    PlanCatCtx pcx;
+    PlanCatalog cat = engine_plan_catalog(e, &pcx, NULL, false, true, a);
     PlanQuery *pq = plan_query(q->u.select, &cat, a, err);
     if (!pq) {
         arena_free(a);

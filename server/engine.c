@@ -14,7 +14,7 @@
  * holds the engine lock while it works and releases it between steps, so
  * statements interleave at step boundaries.
  */
-#include "engine_int.h"
+#include "commands.h"
 #include "tz.h"
 
 #include <errno.h>
@@ -35,92 +35,13 @@ int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-CatObj *engine_find(Engine *e, const char *name)
-{
-    for (int i = 0; i < e->n_objs; i++)
-        if (strcmp(e->objs[i]->name, name) == 0)
-            return e->objs[i];
-    return NULL;
-}
-
-void cat_obj_free(CatObj *o)
-{
-    if (!o)
-        return;
-    if (o->sink && o->from && o->from->df)
-        rt_dataflow_detach_sink(o->from->df, o->sink);
-    o->sink = NULL;
-    rt_dataflow_close(o->df);
-    free(o->name);
-    for (int i = 0; i < o->n_old_names; i++)
-        free(o->old_names[i]);
-    free(o->old_names);
-    free(o->sql);
-    free(o->table_ids);
-    free(o->skips);
-    free(o->alter_sql);
-    arena_free(o->arena);
-    free(o);
-}
-
-/* ---- catalog persistence ---------------------------------------------------- */
-
-/* The entry's body: kind, name, statement, state table ids. */
-static void catalog_body(const CatObj *o, Buf *b)
-{
-    /* After the ids, optional trailing values told apart by their type, so
-     * entries written before any existed still read: a bigint is the
-     * streaming_parallelism (when > 1), a text the time zone (when not UTC),
-     * an integer the planner revision of a view (when not 0, planner.h).
-     * With a revision all three are written, NULL where there is nothing to
-     * say: a weir from before revisions reads at most two and refuses the
-     * entry (corrupt), where it would take a lone revision for a parallelism
-     * and plan the view by older rules over state its plan did not write. */
-    bool rev = o->plan_rev > 0;
-    int n = 4 + o->n_table_ids + (rev ? 3 : (o->parallelism > 1) + (o->tz != NULL));
-    Value *vals = xcalloc((size_t)n, sizeof(Value));
-    vals[0] = value_int(TYPE_INT8, o->kind);
-    vals[1] = value_str(TYPE_TEXT, o->name, strlen(o->name));
-    vals[2] = value_str(TYPE_TEXT, o->sql, strlen(o->sql));
-    vals[3] = value_int(TYPE_INT8, o->n_table_ids);
-    for (int i = 0; i < o->n_table_ids; i++)
-        vals[4 + i] = value_int(TYPE_INT8, (int64_t)o->table_ids[i]);
-    int k = 4 + o->n_table_ids;
-    if (o->parallelism > 1)
-        vals[k++] = value_int(TYPE_INT8, o->parallelism);
-    else if (rev)
-        vals[k++] = value_null(TYPE_INT8);
-    if (o->tz)
-        vals[k++] = value_str(TYPE_TEXT, tz_name(o->tz), strlen(tz_name(o->tz)));
-    else if (rev)
-        vals[k++] = value_null(TYPE_TEXT);
-    if (rev)
-        vals[k++] = value_int(TYPE_INT4, o->plan_rev);
-    row_encode(b, vals, n);
-    free(vals);
-}
-
-static int persist(Engine *e, CatObj *o, WError *err)
-{
-    Buf b = BUF_INIT;
-    catalog_body(o, &b);
-    StorCatalogEntry ce = {.id = o->id, .kind = o->kind, .name = o->name, .body = b.data, .body_len = b.len};
-    int rc = stor_catalog_put(e->stor, &ce, err);
-    buf_free(&b);
-    return rc;
-}
-
 int engine_add_object(Engine *e, CatObj *o, bool do_persist, WError *err)
 {
     if (do_persist)
         o->tz = tz_current(); /* a new object: the zone its statement was planned in */
-    if (do_persist && persist(e, o, err))
+    if (do_persist && cat_entry_put(e->stor, o, err))
         return -1;
-    if (e->n_objs == e->cap_objs) {
-        e->cap_objs = e->cap_objs ? e->cap_objs * 2 : 16;
-        e->objs = xrealloc(e->objs, sizeof(CatObj *) * (size_t)e->cap_objs);
-    }
-    e->objs[e->n_objs++] = o;
+    cat_insert(e->cat, o);
     return 0;
 }
 
@@ -128,7 +49,7 @@ int engine_rename_object(Engine *e, CatObj *o, const char *new_name, WError *err
 {
     char *old = o->name;
     o->name = xstrdup(new_name);
-    if (persist(e, o, err)) {
+    if (cat_entry_put(e->stor, o, err)) {
         free(o->name);
         o->name = old;
         return -1;
@@ -138,14 +59,14 @@ int engine_rename_object(Engine *e, CatObj *o, const char *new_name, WError *err
     o->rel.name = o->name;
     /* The stored ALTER SOURCE names the object: say the new name from the
      * next checkpoint on (replay applies it by id whatever name it says). */
-    const char *rest = o->alter_sql ? strstr(o->alter_sql, "\" SET (") : NULL;
+    const char *rest = o->source.alter_sql ? strstr(o->source.alter_sql, "\" SET (") : NULL;
     if (rest) {
         Buf b = BUF_INIT;
         buf_printf(&b, "ALTER %s \"%s%s", o->kind == CAT_TABLE ? "TABLE" : "SOURCE", o->name, rest);
-        free(o->alter_sql);
-        o->alter_sql = xstrdup(b.data);
+        free(o->source.alter_sql);
+        o->source.alter_sql = xstrdup(b.data);
         buf_free(&b);
-        o->altered = true;
+        o->source.altered = true;
         e->dirty = true;
     }
     return 0;
@@ -163,8 +84,8 @@ void engine_swap_names(Engine *e, CatObj *a, CatObj *b)
         o->old_names[o->n_old_names++] = o->name;
         o->name = names[k];
         o->rel.name = o->name;
-        if (o->df)
-            rt_dataflow_set_name(o->df, o->name);
+        if (o->flow.df)
+            rt_dataflow_set_name(o->flow.df, o->name);
         o->cat_dirty = true;
     }
     e->dirty = true;
@@ -174,103 +95,102 @@ int engine_remove_object(Engine *e, CatObj *o, WError *err)
 {
     engine_checkpoint_wait(e, NULL); /* it may carry o's catalog entry */
     /* A view's late-rows relation goes with it (its table is among the view's). */
-    for (int i = 0; i < e->n_objs; i++)
-        if (e->objs[i]->late_of == o) {
-            CatObj *l = e->objs[i];
-            memmove(&e->objs[i], &e->objs[i + 1], sizeof(CatObj *) * (size_t)(e->n_objs - i - 1));
-            e->n_objs--;
+    CAT_FOREACH(e->cat, CAT_ANY, l)
+        if (l->view.late_of == o) {
+            cat_unlink(e->cat, l);
             cat_obj_free(l);
-            i--;
         }
     if (stor_catalog_delete(e->stor, o->id, err) < 0)
         return -1;
-    if (o->kind == CAT_SINK && o->sink && o->from && o->from->df) {
-        rt_dataflow_detach_sink(o->from->df, o->sink);
-        o->sink = NULL;
+    if (o->kind == CAT_SINK && o->sink.rt && o->sink.from && o->sink.from->flow.df) {
+        rt_dataflow_detach_sink(o->sink.from->flow.df, o->sink.rt);
+        o->sink.rt = NULL;
     }
-    if (o->df)
+    if (o->flow.df)
         engine_stop_view(e, o);
     /* The catalog entry is gone first: a crash now leaves orphan state rows
      * at worst, never a view without its state. */
     for (int i = 0; i < o->n_table_ids; i++)
         if (stor_table_drop(e->stor, o->table_ids[i], err))
             return -1;
-    for (int i = 0; i < e->n_objs; i++)
-        if (e->objs[i] == o) {
-            memmove(&e->objs[i], &e->objs[i + 1], sizeof(CatObj *) * (size_t)(e->n_objs - i - 1));
-            e->n_objs--;
-            break;
-        }
+    cat_unlink(e->cat, o);
     cat_obj_free(o);
     return 0;
 }
 
 /* ---- the planner's view of the catalog ----------------------------------------- */
 
-typedef struct PlanCatCtx {
-    Engine *e;
-    Arena *a;
-    CatObj *owner;
-    bool replay;
-    bool dry_run;
-    int next_replay;
-    uint64_t fake;
-} PlanCatCtx;
-
-static __thread PlanCatCtx plan_cat_ctx;
-
 static const CatRelation *cat_lookup(void *ctx, const char *name)
 {
     PlanCatCtx *c = ctx;
-    CatObj *o = engine_find(c->e, name);
-    if (o && o->sink_query)
+    CatObj *o = cat_find(c->e->cat, name);
+    if (o && o->view.sink_query)
         return NULL; /* a sink's own query: nothing else reads it */
     if (o)
         return &o->rel;
     return c->a ? sysview_lookup(c->e, name, c->a) : NULL;
 }
 
+/* PlanCatalog.new_table_id. The planner has no error path for it (planner.h),
+ * so a failure hands it 0, is kept in the context, and the caller turns it
+ * into the statement's error once planning returns (engine_plan_ids_ok). */
 static uint64_t cat_new_table(void *ctx)
 {
     PlanCatCtx *c = ctx;
     if (c->dry_run)
         return ++c->fake;
-    CatObj *o = c->owner;
-    if (c->replay)
-        return c->next_replay < o->n_table_ids ? o->table_ids[c->next_replay++] : 0;
-    uint64_t id = 0;
-    WError err = {0};
-    if (stor_next_id(c->e->stor, &id, &err))
+    if (c->id_failed)
         return 0;
+    CatObj *o = c->owner;
+    if (c->replay) {
+        if (c->next_replay < o->n_table_ids)
+            return o->table_ids[c->next_replay++];
+        c->id_failed = true;
+        werr(&c->id_err, SQLSTATE_INTERNAL, 0,
+             "the catalog entry of \"%s\" holds %d state table ids; its plan needs more", o->name, o->n_table_ids);
+        return 0;
+    }
+    uint64_t id = 0;
+    if (stor_next_id(c->e->stor, &id, &c->id_err)) {
+        c->id_failed = true;
+        return 0;
+    }
     o->table_ids = xrealloc(o->table_ids, sizeof(uint64_t) * (size_t)(o->n_table_ids + 1));
     o->table_ids[o->n_table_ids++] = id;
     return id;
 }
 
-PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run, Arena *a)
+PlanCatalog engine_plan_catalog(Engine *e, PlanCatCtx *ctx, CatObj *owner, bool replay, bool dry_run, Arena *a)
 {
-    plan_cat_ctx = (PlanCatCtx){.e = e, .a = a, .owner = owner, .replay = replay, .dry_run = dry_run};
-    return (PlanCatalog){.ctx = &plan_cat_ctx, .lookup = cat_lookup, .new_table_id = cat_new_table};
+    *ctx = (PlanCatCtx){.e = e, .a = a, .owner = owner, .replay = replay, .dry_run = dry_run};
+    return (PlanCatalog){.ctx = ctx, .lookup = cat_lookup, .new_table_id = cat_new_table};
+}
+
+int engine_plan_ids_ok(const PlanCatCtx *ctx, WError *err)
+{
+    if (!ctx->id_failed)
+        return 0;
+    *err = ctx->id_err;
+    return -1;
 }
 
 static RtDataflow *view_dataflow(void *ctx, uint64_t table_id)
 {
     Engine *e = ctx;
-    for (int i = 0; i < e->n_objs; i++)
-        if ((e->objs[i]->kind == CAT_VIEW || e->objs[i]->kind == CAT_TABLE) && e->objs[i]->df &&
-            e->objs[i]->rel.table_id == table_id)
-            return e->objs[i]->df;
+    CAT_FOREACH(e->cat, CAT_ANY, o)
+        if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->flow.df &&
+            o->rel.table_id == table_id)
+            return o->flow.df;
     return NULL;
 }
 
 static StorTable *view_table(void *ctx, uint64_t table_id)
 {
     Engine *e = ctx;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->df && o->rel.table_id == table_id)
-            return rt_dataflow_view_table(o->df);
-        StorTable *t = o->df ? rt_dataflow_find_table(o->df, table_id) : NULL;
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if (o->flow.df && o->rel.table_id == table_id)
+            return rt_dataflow_view_table(o->flow.df);
+        StorTable *t = o->flow.df ? rt_dataflow_find_table(o->flow.df, table_id) : NULL;
         if (t)
             return t; /* a late-rows relation, kept by the view's window operator */
     }
@@ -328,28 +248,27 @@ static bool waits_for_resume(const WError *err)
 
 int engine_start_view(Engine *e, CatObj *v, WError *err)
 {
-    if (rt_dataflow_open(&e->rt, v->plan, &v->df, err)) {
-        snprintf(v->stop_error, sizeof v->stop_error, "%s", err->msg);
+    if (rt_dataflow_open(&e->rt, v->flow.plan, &v->flow.df, err)) {
+        snprintf(v->flow.stop_error, sizeof v->flow.stop_error, "%s", err->msg);
         /* A deleted or shrunk topic, or an offset gap, waits for RESUME, not the 2 s retry. */
-        if (waits_for_resume(err) && !v->failed) {
-            v->failed = true;
-            memset(&v->fail, 0, sizeof v->fail);
+        if (waits_for_resume(err) && !v->flow.failed) {
+            v->flow.failed = true;
+            memset(&v->flow.fail, 0, sizeof v->flow.fail);
             fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n", v->name,
                     err->msg, v->name);
         }
         return -1;
     }
-    rt_dataflow_set_name(v->df, v->name);
-    for (int i = 0; i < v->n_skips; i++)
-        rt_dataflow_skip_record(v->df, v->skips[i].source, v->skips[i].partition, v->skips[i].offset);
-    v->stop_error[0] = 0;
-    v->failed = false;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *s = e->objs[i];
-        if (s->kind != CAT_SINK || s->from != v || s->sink)
+    rt_dataflow_set_name(v->flow.df, v->name);
+    for (int i = 0; i < v->flow.n_skips; i++)
+        rt_dataflow_skip_record(v->flow.df, v->flow.skips[i].source, v->flow.skips[i].partition, v->flow.skips[i].offset);
+    v->flow.stop_error[0] = 0;
+    v->flow.failed = false;
+    CAT_FOREACH(e->cat, CAT_ANY, s) {
+        if (s->kind != CAT_SINK || s->sink.from != v || s->sink.rt)
             continue;
         WError serr = {0};
-        if (rt_dataflow_attach_sink(v->df, &s->spec, s->view_cols, s->table_ids[0], &s->sink, &serr))
+        if (rt_dataflow_attach_sink(v->flow.df, &s->sink.spec, s->sink.view_cols, s->table_ids[0], &s->sink.rt, &serr))
             fprintf(stderr, "weir: sink %s cannot start: %s\n", s->name, serr.msg);
     }
     return 0;
@@ -357,13 +276,13 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
 
 int engine_resume_view(Engine *e, CatObj *v, WError *err)
 {
-    if (v->df)
+    if (v->flow.df)
         return 0;
-    if (v->failed && v->fail.source[0]) { /* a bad record, not a lost topic: skip it */
-        v->skips = xrealloc(v->skips, sizeof(RtFailedRecord) * (size_t)(v->n_skips + 1));
-        v->skips[v->n_skips++] = v->fail;
+    if (v->flow.failed && v->flow.fail.source[0]) { /* a bad record, not a lost topic: skip it */
+        v->flow.skips = xrealloc(v->flow.skips, sizeof(RtFailedRecord) * (size_t)(v->flow.n_skips + 1));
+        v->flow.skips[v->flow.n_skips++] = v->flow.fail;
         fprintf(stderr, "weir: view %s resumed: skipping source %s partition %d offset %lld\n", v->name,
-                v->fail.source, (int)v->fail.partition, (long long)v->fail.offset);
+                v->flow.fail.source, (int)v->flow.fail.partition, (long long)v->flow.fail.offset);
     }
     if (engine_start_view(e, v, err))
         return -1;
@@ -374,10 +293,10 @@ int engine_resume_view(Engine *e, CatObj *v, WError *err)
 /* Does view d read view v's changelog? */
 static bool reads_view(const CatObj *d, const CatObj *v)
 {
-    if (d->kind != CAT_VIEW || !d->plan)
+    if (d->kind != CAT_VIEW || !d->flow.plan)
         return false;
-    for (int i = 0; i < d->plan->n_nodes; i++)
-        if (d->plan->nodes[i]->kind == PN_VIEW_SOURCE && d->plan->nodes[i]->scan_rel == &v->rel)
+    for (int i = 0; i < d->flow.plan->n_nodes; i++)
+        if (d->flow.plan->nodes[i]->kind == PN_VIEW_SOURCE && d->flow.plan->nodes[i]->scan_rel == &v->rel)
             return true;
     return false;
 }
@@ -386,20 +305,19 @@ void engine_stop_view(Engine *e, CatObj *v)
 {
     engine_checkpoint_wait(e, NULL); /* it holds this view's tables */
     /* Views fed by this one stop first (the engine restarts them when it runs again). */
-    for (int i = 0; i < e->n_objs; i++)
-        if (e->objs[i]->df && reads_view(e->objs[i], v))
-            engine_stop_view(e, e->objs[i]);
+    CAT_FOREACH(e->cat, CAT_ANY, o)
+        if (o->flow.df && reads_view(o, v))
+            engine_stop_view(e, o);
     /* Changefeeds first: their taps are freed with the dataflow. */
     subs_view_stopped(e, v);
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *s = e->objs[i];
-        if (s->kind == CAT_SINK && s->from == v && s->sink) {
-            rt_dataflow_detach_sink(v->df, s->sink);
-            s->sink = NULL;
+    CAT_FOREACH(e->cat, CAT_ANY, s) {
+        if (s->kind == CAT_SINK && s->sink.from == v && s->sink.rt) {
+            rt_dataflow_detach_sink(v->flow.df, s->sink.rt);
+            s->sink.rt = NULL;
         }
     }
-    rt_dataflow_close(v->df);
-    v->df = NULL;
+    rt_dataflow_close(v->flow.df);
+    v->flow.df = NULL;
 }
 
 /* The writer thread: only the frozen checkpoint and the environment. */
@@ -416,10 +334,10 @@ static void *ck_writer(void *arg)
 static void checkpoint_abort(Engine *e, StorCheckpoint *ck)
 {
     stor_checkpoint_abort(ck);
-    for (int i = 0; i < e->n_objs; i++) {
-        if (e->objs[i]->cat_in_ck)
-            e->objs[i]->cat_dirty = true;
-        e->objs[i]->cat_in_ck = false;
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if (o->cat_in_ck)
+            o->cat_dirty = true;
+        o->cat_in_ck = false;
     }
 }
 
@@ -444,12 +362,11 @@ static int checkpoint_start(Engine *e, WError *err)
             return -1;
         }
     }
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->altered) {
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if (o->source.altered) {
             char key[64];
             snprintf(key, sizeof key, "alter/%llu", (unsigned long long)o->id);
-            const char *v = o->alter_sql ? o->alter_sql : "";
+            const char *v = o->source.alter_sql ? o->source.alter_sql : "";
             if (stor_checkpoint_put_meta(ck, key, v, strlen(v), err)) {
                 checkpoint_abort(e, ck);
                 return -1;
@@ -457,7 +374,7 @@ static int checkpoint_start(Engine *e, WError *err)
         }
         if (o->cat_dirty) {
             Buf body = BUF_INIT;
-            catalog_body(o, &body);
+            cat_entry_body(o, &body);
             StorCatalogEntry ce = {.id = o->id, .kind = o->kind, .name = o->name, .body = body.data,
                                    .body_len = body.len};
             int rc = stor_checkpoint_put_catalog(ck, &ce, err);
@@ -469,7 +386,7 @@ static int checkpoint_start(Engine *e, WError *err)
             o->cat_dirty = false;
             o->cat_in_ck = true;
         }
-        if (o->df && rt_dataflow_checkpoint(o->df, ck, epoch, err)) {
+        if (o->flow.df && rt_dataflow_checkpoint(o->flow.df, ck, epoch, err)) {
             checkpoint_abort(e, ck);
             return -1;
         }
@@ -516,10 +433,10 @@ static int checkpoint_finish(Engine *e, WError *err)
     int rc = e->ck_rc;
     stor_checkpoint_finish(e->ck);
     e->ck = NULL;
-    for (int i = 0; i < e->n_objs; i++) {
-        if (rc && e->objs[i]->cat_in_ck)
-            e->objs[i]->cat_dirty = true;
-        e->objs[i]->cat_in_ck = false;
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if (rc && o->cat_in_ck)
+            o->cat_dirty = true;
+        o->cat_in_ck = false;
     }
     if (rc) {
         e->dirty = true;
@@ -531,12 +448,12 @@ static int checkpoint_finish(Engine *e, WError *err)
     uint64_t epoch = e->ck_epoch;
     e->ck_failing = false;
     crashpoint("checkpoint_committed");
-    for (int i = 0; i < e->n_objs; i++)
-        if (e->objs[i]->df) {
+    CAT_FOREACH(e->cat, CAT_ANY, o)
+        if (o->flow.df) {
             RtStats vst;
-            rt_dataflow_committed(e->objs[i]->df, epoch);
-            rt_dataflow_stats(e->objs[i]->df, &vst);
-            e->objs[i]->changes_at_commit = vst.rows_out;
+            rt_dataflow_committed(o->flow.df, epoch);
+            rt_dataflow_stats(o->flow.df, &vst);
+            o->flow.changes_at_commit = vst.rows_out;
         }
     e->epoch = epoch;
     e->checkpoints++;
@@ -571,9 +488,9 @@ int engine_checkpoint(Engine *e, WError *err)
 static uint64_t state_dirty_bytes(Engine *e)
 {
     uint64_t sum = 0;
-    for (int i = 0; i < e->n_objs; i++)
-        if (e->objs[i]->df)
-            sum += rt_dataflow_dirty_bytes(e->objs[i]->df);
+    CAT_FOREACH(e->cat, CAT_ANY, o)
+        if (o->flow.df)
+            sum += rt_dataflow_dirty_bytes(o->flow.df);
     return sum;
 }
 
@@ -604,24 +521,25 @@ static void *engine_main(void *arg)
     pthread_mutex_lock(&e->lock);
     while (!e->stop) {
         bool any = false;
-        for (int i = 0; i < e->n_objs && !e->paused; i++) {
-            CatObj *o = e->objs[i];
-            if (!o->df)
+        CAT_FOREACH(e->cat, CAT_ANY, o) {
+            if (e->paused)
+                break;
+            if (!o->flow.df)
                 continue;
             bool did = false;
             WError err = {0};
-            if (rt_dataflow_step(o->df, 0, &did, &err)) {
+            if (rt_dataflow_step(o->flow.df, 0, &did, &err)) {
                 /* A bad record under on_error = 'fail' keeps the view
                  * stopped until RESUME; anything else is retried. */
-                o->failed = rt_dataflow_failed_record(o->df, &o->fail);
-                snprintf(o->stop_error, sizeof o->stop_error, "%s", err.msg);
-                if (!o->failed && waits_for_resume(&err)) {
+                o->flow.failed = rt_dataflow_failed_record(o->flow.df, &o->flow.fail);
+                snprintf(o->flow.stop_error, sizeof o->flow.stop_error, "%s", err.msg);
+                if (!o->flow.failed && waits_for_resume(&err)) {
                     /* Its topic was deleted or shrunk, or records it had not read were: stopped until RESUME. */
-                    o->failed = true;
-                    memset(&o->fail, 0, sizeof o->fail);
+                    o->flow.failed = true;
+                    memset(&o->flow.fail, 0, sizeof o->flow.fail);
                     fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n",
                             o->name, err.msg, o->name);
-                } else if (o->failed)
+                } else if (o->flow.failed)
                     fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)\n",
                             o->name, err.msg, o->name);
                 else
@@ -634,9 +552,12 @@ static void *engine_main(void *arg)
         if (any)
             e->dirty = true;
         /* A view's state past its state_ttl is deleted by a checkpoint, even when no row comes. */
-        for (int i = 0; i < e->n_objs && !e->dirty; i++)
-            if (e->objs[i]->df && rt_dataflow_expiry_due(e->objs[i]->df))
+        CAT_FOREACH(e->cat, CAT_ANY, o) {
+            if (e->dirty)
+                break;
+            if (o->flow.df && rt_dataflow_expiry_due(o->flow.df))
                 e->dirty = true;
+        }
         int64_t now = now_ms();
         /* Checkpoints are asynchronous: the snapshot is taken here, the
          * LMDB write runs on its own thread while the views keep stepping,
@@ -659,9 +580,8 @@ static void *engine_main(void *arg)
         /* Views whose dataflow could not start (broker down at start) are retried. */
         if (now - last_retry > 2000) {
             last_retry = now;
-            for (int i = 0; i < e->n_objs; i++) {
-                CatObj *o = e->objs[i];
-                if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->plan && !o->df && !o->failed) {
+            CAT_FOREACH(e->cat, CAT_ANY, o) {
+                if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->flow.plan && !o->flow.df && !o->flow.failed) {
                     WError err = {0};
                     if (engine_start_view(e, o, &err) == 0)
                         fprintf(stderr, "weir: view %s is running again\n", o->name);
@@ -732,7 +652,7 @@ static void replay_alter(Engine *e, CatObj *o)
         if (bad)
             fprintf(stderr, "weir: cannot restore %s for %s: %s\n", b.data, o->name, err.msg);
         else
-            o->altered = true;
+            o->source.altered = true;
         arena_free(a);
     } else if (found < 0) {
         fprintf(stderr, "weir: cannot read the ALTER SOURCE of %s: %s\n", o->name, err.msg);
@@ -749,79 +669,24 @@ static int replay_catalog(Engine *e, WError *err)
     /* Sinks last: a sink's statement names its view, and after ALTER
      * MATERIALIZED VIEW ... SWAP WITH that name may belong to a view created
      * after the sink. Nothing depends on a sink, so this order is safe. */
+    CatEntry *ents = xcalloc((size_t)(l.n ? l.n : 1), sizeof *ents);
     for (int k = 0; k < 2 * l.n && !rc; k++) {
         int pass = k / l.n; /* 0: everything but sinks, 1: sinks */
         Loaded *it = &l.items[k % l.n];
-        Value head[4];
-        size_t used;
-        if (row_decode_prefix(it->body, it->len, head, 4, &used) || head[0].null || head[3].null ||
-            head[3].u.i < 0 || head[3].u.i > 100000) {
-            rc = werr(err, SQLSTATE_INTERNAL, 0, "corrupt catalog entry %llu", (unsigned long long)it->id);
+        CatEntry *ce = &ents[k % l.n];
+        if (pass == 0 && cat_entry_decode(it->id, it->body, it->len, ce, err)) {
+            rc = -1;
             break;
         }
-        int nids = (int)head[3].u.i;
-        Value *vals = xcalloc((size_t)(nids + 7), sizeof(Value));
-        /* The ids, then up to three optional values (catalog_body): a bigint
-         * streaming_parallelism, a text time zone, an integer planner revision. */
-        size_t used_ids = 0;
-        int n_extra = 0;
-        bool bad = row_decode_prefix(it->body, it->len, vals, nids + 4, &used_ids) != 0;
-        while (!bad && used_ids < it->len && n_extra < 3) {
-            size_t u = 0;
-            bad = row_decode_prefix((const char *)it->body + used_ids, it->len - used_ids, &vals[nids + 4 + n_extra], 1,
-                                    &u) != 0;
-            used_ids += u;
-            n_extra++;
-        }
-        if (bad || used_ids != it->len) {
-            free(vals);
-            rc = werr(err, SQLSTATE_INTERNAL, 0, "corrupt catalog entry %llu", (unsigned long long)it->id);
-            break;
-        }
-        if ((vals[0].u.i == CAT_SINK) != (pass == 1)) {
-            free(vals);
+        if (!ce->obj) {
+            if (pass == 0)
+                users_load(e, it->id, ce->user_name, ce->user_verifier);
             continue;
         }
-        if (vals[0].u.i == CATALOG_KIND_USER) {
-            char *name = strndup(vals[1].u.s.p, vals[1].u.s.len);
-            char *ver = vals[2].null ? NULL : strndup(vals[2].u.s.p, vals[2].u.s.len);
-            users_load(e, it->id, name, ver);
-            free(name);
-            free(ver);
-            free(vals);
+        if ((ce->obj->kind == CAT_SINK) != (pass == 1))
             continue;
-        }
-        CatObj *o = xcalloc(1, sizeof *o);
-        o->id = it->id;
-        o->kind = (CatKind)vals[0].u.i;
-        o->name = strndup(vals[1].u.s.p, vals[1].u.s.len);
-        o->sql = strndup(vals[2].u.s.p, vals[2].u.s.len);
-        o->parallelism = 1;
-        const Value *zone = NULL;
-        for (int x = 0; x < n_extra; x++) {
-            const Value *v = &vals[nids + 4 + x];
-            if (v->null)
-                continue;
-            if (v->type == TYPE_TEXT)
-                zone = v;
-            else if (v->type == TYPE_INT4)
-                o->plan_rev = (int)v->u.i;
-            else if (v->u.i >= 1 && v->u.i <= PLAN_MAX_PARALLELISM)
-                o->parallelism = (int)v->u.i;
-        }
-        o->n_table_ids = nids;
-        o->table_ids = xcalloc((size_t)(nids ? nids : 1), sizeof(uint64_t));
-        for (int k = 0; k < nids; k++)
-            o->table_ids[k] = (uint64_t)vals[4 + k].u.i;
-        if (zone) {
-            char *zn = strndup(zone->u.s.p, zone->u.s.len);
-            WError zerr = {0};
-            if (tz_find(zn, &o->tz, &zerr))
-                fprintf(stderr, "weir: %s was created in time zone %s, which this system does not know: using UTC\n",
-                        o->name, zn);
-            free(zn);
-        }
-        free(vals);
+        CatObj *o = ce->obj;
+        ce->obj = NULL; /* replayed: the catalog's or freed below */
         Arena *a = arena_new(0);
         AstStmt **stmts;
         int n_stmts;
@@ -850,17 +715,21 @@ static int replay_catalog(Engine *e, WError *err)
     /* A sink's query whose sink is gone (the server stopped between
      * writing the two entries, or the sink could not be restored) is
      * dropped with its state: nothing can read it. */
-    for (int i = 0; i < e->n_objs && !rc; i++)
-        if (e->objs[i]->sink_query && !e->objs[i]->sink_owner) {
-            fprintf(stderr, "weir: dropping %s: its sink is gone\n", e->objs[i]->name);
-            WError derr = {0};
-            if (engine_remove_object(e, e->objs[i], &derr))
-                fprintf(stderr, "weir: cannot drop %s: %s\n", e->objs[i]->name, derr.msg);
-            else
-                i--;
-        }
-    for (int i = 0; i < l.n; i++)
+    if (!rc)
+        CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o)
+            if (o->view.sink_query && !o->view.sink_owner) {
+                fprintf(stderr, "weir: dropping %s: its sink is gone\n", o->name);
+                WError derr = {0};
+                if (engine_remove_object(e, o, &derr)) /* removes o (and what follows it): the iteration allows it */
+                    fprintf(stderr, "weir: cannot drop %s: %s\n", o->name, derr.msg);
+            }
+    for (int i = 0; i < l.n; i++) {
         free(l.items[i].body);
+        cat_obj_free(ents[i].obj); /* not replayed: an earlier entry was corrupt */
+        free(ents[i].user_name);
+        free(ents[i].user_verifier);
+    }
+    free(ents);
     free(l.items);
     return rc;
 }
@@ -868,6 +737,7 @@ static int replay_catalog(Engine *e, WError *err)
 int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
 {
     Engine *e = xcalloc(1, sizeof *e);
+    e->cat = cat_new();
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->progress, NULL);
     e->data_dir = xstrdup(cfg->data_dir);
@@ -940,18 +810,13 @@ void engine_close(Engine *e)
             fprintf(stderr, "weir: final checkpoint failed: %s\n", err.msg);
     }
     /* Sinks first: after a SWAP a sink may hang off a view created after it. */
-    for (int i = e->n_objs - 1; i >= 0; i--)
-        if (e->objs[i]->kind == CAT_SINK) {
-            cat_obj_free(e->objs[i]);
-            e->objs[i] = NULL;
-        }
-    for (int i = e->n_objs - 1; i >= 0; i--) {
-        if (!e->objs[i])
-            continue;
-        subs_view_stopped(e, e->objs[i]);
-        cat_obj_free(e->objs[i]);
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_SINK), s) {
+        cat_unlink(e->cat, s);
+        cat_obj_free(s);
     }
-    free(e->objs);
+    CAT_FOREACH(e->cat, CAT_ANY, o)
+        subs_view_stopped(e, o);
+    cat_free(e->cat);
     users_free(e);
     rt_kafka_producer_close(e->producer);
     free(e->producer_bootstrap);

@@ -1,6 +1,9 @@
 /*
- * engine_int.h: shared by engine.c (catalog, engine thread, checkpoints)
- * and session.c (statement execution). Not for use outside server/.
+ * engine_int.h: the Engine and the Session, shared by engine.c (engine
+ * thread, checkpoints, adding and removing catalog objects), session.c
+ * (dispatch), the commands (commands.h) and the other server files. The
+ * catalog's objects and their API are in catalog.h. Not for use outside
+ * server/.
  */
 #ifndef WEIR_SERVER_ENGINE_INT_H
 #define WEIR_SERVER_ENGINE_INT_H
@@ -15,74 +18,7 @@
 #include "runtime.h"
 #include "storage.h"
 #include "weir_limits.h"
-
-/* One catalog object: its definition, and for views the running dataflow. */
-typedef struct CatObj {
-    uint64_t id;
-    CatKind kind;
-    char *name;
-    char *sql;                /* the CREATE statement as the user wrote it */
-    Arena *arena;             /* the object's lifespan: relation, plan */
-    CatRelation rel;
-    PlanView *plan;           /* CAT_VIEW, CAT_TABLE (the table's own dataflow) */
-    RtDataflow *df;           /* CAT_VIEW, CAT_TABLE: running */
-    int n_table_ids;          /* state tables, in the order the planner asked for them */
-    uint64_t *table_ids;
-    struct CatObj *late_of;   /* a LATE ROWS INTO relation: the view that owns it (not persisted itself) */
-    /* CAT_VIEW: the query of a CREATE SINK ... AS query. Its catalog entry
-     * holds the CREATE SINK text; it is hidden from the planner's lookups
-     * and from SHOW/pg_catalog, and goes with its sink (sink_owner, set once
-     * the sink exists; a view left without one at start is dropped). */
-    bool sink_query;
-    struct CatObj *sink_owner;
-    /* CAT_VIEW: the session's streaming_parallelism at CREATE (persisted after
-     * the table ids when > 1), so the view is re-planned with the same shape */
-    int parallelism;
-    /* CAT_VIEW: the planner revision it was created under (PLAN_REV_CURRENT
-     * then; persisted when > 0; 0 in entries from before revisions), so a
-     * later weir plans it by the same rules (planner.h) */
-    int plan_rev;
-    /* CAT_SINK */
-    struct CatObj *from;      /* the view it reads */
-    RtSinkSpec spec;          /* in arena */
-    int *view_cols;           /* in arena: view column of each sink column */
-    RtSink *sink;             /* attached to from->df while that runs */
-    /* CAT_VIEW: RtStats.rows_out when the last checkpoint committed; equal to
-     * the current count means nothing changed since (an SSE resume needs no snapshot). */
-    uint64_t changes_at_commit;
-    /* CAT_VIEW, CAT_TABLE: its recent changes, kept from its first subscriber
-     * on (SUB_HISTORY changes at most), so a consumer that reconnects can
-     * resume after an epoch it has (subscribe.c); NULL before. */
-    struct Subscription *history;
-    /* CAT_VIEW, CAT_TABLE: why the dataflow is not running ("" when it
-     * runs, or has not failed yet). failed: it stopped at a bad record of a
-     * source with on_error = 'fail' and waits for ALTER MATERIALIZED VIEW
-     * ... RESUME (not retried); otherwise a stopped view is retried every 2 s. */
-    char stop_error[512];
-    bool failed;
-    RtFailedRecord fail;
-    int n_skips;              /* records RESUME said to skip, handed to every reopened dataflow */
-    RtFailedRecord *skips;
-    /* CAT_SOURCE, CAT_TABLE changed by ALTER SOURCE: the statement that gives
-     * its on_error/error.topic now (NULL: none set), stored in checkpoint
-     * metadata "alter/<id>" and applied after the CREATE at start. */
-    char *alter_sql;
-    bool altered;
-    /* Names this object had before ALTER ... RENAME: kept until the object
-     * is freed, since running operators and changefeeds borrow o->name. */
-    int n_old_names;
-    char **old_names;
-    /* The catalog entry changed in memory and goes into the next
-     * checkpoint's transaction (ALTER MATERIALIZED VIEW ... SWAP WITH: the
-     * names commit together with the sinks' switch-over); cat_in_ck: it is
-     * in the checkpoint in flight (dirty again if that one fails). */
-    bool cat_dirty;
-    bool cat_in_ck;
-    /* The session TimeZone it was created in (NULL: UTC): its statement is
-     * planned again in it at start (a view's expressions run in it), kept
-     * in the catalog entry after the state table ids. */
-    const struct WTz *tz;
-} CatObj;
+#include "catalog.h"
 
 /* One taken checkpoint, for the weir_checkpoints system view. */
 typedef struct CkptRecord {
@@ -95,10 +31,9 @@ typedef struct CkptRecord {
 
 #define CKPT_HISTORY 64
 
-/* A database user (users.c). The built-in superuser USER_BOOTSTRAP is
+/* A database user (cmd_user.c). The built-in superuser USER_BOOTSTRAP is
  * listed only once it has a password. */
 #define USER_BOOTSTRAP "weir"
-#define CATALOG_KIND_USER 100      /* StorCatalogEntry.kind of a user */
 
 typedef struct EngineUser {
     uint64_t id;              /* catalog id */
@@ -113,8 +48,7 @@ struct Engine {
     RtEnv rt;
     char *data_dir;
     char *kafka_bootstrap;
-    int n_objs, cap_objs;
-    CatObj **objs;
+    Catalog *cat;                  /* every source, table, view and sink (catalog.h) */
     RtKafkaProducer *producer;     /* for INSERT INTO a source; opened on first use */
     char *producer_bootstrap;
     uint64_t epoch;                /* last committed checkpoint */
@@ -153,7 +87,7 @@ struct Engine {
     bool ck_failing;               /* the last checkpoint attempt failed */
     uint64_t early_checkpoints;    /* started because of the limit */
     struct Session *sessions;      /* every open session (pg_stat_activity), under lock */
-    int n_users, cap_users;        /* users.c */
+    int n_users, cap_users;        /* cmd_user.c */
     EngineUser *users;
     /* A weir cluster (cluster.c), NULL outside one. catalog_next: the
      * catalog topic offsets this node has applied (the next it will);
@@ -191,14 +125,12 @@ typedef struct Session {
 } Session;
 
 /* engine.c */
-CatObj *engine_find(Engine *e, const char *name);
 int engine_add_object(Engine *e, CatObj *o, bool persist, WError *err);
 int engine_remove_object(Engine *e, CatObj *o, WError *err);
 /* Renames o to new_name and persists its catalog entry (the stored CREATE
  * text is kept as written: replay takes the name from the entry). The
  * caller has checked that the name is free and nothing depends on o. */
 int engine_rename_object(Engine *e, CatObj *o, const char *new_name, WError *err);
-void cat_obj_free(CatObj *o);
 int engine_checkpoint(Engine *e, WError *err);        /* with the lock held */
 /* Wait for the checkpoint in flight, if any, and finish it (lock held).
  * Anything that closes a dataflow or drops a table calls this first: the
@@ -208,9 +140,31 @@ int engine_checkpoint_wait(Engine *e, WError *err);
 /* The epoch changes applied now belong to: after the last committed one
  * and after the one in flight, if any. */
 static inline uint64_t engine_open_epoch(const Engine *e) { return (e->ck_busy ? e->ck_epoch : e->epoch) + 1; }
-/* The planner's view of the catalog; system views are built in `a` (the
- * statement arena) when a statement names them. */
-PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run, Arena *a);
+/* The state of one planning call's view of the catalog (engine_plan_catalog):
+ * the caller's, usually on its stack, for as long as the PlanCatalog is used. */
+typedef struct PlanCatCtx {
+    Engine *e;
+    Arena *a;
+    CatObj *owner;            /* the object being planned: its state table ids go here */
+    bool replay;              /* hand back owner's stored ids in order, allocate none */
+    bool dry_run;             /* an ad hoc query or EXPLAIN: made-up ids, nothing stored */
+    int next_replay;
+    uint64_t fake;
+    bool id_failed;           /* an id could not be handed out: the planner got 0 */
+    WError id_err;            /* why (the first failure) */
+} PlanCatCtx;
+
+/* The planner's view of the catalog, its state in *ctx (see above); system
+ * views are built in `a` (the statement arena) when a statement names them.
+ * A sink's query view is hidden from lookups. */
+PlanCatalog engine_plan_catalog(Engine *e, PlanCatCtx *ctx, CatObj *owner, bool replay, bool dry_run, Arena *a);
+/* After a planning call that may allocate state table ids (replay or not
+ * dry_run): 0, or -1 with err when the planner was handed id 0 because an
+ * id could not be allocated (the storage error: 58030 for an I/O error,
+ * 53100 for a full disk) or, at start, the object's catalog entry holds
+ * fewer ids than its plan asks for (XX000). The plan must then be
+ * discarded: it names state table 0. */
+int engine_plan_ids_ok(const PlanCatCtx *ctx, WError *err);
 /* Starts a view's dataflow and attaches its sinks (lock held). */
 int engine_start_view(Engine *e, CatObj *view, WError *err);
 /* Detaches a view's sinks and stops its dataflow. */
@@ -218,20 +172,11 @@ void engine_stop_view(Engine *e, CatObj *view);
 /* Swaps the names of a and b (in memory; both entries are written by the
  * next checkpoint). */
 void engine_swap_names(Engine *e, CatObj *a, CatObj *b);
-/* swap.c: ALTER MATERIALIZED VIEW a SWAP WITH b (lock held). */
-int session_swap_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 /* ALTER MATERIALIZED VIEW v RESUME: a view stopped by a bad record skips
  * that record and runs again; a view stopped otherwise is retried now; a
  * running view is left alone. Lock held. */
 int engine_resume_view(Engine *e, CatObj *view, WError *err);
 
-/* analyze.c: ANALYZE LATENESS (engine lock held; released while the log is read).
- * describe_only: check the statement and describe its first result set only. */
-int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err);
-/* verify.c: VERIFY MATERIALIZED VIEW (engine lock held); describe_only as above. */
-int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err);
-/* The weir_verifications system view: the last VERIFY result per existing view. */
-const CatRelation *verify_sysview(Engine *e, Arena *a);
 
 /* subscribe.c: changefeeds over a view (SUBSCRIBE, HTTP Server-Sent Events). */
 #define SUB_MAX_COLS WEIR_MAX_COLUMNS
@@ -345,14 +290,6 @@ int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *props, 
                     WError *err);
 int64_t now_ms(void);
 
-/* users.c */
-/* CREATE/ALTER/DROP USER (lock held). Errors: 42710, 42704, 55006, 0A000. */
-int users_exec(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
-/* SrvEngine.user_verifier: takes the lock. */
-int users_verifier(void *ctx, const char *user, char *out, size_t n);
-/* At start: a user entry of the catalog (lock held). */
-void users_load(Engine *e, uint64_t id, const char *name, const char *verifier);
-void users_free(Engine *e);
 
 /* session.c */
 /* A weir cluster's catalog record, applied on this node (cluster.c): runs
@@ -384,29 +321,6 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
 /* The Postgres type OID a column declared type of pgcatalog.sql stands for (25 if unknown). */
 uint32_t pgcat_decltype_oid(const char *decl);
 
-/* Creates a source or view from its statement. replay: at start, from the
- * catalog (no persistence, stored table ids). Lock held. */
-int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
-int session_create_view(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
-int session_create_sink(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);
-/* ALTER SOURCE|TABLE name SET (on_error = ..., error.topic = ...). replay:
- * applying the stored statement at start (no checkpoint, no view restarts).
- * Otherwise views stopped at a bad record of the source restart under the
- * new policy, and a checkpoint stores the change. Lock held. */
-int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err);
-/* table.c: CREATE TABLE (o prepared by session_create_source: name, sql,
- * options; on failure the caller frees o) and the DML statements on
- * writable tables. Lock held. */
-int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, WError *err);
-int table_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
-/* Runs the ad hoc query sel and copies its visible rows into a (INSERT ...
- * SELECT): *rows[i] has *n_cols values, valid for a's lifespan. */
-int table_query_rows(Engine *e, const AstSelect *sel, Arena *a, Value ***rows, int *n_rows, int *n_cols, WError *err);
-/* v converted to column type t as INSERT assigns it (any castable value);
- * a cast error gets position pos. Strings are allocated in a. */
-int table_assign(Arena *a, const Value *v, TypeId t, int pos, Value *out, WError *err);
-int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
-int table_delete(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out);
 void session_execute(void *ctx, void *sess, const char *sql, int n_params, const char *const *params,
                      bool describe_only, long max_rows, SrvResult *out);

@@ -236,10 +236,7 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
 {
     prom_head(b, name, type, help);
     int k = 0;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW)
-            continue;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
         const RtStats *s = &st[k++];
         char val[64];
         switch (what) {
@@ -249,8 +246,8 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
         case VM_EVAL: snprintf(val, sizeof val, "%llu", (unsigned long long)s->eval_errors); break;
         case VM_GAPS: snprintf(val, sizeof val, "%llu", (unsigned long long)s->offset_gaps); break;
         case VM_CHANGES: snprintf(val, sizeof val, "%llu", (unsigned long long)s->rows_out); break;
-        case VM_RUNNING: snprintf(val, sizeof val, "%d", o->df != NULL); break;
-        case VM_FAILED: snprintf(val, sizeof val, "%d", !o->df && o->failed); break;
+        case VM_RUNNING: snprintf(val, sizeof val, "%d", o->flow.df != NULL); break;
+        case VM_FAILED: snprintf(val, sizeof val, "%d", !o->flow.df && o->flow.failed); break;
         case VM_WATERMARK:
             if (s->watermark == TS_MINUS_INF)
                 continue; /* no watermark yet: no sample */
@@ -379,13 +376,12 @@ static enum MHD_Result get_ready(SrvHttp *h, struct MHD_Connection *c)
     }
     Buf why = BUF_INIT;
     int n = 0;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || o->df)
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW) | CAT_KINDS(CAT_TABLE), o) {
+        if (o->flow.df)
             continue;
         char msg[1024];
         snprintf(msg, sizeof msg, "%s %s is not running%s%s", o->kind == CAT_VIEW ? "view" : "table", o->name,
-                 o->stop_error[0] ? ": " : "", o->stop_error);
+                 o->flow.stop_error[0] ? ": " : "", o->flow.stop_error);
         buf_puts(&why, n++ ? ", " : "");
         json_str(&why, msg, -1);
     }
@@ -414,16 +410,14 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
         goto process;
     }
     int nv = 0;
-    for (int i = 0; i < e->n_objs; i++)
-        nv += e->objs[i]->kind == CAT_VIEW;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o)
+        nv++;
     RtStats *st = xcalloc((size_t)(nv ? nv : 1), sizeof *st);
-    for (int i = 0, k = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW)
-            continue;
+    int k = 0;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
         st[k].watermark = TS_MINUS_INF;
-        if (o->df)
-            rt_dataflow_stats(o->df, &st[k]);
+        if (o->flow.df)
+            rt_dataflow_stats(o->flow.df, &st[k]);
         k++;
     }
     view_family(&b, e, st, VM_RUNNING, "weir_view_running", "gauge", "1 while the view's dataflow runs.");
@@ -447,17 +441,15 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
     free(st);
 
     int ns = 0;
-    for (int i = 0; i < e->n_objs; i++)
-        ns += e->objs[i]->kind == CAT_SINK;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_SINK), o)
+        ns++;
     RtSinkStatus *ss = xcalloc((size_t)(ns ? ns : 1), sizeof *ss);
     CatObj **so = xcalloc((size_t)(ns ? ns : 1), sizeof *so);
-    for (int i = 0, k = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->kind != CAT_SINK)
-            continue;
+    k = 0;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_SINK), o) {
         so[k] = o;
-        if (o->sink)
-            rt_sink_status(o->sink, &ss[k]);
+        if (o->sink.rt)
+            rt_sink_status(o->sink.rt, &ss[k]);
         else
             strcpy(ss[k].state, "stopped");
         k++;
@@ -659,8 +651,7 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
         buf_printf(&b, ",\"pgwire_connections\":%d,\"subscriptions\":%d,\"sources\":[",
                    atomic_load(&e->n_sessions), e->n_subs);
         int n = 0;
-        for (int i = 0; i < e->n_objs; i++) {
-            CatObj *o = e->objs[i];
+        CAT_FOREACH(e->cat, CAT_ANY, o) {
             if (o->kind != CAT_SOURCE && o->kind != CAT_TABLE)
                 continue;
             buf_puts(&b, n++ ? ",{\"name\":" : "{\"name\":");
@@ -678,17 +669,14 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
     }
     buf_putc(&b, '[');
     int n = 0;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW)
-            continue;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
         RtStats st = {0};
         st.watermark = TS_MINUS_INF;
-        if (o->df)
-            rt_dataflow_stats(o->df, &st);
+        if (o->flow.df)
+            rt_dataflow_stats(o->flow.df, &st);
         buf_puts(&b, n++ ? ",{\"name\":" : "{\"name\":");
         json_str(&b, o->name, -1);
-        buf_printf(&b, ",\"running\":%s", o->df ? "true" : "false");
+        buf_printf(&b, ",\"running\":%s", o->flow.df ? "true" : "false");
         json_rel_columns(&b, &o->rel);
         if (!views_only) {
             json_kv_u64(&b, "records_in", st.records_in);
@@ -711,21 +699,20 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
     if (!views_only) {
         buf_puts(&b, ",\"sinks\":[");
         n = 0;
-        for (int i = 0; i < e->n_objs; i++) {
-            CatObj *o = e->objs[i];
+        CAT_FOREACH(e->cat, CAT_ANY, o) {
             if (o->kind != CAT_SINK)
                 continue;
             RtSinkStatus st = {0};
-            if (o->sink)
-                rt_sink_status(o->sink, &st);
+            if (o->sink.rt)
+                rt_sink_status(o->sink.rt, &st);
             else
                 strcpy(st.state, "stopped");
             buf_puts(&b, n++ ? ",{\"name\":" : "{\"name\":");
             json_str(&b, o->name, -1);
             buf_puts(&b, ",\"view\":");
-            json_str(&b, o->from ? o->from->name : "", -1);
+            json_str(&b, o->sink.from ? o->sink.from->name : "", -1);
             buf_puts(&b, ",\"connector\":");
-            const char *conn = rt_sink_option(&o->spec, "connector");
+            const char *conn = rt_sink_option(&o->sink.spec, "connector");
             json_str(&b, conn ? conn : "", -1);
             buf_puts(&b, ",\"state\":");
             json_str(&b, st.state, -1);
@@ -766,7 +753,7 @@ static int snap_json_row(void *arg, int n, const char *const *vals, const int *l
 
 static CatObj *find_view(Engine *e, const char *name, struct MHD_Connection *c, enum MHD_Result *res)
 {
-    CatObj *v = engine_find(e, name);
+    CatObj *v = cat_find(e->cat, name);
     if (!v) {
         *res = respond_error(c, MHD_HTTP_NOT_FOUND, SQLSTATE_UNDEFINED_TABLE, "relation \"%s\" does not exist", name);
         return NULL;
@@ -988,11 +975,11 @@ static enum MHD_Result get_stream(SrvHttp *h, struct MHD_Connection *c, const ch
          * epoch and the view has not changed since: then nothing was missed
          * and nothing is in flight. Any other id gets a fresh snapshot. */
         RtStats st = {0};
-        if (v->df)
-            rt_dataflow_stats(v->df, &st);
+        if (v->flow.df)
+            rt_dataflow_stats(v->flow.df, &st);
         WError miss = {0};
-        bool resume = have_last && v->df && sub_open_after(e, v, last, &s->sub, &miss) == 0;
-        bool unchanged = !resume && have_last && last == e->epoch && v->df && st.rows_out == v->changes_at_commit;
+        bool resume = have_last && v->flow.df && sub_open_after(e, v, last, &s->sub, &miss) == 0;
+        bool unchanged = !resume && have_last && last == e->epoch && v->flow.df && st.rows_out == v->flow.changes_at_commit;
         if (!resume && sub_open(e, v, !unchanged, &s->sub, &err)) {
             res = respond_error(c, strcmp(err.sqlstate, "55000") == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
                                                                        : MHD_HTTP_INTERNAL_SERVER_ERROR,

@@ -161,8 +161,8 @@ static const char *describe(const CatObj *o, Arena *a)
         return d;
     }
     case CAT_VIEW: {
-        if (o->late_of)
-            return arena_printf(a, "late rows of %s", o->late_of->name);
+        if (o->view.late_of)
+            return arena_printf(a, "late rows of %s", o->view.late_of->name);
         Buf b = BUF_INIT;
         buf_puts(&b, r->append_only ? "append-only" : "updating");
         if (r->n_pk > 0) {
@@ -171,15 +171,15 @@ static const char *describe(const CatObj *o, Arena *a)
                 buf_printf(&b, "%s%s", i ? ", " : "", r->col_names[r->pk[i]]);
             buf_puts(&b, ")");
         }
-        buf_puts(&b, o->df ? ", running" : ", not running");
+        buf_puts(&b, o->flow.df ? ", running" : ", not running");
         buf_putc(&b, 0);
         const char *d = arena_strdup(a, b.data);
         buf_free(&b);
         return d;
     }
     case CAT_SINK:
-        return arena_printf(a, "sink from %s to %s", o->from ? o->from->name : "?",
-                            rt_sink_option(&o->spec, "connector") ? rt_sink_option(&o->spec, "connector") : "?");
+        return arena_printf(a, "sink from %s to %s", o->sink.from ? o->sink.from->name : "?",
+                            rt_sink_option(&o->sink.spec, "connector") ? rt_sink_option(&o->sink.spec, "connector") : "?");
     default:
         return NULL;
     }
@@ -189,13 +189,14 @@ static const char *describe(const CatObj *o, Arena *a)
 static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
 {
     int rc = 0;
-    for (int i = 0; i < e->n_objs && !rc; i++) {
-        CatObj *o = e->objs[i];
-        if (o->sink_query)
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if (rc)
+            break;
+        if (o->view.sink_query)
             continue; /* part of its sink */
         long long oid = OID_USER_BASE + (long long)o->id;
-        if (o->late_of)
-            oid = OID_USER_BASE + (long long)o->late_of->id + 1000000; /* no id of its own */
+        if (o->view.late_of)
+            oid = OID_USER_BASE + (long long)o->view.late_of->id + 1000000; /* no id of its own */
         const CatRelation *r = &o->rel;
         switch (o->kind) {
         case CAT_SOURCE:
@@ -208,10 +209,10 @@ static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
                               r->col_hidden, NULL, NULL);
             if (!rc)
                 rc = insert(db, "INSERT INTO pg_catalog.pg_matviews VALUES ('public', ?1, ?2, NULL, 0, ?3, ?4)", "ttit",
-                            o->name, "weir", (long long)(o->df != NULL), view_query(o->sql, a));
+                            o->name, "weir", (long long)(o->flow.df != NULL), view_query(o->sql, a));
             break;
         case CAT_SINK: {
-            const RtSinkSpec *sp = &o->spec;
+            const RtSinkSpec *sp = &o->sink.spec;
             rc = add_relation(db, oid, o->name, NSP_PUBLIC, "f", sp->n_cols, (const char *const *)sp->col_names,
                               sp->col_types, NULL, NULL, NULL);
             const char *conn = rt_sink_option(sp, "connector");
@@ -239,12 +240,12 @@ static int add_weir_objects(sqlite3 *db, Engine *e, Session *s, Arena *a)
         case CAT_SYSTEM:
             break;
         }
-        if (!rc && o->kind == CAT_VIEW && o->df && o->plan) {
+        if (!rc && o->kind == CAT_VIEW && o->flow.df && o->flow.plan) {
             /* Sizes (\dm+, pg_table_size): the state the view holds. */
             long long bytes = 0;
-            for (int k = 0; k < o->plan->n_nodes; k++)
-                if (o->plan->nodes[k]->table_id)
-                    bytes += (long long)rt_dataflow_state_bytes(o->df, k);
+            for (int k = 0; k < o->flow.plan->n_nodes; k++)
+                if (o->flow.plan->nodes[k]->table_id)
+                    bytes += (long long)rt_dataflow_state_bytes(o->flow.df, k);
             rc = insert(db, "INSERT INTO main._weir_sizes VALUES (?1, ?2)", "ii", oid, bytes);
         }
         if (!rc && o->kind == CAT_TABLE && r->n_pk > 0) {
@@ -505,7 +506,7 @@ static int sqlite_error(sqlite3 *db, Engine *e, SrvResult *out, bool prepare, WE
         const char *dot = strchr(name, '.');
         const char *bare = dot ? dot + 1 : name;
         pthread_mutex_lock(&e->lock);
-        bool weir = engine_find(e, bare) != NULL;
+        bool weir = cat_find(e->cat, bare) != NULL;
         pthread_mutex_unlock(&e->lock);
         if (weir)
             return werr(err, SQLSTATE_NOT_SUPPORTED, 0,

@@ -51,7 +51,7 @@ struct Subscription {
     long n_queued;            /* events in the queue, snapshot rows excluded */
     bool ended;
     WError end_err;           /* why it ended */
-    /* A view's history (CatObj.history): nobody reads the queue; over
+    /* A view's history (CatObj.flow.history): nobody reads the queue; over
      * SUB_HISTORY events the oldest go, and every change of an epoch after
      * `complete_after` is still in it. */
     bool history;
@@ -226,7 +226,7 @@ int view_snapshot(Engine *e, CatObj *v, RtRowFn fn, void *arg, WError *err)
 {
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
-    if (!v->df)
+    if (!v->flow.df)
         return werr(err, "55000", 0, "materialized view \"%s\" is not running", v->name);
     /* The snapshot is the ad hoc query SELECT * FROM "v": the same rows, in
      * the same text form, as a client would get. */
@@ -243,7 +243,8 @@ int view_snapshot(Engine *e, CatObj *v, RtRowFn fn, void *arg, WError *err)
     int n = 0;
     long rows = -1;
     if (parse_sql(sql.data, a, &stmts, &n, err) == 0 && n == 1) {
-        PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, a);
+        PlanCatCtx pcx;
+        PlanCatalog cat = engine_plan_catalog(e, &pcx, NULL, false, true, a);
         PlanQuery *q = plan_query(stmts[0]->u.select, &cat, a, err);
         if (q)
             rows = rt_query_run(&e->rt, q, fn, arg, err);
@@ -312,7 +313,7 @@ static int open_sub(Engine *e, CatObj *v, bool snapshot, Subscription **out, WEr
 {
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
-    if (!v->df)
+    if (!v->flow.df)
         return werr(err, "55000", 0, "materialized view \"%s\" is not running", v->name);
     Subscription *s = xcalloc(1, sizeof *s);
     s->e = e;
@@ -332,7 +333,7 @@ static int open_sub(Engine *e, CatObj *v, bool snapshot, Subscription **out, WEr
             return -1;
         }
     }
-    if (rt_dataflow_subscribe(v->df, s->schema.epoch, on_change, on_progress, s, &s->rs)) {
+    if (rt_dataflow_subscribe(v->flow.df, s->schema.epoch, on_change, on_progress, s, &s->rs)) {
         sub_free(s);
         return werr(err, SQLSTATE_INTERNAL, 0, "cannot subscribe to \"%s\"", v->name);
     }
@@ -347,7 +348,7 @@ int sub_open(Engine *e, CatObj *v, bool snapshot, Subscription **out, WError *er
 {
     if (open_sub(e, v, snapshot, out, err))
         return -1;
-    if (!v->history)
+    if (!v->flow.history)
         history_start(e, v);
     return 0;
 }
@@ -363,7 +364,7 @@ static void history_start(Engine *e, CatObj *v)
         h->history = true;
         h->complete_after = h->schema.epoch - 1;
         e->n_subs--; /* not a changefeed anyone reads (/metrics counts those) */
-        v->history = h;
+        v->flow.history = h;
     }
 }
 
@@ -371,10 +372,10 @@ static void history_start(Engine *e, CatObj *v)
  * no longer lead to what the name shows). Engine lock held. */
 static void history_drop(Engine *e, CatObj *v)
 {
-    Subscription *h = v->history;
+    Subscription *h = v->flow.history;
     if (!h)
         return;
-    v->history = NULL;
+    v->flow.history = NULL;
     e->n_subs++; /* sub_close counts it out */
     sub_close(h);
 }
@@ -386,7 +387,7 @@ static int open_after(Engine *e, CatObj *v, uint64_t after, bool upsert, Subscri
     if (after > e->epoch)
         return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "epoch %llu of \"%s\" is not committed yet (the last is %llu)",
                     (unsigned long long)after, v->name, (unsigned long long)e->epoch);
-    Subscription *h = v->history;
+    Subscription *h = v->flow.history;
     bool kept = false;
     if (h) {
         pthread_mutex_lock(&h->mu);
@@ -502,8 +503,8 @@ int sub_take(Subscription *s, int timeout_ms, SubEvent **events, WError *err)
 /* Detaches s from its view's dataflow (engine lock held). */
 static void detach(Subscription *s)
 {
-    if (s->rs && s->view && s->view->df)
-        rt_dataflow_unsubscribe(s->view->df, s->rs);
+    if (s->rs && s->view && s->view->flow.df)
+        rt_dataflow_unsubscribe(s->view->flow.df, s->rs);
     s->rs = NULL;
     s->view = NULL;
 }
@@ -620,7 +621,7 @@ static int move_sub(Engine *e, Subscription *s, CatObj *to, const TextRows *gone
     SubSchema tmp;
     sub_schema_init(to, &tmp, s->vis);
     s->view = to;
-    if (rt_dataflow_subscribe(to->df, epoch, on_change, on_progress, s, &s->rs)) {
+    if (rt_dataflow_subscribe(to->flow.df, epoch, on_change, on_progress, s, &s->rs)) {
         s->view = NULL;
         pthread_mutex_lock(&s->mu);
         s->ended = true;
@@ -827,7 +828,7 @@ int sub_options(const AstSubscribe *sb, SubOpts *out, WError *err)
 CatObj *sub_view(Engine *e, const AstStmt *st, WError *err)
 {
     const AstSubscribe *sb = st->u.subscribe;
-    CatObj *v = engine_find(e, sb->view);
+    CatObj *v = cat_find(e->cat, sb->view);
     if (!v)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", sb->view), NULL;
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)

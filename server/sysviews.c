@@ -13,7 +13,7 @@
  *   weir_watermarks   per view, source and partition: the watermark, the
  *                     largest event time, lag behind the clock, idleness
  *   weir_source_errors the last source records each view could not use
- *   weir_verifications the last VERIFY result per view (verify.c)
+ *   weir_verifications the last VERIFY result per view (cmd_verify.c)
  *   weir_backfills    per view created WITH (backfill_from = ...), source and
  *                     partition: read position, end offset, lag, watermark,
  *                     and whether the whole view has caught up
@@ -27,7 +27,7 @@
  */
 #include "cluster.h"
 #include "group.h"
-#include "engine_int.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,30 +84,29 @@ static const CatRelation *views(Engine *e, Arena *a)
     static const TypeId types[] = {TYPE_TEXT, TYPE_BOOL, TYPE_INT8, TYPE_INT8, TYPE_INT8,
                                    TYPE_INT8, TYPE_INT8, TYPE_TIMESTAMP, TYPE_TEXT, TYPE_TEXT};
     SysBuild b = {a, sys_new(a, "weir_views", 10, names, types), 0};
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || o->late_of)
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || o->view.late_of)
             continue;
         Value *row = sys_row(&b);
         RtStats st = {0};
         st.watermark = TS_MINUS_INF;
-        if (o->df)
-            rt_dataflow_stats(o->df, &st);
+        if (o->flow.df)
+            rt_dataflow_stats(o->flow.df, &st);
         row[0] = text(a, o->name);
-        row[1] = value_bool(o->df != NULL);
+        row[1] = value_bool(o->flow.df != NULL);
         row[2] = value_int(TYPE_INT8, (int64_t)st.records_in);
         row[3] = value_int(TYPE_INT8, (int64_t)st.bad_records);
         row[4] = value_int(TYPE_INT8, (int64_t)st.late_rows);
         row[5] = value_int(TYPE_INT8, (int64_t)st.eval_errors);
         row[6] = value_int(TYPE_INT8, (int64_t)st.rows_out);
         row[7] = st.watermark == TS_MINUS_INF ? value_null(TYPE_TIMESTAMP) : value_int(TYPE_TIMESTAMP, st.watermark);
-        row[8] = !o->df && o->stop_error[0] ? text(a, o->stop_error)
+        row[8] = !o->flow.df && o->flow.stop_error[0] ? text(a, o->flow.stop_error)
                : st.last_error[0]            ? text(a, st.last_error)
                                              : value_null(TYPE_TEXT);
         /* running; paused: over --state-memory-limit until a checkpoint
          * succeeds; failed: stopped at a bad record (on_error = 'fail') or its topic was deleted or shrunk, waits
          * for RESUME; stopped: its dataflow failed or cannot start, retried every 2 s. */
-        row[9] = text(a, o->df ? (e->paused ? "paused" : "running") : o->failed ? "failed" : "stopped");
+        row[9] = text(a, o->flow.df ? (e->paused ? "paused" : "running") : o->flow.failed ? "failed" : "stopped");
     }
     return b.r;
 }
@@ -239,19 +238,18 @@ static const CatRelation *sinks(Engine *e, Arena *a)
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_TEXT, TYPE_TEXT,
                                    TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_TEXT, TYPE_INT8};
     SysBuild b = {a, sys_new(a, "weir_sinks", 9, names, types), 0};
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
         if (o->kind != CAT_SINK)
             continue;
         Value *row = sys_row(&b);
         RtSinkStatus st = {0};
-        if (o->sink)
-            rt_sink_status(o->sink, &st);
+        if (o->sink.rt)
+            rt_sink_status(o->sink.rt, &st);
         else
             strcpy(st.state, "stopped");
         row[0] = text(a, o->name);
-        row[1] = text(a, o->from ? o->from->name : NULL);
-        row[2] = text(a, rt_sink_option(&o->spec, "connector"));
+        row[1] = text(a, o->sink.from ? o->sink.from->name : NULL);
+        row[2] = text(a, rt_sink_option(&o->sink.spec, "connector"));
         row[3] = text(a, st.state);
         row[4] = value_int(TYPE_INT8, (int64_t)st.delivered_epoch);
         row[5] = value_int(TYPE_INT8, st.pending_epochs);
@@ -285,12 +283,11 @@ static const CatRelation *state(Engine *e, Arena *a)
     static const char *names[] = {"view", "operator", "table_id", "state_bytes"};
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT8, TYPE_INT8};
     SysBuild b = {a, sys_new(a, "weir_state", 4, names, types), 0};
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->plan)
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->flow.plan)
             continue;
-        for (int k = 0; k < o->plan->n_nodes; k++) {
-            const PlanNode *n = o->plan->nodes[k];
+        for (int k = 0; k < o->flow.plan->n_nodes; k++) {
+            const PlanNode *n = o->flow.plan->nodes[k];
             if (!n->table_id)
                 continue;
             Value *row = sys_row(&b);
@@ -298,7 +295,7 @@ static const CatRelation *state(Engine *e, Arena *a)
             row[1] = value_str(TYPE_TEXT, arena_printf(a, "%s#%d", plan_node_kind_name(n->kind), n->id), 0);
             row[1].u.s.len = (uint32_t)strlen(row[1].u.s.p);
             row[2] = value_int(TYPE_INT8, (int64_t)n->table_id);
-            row[3] = value_int(TYPE_INT8, o->df ? (int64_t)rt_dataflow_state_bytes(o->df, k) : 0);
+            row[3] = value_int(TYPE_INT8, o->flow.df ? (int64_t)rt_dataflow_state_bytes(o->flow.df, k) : 0);
         }
     }
     return b.r;
@@ -316,23 +313,22 @@ static const CatRelation *operators(Engine *e, Arena *a)
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_INT8,
                                    TYPE_INT8};
     SysBuild b = {a, sys_new(a, "weir_operators", 8, names, types), 0};
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->plan || o->late_of)
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->flow.plan || o->view.late_of)
             continue;
-        for (int k = 0; k < o->plan->n_nodes; k++) {
+        for (int k = 0; k < o->flow.plan->n_nodes; k++) {
             RtOpCounters c = {.open_windows = -1};
-            if (o->df)
-                rt_dataflow_op_counters(o->df, k, &c);
+            if (o->flow.df)
+                rt_dataflow_op_counters(o->flow.df, k, &c);
             Value *row = sys_row(&b);
             row[0] = text(a, o->name);
-            row[1] = text(a, op_name(a, o->plan->nodes[k]));
+            row[1] = text(a, op_name(a, o->flow.plan->nodes[k]));
             row[2] = value_int(TYPE_INT8, (int64_t)c.rows_in);
             row[3] = value_int(TYPE_INT8, (int64_t)c.rows_out);
             row[4] = value_int(TYPE_INT8, (int64_t)c.late_rows);
             row[5] = value_int(TYPE_INT8, (int64_t)c.bad_records);
             row[6] = c.open_windows >= 0 ? value_int(TYPE_INT8, c.open_windows) : value_null(TYPE_INT8);
-            row[7] = o->plan->nodes[k]->state_ttl_us ? value_int(TYPE_INT8, (int64_t)c.expired_keys)
+            row[7] = o->flow.plan->nodes[k]->state_ttl_us ? value_int(TYPE_INT8, (int64_t)c.expired_keys)
                                                      : value_null(TYPE_INT8);
         }
     }
@@ -361,11 +357,10 @@ static const CatRelation *watermarks(Engine *e, Arena *a)
     SysBuild b = {a, sys_new(a, "weir_watermarks", 9, names, types), 0};
     RtPartitionWatermark *pw = arena_alloc(a, sizeof *pw * MAX_PARTS);
     int64_t now = now_us();
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->df || o->late_of)
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->flow.df || o->view.late_of)
             continue;
-        int n = rt_dataflow_watermarks(o->df, pw, MAX_PARTS);
+        int n = rt_dataflow_watermarks(o->flow.df, pw, MAX_PARTS);
         for (int k = 0; k < n; k++) {
             Value *row = sys_row(&b);
             int64_t wm = pw[k].watermark;
@@ -397,19 +392,18 @@ static const CatRelation *backfills(Engine *e, Arena *a)
     SysBuild b = {a, sys_new(a, "weir_backfills", 9, names, types), 0};
     RtSourceProgress *sp = arena_alloc(a, sizeof *sp * MAX_PARTS);
     RtPartitionWatermark *pw = arena_alloc(a, sizeof *pw * MAX_PARTS);
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if (o->kind != CAT_VIEW || !o->df || !o->plan || !o->plan->backfill_from)
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if (o->kind != CAT_VIEW || !o->flow.df || !o->flow.plan || !o->flow.plan->backfill_from)
             continue;
-        int n = rt_dataflow_source_progress(o->df, sp, MAX_PARTS);
-        int nw = rt_dataflow_watermarks(o->df, pw, MAX_PARTS);
+        int n = rt_dataflow_source_progress(o->flow.df, sp, MAX_PARTS);
+        int nw = rt_dataflow_watermarks(o->flow.df, pw, MAX_PARTS);
         bool caught_up = true;
         for (int k = 0; k < n; k++)
             caught_up &= sp[k].position >= 0 && sp[k].end_offset >= 0 && sp[k].position >= sp[k].end_offset;
         for (int k = 0; k < n; k++) {
             Value *row = sys_row(&b);
             row[0] = text(a, o->name);
-            row[1] = text(a, o->plan->backfill_from);
+            row[1] = text(a, o->flow.plan->backfill_from);
             row[2] = text(a, sp[k].source);
             row[3] = value_int(TYPE_INT4, sp[k].partition);
             row[4] = sp[k].position >= 0 ? value_int(TYPE_INT8, sp[k].position) : value_null(TYPE_INT8);
@@ -434,11 +428,10 @@ static const CatRelation *source_errors(Engine *e, Arena *a)
                                    TYPE_TEXT};
     SysBuild b = {a, sys_new(a, "weir_source_errors", 7, names, types), 0};
     RtSourceError *errs = arena_alloc(a, sizeof *errs * RT_SOURCE_ERRORS_KEPT);
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *o = e->objs[i];
-        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->df || o->late_of)
+    CAT_FOREACH(e->cat, CAT_ANY, o) {
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->flow.df || o->view.late_of)
             continue;
-        int n = rt_dataflow_source_errors(o->df, errs, RT_SOURCE_ERRORS_KEPT);
+        int n = rt_dataflow_source_errors(o->flow.df, errs, RT_SOURCE_ERRORS_KEPT);
         for (int k = 0; k < n; k++) {
             const RtSourceError *x = &errs[k];
             Value *row = sys_row(&b);

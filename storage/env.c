@@ -580,6 +580,8 @@ static int next_id_body(StorEnv *env, MDB_txn *txn, void *arg, WError *err)
 
 int stor_next_id(StorEnv *env, uint64_t *out, WError *err)
 {
+    if (FAULT("next_id")) /* the allocation alone, as lmdb_write_begin/lmdb_commit would fail it */
+        return stor_mdb_err(err, EIO, "allocate an id");
     return env_write(env, 0, next_id_body, out, err);
 }
 

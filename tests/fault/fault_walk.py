@@ -60,7 +60,7 @@ N_KEYS = 8
 TOPIC = "fw_in"
 # Points the workload must reach (the counting run checks that each one is called): a renamed
 # or lost point fails the walk instead of passing untested.
-POINTS = ["alloc", "lmdb_read_begin", "lmdb_write_begin", "lmdb_commit", "lmdb_put", "pg_connect", "pg_exec",
+POINTS = ["alloc", "lmdb_read_begin", "lmdb_write_begin", "lmdb_commit", "lmdb_put", "next_id", "pg_connect", "pg_exec",
           "kafka_poll", "kafka_produce", "kafka_txn_begin", "kafka_txn_commit", "sock_write"]
 # Points the workload may not reach (a state read misses LMDB when the cache has the row).
 OPTIONAL_POINTS = ["lmdb_get", "kafka_flush"]

@@ -1,5 +1,5 @@
 /*
- * analyze.c: ANALYZE LATENESS ON source, the statement.
+ * cmd_analyze.c: ANALYZE LATENESS ON source, the statement.
  *
  * Checks the clauses (window, candidate bounds and lateness, target,
  * options), copies what it needs of the source's catalog entry, releases
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine_int.h"
+#include "commands.h"
 #include "pgwire.h"
 
 #define ANALYZE_MAX_ROWS_DEFAULT 10000000LL
@@ -382,7 +382,7 @@ static bool cancelled(void *out) { return srv_result_cancelled(out); }
 int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
 {
     const AstAnalyze *a = st->u.analyze;
-    CatObj *o = engine_find(e, a->source);
+    CatObj *o = cat_find(e->cat, a->source);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "source \"%s\" does not exist", a->source);
     if (o->kind != CAT_SOURCE)

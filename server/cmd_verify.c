@@ -1,5 +1,5 @@
 /*
- * verify.c: VERIFY MATERIALIZED VIEW v.
+ * cmd_verify.c: VERIFY MATERIALIZED VIEW v.
  *
  * Recomputes the view from its input and compares. The runtime opens a
  * second instance of the view's stored plan with empty temporary state
@@ -32,7 +32,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "engine_int.h"
+#include "commands.h"
 #include "pgwire.h"
 #include "row.h"
 
@@ -335,7 +335,7 @@ const CatRelation *verify_sysview(Engine *e, Arena *a)
     r->rows = arena_alloc(a, sizeof(Value *) * (size_t)(g_n_ver ? g_n_ver : 1));
     for (int i = 0; i < g_n_ver; i++) {
         const Verification *v = &g_ver[i];
-        CatObj *o = engine_find(e, v->view);
+        CatObj *o = cat_find(e->cat, v->view);
         if (!o || o->id != v->view_id)
             continue; /* dropped since */
         Value *row = arena_zalloc(a, sizeof(Value) * 11);
@@ -371,17 +371,17 @@ static void columns_examples(SrvResult *out)
 int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err)
 {
     const AstVerify *a = st->u.verify;
-    CatObj *o = engine_find(e, a->view);
+    CatObj *o = cat_find(e->cat, a->view);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "materialized view \"%s\" does not exist", a->view);
-    if (o->kind != CAT_VIEW || !o->rel.materialized || !o->plan)
+    if (o->kind != CAT_VIEW || !o->rel.materialized || !o->flow.plan)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a materialized view", a->view);
-    if (!o->df)
+    if (!o->flow.df)
         return werr(err, "55000", st->pos, "materialized view \"%s\" is not running", a->view);
     /* A replay reads every row at once, so no key idles: it would report the
      * expiries of the live view as differences. */
-    for (int i = 0; i < o->plan->n_nodes; i++)
-        if (o->plan->nodes[i]->state_ttl_us)
+    for (int i = 0; i < o->flow.plan->n_nodes; i++)
+        if (o->flow.plan->nodes[i]->state_ttl_us)
             return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos,
                         "feature not supported: VERIFY of a view with state_ttl (its result depends on when idle keys "
                         "expired, in processing time)");
@@ -418,14 +418,14 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
             columns_examples(out);
         return 0;
     }
-    const PlanView *p = o->plan;
-    StorTable *live_t = rt_dataflow_view_table(o->df);
+    const PlanView *p = o->flow.plan;
+    StorTable *live_t = rt_dataflow_view_table(o->flow.df);
     if (corrupt_mode && corrupt(p, live_t, !strcasecmp(corrupt_mode, "delete"), err))
         return -1;
     RtDataflow *re = NULL;
-    if (rt_dataflow_replay_open(&e->rt, p, o->df, &re, err))
+    if (rt_dataflow_replay_open(&e->rt, p, o->flow.df, &re, err))
         return -1;
-    if (rt_dataflow_replay_order_matters(o->df))
+    if (rt_dataflow_replay_order_matters(o->flow.df))
         srv_result_notice(out, "the view judges lateness over a source with several partitions: the recomputation "
                                "reads them in its own interleaving, so windows near the watermark may differ for "
                                "that reason alone");
@@ -461,11 +461,11 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
     compare(&d, &vs, &rs);
     RtStats rst;
     rt_dataflow_stats(re, &rst);
-    int64_t late_recorded = p->late_table_id ? count_late(rt_dataflow_find_table(o->df, p->late_table_id), err) : -1;
+    int64_t late_recorded = p->late_table_id ? count_late(rt_dataflow_find_table(o->flow.df, p->late_table_id), err) : -1;
     int64_t late_replayed_recorded =
         p->late_table_id ? count_late(rt_dataflow_find_table(re, p->late_table_id), err) : -1;
     bool ok = !d.missing && !d.extra && !d.different && late_recorded == late_replayed_recorded;
-    rt_dataflow_positions(o->df, &pos);
+    rt_dataflow_positions(o->flow.df, &pos);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     Verification rec = {o->id, o->name, (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000, pos.data ? pos.data : "",

@@ -1,5 +1,5 @@
 /*
- * swap.c: ALTER MATERIALIZED VIEW a SWAP WITH b.
+ * cmd_swap.c: ALTER MATERIALIZED VIEW a SWAP WITH b.
  *
  * The way to replace a view without a gap: build the new definition as b
  * (usually WITH (backfill_from = ...), replaying the retained Kafka log
@@ -27,7 +27,7 @@
  * sinks (0A000: the difference needs retractions), views not running
  * (55000: their rows are needed for the difference).
  */
-#include "engine_int.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,10 +69,10 @@ static int same_columns(const CatObj *a, const CatObj *b, int pos, WError *err)
 
 static CatObj *find_view(Engine *e, const char *name, int pos, WError *err)
 {
-    CatObj *o = engine_find(e, name);
+    CatObj *o = cat_find(e->cat, name);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, pos, "materialized view \"%s\" does not exist", name), NULL;
-    if (o->kind != CAT_VIEW || o->late_of || o->sink_query)
+    if (o->kind != CAT_VIEW || o->view.late_of || o->view.sink_query)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, pos, "\"%s\" is not a materialized view", name),
                werr_hint(err, "Only two materialized views can swap names."), NULL;
     return o;
@@ -81,10 +81,10 @@ static CatObj *find_view(Engine *e, const char *name, int pos, WError *err)
 /* Does d read view v (its plan scans v)? */
 static bool plan_reads(const CatObj *d, const CatObj *v)
 {
-    if (d->kind != CAT_VIEW || !d->plan)
+    if (d->kind != CAT_VIEW || !d->flow.plan)
         return false;
-    for (int i = 0; i < d->plan->n_nodes; i++) {
-        const PlanNode *n = d->plan->nodes[i];
+    for (int i = 0; i < d->flow.plan->n_nodes; i++) {
+        const PlanNode *n = d->flow.plan->nodes[i];
         if ((n->kind == PN_VIEW_SCAN || n->kind == PN_VIEW_SOURCE) && n->scan_rel == &v->rel)
             return true;
     }
@@ -113,21 +113,20 @@ int session_swap_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
                     a->name);
     if (same_columns(a, b, r->new_pos, err))
         return -1;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *d = e->objs[i];
+    CAT_FOREACH(e->cat, CAT_ANY, d) {
         CatObj *v = plan_reads(d, a) ? a : plan_reads(d, b) ? b : NULL;
         if (v)
             return werr(err, SQLSTATE_DEPENDENT_OBJECTS, st->pos,
                         "cannot swap materialized view %s because materialized view %s reads it", v->name, d->name),
                    werr_hint(err, "Drop %s, swap, and create it again.", d->name), -1;
-        if (d->kind == CAT_SINK && (d->from == a || d->from == b) && !d->spec.upsert)
+        if (d->kind == CAT_SINK && (d->sink.from == a || d->sink.from == b) && !d->sink.spec.upsert)
             return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos,
                         "feature not supported: swapping %s, read by append-only sink %s (the switch-over "
-                        "retracts rows)", d->from->name, d->name),
+                        "retracts rows)", d->sink.from->name, d->name),
                    werr_hint(err, "Use an upsert sink (type = 'upsert', primary_key = '...')."), -1;
     }
-    if (!a->df || !b->df)
-        return werr(err, "55000", st->pos, "materialized view \"%s\" is not running", !a->df ? a->name : b->name),
+    if (!a->flow.df || !b->flow.df)
+        return werr(err, "55000", st->pos, "materialized view \"%s\" is not running", !a->flow.df ? a->name : b->name),
                werr_hint(err, "weir_views shows why; ALTER MATERIALIZED VIEW ... RESUME restarts a failed view."),
                -1;
     /* The checkpoint in flight (if any) holds the tables the differences
@@ -135,20 +134,19 @@ int session_swap_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     engine_checkpoint_wait(e, NULL);
     if (subs_view_swap(e, a, b, err))
         return -1;
-    for (int i = 0; i < e->n_objs; i++) {
-        CatObj *s = e->objs[i];
-        if (s->kind != CAT_SINK || (s->from != a && s->from != b))
+    CAT_FOREACH(e->cat, CAT_ANY, s) {
+        if (s->kind != CAT_SINK || (s->sink.from != a && s->sink.from != b))
             continue;
-        CatObj *from = s->from, *to = s->from == a ? b : a;
+        CatObj *from = s->sink.from, *to = s->sink.from == a ? b : a;
         int *cols = visible_cols(s, to);
-        if (s->sink && rt_sink_switch(s->sink, from->df, to->df, cols, err)) {
+        if (s->sink.rt && rt_sink_switch(s->sink.rt, from->flow.df, to->flow.df, cols, err)) {
             /* Half-way: stop the sink; its target keeps what it had delivered. */
             fprintf(stderr, "weir: sink %s stopped during a swap: %s\n", s->name, err->msg);
-            rt_dataflow_detach_sink(to->df, s->sink);
-            s->sink = NULL;
+            rt_dataflow_detach_sink(to->flow.df, s->sink.rt);
+            s->sink.rt = NULL;
         }
-        s->from = to;
-        s->view_cols = cols;
+        s->sink.from = to;
+        s->sink.view_cols = cols;
     }
     engine_swap_names(e, a, b);
     WError cerr = {0};

@@ -1,5 +1,5 @@
 /*
- * table.c: tables (CREATE TABLE) and the statements that write them
+ * cmd_table.c: tables (CREATE TABLE) and the statements that write them
  * (INSERT, UPDATE, DELETE).
  *
  * A table is a small dataflow (planner: plan_table): its input (the rows
@@ -20,7 +20,7 @@
  * Postgres with synchronous_commit = on; several rows in one statement
  * share it.
  */
-#include "engine_int.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,33 +33,34 @@
 
 int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, WError *err)
 {
-    PlanCatalog cat = engine_plan_catalog(e, o, replay, false, o->arena);
-    o->plan = plan_table(cs, &o->rel, &cat, o->arena, err);
-    if (!o->plan)
+    PlanCatCtx pcx;
+    PlanCatalog cat = engine_plan_catalog(e, &pcx, o, replay, false, o->arena);
+    o->flow.plan = plan_table(cs, &o->rel, &cat, o->arena, err);
+    if (!o->flow.plan || engine_plan_ids_ok(&pcx, err))
         goto fail;
     if (!replay && stor_next_id(e->stor, &o->id, err))
         goto fail;
     o->rel.id = o->id;
-    if (rt_dataflow_open(&e->rt, o->plan, &o->df, err)) {
+    if (rt_dataflow_open(&e->rt, o->flow.plan, &o->flow.df, err)) {
         if (!replay)
             goto fail;
         /* At start a broker may still be coming up: keep the table, the engine retries. */
         fprintf(stderr, "weir: table %s cannot start yet: %s\n", o->name, err->msg);
-        snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
+        snprintf(o->flow.stop_error, sizeof o->flow.stop_error, "%s", err->msg);
         /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
-        o->failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
+        o->flow.failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
         werr_clear(err);
     } else {
-        rt_dataflow_set_name(o->df, o->name);
+        rt_dataflow_set_name(o->flow.df, o->name);
     }
     if (engine_add_object(e, o, !replay, err))
         goto fail;
     e->dirty = true;
     return 0;
 fail:
-    rt_dataflow_close(o->df);
-    o->df = NULL;
-    o->plan = NULL;
+    rt_dataflow_close(o->flow.df);
+    o->flow.df = NULL;
+    o->flow.plan = NULL;
     if (!replay) {
         WError ignored = {0};
         for (int i = 0; i < o->n_table_ids; i++)
@@ -110,7 +111,7 @@ static Value copy_value(Arena *a, const Value *v)
 
 static CatObj *writable_table(Engine *e, const char *name, const char *verb, int pos, WError *err)
 {
-    CatObj *o = engine_find(e, name);
+    CatObj *o = cat_find(e->cat, name);
     if (!o)
         return werr(err, SQLSTATE_UNDEFINED_TABLE, pos, "relation \"%s\" does not exist", name), NULL;
     if (o->kind != CAT_TABLE || cat_option(&o->rel, "connector")) {
@@ -121,7 +122,7 @@ static CatObj *writable_table(Engine *e, const char *name, const char *verb, int
             werr_hint(err, "Its rows come from its Kafka topic: produce to the topic instead.");
         return NULL;
     }
-    if (!o->df)
+    if (!o->flow.df)
         return werr(err, "55000", pos, "table \"%s\" is not running", name), NULL;
     return o;
 }
@@ -223,7 +224,7 @@ static int keyset_sort_dup(KeySet *s)
 /* Applies the changes to the table and makes them durable. */
 static int apply(Engine *e, CatObj *o, Changes *ch, WError *err)
 {
-    if (ch->n && rt_dataflow_write(o->df, ch->n, ch->ops, (const Value *const *)ch->rows, err)) {
+    if (ch->n && rt_dataflow_write(o->flow.df, ch->n, ch->ops, (const Value *const *)ch->rows, err)) {
         /* The dataflow is broken (as after a failed step): stop it and its readers. */
         fprintf(stderr, "weir: table %s stopped: %s\n", o->name, err->msg);
         engine_stop_view(e, o);
@@ -267,7 +268,8 @@ static int collect_row(void *arg, int n, const Value *vals)
  * *types gets the column types. */
 static int run_collect(Engine *e, const AstSelect *sel, Collect *c, const TypeId **types, WError *err)
 {
-    PlanCatalog cat = engine_plan_catalog(e, NULL, false, true, c->a);
+    PlanCatCtx pcx;
+    PlanCatalog cat = engine_plan_catalog(e, &pcx, NULL, false, true, c->a);
     PlanQuery *q = plan_query(sel, &cat, c->a, err);
     if (!q)
         return -1;
@@ -385,7 +387,7 @@ int table_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         encode_key(r, row, &kb);
         const void *v;
         size_t vl;
-        int f = stor_table_get(rt_dataflow_view_table(o->df), kb.data, kb.len, &v, &vl, err);
+        int f = stor_table_get(rt_dataflow_view_table(o->flow.df), kb.data, kb.len, &v, &vl, err);
         if (f < 0 || (f == 1 && dup_key(r, row, pos, err))) {
             rc = -1;
             break;
@@ -511,7 +513,7 @@ int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
              * updated rows leaves it in this statement. */
             const void *v;
             size_t vl;
-            int f = stor_table_get(rt_dataflow_view_table(o->df), kb.data, kb.len, &v, &vl, err);
+            int f = stor_table_get(rt_dataflow_view_table(o->flow.df), kb.data, kb.len, &v, &vl, err);
             if (f < 0 || (f == 1 && !keyset_has(&old_keys, &kb) && dup_key(r, row, st->pos, err))) {
                 rc = -1;
                 break;

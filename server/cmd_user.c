@@ -1,5 +1,5 @@
 /*
- * users.c: database users and their SCRAM-SHA-256 verifiers.
+ * cmd_user.c: database users and their SCRAM-SHA-256 verifiers.
  *
  * CREATE USER name [WITH] [PASSWORD 'p'], ALTER USER name [WITH] PASSWORD
  * 'p' | NULL, DROP USER [IF EXISTS] name. A password is turned into its
@@ -14,7 +14,7 @@
  * with ALTER USER weir PASSWORD '...'. Users have no privileges of their
  * own: any user that can log in can run any statement.
  */
-#include "engine_int.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
