@@ -217,8 +217,6 @@ typedef struct PlanCatCtx {
     uint64_t fake;
 } PlanCatCtx;
 
-static __thread PlanCatCtx plan_cat_ctx;
-
 static const CatRelation *cat_lookup(void *ctx, const char *name)
 {
     PlanCatCtx *c = ctx;
@@ -249,8 +247,12 @@ static uint64_t cat_new_table(void *ctx)
 
 PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run, Arena *a)
 {
-    plan_cat_ctx = (PlanCatCtx){.e = e, .a = a, .owner = owner, .replay = replay, .dry_run = dry_run};
-    return (PlanCatalog){.ctx = &plan_cat_ctx, .lookup = cat_lookup, .new_table_id = cat_new_table};
+    /* The context lives in the arena the plan is made in (as long as the
+     * planning that reads it), so concurrent or nested planning on one
+     * thread each has its own. */
+    PlanCatCtx *c = arena_alloc(a, sizeof *c);
+    *c = (PlanCatCtx){.e = e, .a = a, .owner = owner, .replay = replay, .dry_run = dry_run};
+    return (PlanCatalog){.ctx = c, .lookup = cat_lookup, .new_table_id = cat_new_table};
 }
 
 static RtDataflow *view_dataflow(void *ctx, uint64_t table_id)

@@ -209,7 +209,9 @@ int engine_checkpoint_wait(Engine *e, WError *err);
  * and after the one in flight, if any. */
 static inline uint64_t engine_open_epoch(const Engine *e) { return (e->ck_busy ? e->ck_epoch : e->epoch) + 1; }
 /* The planner's view of the catalog; system views are built in `a` (the
- * statement arena) when a statement names them. */
+ * statement arena) when a statement names them. Its context (owner, replay
+ * position) is allocated in `a` too, and lives as long as it: no per-thread
+ * state, each planning has its own. */
 PlanCatalog engine_plan_catalog(Engine *e, CatObj *owner, bool replay, bool dry_run, Arena *a);
 /* Starts a view's dataflow and attaches its sinks (lock held). */
 int engine_start_view(Engine *e, CatObj *view, WError *err);
