@@ -1,13 +1,15 @@
 /*
- * plan.c: lowering a bound query to a stream plan (a DAG of PlanNodes).
+ * plan.c: the FROM clause lowered: a select's FROM items (planned in order
+ * and cross-joined, with the WHERE conjuncts that need both sides lent to
+ * the joins' ONs), table references (names via plan_scan.c, subqueries via
+ * PlanCtx.sub_select, Top-N subqueries via plan_topn.c), joins (plan_join.c,
+ * temporal.c) and the window table functions (TUMBLE, HOP, CUMULATE,
+ * SESSION -> a Window node whose output adds window_start and window_end,
+ * with the roles that let an aggregation above be bounded by a watermark).
  *
  * The shape for a windowed aggregation, the common streaming query:
  *   SOURCE -> WATERMARK -> WINDOW -> [FILTER] -> PROJECT(pre) -> AGG
  *          -> [FILTER(having)] -> PROJECT -> MATERIALIZE
- * Each node records its output schema, key, changelog mode and watermark
- * column as it is made, so later nodes (and EXPLAIN) read them instead of
- * re-deriving. The same lowering serves ad hoc queries, whose leaves read
- * materialized views once (VIEW_SCAN) instead of connectors.
  */
 #include "planner_int.h"
 #include "tz.h"

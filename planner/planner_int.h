@@ -1,6 +1,8 @@
 /*
- * planner_int.h: shared between the binder (bind.c), the lowering
- * (plan.c) and EXPLAIN (explain.c). Not for use outside planner/.
+ * planner_int.h: shared between the binder (bind.c), the lowering passes
+ * (plan*.c, temporal.c; planner/README.md lists them and the direction in
+ * which they call each other) and EXPLAIN (explain.c). Not for use outside
+ * planner/.
  */
 #ifndef WEIR_PLANNER_INT_H
 #define WEIR_PLANNER_INT_H

@@ -10,8 +10,14 @@ for every other .c, an edge A -> B when A's code (comments and strings removed)
 calls a function defined in B. Cycles are reported as strongly connected
 components; with none, the files are printed in an order where each calls only
 files listed after it (a line).
+
+Exits 1 when the files form a cycle or a function is MAX_LINES lines or
+longer (issue 23's bounds; the unit test planner_shape runs it).
 """
 import os, re, sys
+
+MAX_LINES = 150
+
 
 def functions(path):
     """(name, first line, last line, static) of each function defined in
@@ -110,7 +116,11 @@ def main():
             depth[f] = 1 + max((depth[g] for g in edges[f]), default=-1)
         for k in range(max(depth.values()), -1, -1):
             print(f'    {k}: ' + ', '.join(sorted(f for f in files if depth[f] == k)))
-    return 1 if cycles else 0
+    too_long = [f'{name} ({n} lines, {f})' for n, name, f in fns if n >= MAX_LINES]
+    if too_long:
+        print()
+        print(f'Functions of {MAX_LINES} lines or more: ' + ', '.join(too_long))
+    return 1 if cycles or too_long else 0
 
 if __name__ == '__main__':
     sys.exit(main())
