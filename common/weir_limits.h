@@ -5,7 +5,7 @@
  * The runtime keeps rows and keys in fixed arrays on the stack (a row is
  * copied out of a chunk for every join pair, every state key is built from
  * a key's values); the sizes of those arrays are these limits. Each is
- * checked once, where the statement is planned (planner/plan.c,
+ * checked once, where the statement is planned (planner/plan_node.c,
  * check_limits), with SQLSTATE 54000 (program_limit_exceeded) and the
  * statement's position; an operator only asserts it. Nothing a client sends
  * can make an operator index past one of these arrays.

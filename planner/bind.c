@@ -569,6 +569,77 @@ bool ast_contains_aggregate(const AstExpr *e)
            ast_contains_aggregate(e->hi) || ast_contains_aggregate(e->else_);
 }
 
+/* string_agg's separator (its second argument): a constant, folded into
+ * agg->sep. 0, or -1 with err. */
+static int agg_separator(BindCtx *b, const AstExpr *e, int nargs, PlanAgg *agg)
+{
+    /* The separator must be a constant: one value per aggregate, kept in the plan. */
+    if (nargs != 2) {
+        werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "function string_agg takes two arguments");
+        return -1;
+    }
+    Value sv;
+    Scope empty = {0};
+    AggCtx *saved = b->agg;
+    b->agg = NULL;
+    PlanExpr *se = bind_expr(b, &empty, AST_AT(e->args, 1));
+    b->agg = saved;
+    if (!se && strcmp(b->err->sqlstate, SQLSTATE_UNDEFINED_COLUMN) == 0) {
+        werr_clear(b->err);
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, ((AstExpr *)AST_AT(e->args, 1))->pos,
+             "feature not supported: string_agg's separator must be a constant");
+        return -1;
+    }
+    if (!se || !(se = coerce_expr(b, se, TYPE_TEXT, e->pos)) || eval_const(b, se, &sv)) {
+        if (!b->err->set)
+            werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "string_agg's separator must be a constant");
+        return -1;
+    }
+    agg->sep = sv.null ? "" : arena_strndup(b->a, sv.u.s.p, sv.u.s.len);
+    return 0;
+}
+
+/* The column of aggregate call agg (argument arg, FILTER filter, NULL when
+ * none) in the aggregation's output: an equal call made before is reused. */
+static PlanExpr *agg_add(BindCtx *b, AggCtx *g, const PlanAgg *agg_in, PlanExpr *arg, PlanExpr *filter, const AstExpr *e)
+{
+    PlanAgg agg = *agg_in;
+    /* The same aggregate twice (count(*) in SELECT and HAVING) is computed once. */
+    for (int i = 0; i < g->n_aggs; i++) {
+        if (g->aggs[i].kind != agg.kind)
+            continue;
+        if ((g->agg_args[i] == NULL) != (arg == NULL) || (arg && !expr_equal(g->agg_args[i], arg)))
+            continue;
+        if ((g->agg_filters[i] == NULL) != (filter == NULL) || (filter && !expr_equal(g->agg_filters[i], filter)))
+            continue;
+        PlanExpr *r = make_col(b, g->n_group + i, agg.type);
+        r->pos = e->pos;
+        return r;
+    }
+    if (g->n_aggs == g->cap_aggs) {
+        int cap = g->cap_aggs ? g->cap_aggs * 2 : 8;
+        PlanAgg *na = arena_alloc(b->a, sizeof *na * (size_t)cap);
+        PlanExpr **nx = arena_alloc(b->a, sizeof *nx * (size_t)cap);
+        PlanExpr **nf = arena_alloc(b->a, sizeof *nf * (size_t)cap);
+        if (g->n_aggs) {
+            memcpy(na, g->aggs, sizeof *na * (size_t)g->n_aggs);
+            memcpy(nx, g->agg_args, sizeof *nx * (size_t)g->n_aggs);
+            memcpy(nf, g->agg_filters, sizeof *nf * (size_t)g->n_aggs);
+        }
+        g->aggs = na;
+        g->agg_args = nx;
+        g->agg_filters = nf;
+        g->cap_aggs = cap;
+    }
+    g->aggs[g->n_aggs] = agg;
+    g->agg_args[g->n_aggs] = arg;
+    g->agg_filters[g->n_aggs] = filter;
+    g->n_aggs++;
+    PlanExpr *r = make_col(b, g->n_group + g->n_aggs - 1, agg.type);
+    r->pos = e->pos;
+    return r;
+}
+
 static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
 {
     AggCtx *g = b->agg;
@@ -594,29 +665,8 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
         agg.type = TYPE_INT8;
     } else {
         if (strcmp(f, "string_agg") == 0) {
-            /* The separator must be a constant: one value per aggregate, kept in the plan. */
-            if (nargs != 2) {
-                werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "function string_agg takes two arguments");
+            if (agg_separator(b, e, nargs, &agg))
                 return NULL;
-            }
-            Value sv;
-            Scope empty = {0};
-            AggCtx *saved = b->agg;
-            b->agg = NULL;
-            PlanExpr *se = bind_expr(b, &empty, AST_AT(e->args, 1));
-            b->agg = saved;
-            if (!se && strcmp(b->err->sqlstate, SQLSTATE_UNDEFINED_COLUMN) == 0) {
-                werr_clear(b->err);
-                werr(b->err, SQLSTATE_NOT_SUPPORTED, ((AstExpr *)AST_AT(e->args, 1))->pos,
-                     "feature not supported: string_agg's separator must be a constant");
-                return NULL;
-            }
-            if (!se || !(se = coerce_expr(b, se, TYPE_TEXT, e->pos)) || eval_const(b, se, &sv)) {
-                if (!b->err->set)
-                    werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "string_agg's separator must be a constant");
-                return NULL;
-            }
-            agg.sep = sv.null ? "" : arena_strndup(b->a, sv.u.s.p, sv.u.s.len);
         } else if (nargs != 1) {
             werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "function %s takes exactly one argument", f);
             return NULL;
@@ -695,40 +745,7 @@ static PlanExpr *bind_aggregate(BindCtx *b, const AstExpr *e)
         if (!filter || !(filter = coerce_expr(b, filter, TYPE_BOOL, e->filter->pos)))
             return NULL;
     }
-    /* The same aggregate twice (count(*) in SELECT and HAVING) is computed once. */
-    for (int i = 0; i < g->n_aggs; i++) {
-        if (g->aggs[i].kind != agg.kind)
-            continue;
-        if ((g->agg_args[i] == NULL) != (arg == NULL) || (arg && !expr_equal(g->agg_args[i], arg)))
-            continue;
-        if ((g->agg_filters[i] == NULL) != (filter == NULL) || (filter && !expr_equal(g->agg_filters[i], filter)))
-            continue;
-        PlanExpr *r = make_col(b, g->n_group + i, agg.type);
-        r->pos = e->pos;
-        return r;
-    }
-    if (g->n_aggs == g->cap_aggs) {
-        int cap = g->cap_aggs ? g->cap_aggs * 2 : 8;
-        PlanAgg *na = arena_alloc(b->a, sizeof *na * (size_t)cap);
-        PlanExpr **nx = arena_alloc(b->a, sizeof *nx * (size_t)cap);
-        PlanExpr **nf = arena_alloc(b->a, sizeof *nf * (size_t)cap);
-        if (g->n_aggs) {
-            memcpy(na, g->aggs, sizeof *na * (size_t)g->n_aggs);
-            memcpy(nx, g->agg_args, sizeof *nx * (size_t)g->n_aggs);
-            memcpy(nf, g->agg_filters, sizeof *nf * (size_t)g->n_aggs);
-        }
-        g->aggs = na;
-        g->agg_args = nx;
-        g->agg_filters = nf;
-        g->cap_aggs = cap;
-    }
-    g->aggs[g->n_aggs] = agg;
-    g->agg_args[g->n_aggs] = arg;
-    g->agg_filters[g->n_aggs] = filter;
-    g->n_aggs++;
-    PlanExpr *r = make_col(b, g->n_group + g->n_aggs - 1, agg.type);
-    r->pos = e->pos;
-    return r;
+    return agg_add(b, g, &agg, arg, filter, e);
 badtype:
     werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "function %s(%s) does not exist", f, type_name(arg->type));
     return NULL;
@@ -966,6 +983,23 @@ static bool check_regex(BindCtx *b, const PlanExpr *r)
     return false;
 }
 
+/* now() and its synonyms, CURRENT_DATE, LOCALTIMESTAMP: the statement's
+ * time (b->now_us, taken at the first use) as FN_NOW's hidden argument. */
+static PlanExpr *bind_now(BindCtx *b, const AstExpr *e, PlanExpr **args, bool today, bool local)
+{
+    /* The statement's time as a hidden argument: every row sees one value. */
+    if (b->now_us == 0) {
+        Value now;
+        WError tmp = {0};
+        scalar_call(FN_NOW, TYPE_TIMESTAMPTZ, 0, NULL, b->a, &now, &tmp);
+        b->now_us = now.u.i;
+    }
+    args[0] = make_const(b, value_int(TYPE_TIMESTAMPTZ, b->now_us));
+    PlanExpr *now = make_call(b, FN_NOW, TYPE_TIMESTAMPTZ, e->pos, 1, args);
+    /* CURRENT_DATE and LOCALTIMESTAMP: the same instant on the session's wall clock. */
+    return today || local ? bind_cast(b, now, today ? TYPE_DATE : TYPE_TIMESTAMP, e->pos) : now;
+}
+
 static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
 {
     const char *f = e->text;
@@ -1060,17 +1094,7 @@ static PlanExpr *bind_function(BindCtx *b, const Scope *s, const AstExpr *e)
     bool today = strcmp(f, "current_date") == 0, local = strcmp(f, "localtimestamp") == 0;
     if ((strcmp(f, "now") == 0 || strcmp(f, "current_timestamp") == 0 || strcmp(f, "transaction_timestamp") == 0 ||
          strcmp(f, "statement_timestamp") == 0 || today || local) && n == 0) {
-        /* The statement's time as a hidden argument: every row sees one value. */
-        if (b->now_us == 0) {
-            Value now;
-            WError tmp = {0};
-            scalar_call(FN_NOW, TYPE_TIMESTAMPTZ, 0, NULL, b->a, &now, &tmp);
-            b->now_us = now.u.i;
-        }
-        args[0] = make_const(b, value_int(TYPE_TIMESTAMPTZ, b->now_us));
-        PlanExpr *now = make_call(b, FN_NOW, TYPE_TIMESTAMPTZ, e->pos, 1, args);
-        /* CURRENT_DATE and LOCALTIMESTAMP: the same instant on the session's wall clock. */
-        return today || local ? bind_cast(b, now, today ? TYPE_DATE : TYPE_TIMESTAMP, e->pos) : now;
+        return bind_now(b, e, args, today, local);
     }
     if (strcmp(f, "make_interval") == 0 && n <= 7) {
         for (int i = 0; i < n; i++)
@@ -1184,6 +1208,212 @@ PlanExpr *bind_expr(BindCtx *b, const Scope *s, const AstExpr *e)
     return r;
 }
 
+/* NOT, unary plus and minus. */
+static PlanExpr *bind_unary(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    PlanExpr *x = bind_expr(b, s, AST_AT(e->args, 0));
+    if (!x)
+        return NULL;
+    if (e->op == OP_NOT) {
+        if (!(x = coerce_expr(b, x, TYPE_BOOL, e->pos)))
+            return NULL;
+        return make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &x);
+    }
+    if (e->op == OP_PLUS)
+        return x;
+    if (x->kind == PE_CONST && x->unknown && !(x = coerce_expr(b, x, TYPE_FLOAT8, e->pos)))
+        return NULL;
+    if (type_is_integer(x->type))
+        return make_call(b, FN_NEG_I, x->type, e->pos, 1, &x);
+    if (x->type == TYPE_FLOAT4 || x->type == TYPE_FLOAT8)
+        return make_call(b, FN_NEG_F, x->type, e->pos, 1, &x);
+    if (x->type == TYPE_NUMERIC)
+        return make_call(b, FN_NEG_N, x->type, e->pos, 1, &x);
+    if (x->type == TYPE_INTERVAL)
+        return make_call(b, FN_IV_NEG, x->type, e->pos, 1, &x);
+    werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "operator does not exist: - %s", type_name(x->type));
+    return NULL;
+}
+
+/* CAST / TRY_CAST, with NUMERIC(p,s) as a rounding call. */
+static PlanExpr *bind_cast_expr(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    PlanExpr *x = bind_expr(b, s, e->arg);
+    if (!x)
+        return NULL;
+    TypeId t = type_from_name(e->type_name);
+    if (t == TYPE_NULL) {
+        werr(b->err, SQLSTATE_UNDEFINED_OBJECT, e->pos, "type \"%s\" does not exist", e->type_name);
+        return NULL;
+    }
+    int prec = 0, scale = 0, mod = type_numeric_mod(e->type_name, &prec, &scale, b->err);
+    if (mod < 0) {
+        b->err->pos = e->pos;
+        return NULL;
+    }
+    if (mod && e->try_cast) {
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: TRY_CAST to NUMERIC(p,s); cast to NUMERIC");
+        return NULL;
+    }
+    if (mod) {
+        /* CAST(x AS NUMERIC(p,s)): to numeric, then round to s digits and
+         * check the integer part fits p - s (a constant folds here too). */
+        if (!(x = bind_cast(b, x, TYPE_NUMERIC, e->pos)))
+            return NULL;
+        PlanExpr *args[3] = {x, make_const(b, value_int(TYPE_INT4, prec)),
+                             make_const(b, value_int(TYPE_INT4, scale))};
+        return make_call(b, FN_NUM_TYPMOD, TYPE_NUMERIC, e->pos, 3, args);
+    }
+    if (e->try_cast) {
+        /* A bare literal is text here, so that its bad input is a NULL, not a plan-time error. */
+        if (x->kind == PE_CONST && x->unknown && !x->value.null && !(x = coerce_expr(b, x, TYPE_TEXT, x->pos)))
+            return NULL;
+        PlanExpr *c = bind_cast(b, x, t, e->pos);
+        if (c && c->kind == PE_CALL && c->fn == FN_CAST)
+            c->fn = FN_TRY_CAST;
+        return c;
+    }
+    return bind_cast(b, x, t, e->pos);
+}
+
+/* IS [NOT] NULL / TRUE / FALSE / UNKNOWN / DISTINCT FROM. */
+static PlanExpr *bind_is(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    PlanExpr *x = bind_expr(b, s, e->arg);
+    if (!x)
+        return NULL;
+    ScalarFn fn;
+    switch (e->is_kind) {
+    case IS_NULL: fn = e->negated ? FN_IS_NOT_NULL : FN_IS_NULL; break;
+    case IS_TRUE: fn = e->negated ? FN_IS_NOT_TRUE : FN_IS_TRUE; break;
+    case IS_FALSE: fn = e->negated ? FN_IS_NOT_FALSE : FN_IS_FALSE; break;
+    case IS_UNKNOWN: fn = e->negated ? FN_IS_NOT_NULL : FN_IS_NULL; break;
+    case IS_DISTINCT_FROM: {
+        PlanExpr *y = bind_expr(b, s, e->lo);
+        if (!y)
+            return NULL;
+        TypeId t = common_type(x, y);
+        if (t == TYPE_NULL || !(x = coerce_expr(b, x, t, e->pos)) || !(y = coerce_expr(b, y, t, e->pos))) {
+            werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "operator does not exist: %s = %s",
+                 type_name(x ? x->type : TYPE_NULL), type_name(y->type));
+            return NULL;
+        }
+        PlanExpr *args[2] = {x, y};
+        return make_call(b, e->negated ? FN_IS_NOT_DISTINCT : FN_IS_DISTINCT, TYPE_BOOL, e->pos, 2, args);
+    }
+    default: return NULL;
+    }
+    if (e->is_kind != IS_NULL && !(x = coerce_expr(b, x, TYPE_BOOL, e->pos)))
+        return NULL;
+    return make_call(b, fn, TYPE_BOOL, e->pos, 1, &x);
+}
+
+/* x [NOT] BETWEEN lo AND hi as two comparisons. */
+static PlanExpr *bind_between(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    PlanExpr *x = bind_expr(b, s, e->arg), *lo = x ? bind_expr(b, s, e->lo) : NULL;
+    PlanExpr *hi = lo ? bind_expr(b, s, e->hi) : NULL;
+    if (!hi)
+        return NULL;
+    PlanExpr *ge = bind_binary(b, s, e, OP_GE, x, lo);
+    PlanExpr *le = ge ? bind_binary(b, s, e, OP_LE, x, hi) : NULL;
+    if (!le)
+        return NULL;
+    PlanExpr *args[2] = {ge, le};
+    PlanExpr *r = make_call(b, FN_AND, TYPE_BOOL, e->pos, 2, args);
+    return e->negated ? make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &r) : r;
+}
+
+/* x [NOT] IN (list): one common type for x and the list. */
+static PlanExpr *bind_in_list(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    int n = ast_list_len(e->args);
+    PlanExpr **args = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n + 1));
+    if (!(args[0] = bind_expr(b, s, e->arg)))
+        return NULL;
+    TypeId t = args[0]->kind == PE_CONST && args[0]->unknown ? TYPE_NULL : args[0]->type;
+    for (int i = 0; i < n; i++) {
+        if (!(args[i + 1] = bind_expr(b, s, AST_AT(e->args, i))))
+            return NULL;
+        if (t == TYPE_NULL && !(args[i + 1]->kind == PE_CONST && args[i + 1]->unknown))
+            t = args[i + 1]->type;
+        else if (t != TYPE_NULL) {
+            TypeId c = common_type(make_col(b, 0, t), args[i + 1]);
+            if (c == TYPE_NULL) {
+                werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, args[i + 1]->pos, "operator does not exist: %s = %s",
+                     type_name(t), type_name(args[i + 1]->type));
+                return NULL;
+            }
+            t = c;
+        }
+    }
+    if (t == TYPE_NULL)
+        t = TYPE_TEXT;
+    for (int i = 0; i <= n; i++)
+        if (!(args[i] = coerce_expr(b, args[i], t, args[i]->pos)))
+            return NULL;
+    PlanExpr *r = make_call(b, FN_IN, TYPE_BOOL, e->pos, n + 1, args);
+    return e->negated ? make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &r) : r;
+}
+
+/* [NOT] LIKE / ILIKE [ESCAPE]. */
+static PlanExpr *bind_like(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    PlanExpr *x = bind_expr(b, s, e->arg), *p = x ? bind_expr(b, s, e->lo) : NULL;
+    if (!p)
+        return NULL;
+    PlanExpr *esc = e->hi ? bind_expr(b, s, e->hi) : NULL;
+    if (e->hi && (!esc || !(esc = coerce_expr(b, esc, TYPE_TEXT, e->hi->pos))))
+        return NULL;
+    if (!(x = coerce_expr(b, x, TYPE_TEXT, e->pos)) || !(p = coerce_expr(b, p, TYPE_TEXT, e->pos)))
+        return NULL;
+    PlanExpr *args[3] = {x, p, esc};
+    PlanExpr *r = make_call(b, e->ilike ? FN_ILIKE : FN_LIKE, TYPE_BOOL, e->pos, esc ? 3 : 2, args);
+    return e->negated ? make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &r) : r;
+}
+
+/* CASE [operand] WHEN ... [ELSE]: the results take their common type. */
+static PlanExpr *bind_case(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    int nw = ast_list_len(e->whens);
+    int n = nw + (e->else_ ? 1 : 0);
+    PlanExpr **args = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n ? n : 1));
+    PlanExpr *operand = e->arg ? bind_expr(b, s, e->arg) : NULL;
+    if (e->arg && !operand)
+        return NULL;
+    TypeId t = TYPE_NULL;
+    for (int i = 0; i < n; i++) {
+        const AstExpr *ae = i < nw ? AST_AT(e->whens, i) : e->else_;
+        bool is_when = i < nw && i % 2 == 0;
+        PlanExpr *x = bind_expr(b, s, ae);
+        if (!x)
+            return NULL;
+        if (is_when) {
+            if (operand && !(x = bind_binary(b, s, ae, OP_EQ, operand, x)))
+                return NULL;
+            if (!(x = coerce_expr(b, x, TYPE_BOOL, ae->pos)))
+                return NULL;
+        } else if (!(x->kind == PE_CONST && (x->unknown || x->value.null))) {
+            TypeId c = t == TYPE_NULL ? x->type : common_type(make_col(b, 0, t), x);
+            if (c == TYPE_NULL) {
+                werr(b->err, SQLSTATE_DATATYPE_MISMATCH, ae->pos, "CASE types %s and %s cannot be matched",
+                     type_name(t), type_name(x->type));
+                return NULL;
+            }
+            t = c;
+        }
+        args[i] = x;
+    }
+    if (t == TYPE_NULL)
+        t = TYPE_TEXT;
+    for (int i = 0; i < n; i++) {
+        bool is_when = i < nw && i % 2 == 0;
+        if (!is_when && !(args[i] = coerce_expr(b, args[i], t, args[i]->pos)))
+            return NULL;
+    }
+    return make_call(b, FN_CASE, t, e->pos, n, args);
+}
+
 static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
 {
     switch (e->kind) {
@@ -1198,30 +1428,7 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
     case AST_PARAM:
         werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: query parameters ($%d)", e->param_no);
         return NULL;
-    case AST_UNARY: {
-        PlanExpr *x = bind_expr(b, s, AST_AT(e->args, 0));
-        if (!x)
-            return NULL;
-        if (e->op == OP_NOT) {
-            if (!(x = coerce_expr(b, x, TYPE_BOOL, e->pos)))
-                return NULL;
-            return make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &x);
-        }
-        if (e->op == OP_PLUS)
-            return x;
-        if (x->kind == PE_CONST && x->unknown && !(x = coerce_expr(b, x, TYPE_FLOAT8, e->pos)))
-            return NULL;
-        if (type_is_integer(x->type))
-            return make_call(b, FN_NEG_I, x->type, e->pos, 1, &x);
-        if (x->type == TYPE_FLOAT4 || x->type == TYPE_FLOAT8)
-            return make_call(b, FN_NEG_F, x->type, e->pos, 1, &x);
-        if (x->type == TYPE_NUMERIC)
-            return make_call(b, FN_NEG_N, x->type, e->pos, 1, &x);
-        if (x->type == TYPE_INTERVAL)
-            return make_call(b, FN_IV_NEG, x->type, e->pos, 1, &x);
-        werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "operator does not exist: - %s", type_name(x->type));
-        return NULL;
-    }
+    case AST_UNARY: return bind_unary(b, s, e);
     case AST_BINARY: {
         if ((e->op == OP_AND || e->op == OP_OR) && ast_list_len(e->args) > 2)
             return bind_chain(b, s, e, 0, ast_list_len(e->args));
@@ -1237,167 +1444,12 @@ static PlanExpr *bind_expr_inner(BindCtx *b, const Scope *s, const AstExpr *e)
             return NULL;
         }
         return bind_function(b, s, e);
-    case AST_CAST: {
-        PlanExpr *x = bind_expr(b, s, e->arg);
-        if (!x)
-            return NULL;
-        TypeId t = type_from_name(e->type_name);
-        if (t == TYPE_NULL) {
-            werr(b->err, SQLSTATE_UNDEFINED_OBJECT, e->pos, "type \"%s\" does not exist", e->type_name);
-            return NULL;
-        }
-        int prec = 0, scale = 0, mod = type_numeric_mod(e->type_name, &prec, &scale, b->err);
-        if (mod < 0) {
-            b->err->pos = e->pos;
-            return NULL;
-        }
-        if (mod && e->try_cast) {
-            werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: TRY_CAST to NUMERIC(p,s); cast to NUMERIC");
-            return NULL;
-        }
-        if (mod) {
-            /* CAST(x AS NUMERIC(p,s)): to numeric, then round to s digits and
-             * check the integer part fits p - s (a constant folds here too). */
-            if (!(x = bind_cast(b, x, TYPE_NUMERIC, e->pos)))
-                return NULL;
-            PlanExpr *args[3] = {x, make_const(b, value_int(TYPE_INT4, prec)),
-                                 make_const(b, value_int(TYPE_INT4, scale))};
-            return make_call(b, FN_NUM_TYPMOD, TYPE_NUMERIC, e->pos, 3, args);
-        }
-        if (e->try_cast) {
-            /* A bare literal is text here, so that its bad input is a NULL, not a plan-time error. */
-            if (x->kind == PE_CONST && x->unknown && !x->value.null && !(x = coerce_expr(b, x, TYPE_TEXT, x->pos)))
-                return NULL;
-            PlanExpr *c = bind_cast(b, x, t, e->pos);
-            if (c && c->kind == PE_CALL && c->fn == FN_CAST)
-                c->fn = FN_TRY_CAST;
-            return c;
-        }
-        return bind_cast(b, x, t, e->pos);
-    }
-    case AST_IS: {
-        PlanExpr *x = bind_expr(b, s, e->arg);
-        if (!x)
-            return NULL;
-        ScalarFn fn;
-        switch (e->is_kind) {
-        case IS_NULL: fn = e->negated ? FN_IS_NOT_NULL : FN_IS_NULL; break;
-        case IS_TRUE: fn = e->negated ? FN_IS_NOT_TRUE : FN_IS_TRUE; break;
-        case IS_FALSE: fn = e->negated ? FN_IS_NOT_FALSE : FN_IS_FALSE; break;
-        case IS_UNKNOWN: fn = e->negated ? FN_IS_NOT_NULL : FN_IS_NULL; break;
-        case IS_DISTINCT_FROM: {
-            PlanExpr *y = bind_expr(b, s, e->lo);
-            if (!y)
-                return NULL;
-            TypeId t = common_type(x, y);
-            if (t == TYPE_NULL || !(x = coerce_expr(b, x, t, e->pos)) || !(y = coerce_expr(b, y, t, e->pos))) {
-                werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, e->pos, "operator does not exist: %s = %s",
-                     type_name(x ? x->type : TYPE_NULL), type_name(y->type));
-                return NULL;
-            }
-            PlanExpr *args[2] = {x, y};
-            return make_call(b, e->negated ? FN_IS_NOT_DISTINCT : FN_IS_DISTINCT, TYPE_BOOL, e->pos, 2, args);
-        }
-        default: return NULL;
-        }
-        if (e->is_kind != IS_NULL && !(x = coerce_expr(b, x, TYPE_BOOL, e->pos)))
-            return NULL;
-        return make_call(b, fn, TYPE_BOOL, e->pos, 1, &x);
-    }
-    case AST_BETWEEN: {
-        PlanExpr *x = bind_expr(b, s, e->arg), *lo = x ? bind_expr(b, s, e->lo) : NULL;
-        PlanExpr *hi = lo ? bind_expr(b, s, e->hi) : NULL;
-        if (!hi)
-            return NULL;
-        PlanExpr *ge = bind_binary(b, s, e, OP_GE, x, lo);
-        PlanExpr *le = ge ? bind_binary(b, s, e, OP_LE, x, hi) : NULL;
-        if (!le)
-            return NULL;
-        PlanExpr *args[2] = {ge, le};
-        PlanExpr *r = make_call(b, FN_AND, TYPE_BOOL, e->pos, 2, args);
-        return e->negated ? make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &r) : r;
-    }
-    case AST_IN: {
-        int n = ast_list_len(e->args);
-        PlanExpr **args = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n + 1));
-        if (!(args[0] = bind_expr(b, s, e->arg)))
-            return NULL;
-        TypeId t = args[0]->kind == PE_CONST && args[0]->unknown ? TYPE_NULL : args[0]->type;
-        for (int i = 0; i < n; i++) {
-            if (!(args[i + 1] = bind_expr(b, s, AST_AT(e->args, i))))
-                return NULL;
-            if (t == TYPE_NULL && !(args[i + 1]->kind == PE_CONST && args[i + 1]->unknown))
-                t = args[i + 1]->type;
-            else if (t != TYPE_NULL) {
-                TypeId c = common_type(make_col(b, 0, t), args[i + 1]);
-                if (c == TYPE_NULL) {
-                    werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, args[i + 1]->pos, "operator does not exist: %s = %s",
-                         type_name(t), type_name(args[i + 1]->type));
-                    return NULL;
-                }
-                t = c;
-            }
-        }
-        if (t == TYPE_NULL)
-            t = TYPE_TEXT;
-        for (int i = 0; i <= n; i++)
-            if (!(args[i] = coerce_expr(b, args[i], t, args[i]->pos)))
-                return NULL;
-        PlanExpr *r = make_call(b, FN_IN, TYPE_BOOL, e->pos, n + 1, args);
-        return e->negated ? make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &r) : r;
-    }
-    case AST_LIKE: {
-        PlanExpr *x = bind_expr(b, s, e->arg), *p = x ? bind_expr(b, s, e->lo) : NULL;
-        if (!p)
-            return NULL;
-        PlanExpr *esc = e->hi ? bind_expr(b, s, e->hi) : NULL;
-        if (e->hi && (!esc || !(esc = coerce_expr(b, esc, TYPE_TEXT, e->hi->pos))))
-            return NULL;
-        if (!(x = coerce_expr(b, x, TYPE_TEXT, e->pos)) || !(p = coerce_expr(b, p, TYPE_TEXT, e->pos)))
-            return NULL;
-        PlanExpr *args[3] = {x, p, esc};
-        PlanExpr *r = make_call(b, e->ilike ? FN_ILIKE : FN_LIKE, TYPE_BOOL, e->pos, esc ? 3 : 2, args);
-        return e->negated ? make_call(b, FN_NOT, TYPE_BOOL, e->pos, 1, &r) : r;
-    }
-    case AST_CASE: {
-        int nw = ast_list_len(e->whens);
-        int n = nw + (e->else_ ? 1 : 0);
-        PlanExpr **args = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n ? n : 1));
-        PlanExpr *operand = e->arg ? bind_expr(b, s, e->arg) : NULL;
-        if (e->arg && !operand)
-            return NULL;
-        TypeId t = TYPE_NULL;
-        for (int i = 0; i < n; i++) {
-            const AstExpr *ae = i < nw ? AST_AT(e->whens, i) : e->else_;
-            bool is_when = i < nw && i % 2 == 0;
-            PlanExpr *x = bind_expr(b, s, ae);
-            if (!x)
-                return NULL;
-            if (is_when) {
-                if (operand && !(x = bind_binary(b, s, ae, OP_EQ, operand, x)))
-                    return NULL;
-                if (!(x = coerce_expr(b, x, TYPE_BOOL, ae->pos)))
-                    return NULL;
-            } else if (!(x->kind == PE_CONST && (x->unknown || x->value.null))) {
-                TypeId c = t == TYPE_NULL ? x->type : common_type(make_col(b, 0, t), x);
-                if (c == TYPE_NULL) {
-                    werr(b->err, SQLSTATE_DATATYPE_MISMATCH, ae->pos, "CASE types %s and %s cannot be matched",
-                         type_name(t), type_name(x->type));
-                    return NULL;
-                }
-                t = c;
-            }
-            args[i] = x;
-        }
-        if (t == TYPE_NULL)
-            t = TYPE_TEXT;
-        for (int i = 0; i < n; i++) {
-            bool is_when = i < nw && i % 2 == 0;
-            if (!is_when && !(args[i] = coerce_expr(b, args[i], t, args[i]->pos)))
-                return NULL;
-        }
-        return make_call(b, FN_CASE, t, e->pos, n, args);
-    }
+    case AST_CAST: return bind_cast_expr(b, s, e);
+    case AST_IS: return bind_is(b, s, e);
+    case AST_BETWEEN: return bind_between(b, s, e);
+    case AST_IN: return bind_in_list(b, s, e);
+    case AST_LIKE: return bind_like(b, s, e);
+    case AST_CASE: return bind_case(b, s, e);
     case AST_EXTRACT:
         return bind_extract(b, s, e);
     case AST_SUBQUERY:
@@ -1441,4 +1493,30 @@ int const_interval_us(BindCtx *b, const Scope *s, const AstExpr *e, int64_t *out
         return werr(b->err, SQLSTATE_INVALID_PARAMETER, e->pos,
                     "window sizes must be fixed intervals (seconds to days, no months)");
     return 0;
+}
+
+/* A subquery in an expression reads the column plan_subq.c joined it as
+ * (BindCtx.subq, newest first); NOT IN negates the mark. */
+PlanExpr *bind_subquery(BindCtx *b, const Scope *s, const AstExpr *e)
+{
+    for (int i = b->n_subq - 1; i >= 0; i--) {
+        if (b->subq[i].e != e)
+            continue;
+        int col = b->subq[i].col;
+        if (col >= s->n)
+            break;
+        PlanExpr *x = make_col(b, col, s->cols[col].type);
+        x->pos = e->pos;
+        if (e->subq_kind == SUBQ_IN && e->negated) {
+            PlanExpr *n = arena_zalloc(b->a, sizeof *n);
+            *n = (PlanExpr){.kind = PE_CALL, .fn = FN_NOT, .type = TYPE_BOOL, .pos = e->pos, .n_args = 1,
+                            .args = arena_alloc(b->a, sizeof(PlanExpr *))};
+            n->args[0] = x;
+            return n;
+        }
+        return x;
+    }
+    werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: a subquery here");
+    werr_hint(b->err, "Subqueries are supported in WHERE and in the select list of a query without GROUP BY.");
+    return NULL;
 }

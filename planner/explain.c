@@ -107,6 +107,138 @@ static void dist_text(const PlanNode *n, Buf *out)
     }
 }
 
+/* A source: connector, topic or generator, format, start. */
+static void params_source(const PlanNode *n, const PlanSchema *in, Buf *out)
+{
+    const char *conn = cat_option(n->source, "connector");
+    buf_printf(out, "source: %s, connector: %s", n->source->name, conn ? conn : "?");
+    const char *topic = cat_option(n->source, "topic");
+    if (topic)
+        buf_printf(out, ", topic: %s", topic);
+    buf_puts(out, ", columns: [");
+    for (int i = 0; i < n->out.n; i++)
+        buf_printf(out, "%s%s", i ? ", " : "", n->out.names[i]);
+    buf_putc(out, ']');
+}
+
+/* A window function: kind, time column, sizes, panes, lateness. */
+static void params_window(const PlanNode *n, const PlanSchema *in, Buf *out)
+{
+    buf_printf(out, "%s(%s, ",
+               n->win_kind == WIN_TUMBLE ? "TUMBLE" : n->win_kind == WIN_HOP ? "HOP"
+               : n->win_kind == WIN_CUMULATE ? "CUMULATE" : "SESSION",
+               in->names[n->win_time_col]);
+    if (n->win_kind == WIN_HOP || n->win_kind == WIN_CUMULATE) {
+        fmt_us(n->win_slide_us, out);
+        buf_puts(out, ", ");
+    }
+    fmt_us(n->win_size_us, out);
+    if (n->win_offset_us) {
+        buf_puts(out, ", offset ");
+        fmt_us(n->win_offset_us, out);
+    }
+    buf_puts(out, "), adds: [window_start, window_end]");
+    if (n->pane_us) {
+        buf_puts(out, " of each row's pane of ");
+        fmt_us(n->pane_us, out);
+    }
+    if (n->late_check) {
+        buf_puts(out, ", drops rows late by ");
+        fmt_us(n->lateness_us, out);
+        if (n->late_table_id)
+            buf_puts(out, " into the late-rows relation");
+    }
+}
+
+/* An aggregation: phase, group columns, aggregate calls, emit mode, panes. */
+static void params_agg(const PlanNode *n, const PlanSchema *in, Buf *out)
+{
+    if (n->agg_phase != PLAN_AGG_ONE)
+        buf_printf(out, "phase: %s, ", n->agg_phase == PLAN_AGG_LOCAL ? "local" : "global");
+    buf_puts(out, "group: ");
+    cols_list(in, n->n_group, n->group_cols, out);
+    buf_puts(out, ", aggs: [");
+    for (int i = 0; i < n->n_aggs; i++) {
+        const PlanAgg *g = &n->aggs[i];
+        buf_printf(out, "%s%s(%s)", i ? ", " : "", agg_name(g->kind), g->arg < 0 ? "*" : in->names[g->arg]);
+        if (g->filter_col >= 0)
+            buf_printf(out, " FILTER (WHERE %s)", in->names[g->filter_col]);
+    }
+    buf_putc(out, ']');
+    if (n->win_group_idx >= 0)
+        buf_printf(out, ", emit: %s", n->emit == PLAN_EMIT_ON_CLOSE ? "on window close" : "changes");
+    if (n->pane_us) {
+        buf_puts(out, ", windows merged from panes of ");
+        fmt_us(n->pane_us, out);
+    }
+}
+
+/* A regular join: kind, keys, interval bounds, residual, stored columns. */
+static void params_join(const PlanNode *n, const PlanSchema *in, Buf *out)
+{
+    static const char *kinds[] = {"inner", "left", "right", "full", "cross"};
+    buf_printf(out, "type: %s%s, on: [", n->window_join ? "window " : n->interval ? "interval " : "",
+               kinds[n->join_type]);
+    for (int i = 0; i < n->n_join_keys; i++)
+        buf_printf(out, "%s%s = %s", i ? ", " : "", n->inputs[0]->out.names[n->left_keys[i]],
+                   n->inputs[1]->out.names[n->right_keys[i]]);
+    buf_putc(out, ']');
+    if (n->interval && !n->window_join) {
+        buf_printf(out, ", right.%s - left.%s in [", n->inputs[1]->out.names[n->right_time_col],
+                   n->inputs[0]->out.names[n->left_time_col]);
+        Interval lo = {.usecs = n->lo_us}, hi = {.usecs = n->hi_us};
+        format_interval(&lo, out);
+        buf_puts(out, ", ");
+        format_interval(&hi, out);
+        buf_putc(out, ']');
+    }
+    if (n->residual) {
+        buf_puts(out, ", condition: ");
+        expr_to_text(n->residual, &n->out, out);
+    }
+}
+
+/* A temporal join: kind, probe keys and time, residual. */
+static void params_temporal_join(const PlanNode *n, const PlanSchema *in, Buf *out)
+{
+    const PlanSchema *r = &n->inputs[1]->out;
+    buf_printf(out, "type: %s, as of: ", n->join_type == JOIN_LEFT ? "left" : "inner");
+    if (n->proc_time)
+        buf_puts(out, "PROCTIME()");
+    else
+        buf_printf(out, "%s (version time %s)", in->names[n->left_time_col], r->names[n->right_time_col]);
+    buf_puts(out, ", on: [");
+    for (int i = 0; i < n->n_join_keys; i++)
+        buf_printf(out, "%s%s = %s", i ? ", " : "", in->names[n->left_keys[i]], r->names[n->right_keys[i]]);
+    buf_putc(out, ']');
+    if (n->residual) {
+        buf_puts(out, ", condition: ");
+        expr_to_text(n->residual, &n->out, out);
+    }
+}
+
+/* A semi (anti) join: kind, keys, the subquery column it adds. */
+static void params_semi_join(const PlanNode *n, const PlanSchema *in, Buf *out)
+{
+    static const char *kinds[] = {"semi", "anti", "mark", "scalar"};
+    const PlanSchema *r = &n->inputs[1]->out;
+    buf_printf(out, "type: %s, on: [", kinds[n->semi_kind]);
+    for (int i = 0; i < n->n_join_keys; i++)
+        buf_printf(out, "%s%s = %s", i ? ", " : "", in->names[n->left_keys[i]], r->names[n->right_keys[i]]);
+    buf_putc(out, ']');
+    if (n->in_left_col >= 0)
+        buf_printf(out, ", in: %s IN %s", in->names[n->in_left_col], r->names[n->in_right_col]);
+    if (n->semi_kind == SEMI_SCALAR) {
+        buf_printf(out, ", value: %s, when no row: ", r->names[n->scalar_col]);
+        if (n->scalar_default.null)
+            buf_puts(out, "NULL");
+        else
+            value_to_text(&n->scalar_default, out);
+    }
+    if (n->semi_kind == SEMI_MARK || n->semi_kind == SEMI_SCALAR)
+        buf_printf(out, ", adds: %s", n->out.names[n->out.n - 1]);
+}
+
 static void node_params(const PlanNode *n, Buf *out)
 {
     if (n->kind == PN_EXCHANGE) {
@@ -117,18 +249,9 @@ static void node_params(const PlanNode *n, Buf *out)
     }
     const PlanSchema *in = n->n_inputs ? &n->inputs[0]->out : NULL;
     switch (n->kind) {
-    case PN_SOURCE: {
-        const char *conn = cat_option(n->source, "connector");
-        buf_printf(out, "source: %s, connector: %s", n->source->name, conn ? conn : "?");
-        const char *topic = cat_option(n->source, "topic");
-        if (topic)
-            buf_printf(out, ", topic: %s", topic);
-        buf_puts(out, ", columns: [");
-        for (int i = 0; i < n->out.n; i++)
-            buf_printf(out, "%s%s", i ? ", " : "", n->out.names[i]);
-        buf_putc(out, ']');
+    case PN_SOURCE:
+        params_source(n, in, out);
         break;
-    }
     case PN_WATERMARK:
         buf_printf(out, "column: %s, expr: ", n->out.names[n->wm_col]);
         expr_to_text(n->wm_expr, &n->out, out);
@@ -156,78 +279,18 @@ static void node_params(const PlanNode *n, Buf *out)
         expr_to_text(n->pred, in, out);
         break;
     case PN_WINDOW:
-        buf_printf(out, "%s(%s, ",
-                   n->win_kind == WIN_TUMBLE ? "TUMBLE" : n->win_kind == WIN_HOP ? "HOP"
-                   : n->win_kind == WIN_CUMULATE ? "CUMULATE" : "SESSION",
-                   in->names[n->win_time_col]);
-        if (n->win_kind == WIN_HOP || n->win_kind == WIN_CUMULATE) {
-            fmt_us(n->win_slide_us, out);
-            buf_puts(out, ", ");
-        }
-        fmt_us(n->win_size_us, out);
-        if (n->win_offset_us) {
-            buf_puts(out, ", offset ");
-            fmt_us(n->win_offset_us, out);
-        }
-        buf_puts(out, "), adds: [window_start, window_end]");
-        if (n->pane_us) {
-            buf_puts(out, " of each row's pane of ");
-            fmt_us(n->pane_us, out);
-        }
-        if (n->late_check) {
-            buf_puts(out, ", drops rows late by ");
-            fmt_us(n->lateness_us, out);
-            if (n->late_table_id)
-                buf_puts(out, " into the late-rows relation");
-        }
+        params_window(n, in, out);
         break;
     case PN_AGG:
-        if (n->agg_phase != PLAN_AGG_ONE)
-            buf_printf(out, "phase: %s, ", n->agg_phase == PLAN_AGG_LOCAL ? "local" : "global");
-        buf_puts(out, "group: ");
-        cols_list(in, n->n_group, n->group_cols, out);
-        buf_puts(out, ", aggs: [");
-        for (int i = 0; i < n->n_aggs; i++) {
-            const PlanAgg *g = &n->aggs[i];
-            buf_printf(out, "%s%s(%s)", i ? ", " : "", agg_name(g->kind), g->arg < 0 ? "*" : in->names[g->arg]);
-            if (g->filter_col >= 0)
-                buf_printf(out, " FILTER (WHERE %s)", in->names[g->filter_col]);
-        }
-        buf_putc(out, ']');
-        if (n->win_group_idx >= 0)
-            buf_printf(out, ", emit: %s", n->emit == PLAN_EMIT_ON_CLOSE ? "on window close" : "changes");
-        if (n->pane_us) {
-            buf_puts(out, ", windows merged from panes of ");
-            fmt_us(n->pane_us, out);
-        }
+        params_agg(n, in, out);
         break;
     case PN_MATERIALIZE:
         buf_printf(out, "view: %s, pk: ", n->view_name);
         cols_list(&n->out, n->n_keys, n->keys, out);
         break;
-    case PN_JOIN: {
-        static const char *kinds[] = {"inner", "left", "right", "full", "cross"};
-        buf_printf(out, "type: %s%s, on: [", n->window_join ? "window " : n->interval ? "interval " : "",
-                   kinds[n->join_type]);
-        for (int i = 0; i < n->n_join_keys; i++)
-            buf_printf(out, "%s%s = %s", i ? ", " : "", n->inputs[0]->out.names[n->left_keys[i]],
-                       n->inputs[1]->out.names[n->right_keys[i]]);
-        buf_putc(out, ']');
-        if (n->interval && !n->window_join) {
-            buf_printf(out, ", right.%s - left.%s in [", n->inputs[1]->out.names[n->right_time_col],
-                       n->inputs[0]->out.names[n->left_time_col]);
-            Interval lo = {.usecs = n->lo_us}, hi = {.usecs = n->hi_us};
-            format_interval(&lo, out);
-            buf_puts(out, ", ");
-            format_interval(&hi, out);
-            buf_putc(out, ']');
-        }
-        if (n->residual) {
-            buf_puts(out, ", condition: ");
-            expr_to_text(n->residual, &n->out, out);
-        }
+    case PN_JOIN:
+        params_join(n, in, out);
         break;
-    }
     case PN_TOPN:
         buf_puts(out, "partition: ");
         cols_list(in, n->n_part, n->part_cols, out);
@@ -254,23 +317,9 @@ static void node_params(const PlanNode *n, Buf *out)
     case PN_TABLE_WRITE:
         buf_printf(out, "table: %s", n->source->name);
         break;
-    case PN_TEMPORAL_JOIN: {
-        const PlanSchema *r = &n->inputs[1]->out;
-        buf_printf(out, "type: %s, as of: ", n->join_type == JOIN_LEFT ? "left" : "inner");
-        if (n->proc_time)
-            buf_puts(out, "PROCTIME()");
-        else
-            buf_printf(out, "%s (version time %s)", in->names[n->left_time_col], r->names[n->right_time_col]);
-        buf_puts(out, ", on: [");
-        for (int i = 0; i < n->n_join_keys; i++)
-            buf_printf(out, "%s%s = %s", i ? ", " : "", in->names[n->left_keys[i]], r->names[n->right_keys[i]]);
-        buf_putc(out, ']');
-        if (n->residual) {
-            buf_puts(out, ", condition: ");
-            expr_to_text(n->residual, &n->out, out);
-        }
+    case PN_TEMPORAL_JOIN:
+        params_temporal_join(n, in, out);
         break;
-    }
     case PN_SETOP:
         buf_printf(out, "op: %s%s, columns: [",
                    n->set_op == SETOP_INTERSECT || n->set_op == SETOP_INTERSECT_ALL ? "intersect" : "except",
@@ -286,26 +335,9 @@ static void node_params(const PlanNode *n, Buf *out)
     case PN_WORK_TABLE:
         buf_printf(out, "cte: %s, the rows the last iteration added", n->rec_name);
         break;
-    case PN_SEMI_JOIN: {
-        static const char *kinds[] = {"semi", "anti", "mark", "scalar"};
-        const PlanSchema *r = &n->inputs[1]->out;
-        buf_printf(out, "type: %s, on: [", kinds[n->semi_kind]);
-        for (int i = 0; i < n->n_join_keys; i++)
-            buf_printf(out, "%s%s = %s", i ? ", " : "", in->names[n->left_keys[i]], r->names[n->right_keys[i]]);
-        buf_putc(out, ']');
-        if (n->in_left_col >= 0)
-            buf_printf(out, ", in: %s IN %s", in->names[n->in_left_col], r->names[n->in_right_col]);
-        if (n->semi_kind == SEMI_SCALAR) {
-            buf_printf(out, ", value: %s, when no row: ", r->names[n->scalar_col]);
-            if (n->scalar_default.null)
-                buf_puts(out, "NULL");
-            else
-                value_to_text(&n->scalar_default, out);
-        }
-        if (n->semi_kind == SEMI_MARK || n->semi_kind == SEMI_SCALAR)
-            buf_printf(out, ", adds: %s", n->out.names[n->out.n - 1]);
+    case PN_SEMI_JOIN:
+        params_semi_join(n, in, out);
         break;
-    }
     case PN_UNION:
         buf_puts(out, "all: true, columns: [");
         for (int i = 0; i < n->out.n; i++)

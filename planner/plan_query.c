@@ -11,14 +11,6 @@
 
 /* ---- WITH ------------------------------------------------------------------------ */
 
-CteEnv *find_cte(const PlanCtx *p, const char *name)
-{
-    for (CteEnv *e = p->ctes; e; e = e->prev)
-        if (strcmp(e->cte->name, name) == 0)
-            return e;
-    return NULL;
-}
-
 static int visible_cols(PlanCtx *p, const Rel *r, int **vis);
 
 /* ---- WITH RECURSIVE (ad hoc queries) ------------------------------------------- */
@@ -478,69 +470,6 @@ static int plan_setop(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     return plan_limit(p, sel, q);
 }
 
-int make_limit_topn(PlanCtx *p, const AstSelect *sel, Rel *r, int n_order, const PlanOrder *order, int n_visible)
-{
-    BindCtx *b = &p->b;
-    int64_t limit, offset;
-    if (limit_values(p, sel, &limit, &offset))
-        return -1;
-    const AstExpr *where = sel->limit ? sel->limit : sel->offset;
-    if (limit < 0)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, where->pos,
-                    "feature not supported: OFFSET without LIMIT inside a query");
-    if (limit > 10000 || offset > 10000 - limit)
-        return werr(b->err, SQLSTATE_PROGRAM_LIMIT, where->pos,
-                    "a LIMIT inside a query keeps at most 10000 rows (LIMIT + OFFSET)");
-    PlanNode *cur = r->node;
-    int n = cur->out.n;
-    PlanNode *t = topn_new(p, cur, n_order, order);
-    t->topn_limit = limit + offset;
-    t->win_group_idx = -1;
-    t->table_id = new_table(p);
-    t->append_only = false;
-    t->wm_col = -1;
-    t->n_keys = 1;
-    t->keys = arena_alloc(b->a, sizeof(int));
-    t->keys[0] = n;
-    PlanNode *in = t;
-    if (offset > 0) {
-        /* The first OFFSET ranks are cut, the rest kept. */
-        PlanExpr *args[2] = {make_col(b, n, TYPE_INT8), make_const(b, value_int(TYPE_INT8, offset))};
-        PlanExpr *gt = arena_zalloc(b->a, sizeof *gt);
-        *gt = (PlanExpr){.kind = PE_CALL, .fn = FN_GT, .type = TYPE_BOOL, .n_args = 2,
-                         .args = arena_alloc(b->a, sizeof(PlanExpr *) * 2)};
-        gt->args[0] = args[0];
-        gt->args[1] = args[1];
-        PlanNode *f = new_node(p, PN_FILTER, t);
-        f->pred = gt;
-        f->out = t->out;
-        f->n_keys = t->n_keys;
-        f->keys = t->keys;
-        in = f;
-    }
-    /* The visible columns and the row number (the key). */
-    PlanNode *pr = new_node(p, PN_PROJECT, in);
-    pr->n_exprs = n_visible + 1;
-    pr->exprs = arena_alloc(b->a, sizeof(PlanExpr *) * (size_t)(n_visible + 1));
-    Scope sc;
-    alloc_scope(b->a, &sc, n_visible + 1);
-    for (int i = 0; i < n_visible; i++) {
-        pr->exprs[i] = make_col(b, i, cur->out.types[i]);
-        sc.cols[i] = r->scope.cols[i];
-        sc.cols[i].role = ROLE_NONE;
-    }
-    pr->exprs[n_visible] = make_col(b, n, TYPE_INT8);
-    sc.cols[n_visible] = (ScopeCol){.name = "_row_number", .type = TYPE_INT8, .hidden = true};
-    schema_from_scope(b->a, &pr->out, &sc);
-    pr->n_keys = 1;
-    pr->keys = arena_alloc(b->a, sizeof(int));
-    pr->keys[0] = n_visible;
-    pr->append_only = false;
-    pr->wm_col = -1;
-    r->node = pr;
-    r->scope = sc;
-    return 0;
-}
 
 /* A query: its WITH list (in scope while the query is planned), then a set
  * operation or a single select. */
@@ -584,4 +513,39 @@ int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
     }
     p->ctes = saved;
     return rc;
+}
+
+void init_ctx(PlanCtx *p, const PlanCatalog *cat, Arena *a, WError *err, bool streaming)
+{
+    memset(p, 0, sizeof *p);
+    p->b.a = a;
+    p->b.err = err;
+    p->b.cat = cat;
+    p->b.next_node_id = 1;
+    p->streaming = streaming;
+    p->plan_rev = PLAN_REV_CURRENT;
+    p->b.plan_rev = PLAN_REV_CURRENT;
+    /* The recursion of SQL goes through these: the files below this one
+     * plan nested queries without naming it (planner/README.md, "Files"). */
+    p->sub_select = plan_select;
+    p->cte_ref = plan_cte_ref;
+}
+
+PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WError *err)
+{
+    PlanCtx p;
+    init_ctx(&p, cat, a, err, false);
+    PlanQuery *q = arena_zalloc(a, sizeof *q);
+    q->limit = -1;
+    Rel r;
+    if (plan_select(&p, sel, &r, q))
+        return NULL;
+    q->root = r.node;
+    q->n_nodes = p.n_nodes;
+    q->nodes = p.nodes;
+    q->schema = r.node->out;
+    if (check_widths(q->nodes, q->n_nodes, err) || check_limits(q->nodes, q->n_nodes, sel->pos, err))
+        return NULL;
+    plan_key_lookups(q, a);
+    return q;
 }

@@ -318,7 +318,7 @@ static int plan_one(PlanCtx *p, const AstExpr *e, Rel *cur, PlanSemiKind k)
     p->corr = &cc;
     Rel r;
     int first_id = b->next_node_id;
-    int rc = plan_select(p, sub, &r, NULL);
+    int rc = p->sub_select(p, sub, &r, NULL);
     p->corr = saved;
     if (rc)
         return -1;
@@ -485,28 +485,4 @@ int plan_where_subqueries(PlanCtx *p, const AstExpr *where, Rel *cur, const AstE
     }
     *rest = kept;
     return 0;
-}
-
-PlanExpr *bind_subquery(BindCtx *b, const Scope *s, const AstExpr *e)
-{
-    for (int i = b->n_subq - 1; i >= 0; i--) {
-        if (b->subq[i].e != e)
-            continue;
-        int col = b->subq[i].col;
-        if (col >= s->n)
-            break;
-        PlanExpr *x = make_col(b, col, s->cols[col].type);
-        x->pos = e->pos;
-        if (e->subq_kind == SUBQ_IN && e->negated) {
-            PlanExpr *n = arena_zalloc(b->a, sizeof *n);
-            *n = (PlanExpr){.kind = PE_CALL, .fn = FN_NOT, .type = TYPE_BOOL, .pos = e->pos, .n_args = 1,
-                            .args = arena_alloc(b->a, sizeof(PlanExpr *))};
-            n->args[0] = x;
-            return n;
-        }
-        return x;
-    }
-    werr(b->err, SQLSTATE_NOT_SUPPORTED, e->pos, "feature not supported: a subquery here");
-    werr_hint(b->err, "Subqueries are supported in WHERE and in the select list of a query without GROUP BY.");
-    return NULL;
 }

@@ -1,6 +1,8 @@
 /*
- * planner_int.h: shared between the binder (bind.c), the lowering
- * (plan.c) and EXPLAIN (explain.c). Not for use outside planner/.
+ * planner_int.h: shared between the binder (bind.c), the lowering passes
+ * (plan*.c, temporal.c; planner/README.md lists them and the direction in
+ * which they call each other) and EXPLAIN (explain.c). Not for use outside
+ * planner/.
  */
 #ifndef WEIR_PLANNER_INT_H
 #define WEIR_PLANNER_INT_H
@@ -69,6 +71,8 @@ typedef struct BindCtx {
 bool plan_set_panes(PlanNode *agg, PlanNode *win, int plan_rev);
 
 /* bind.c */
+/* An AST_SUBQUERY: the column plan_subq.c joined it as (0A000 when it was not). */
+PlanExpr *bind_subquery(BindCtx *b, const Scope *s, const AstExpr *e);
 PlanExpr *bind_expr(BindCtx *b, const Scope *s, const AstExpr *e);
 /* Coerces e to type t (implicit cast rules; unknown literals parse as t). NULL + err on failure. */
 PlanExpr *coerce_expr(BindCtx *b, PlanExpr *e, TypeId t, int pos);
@@ -141,7 +145,32 @@ typedef struct PlanCtx {
     int n_nodes, cap_nodes;
     PlanNode **nodes;
     int session_pos;         /* position of the first SESSION window function (its errors), 0 none */
+    /* SQL's recursion: a query nested in the one being planned (a FROM
+     * subquery, a subquery in an expression, a Top-N's inner select) and a
+     * reference to a CTE. init_ctx (plan_query.c) sets them to plan_select
+     * and plan_cte_ref; the passes below plan_query.c call these instead of
+     * naming it, so the planner's files depend on each other in one
+     * direction (planner/README.md, "Files"). */
+    int (*sub_select)(struct PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
+    int (*cte_ref)(struct PlanCtx *p, const AstTableRef *t, CteEnv *ce, Rel *out);
 } PlanCtx;
+
+/* plan_query.c: p ready to plan a view (streaming) or an ad hoc query, at
+ * PLAN_REV_CURRENT, with its recursion hooks set. */
+void init_ctx(PlanCtx *p, const PlanCatalog *cat, Arena *a, WError *err, bool streaming);
+/* The planned view whose root (materialize) node is m, over p's nodes. */
+PlanView *view_of(Arena *a, const PlanCtx *p, PlanNode *m);
+/* Planner-bug guards on a finished plan: every node's schema as wide as its
+ * operator emits (XX000), and the state and column limits (54000). */
+int check_widths(PlanNode *const *nodes, int n_nodes, WError *err);
+int check_limits(PlanNode *const *nodes, int n_nodes, int pos, WError *err);
+/* The position of the first call of fn in e (-1 when it has none), 0 if none. */
+int expr_find_fn(const PlanExpr *e, ScalarFn fn);
+/* plan_late.c: the window/lateness pass of a view whose lowered query is in:
+ * the top window-bounded aggregation (*agg_out, NULL when none) gets emit mode
+ * and lateness, its window late_check (and panes), and LATE ROWS INTO a table
+ * (*late_win_out: that window). 0, or -1 with err (42P20, 0A000, 22023). */
+int plan_view_lateness(PlanCtx *p, const AstCreateView *cv, PlanNode *in, PlanNode **agg_out, PlanNode **late_win_out);
 
 /* A new node (appended to p's nodes) reading input (may be NULL). */
 PlanNode *topn_new(PlanCtx *p, PlanNode *cur, int n_order, const PlanOrder *order);
@@ -181,11 +210,46 @@ int make_limit_topn(PlanCtx *p, const AstSelect *sel, Rel *r, int n_order, const
 PlanNode *make_distinct(PlanCtx *p, PlanNode *cur, const Scope *scope, int n, int pos, const char *what);
 /* ROW_NUMBER() OVER (...) in inner, filtered rn <= p->topn_n outside. */
 int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out);
-/* One SELECT (no WITH, no set operation). */
+/* plan_select.c: one SELECT (no WITH, no set operation). */
 int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q);
+/* plan.c: the FROM list of sel (items joined, WHERE conjuncts lent to inner joins). */
+int plan_from(PlanCtx *p, const AstSelect *sel, Rel *out);
 
-/* temporal.c: FROM l JOIN r FOR SYSTEM_TIME AS OF ... ON ... (t is that TREF_JOIN). */
-int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out);
+/* One item of a select list after '*' is expanded. */
+typedef struct Target {
+    const AstExpr *expr;     /* NULL for a star-expanded column */
+    int star_col;            /* scope column for star expansion */
+    const char *name;
+    int pos;
+} Target;
+
+/* plan_values.c: a VALUES list (ad hoc only: 0A000 in a view) as a PN_VALUES leaf. */
+int plan_values(PlanCtx *p, const AstSelect *sel, Rel *out);
+
+/* plan_topn.c: records in p a FROM subquery of sel numbered by ROW_NUMBER()
+ * OVER and filtered rn <= N in sel's WHERE (p->topn_sub, p->topn_n). */
+int plan_topn_mark(PlanCtx *p, const AstSelect *sel);
+/* DISTINCT ON: a Top-1 of cur per the n_part columns part by order, then a
+ * projection keeping the first n_visible columns (all when keep_hidden). */
+PlanNode *make_distinct_on(PlanCtx *p, PlanNode *cur, const Scope *scope, int n_part, const int *part,
+                           int n_order, const PlanOrder *order, int n_visible, bool keep_hidden);
+
+/* plan_agg.c: the group keys of sel bound against scope into agg (ordinals and
+ * output aliases through targets; duplicates dropped). 0, or -1 with err. */
+int bind_group_keys(PlanCtx *p, const AstSelect *sel, const Target *targets, int n_targets, const Scope *scope,
+                    AggCtx *agg);
+/* Lowers the bound aggregate agg over *cur (columns scope): pre-projection,
+ * PN_AGG with its window/session analysis, then HAVING (bound through agg, or
+ * NULL) as a filter. *cur gets the last node, *post_scope the aggregation's
+ * columns (group keys, then _agg<i>). 0, or -1 with err. */
+int plan_agg_lower(PlanCtx *p, const AstSelect *sel, const AggCtx *agg, PlanExpr *having, PlanNode **cur,
+                   const Scope *scope, Scope *post_scope);
+
+/* temporal.c: FROM l JOIN r FOR SYSTEM_TIME AS OF ... ON ... (t is that
+ * TREF_JOIN): plan_temporal_check first (the checks that come before either
+ * side is planned), then plan_temporal_join with the left side planned. */
+int plan_temporal_check(PlanCtx *p, const AstTableRef *t);
+int plan_temporal_join(PlanCtx *p, const AstTableRef *t, const Rel *left, Rel *out);
 
 /* plan_query.c: WITH and the set operations. */
 /* Any query: its WITH list in scope, then a set operation or plan_select_core(). */
@@ -207,8 +271,6 @@ int plan_expr_subqueries(PlanCtx *p, const AstExpr *e, Rel *cur);
  * planned: takes the correlated equalities out of WHERE; *out gets the
  * select to plan instead (unchanged when it is not correlated). */
 int subq_correlate(PlanCtx *p, const AstSelect *sel, const Scope *inner, const AstSelect **out);
-/* bind.c's case for AST_SUBQUERY: the column it was joined as. */
-PlanExpr *bind_subquery(BindCtx *b, const Scope *s, const AstExpr *e);
 
 /* explain.c helpers used by plan.c too */
 void expr_to_text(const PlanExpr *e, const PlanSchema *in, Buf *out);

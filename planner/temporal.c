@@ -52,7 +52,10 @@ static PlanNode *replay_topic(PlanCtx *p, const PlanNode *vs)
     return w;
 }
 
-int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
+/* What a temporal join t must be before its sides are planned: AS OF
+ * PROCTIME() in an ad hoc query, INNER or LEFT (0A000), with an ON condition
+ * (42P17). 0, or -1 with err. */
+int plan_temporal_check(PlanCtx *p, const AstTableRef *t)
 {
     BindCtx *b = &p->b;
     const AstExpr *as_of = t->right->system_time;
@@ -75,9 +78,50 @@ int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
         return werr(b->err, SQLSTATE_INVALID_OBJECT_DEFINITION, t->pos,
                     "Temporal Table Join requires an ON condition with an equality on the primary key of \"%s\"",
                     t->right->name);
-    Rel l, r;
-    if (plan_tref(p, t->left, &l))
-        return -1;
+    return 0;
+}
+
+/* The ON conjuncts of a temporal join (nl left columns first): an equality
+ * of a left column with a key column of the versioned side (rk, npk of them)
+ * sets that key's probe column lk[k]; the rest is the residual (NULL none). */
+static PlanExpr *temporal_keys(BindCtx *b, PlanExpr **conds, int nc, int nl, int npk, int *lk, const int *rk)
+{
+    PlanExpr *residual = NULL;
+    for (int i = 0; i < nc; i++) {
+        PlanExpr *c = conds[i];
+        bool used = false;
+        if (c->kind == PE_CALL && c->fn == FN_EQ && c->n_args == 2 && c->args[0]->kind == PE_COL &&
+            c->args[1]->kind == PE_COL && (c->args[0]->col < nl) != (c->args[1]->col < nl) &&
+            c->args[0]->type == c->args[1]->type) {
+            int lc = c->args[0]->col < nl ? c->args[0]->col : c->args[1]->col;
+            int rc = (c->args[0]->col < nl ? c->args[1]->col : c->args[0]->col) - nl;
+            for (int k = 0; k < npk && !used; k++)
+                if (rk[k] == rc && lk[k] < 0) {
+                    lk[k] = lc;
+                    used = true;
+                }
+        }
+        if (used)
+            continue;
+        if (!residual) {
+            residual = c;
+        } else {
+            PlanExpr *a = arena_zalloc(b->a, sizeof *a);
+            *a = (PlanExpr){.kind = PE_CALL, .fn = FN_AND, .type = TYPE_BOOL, .pos = c->pos, .n_args = 2,
+                            .args = arena_alloc(b->a, sizeof(PlanExpr *) * 2)};
+            a->args[0] = residual;
+            a->args[1] = c;
+            residual = a;
+        }
+    }
+    return residual;
+}
+
+int plan_temporal_join(PlanCtx *p, const AstTableRef *t, const Rel *left, Rel *out)
+{
+    BindCtx *b = &p->b;
+    const AstExpr *as_of = t->right->system_time;
+    Rel l = *left, r;
     AstTableRef rt = *t->right;
     rt.system_time = NULL;
     int first_right = p->n_nodes;
@@ -144,34 +188,7 @@ int plan_temporal_join(PlanCtx *p, const AstTableRef *t, Rel *out)
         lk[k] = -1;
         rk[k] = r.node->keys[k];
     }
-    PlanExpr *residual = NULL;
-    for (int i = 0; i < nc; i++) {
-        PlanExpr *c = conds[i];
-        bool used = false;
-        if (c->kind == PE_CALL && c->fn == FN_EQ && c->n_args == 2 && c->args[0]->kind == PE_COL &&
-            c->args[1]->kind == PE_COL && (c->args[0]->col < nl) != (c->args[1]->col < nl) &&
-            c->args[0]->type == c->args[1]->type) {
-            int lc = c->args[0]->col < nl ? c->args[0]->col : c->args[1]->col;
-            int rc = (c->args[0]->col < nl ? c->args[1]->col : c->args[0]->col) - nl;
-            for (int k = 0; k < npk && !used; k++)
-                if (rk[k] == rc && lk[k] < 0) {
-                    lk[k] = lc;
-                    used = true;
-                }
-        }
-        if (used)
-            continue;
-        if (!residual) {
-            residual = c;
-        } else {
-            PlanExpr *a = arena_zalloc(b->a, sizeof *a);
-            *a = (PlanExpr){.kind = PE_CALL, .fn = FN_AND, .type = TYPE_BOOL, .pos = c->pos, .n_args = 2,
-                            .args = arena_alloc(b->a, sizeof(PlanExpr *) * 2)};
-            a->args[0] = residual;
-            a->args[1] = c;
-            residual = a;
-        }
-    }
+    PlanExpr *residual = temporal_keys(b, conds, nc, nl, npk, lk, rk);
     for (int k = 0; k < npk; k++)
         if (lk[k] < 0)
             return werr(b->err, SQLSTATE_INVALID_OBJECT_DEFINITION, t->on->pos,
