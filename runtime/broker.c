@@ -79,6 +79,7 @@ typedef struct StaticMember {
     char *group;
     char *instance;
     char *member;
+    bool joining;   /* a JoinGroup of this member was forwarded and not answered yet */
 } StaticMember;
 
 /* A client connection and its twin to the mock. fd[0] is the client, fd[1]
@@ -810,7 +811,7 @@ static void static_set(RtBroker *b, const char *group, const char *instance, con
     if (b->n_statics == STATIC_MEMBERS_MAX)
         static_remove(b, &b->statics[0]);
     b->statics = xrealloc(b->statics, (size_t)(b->n_statics + 1) * sizeof *b->statics);
-    b->statics[b->n_statics++] = (StaticMember){xstrdup(group), xstrdup(instance), dupn(member, (size_t)mlen)};
+    b->statics[b->n_statics++] = (StaticMember){xstrdup(group), xstrdup(instance), dupn(member, (size_t)mlen), false};
 }
 
 /* JoinGroup v5 request; r is past the client id. Forwards it, with the
@@ -836,7 +837,20 @@ static bool join_group_request(RtBroker *b, FwdConn *c, int16_t ver, int32_t cor
     p->corr = corr, p->key = API_JOIN_GROUP, p->ver = ver;
     p->group = dupn(group, (size_t)glen);
     p->instance = dupn(inst, (size_t)ilen);
-    StaticMember *m = mlen == 0 ? static_find(b, p->group, p->instance) : NULL;
+    StaticMember *known = static_find(b, p->group, p->instance);
+    StaticMember *m = mlen == 0 ? known : NULL;
+    /* A member whose last JoinGroup is still unanswered (its process was
+     * killed mid-rebalance) is parked in the mock with that request: giving
+     * the new process its member id makes the mock abort
+     * (rd_kafka_mock_cgrp_member_add: !member->resp). It joins as a new
+     * member instead; the old one leaves when its session expires. */
+    if (m && m->joining) {
+        fprintf(stderr, "weir broker: static member \"%s\" of group \"%s\" joins as a new member: its last join is "
+                        "still in progress\n", p->instance, p->group);
+        m = NULL;
+    }
+    if (known)
+        known->joining = true;
     Buf *o = &c->out[1];
     if (!m) {
         w_i32(o, (int32_t)n);
@@ -865,6 +879,9 @@ static void join_group_response(RtBroker *b, const Pending *p, const uint8_t *f,
     rd_str(&r, false, &len); /* protocol_name */
     rd_str(&r, false, &len); /* leader */
     const char *member = rd_str(&r, false, &mlen);
+    StaticMember *m = static_find(b, p->group, p->instance);
+    if (m)
+        m->joining = false;
     if (!r.bad && code == 0 && member && mlen > 0)
         static_set(b, p->group, p->instance, member, mlen);
 }
