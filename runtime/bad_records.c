@@ -69,7 +69,6 @@
 
 #include "buf.h"
 
-#define SQLSTATE_DATA_EXCEPTION "22000"
 #define MAX_DLQ 4                 /* Kafka clusters per dataflow: one per bootstrap address */
 #define DLQ_TXN_TIMEOUT_MS 15000  /* init / commit / abort of a dead-letter transaction */
 #define DLQ_META "dlq/"           /* metadata name prefix: dlq/VIEW/EPOCH (16 hex digits) */
