@@ -2,6 +2,7 @@
 #include "types.h"
 #include "tz.h"
 #include "numeric.h"
+#include "hash_seeds.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -884,7 +885,7 @@ void hash_bytes2(const void *p, size_t n, uint64_t seed0, uint64_t seed1, uint64
 uint64_t value_hash(const Value *v, uint64_t seed)
 {
     if (v->null)
-        return hash_u64(seed ^ UINT64_C(0x5bd1e995));
+        return hash_u64(seed ^ WEIR_HASH_NULL);
     switch (type_phys(v->type)) {
     case PHYS_I64: return hash_u64(seed ^ (uint64_t)v->u.i);
     case PHYS_F64: {

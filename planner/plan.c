@@ -334,7 +334,7 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
     if (sess && !p->session_pos)
         p->session_pos = t->pos;
     if (sess && in.scope.cols[tc->col].role != ROLE_EVENT_TIME)
-        return werr(b->err, "42P20", t->time_col->pos,
+        return werr(b->err, SQLSTATE_WINDOWING_ERROR, t->time_col->pos,
                     "SESSION windows need a time column with a WATERMARK (sessions close when it passes their end)");
     /* Without a watermark on the time column, nothing ever closes a window. */
     if (in.scope.cols[tc->col].role != ROLE_EVENT_TIME) {
@@ -380,7 +380,7 @@ static int check_sessions(PlanCtx *p)
         return -1;
     }
     if (windows > aggs)
-        return werr(p->b.err, "42P20", p->session_pos,
+        return werr(p->b.err, SQLSTATE_WINDOWING_ERROR, p->session_pos,
                     "a SESSION window needs an aggregation with GROUP BY window_start, window_end (and its keys)");
     return 0;
 }
@@ -1572,7 +1572,7 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         }
         if (a->session_start_idx >= 0 || a->session_end_idx >= 0) {
             if (a->session_start_idx < 0 || a->session_end_idx < 0)
-                return werr(b->err, "42P20", sel->pos,
+                return werr(b->err, SQLSTATE_WINDOWING_ERROR, sel->pos,
                             "a SESSION window aggregation must GROUP BY both window_start and window_end");
             a->session = true;
             a->session_gap_us = pre_scope.cols[a->session_start_idx >= 0 ? a->session_start_idx : a->session_end_idx]
@@ -2015,11 +2015,11 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     bool windowed = agg && agg->win_group_idx >= 0;
     PlanNode *late_win = NULL;
     if (cv->late_rows_into && !windowed) {
-        werr(err, "42P20", cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
+        werr(err, SQLSTATE_WINDOWING_ERROR, cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
         return NULL;
     }
     if ((cv->emit == EMIT_ON_WINDOW_CLOSE || cv->allow_lateness) && !windowed) {
-        werr(err, "42P20", cv->query_pos,
+        werr(err, SQLSTATE_WINDOWING_ERROR, cv->query_pos,
              "%s needs a windowed aggregation: GROUP BY window_start or window_end of a window over a source with a WATERMARK",
              cv->emit == EMIT_ON_WINDOW_CLOSE ? "EMIT ON WINDOW CLOSE" : "ALLOW LATENESS");
         return NULL;
@@ -2060,7 +2060,7 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
             plan_set_panes(agg, win, p.plan_rev);
         }
         if (cv->late_rows_into && !win) {
-            werr(err, "42P20", cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
+            werr(err, SQLSTATE_WINDOWING_ERROR, cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
             return NULL;
         }
         if (cv->late_rows_into) {
@@ -2370,7 +2370,7 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
             if (!c->primary_key)
                 continue;
             if (npk)
-                return werr(err, "42P16", c->pos, "multiple primary keys for table \"%s\" are not allowed", cs->name);
+                return werr(err, SQLSTATE_INVALID_TABLE_DEFINITION, c->pos, "multiple primary keys for table \"%s\" are not allowed", cs->name);
             pk[0] = i;
             rel->n_pk = 1;
         }
@@ -2398,7 +2398,7 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
                             gen && gen[pk[k]] ? "computed" : "INCLUDE", names[pk[k]]),
                        werr_hint(err, "The key must be a column of the records' JSON."), -1;
         if (!rel->n_pk)
-            return werr(err, "42P16", 0, "table \"%s\" needs a PRIMARY KEY", cs->name),
+            return werr(err, SQLSTATE_INVALID_TABLE_DEFINITION, 0, "table \"%s\" needs a PRIMARY KEY", cs->name),
                    werr_hint(err, "weir keeps a table's rows by key: declare PRIMARY KEY (col, ...)."), -1;
         for (int k = 0; k < rel->n_pk; k++) {
             not_null[pk[k]] = true; /* as in Postgres, key columns are NOT NULL */

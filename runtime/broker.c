@@ -34,6 +34,7 @@
 
 #include "arena.h"
 #include "buf.h"
+#include "log.h"
 
 #define FWD_READ_CHUNK (64 * 1024)         /* bytes per recv() */
 #define FWD_OUT_LIMIT (4 * 1024 * 1024)    /* stop reading a side while the other lags this much */
@@ -102,7 +103,7 @@ struct RtBroker {
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     if (level <= LOG_ERR)
-        fprintf(stderr, "weir: kafka: %s: %s\n", fac, buf);
+        wlog_error("kafka", "%s: %s", fac, buf);
 }
 
 static int set_nonblock(int fd)
@@ -848,7 +849,7 @@ static void accept_all(RtBroker *b)
             return; /* EAGAIN, or a transient error: poll will tell us again */
         int mfd = socket(b->mock_sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (mfd < 0 || connect(mfd, (struct sockaddr *)&b->mock_sa, b->mock_sa_len) < 0) {
-            fprintf(stderr, "weir: broker: cannot reach mock broker at %s: %s\n",
+            wlog_error("broker", "cannot reach mock broker at %s: %s",
                     b->mock_addr, strerror(errno));
             if (mfd >= 0)
                 close(mfd);
@@ -943,7 +944,7 @@ static void *forwarder_main(void *arg)
         if (poll(pfd, (nfds_t)n, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            fprintf(stderr, "weir: broker: poll: %s\n", strerror(errno));
+            wlog_error("broker", "poll: %s", strerror(errno));
             break;
         }
         if (pfd[0].revents) {

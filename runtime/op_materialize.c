@@ -18,6 +18,7 @@
  * true changelog by looking up the stored row of each key (mat_upsert).
  */
 #include "runtime_int.h"
+#include "hash_seeds.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -181,8 +182,8 @@ static int mat_push(RtOp *op, Chunk *c)
             /* The key is the whole row: a 128-bit hash of it keeps it short (LMDB
              * keys are at most 511 bytes); the row is in the value anyway. */
             unsigned char hb[16];
-            put_be64(hb, hash_bytes(m->kbuf.data, m->kbuf.len, UINT64_C(0x6a09e667f3bcc908)));
-            put_be64(hb + 8, hash_bytes(m->kbuf.data, m->kbuf.len, UINT64_C(0xbb67ae8584caa73b)));
+            put_be64(hb, hash_bytes(m->kbuf.data, m->kbuf.len, WEIR_HASH_SEED_STATE0));
+            put_be64(hb + 8, hash_bytes(m->kbuf.data, m->kbuf.len, WEIR_HASH_SEED_STATE1));
             buf_reset(&m->kbuf);
             buf_put_u8(&m->kbuf, 0x01);
             buf_append(&m->kbuf, hb, 16);

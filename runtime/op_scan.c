@@ -130,7 +130,7 @@ static int produce_scan(RtOp *op)
     const PlanNode *n = op->node;
     StorTable *t = rc->env->view_table ? rc->env->view_table(rc->env->ctx, n->scan_rel->table_id) : NULL;
     if (!t)
-        return werr(rc->err, "55000", 0, "materialized view \"%s\" is not running", n->scan_rel->name);
+        return werr(rc->err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "materialized view \"%s\" is not running", n->scan_rel->name);
     if (n->n_scan_eq == 0 && !n->scan_lo && !n->scan_hi)
         return rt_emit_view_rows(op, t, n->out.n, n->out.types, n->scan_rel->counted, n->scan_rel->name);
     StorIter *it;

@@ -22,6 +22,7 @@
  * No watermark leaves this operator (its rows follow no event-time order).
  */
 #include "runtime_int.h"
+#include "hash_seeds.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,8 @@ static int apply(SetOp *s, int side, const Value *vals, int sign)
         h = &s->ebuf;
     }
     unsigned char hb[16];
-    put_be64(hb, hash_bytes(h->data, h->len, UINT64_C(0x6a09e667f3bcc908)));
-    put_be64(hb + 8, hash_bytes(h->data, h->len, UINT64_C(0xbb67ae8584caa73b)));
+    put_be64(hb, hash_bytes(h->data, h->len, WEIR_HASH_SEED_STATE0));
+    put_be64(hb + 8, hash_bytes(h->data, h->len, WEIR_HASH_SEED_STATE1));
     buf_reset(&s->kbuf);
     buf_append(&s->kbuf, hb, 16);
     const void *v;

@@ -32,6 +32,7 @@
 #include "bytemap.h"
 #include "crashpoint.h"
 #include "sink.h"
+#include "log.h"
 
 static const unsigned char STARTED_KEY[1] = {0xff};
 
@@ -425,8 +426,8 @@ static void sink_close(RtOp *op)
         pthread_cond_signal(&s->cv);
         pthread_mutex_unlock(&s->mu);
         if (rt_join_within(s->thread, RT_DELIVERY_JOIN_MS) < 0) {
-            fprintf(stderr, "weir: sink %s: its delivery thread did not stop within %d s (blocked in "
-                            "the connector); left behind, undelivered epochs are delivered by the next run\n",
+            wlog_warn("sink", "sink %s: its delivery thread did not stop within %d s (blocked in "
+                            "the connector); left behind, undelivered epochs are delivered by the next run",
                     s->spec->name, RT_DELIVERY_JOIN_MS / 1000);
             stor_table_close(op->table);
             return;

@@ -30,6 +30,7 @@
 #include "kafka.h"
 #include "numeric.h"
 #include "nexmark.h"
+#include "log.h"
 
 #define POLL_BATCH 1024
 
@@ -724,7 +725,7 @@ static int grow(SourceOp *s, int n)
          * instances too, and one that had none has already told the exchanges
          * its input ended. The engine restarts the view from its last
          * checkpoint (as after a broker outage), which splits them afresh. */
-        return werr(s->base.op.rc->err, "55000", 0,
+        return werr(s->base.op.rc->err, SQLSTATE_OBJECT_NOT_IN_STATE, 0,
                     "topic \"%s\" of source \"%s\" grew from %d to %d partitions; the view runs on %d instances "
                     "and restarts from its last checkpoint to spread them",
                     cat_option(r, "topic"), r->name, old, n, rt_op_shards(&s->base.op));
@@ -749,8 +750,8 @@ static int grow(SourceOp *s, int n)
     int rc = rt_kafka_source_assign(s->ks, n, ids, s->next, s->base.op.rc->err);
     free(ids);
     if (!rc)
-        fprintf(stderr, "weir: topic \"%s\" of source \"%s\" grew from %d to %d partitions; reading the new ones "
-                        "from their start\n", cat_option(r, "topic"), r->name, old, n);
+        wlog_warn("source", "topic \"%s\" of source \"%s\" grew from %d to %d partitions; reading the new ones "
+                        "from their start", cat_option(r, "topic"), r->name, old, n);
     return rc;
 }
 
@@ -774,7 +775,7 @@ static int check_topic(SourceOp *s)
         s->lost_warned = since;
         WError w = {0};
         topic_lost(&w, topic, r->name, st, s->n_parts);
-        fprintf(stderr, "weir: %s; the views reading it stop in %lld ms unless it comes back\n", w.msg,
+        wlog_warn("source", "%s; the views reading it stop in %lld ms unless it comes back", w.msg,
                 (long long)(s->lost_after_ms - (rt_kafka_now_ms() - since)));
     }
     return 0;

@@ -20,6 +20,7 @@
  * (rows at higher ranks stay in the view until overwritten).
  */
 #include "runtime_int.h"
+#include "hash_seeds.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -134,8 +135,8 @@ static int apply(TopOp *t, const Value *vals, int sign)
     /* A hash of the row keeps equal-order rows apart (the row is in the value:
      * keys stay short, LMDB limits them to 511 bytes). */
     unsigned char hb[16];
-    put_be64(hb, hash_bytes(t->vbuf.data, t->vbuf.len, UINT64_C(0x6a09e667f3bcc908)));
-    put_be64(hb + 8, hash_bytes(t->vbuf.data, t->vbuf.len, UINT64_C(0xbb67ae8584caa73b)));
+    put_be64(hb, hash_bytes(t->vbuf.data, t->vbuf.len, WEIR_HASH_SEED_STATE0));
+    put_be64(hb + 8, hash_bytes(t->vbuf.data, t->vbuf.len, WEIR_HASH_SEED_STATE1));
     buf_append(&t->kbuf, hb, 16);
     const void *v;
     size_t vl;

@@ -27,13 +27,9 @@
 #include "cluster.h"
 #include "crashpoint.h"
 #include "row.h"
-
-int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "arena.h"
+#include "clock.h"
+#include "log.h"
 
 CatObj *engine_find(Engine *e, const char *name)
 {
@@ -312,13 +308,6 @@ int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *extra, 
 
 /* ---- checkpoints ------------------------------------------------------------ */
 
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 int engine_start_view(Engine *e, CatObj *v, WError *err)
 {
     if (rt_dataflow_open(&e->rt, v->plan, &v->df, err)) {
@@ -327,7 +316,7 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
         if (strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0 && !v->failed) {
             v->failed = true;
             memset(&v->fail, 0, sizeof v->fail);
-            fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n", v->name,
+            wlog_warn("engine", "view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)", v->name,
                     err->msg, v->name);
         }
         return -1;
@@ -343,7 +332,7 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
             continue;
         WError serr = {0};
         if (rt_dataflow_attach_sink(v->df, &s->spec, s->view_cols, s->table_ids[0], &s->sink, &serr))
-            fprintf(stderr, "weir: sink %s cannot start: %s\n", s->name, serr.msg);
+            wlog_error("engine", "sink %s cannot start: %s", s->name, serr.msg);
     }
     return 0;
 }
@@ -355,12 +344,12 @@ int engine_resume_view(Engine *e, CatObj *v, WError *err)
     if (v->failed && v->fail.source[0]) { /* a bad record, not a lost topic: skip it */
         v->skips = xrealloc(v->skips, sizeof(RtFailedRecord) * (size_t)(v->n_skips + 1));
         v->skips[v->n_skips++] = v->fail;
-        fprintf(stderr, "weir: view %s resumed: skipping source %s partition %d offset %lld\n", v->name,
+        wlog_warn("engine", "view %s resumed: skipping source %s partition %d offset %lld", v->name,
                 v->fail.source, (int)v->fail.partition, (long long)v->fail.offset);
     }
     if (engine_start_view(e, v, err))
         return -1;
-    fprintf(stderr, "weir: view %s is running again\n", v->name);
+    wlog_info("engine", "view %s is running again", v->name);
     return 0;
 }
 
@@ -423,7 +412,7 @@ static int checkpoint_start(Engine *e, WError *err)
 {
     StorCheckpoint *ck;
     uint64_t epoch = e->epoch + 1;
-    int64_t t0 = wall_us();
+    int64_t t0 = clock_wall_us();
     if (stor_checkpoint_begin(e->stor, epoch, &ck, err))
         return -1;
     if (e->cluster_name) {
@@ -493,7 +482,7 @@ static void checkpoint_failed(Engine *e, const char *msg)
 {
     e->ck_failing = true;
     snprintf(e->last_checkpoint_error, sizeof e->last_checkpoint_error, "%.500s", msg);
-    fprintf(stderr, "weir: checkpoint failed: %s\n", msg);
+    wlog_error("engine", "checkpoint failed: %s", msg);
 }
 
 /* Finish the checkpoint in flight once its writer is done (lock held):
@@ -537,7 +526,7 @@ static int checkpoint_finish(Engine *e, WError *err)
     stor_stats(e->stor, &st);
     CkptRecord *h = &e->history[e->n_history++ % CKPT_HISTORY];
     *h = (CkptRecord){.epoch = epoch, .started_us = e->ck_started_us,
-                      .duration_us = wall_us() - e->ck_started_us,
+                      .duration_us = clock_wall_us() - e->ck_started_us,
                       .bytes = st.last_commit_bytes, .rows = st.last_commit_rows};
     return 0;
 }
@@ -555,7 +544,7 @@ int engine_checkpoint(Engine *e, WError *err)
     if (checkpoint_start(e, err))
         return -1;
     int rc = checkpoint_finish(e, err);
-    e->last_checkpoint_ms = now_ms();
+    e->last_checkpoint_ms = clock_mono_ms();
     return rc;
 }
 
@@ -581,12 +570,12 @@ static void update_pause(Engine *e)
         return;
     e->paused = over;
     if (over)
-        fprintf(stderr, "weir: views paused: %llu bytes of operator state are not checkpointed, over "
-                "--state-memory-limit %llu; reading resumes after a checkpoint succeeds%s%s\n",
+        wlog_warn("engine", "views paused: %llu bytes of operator state are not checkpointed, over "
+                "--state-memory-limit %llu; reading resumes after a checkpoint succeeds%s%s",
                 (unsigned long long)e->state_dirty, (unsigned long long)e->state_limit,
                 e->ck_failing ? " (last checkpoint failed: " : "", e->ck_failing ? "see above)" : "");
     else
-        fprintf(stderr, "weir: views resumed\n");
+        wlog_info("engine", "views resumed");
 }
 
 static void *engine_main(void *arg)
@@ -612,13 +601,13 @@ static void *engine_main(void *arg)
                     /* Its topic was deleted or shrunk: stopped until RESUME. */
                     o->failed = true;
                     memset(&o->fail, 0, sizeof o->fail);
-                    fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n",
+                    wlog_warn("engine", "view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)",
                             o->name, err.msg, o->name);
                 } else if (o->failed)
-                    fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)\n",
+                    wlog_warn("engine", "view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)",
                             o->name, err.msg, o->name);
                 else
-                    fprintf(stderr, "weir: view %s stopped: %s\n", o->name, err.msg);
+                    wlog_warn("engine", "view %s stopped: %s", o->name, err.msg);
                 engine_stop_view(e, o);
                 continue;
             }
@@ -630,7 +619,7 @@ static void *engine_main(void *arg)
         for (int i = 0; i < e->n_objs && !e->dirty; i++)
             if (e->objs[i]->df && rt_dataflow_expiry_due(e->objs[i]->df))
                 e->dirty = true;
-        int64_t now = now_ms();
+        int64_t now = clock_mono_ms();
         /* Checkpoints are asynchronous: the snapshot is taken here, the
          * LMDB write runs on its own thread while the views keep stepping,
          * and the next loop after it is done finishes it. */
@@ -657,7 +646,7 @@ static void *engine_main(void *arg)
                 if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->plan && !o->df && !o->failed) {
                     WError err = {0};
                     if (engine_start_view(e, o, &err) == 0)
-                        fprintf(stderr, "weir: view %s is running again\n", o->name);
+                        wlog_info("engine", "view %s is running again", o->name);
                 }
             }
         }
@@ -723,12 +712,12 @@ static void replay_alter(Engine *e, CatObj *o)
             bad = session_alter_source(e, stmts[0], true, &err) != 0;
         }
         if (bad)
-            fprintf(stderr, "weir: cannot restore %s for %s: %s\n", b.data, o->name, err.msg);
+            wlog_error("engine", "cannot restore %s for %s: %s", b.data, o->name, err.msg);
         else
             o->altered = true;
         arena_free(a);
     } else if (found < 0) {
-        fprintf(stderr, "weir: cannot read the ALTER SOURCE of %s: %s\n", o->name, err.msg);
+        wlog_error("engine", "cannot read the ALTER SOURCE of %s: %s", o->name, err.msg);
     }
     buf_free(&b);
 }
@@ -776,8 +765,8 @@ static int replay_catalog(Engine *e, WError *err)
             continue;
         }
         if (vals[0].u.i == CATALOG_KIND_USER) {
-            char *name = strndup(vals[1].u.s.p, vals[1].u.s.len);
-            char *ver = vals[2].null ? NULL : strndup(vals[2].u.s.p, vals[2].u.s.len);
+            char *name = xstrndup(vals[1].u.s.p, vals[1].u.s.len);
+            char *ver = vals[2].null ? NULL : xstrndup(vals[2].u.s.p, vals[2].u.s.len);
             users_load(e, it->id, name, ver);
             free(name);
             free(ver);
@@ -787,8 +776,8 @@ static int replay_catalog(Engine *e, WError *err)
         CatObj *o = xcalloc(1, sizeof *o);
         o->id = it->id;
         o->kind = (CatKind)vals[0].u.i;
-        o->name = strndup(vals[1].u.s.p, vals[1].u.s.len);
-        o->sql = strndup(vals[2].u.s.p, vals[2].u.s.len);
+        o->name = xstrndup(vals[1].u.s.p, vals[1].u.s.len);
+        o->sql = xstrndup(vals[2].u.s.p, vals[2].u.s.len);
         o->parallelism = 1;
         const Value *zone = NULL;
         for (int x = 0; x < n_extra; x++) {
@@ -807,10 +796,10 @@ static int replay_catalog(Engine *e, WError *err)
         for (int k = 0; k < nids; k++)
             o->table_ids[k] = (uint64_t)vals[4 + k].u.i;
         if (zone) {
-            char *zn = strndup(zone->u.s.p, zone->u.s.len);
+            char *zn = xstrndup(zone->u.s.p, zone->u.s.len);
             WError zerr = {0};
             if (tz_find(zn, &o->tz, &zerr))
-                fprintf(stderr, "weir: %s was created in time zone %s, which this system does not know: using UTC\n",
+                wlog_warn("engine", "%s was created in time zone %s, which this system does not know: using UTC",
                         o->name, zn);
             free(zn);
         }
@@ -820,7 +809,7 @@ static int replay_catalog(Engine *e, WError *err)
         int n_stmts;
         WError perr = {0};
         if (parse_sql(o->sql, a, &stmts, &n_stmts, &perr) || n_stmts != 1) {
-            fprintf(stderr, "weir: cannot replay %s: %s\n", o->name, perr.msg);
+            wlog_error("engine", "cannot replay %s: %s", o->name, perr.msg);
             arena_free(a);
             cat_obj_free(o);
             continue;
@@ -833,7 +822,7 @@ static int replay_catalog(Engine *e, WError *err)
                                       : session_create_view(e, stmts[0], o->sql, o, &cerr);
         tz_set_current(NULL);
         if (r) {
-            fprintf(stderr, "weir: cannot restore %s: %s\n", o->name, cerr.msg);
+            wlog_error("engine", "cannot restore %s: %s", o->name, cerr.msg);
             cat_obj_free(o);
         } else if (o->kind == CAT_SOURCE || o->kind == CAT_TABLE) {
             replay_alter(e, o);
@@ -845,10 +834,10 @@ static int replay_catalog(Engine *e, WError *err)
      * dropped with its state: nothing can read it. */
     for (int i = 0; i < e->n_objs && !rc; i++)
         if (e->objs[i]->sink_query && !e->objs[i]->sink_owner) {
-            fprintf(stderr, "weir: dropping %s: its sink is gone\n", e->objs[i]->name);
+            wlog_warn("engine", "dropping %s: its sink is gone", e->objs[i]->name);
             WError derr = {0};
             if (engine_remove_object(e, e->objs[i], &derr))
-                fprintf(stderr, "weir: cannot drop %s: %s\n", e->objs[i]->name, derr.msg);
+                wlog_error("engine", "cannot drop %s: %s", e->objs[i]->name, derr.msg);
             else
                 i--;
         }
@@ -882,7 +871,7 @@ int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
     }
     e->rt = (RtEnv){.stor = e->stor, .kafka_bootstrap = e->kafka_bootstrap, .view_table = view_table,
                      .view_dataflow = view_dataflow, .ctx = e};
-    e->last_checkpoint_ms = now_ms();
+    e->last_checkpoint_ms = clock_mono_ms();
     /* A data directory serves one node of one cluster (or none): checked
      * before anything is written. */
     if (cluster_check_dir(e, cfg->cluster, cfg->node_id, err)) {
@@ -930,7 +919,7 @@ void engine_close(Engine *e)
     if (e->stor && e->dirty) {
         WError err = {0};
         if (engine_checkpoint(e, &err))
-            fprintf(stderr, "weir: final checkpoint failed: %s\n", err.msg);
+            wlog_error("engine", "final checkpoint failed: %s", err.msg);
     }
     /* Sinks first: after a SWAP a sink may hang off a view created after it. */
     for (int i = e->n_objs - 1; i >= 0; i--)

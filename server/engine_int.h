@@ -15,6 +15,7 @@
 #include "runtime.h"
 #include "storage.h"
 #include "weir_limits.h"
+#include "clock.h"
 
 /* One catalog object: its definition, and for views the running dataflow. */
 typedef struct CatObj {
@@ -343,7 +344,6 @@ const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a);
 const char *sysview_name(int i);
 int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *props, int n_props, RtKafkaProducer **out,
                     WError *err);
-int64_t now_ms(void);
 
 /* users.c */
 /* CREATE/ALTER/DROP USER (lock held). Errors: 42710, 42704, 55006, 0A000. */

@@ -38,6 +38,8 @@
 
 #include "cluster.h"
 #include "engine_int.h"
+#include "clock.h"
+#include "pg_oids.h"
 
 #define DEFAULT_MAX_CONNECTIONS 64
 #define DEFAULT_MAX_STREAMS 32
@@ -403,18 +405,11 @@ static void json_rel_columns(Buf *b, const CatRelation *r)
     buf_putc(b, ']');
 }
 
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool views_only)
 {
     Engine *e = h->e;
     Buf b = BUF_INIT;
-    int64_t now = wall_us();
+    int64_t now = clock_wall_us();
     pthread_mutex_lock(&e->lock);
     if (!views_only) {
         const CkptRecord *last = e->n_history ? &e->history[(e->n_history - 1) % CKPT_HISTORY] : NULL;
@@ -580,7 +575,7 @@ static enum MHD_Result get_view(SrvHttp *h, struct MHD_Connection *c, const char
         WError err = {0};
         if (view_snapshot(e, v, snap_json_row, &sj, &err)) {
             buf_free(&b);
-            res = respond_error(c, strcmp(err.sqlstate, "55000") == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
+            res = respond_error(c, strcmp(err.sqlstate, SQLSTATE_OBJECT_NOT_IN_STATE) == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
                                                                        : MHD_HTTP_INTERNAL_SERVER_ERROR,
                                 err.sqlstate, "%s", err.msg);
             v = NULL;
@@ -744,7 +739,7 @@ static enum MHD_Result get_stream(SrvHttp *h, struct MHD_Connection *c, const ch
     Engine *e = h->e;
     if (atomic_fetch_add(&h->n_streams, 1) >= h->cfg.max_streams) {
         atomic_fetch_sub(&h->n_streams, 1);
-        return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "53300", "too many streams (at most %d)",
+        return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, SQLSTATE_TOO_MANY_CONNECTIONS, "too many streams (at most %d)",
                              h->cfg.max_streams);
     }
     /* Last-Event-ID on a browser's reconnect; ?last_event_id= for the first
@@ -775,7 +770,7 @@ static enum MHD_Result get_stream(SrvHttp *h, struct MHD_Connection *c, const ch
         bool resume = have_last && v->df && sub_open_after(e, v, last, &s->sub, &miss) == 0;
         bool unchanged = !resume && have_last && last == e->epoch && v->df && st.rows_out == v->changes_at_commit;
         if (!resume && sub_open(e, v, !unchanged, &s->sub, &err)) {
-            res = respond_error(c, strcmp(err.sqlstate, "55000") == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
+            res = respond_error(c, strcmp(err.sqlstate, SQLSTATE_OBJECT_NOT_IN_STATE) == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
                                                                        : MHD_HTTP_INTERNAL_SERVER_ERROR,
                                 err.sqlstate, "%s", err.msg);
             v = NULL;
@@ -856,12 +851,12 @@ static void pg_error(Buf *b, const PGresult *res, PGconn *pc)
 static TypeId oid_type(Oid oid)
 {
     switch (oid) {
-    case SRV_OID_BOOL: return TYPE_BOOL;
-    case SRV_OID_INT2: return TYPE_INT2;
-    case SRV_OID_INT4: return TYPE_INT4;
-    case SRV_OID_INT8: return TYPE_INT8;
-    case SRV_OID_FLOAT4: return TYPE_FLOAT4;
-    case SRV_OID_FLOAT8: return TYPE_FLOAT8;
+    case PG_OID_BOOL: return TYPE_BOOL;
+    case PG_OID_INT2: return TYPE_INT2;
+    case PG_OID_INT4: return TYPE_INT4;
+    case PG_OID_INT8: return TYPE_INT8;
+    case PG_OID_FLOAT4: return TYPE_FLOAT4;
+    case PG_OID_FLOAT8: return TYPE_FLOAT8;
     default: return TYPE_TEXT;
     }
 }

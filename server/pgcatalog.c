@@ -33,6 +33,9 @@
  */
 #include "pgcatalog.h"
 #include "pgcatalog_int.h"
+#include "arena.h"
+#include "log.h"
+#include "pg_oids.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -380,7 +383,7 @@ uint32_t pgcat_decltype_oid(const char *decl)
     for (size_t i = 0; i < sizeof DECLTYPES / sizeof DECLTYPES[0]; i++)
         if (!strcasecmp(DECLTYPES[i].decl, decl))
             return DECLTYPES[i].oid;
-    return SRV_OID_TEXT;
+    return PG_OID_TEXT;
 }
 
 static int progress(void *arg)
@@ -424,7 +427,7 @@ static void build_template(void)
         return;
     const char *schema = (const char *)weir_pgcatalog_sql;
     const char *mark = strstr(schema, "-- ---- derive:");
-    char *head = strndup(schema, mark ? (size_t)(mark - schema) : strlen(schema));
+    char *head = xstrndup(schema, mark ? (size_t)(mark - schema) : strlen(schema));
     WError err = {0};
     if (exec(db, "BEGIN", &err) == 0 && exec(db, head, &err) == 0 && add_catalog_tables(db) == 0 &&
         exec(db, "COMMIT", &err) == 0) {
@@ -435,7 +438,7 @@ static void build_template(void)
                 tmpl.rc = -1;
         }
     } else {
-        fprintf(stderr, "weir: cannot build the system catalogs: %s\n", err.set ? err.msg : sqlite3_errmsg(db));
+        wlog_error("pgcatalog", "cannot build the system catalogs: %s", err.set ? err.msg : sqlite3_errmsg(db));
     }
     free(head);
     sqlite3_close(db);
@@ -594,10 +597,10 @@ static const char *column_name(const char *s, Arena *a)
 static uint32_t value_oid(int type)
 {
     switch (type) {
-    case SQLITE_INTEGER: return SRV_OID_INT8;
-    case SQLITE_FLOAT: return SRV_OID_FLOAT8;
-    case SQLITE_BLOB: return SRV_OID_BYTEA;
-    default: return SRV_OID_TEXT;
+    case SQLITE_INTEGER: return PG_OID_INT8;
+    case SQLITE_FLOAT: return PG_OID_FLOAT8;
+    case SQLITE_BLOB: return PG_OID_BYTEA;
+    default: return PG_OID_TEXT;
     }
 }
 
@@ -607,7 +610,7 @@ static const char *cell_text(sqlite3_stmt *st, int i, uint32_t oid, char *tmp, s
     case SQLITE_NULL:
         return NULL;
     case SQLITE_INTEGER:
-        if (oid == SRV_OID_BOOL)
+        if (oid == PG_OID_BOOL)
             snprintf(tmp, n, "%s", sqlite3_column_int64(st, i) ? "t" : "f");
         else
             snprintf(tmp, n, "%lld", (long long)sqlite3_column_int64(st, i));
@@ -636,7 +639,7 @@ static const char *cell_text(sqlite3_stmt *st, int i, uint32_t oid, char *tmp, s
     default: {
         const char *s = (const char *)sqlite3_column_text(st, i);
         *len = sqlite3_column_bytes(st, i);
-        if (oid == SRV_OID_BOOL && s && (!strcmp(s, "1") || !strcmp(s, "0"))) {
+        if (oid == PG_OID_BOOL && s && (!strcmp(s, "1") || !strcmp(s, "0"))) {
             *len = 1;
             return s[0] == '1' ? "t" : "f";
         }
@@ -671,7 +674,7 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
         goto done;
     }
     if (sqlite3_bind_parameter_count(st) > n_params) {
-        werr(err, "42P02", 0, "there is no parameter $%d", sqlite3_bind_parameter_count(st));
+        werr(err, SQLSTATE_UNDEFINED_PARAMETER, 0, "there is no parameter $%d", sqlite3_bind_parameter_count(st));
         goto done;
     }
     for (int i = 0; i < n_params; i++) {
@@ -689,7 +692,7 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
     for (int i = 0; i < n; i++) {
         const char *decl = sqlite3_column_decltype(st, i);
         typed[i] = decl != NULL;
-        oids[i] = decl ? pgcat_decltype_oid(decl) : SRV_OID_TEXT;
+        oids[i] = decl ? pgcat_decltype_oid(decl) : PG_OID_TEXT;
         const char *cn = sqlite3_column_name(st, i);
         names[i] = sqlite3_column_origin_name(st, i) || is_alias(lite, cn) ? cn : column_name(cn, a);
     }

@@ -27,6 +27,10 @@
 #include "pgcatalog.h"
 #include "numeric.h"
 #include "row.h"
+#include "arena.h"
+#include "clock.h"
+#include "log.h"
+#include "pg_oids.h"
 
 #define FLUSH_TIMEOUT_MS 60000
 
@@ -166,20 +170,13 @@ static void setting_set(Session *s, const char *name, const char *value)
     s->n_settings++;
 }
 
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 void *session_open(void *ctx, const char *user, const char *database, WError *err)
 {
     Session *s = xcalloc(1, sizeof *s);
     Engine *e = ctx;
     s->e = e;
     s->user = xstrdup(user ? user : "weir");
-    s->started_us = wall_us();
+    s->started_us = clock_wall_us();
     pthread_mutex_lock(&e->lock);
     s->next = e->sessions;
     e->sessions = s;
@@ -201,8 +198,8 @@ static void session_activity(Session *s, const char *sql, SrvResult *out)
         free(s->query);
         /* Other sessions read this: never show a password (CREATE/ALTER USER). */
         s->query = strcasestr(sql, "password") ? xstrdup("<not shown: the statement mentions a password>")
-                                               : strndup(sql, 1024);
-        s->query_start_us = wall_us();
+                                               : xstrndup(sql, 1024);
+        s->query_start_us = clock_wall_us();
     }
     s->active = sql != NULL;
     pthread_mutex_unlock(&s->e->lock);
@@ -250,7 +247,7 @@ static const char *kind_word(CatKind k)
 
 static void one_text_column(SrvResult *out, const char *name)
 {
-    uint32_t oid = SRV_OID_TEXT;
+    uint32_t oid = PG_OID_TEXT;
     srv_result_columns(out, 1, &name, &oid);
 }
 
@@ -316,7 +313,7 @@ static int check_skew_options(const CatRelation *r, bool table, int pos, WError 
                werr_hint(err, "skew.send_time names the column with the sender's clock at sending; "
                               "skew.receive_time is 'kafka_timestamp' or a column with the receiver's clock."), -1;
     if (r->wm_col < 0)
-        return werr(err, "42P20", pos, "clock-skew correction needs a WATERMARK: it corrects the watermark's time column"),
+        return werr(err, SQLSTATE_WINDOWING_ERROR, pos, "clock-skew correction needs a WATERMARK: it corrects the watermark's time column"),
                -1;
     if (r->col_gen && r->col_gen[r->wm_col])
         return werr(err, SQLSTATE_NOT_SUPPORTED, pos,
@@ -422,7 +419,7 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
             WError serr = {0};
             v->failed = false;
             if (engine_start_view(e, v, &serr) == 0)
-                fprintf(stderr, "weir: view %s is running again (source %s changed)\n", v->name, o->name);
+                wlog_info("session", "view %s is running again (source %s changed)", v->name, o->name);
         }
     }
     e->dirty = true;
@@ -726,7 +723,7 @@ static int create_view(Engine *e, Session *s, const AstStmt *st, const char *sql
         if (!replay)
             goto fail;
         /* At start a broker may still be coming up: keep the view, the engine retries. */
-        fprintf(stderr, "weir: view %s cannot start yet: %s\n", o->name, err->msg);
+        wlog_warn("session", "view %s cannot start yet: %s", o->name, err->msg);
         snprintf(o->stop_error, sizeof o->stop_error, "%s", err->msg);
         /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
         o->failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
@@ -1212,7 +1209,6 @@ static int drop_one(Engine *e, const AstDrop *d, const char *name, int pos, SrvR
     return q ? engine_remove_object(e, q, err) : 0;
 }
 
-
 /* How long INSERT INTO a Kafka source waits for the broker's acknowledgement. */
 #define INSERT_ACK_TIMEOUT_MS 10000
 
@@ -1298,7 +1294,7 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
         if (!cat_col_in_value(r, map[i])) {
             bool computed = r->col_gen && r->col_gen[map[i]];
             free(map);
-            return werr(err, "428C9", st->pos, "cannot insert a value into column \"%s\"", c),
+            return werr(err, SQLSTATE_GENERATED_ALWAYS, st->pos, "cannot insert a value into column \"%s\"", c),
                    werr_hint(err, computed ? "Column \"%s\" is computed from the others (a computed column)."
                                            : "Column \"%s\" comes from the Kafka record (INCLUDE).", c), -1;
         }
@@ -1364,7 +1360,7 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
             break;
         for (int k = 0; k < ncols && r->col_not_null; k++)
             if (r->col_not_null[k] && vals[k].null) {
-                rc = werr(err, "23502", pos,
+                rc = werr(err, SQLSTATE_NOT_NULL_VIOLATION, pos,
                           "null value in column \"%s\" of relation \"%s\" violates not-null constraint",
                           r->col_names[k], o->name);
                 break;
@@ -1541,7 +1537,7 @@ static int flush(Engine *e, SrvResult *out, WError *err)
     for (int i = 0; i < e->n_objs; i++)
         if (e->objs[i]->df && rt_dataflow_flush_target(e->objs[i]->df, err))
             return -1;
-    int64_t deadline = now_ms() + FLUSH_TIMEOUT_MS;
+    int64_t deadline = clock_mono_ms() + FLUSH_TIMEOUT_MS;
     for (;;) {
         bool done = true;
         for (int i = 0; i < e->n_objs && done; i++)
@@ -1551,7 +1547,7 @@ static int flush(Engine *e, SrvResult *out, WError *err)
             break;
         if (srv_result_cancelled(out))
             return werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
-        if (now_ms() > deadline)
+        if (clock_mono_ms() > deadline)
             return werr(err, SQLSTATE_QUERY_CANCELED, 0, "FLUSH timed out after %d s: a view is not keeping up",
                         FLUSH_TIMEOUT_MS / 1000);
         struct timespec ts;
@@ -1575,7 +1571,7 @@ static int flush(Engine *e, SrvResult *out, WError *err)
 #define DLQ_WAIT_MS 15000
 static void dead_letters_wait(Engine *e, SrvResult *out)
 {
-    int64_t deadline = now_ms() + DLQ_WAIT_MS;
+    int64_t deadline = clock_mono_ms() + DLQ_WAIT_MS;
     for (;;) {
         const char *pending = NULL;
         for (int i = 0; i < e->n_objs && !pending; i++)
@@ -1583,7 +1579,7 @@ static void dead_letters_wait(Engine *e, SrvResult *out)
                 pending = e->objs[i]->name;
         if (!pending || srv_result_cancelled(out))
             return;
-        if (now_ms() > deadline) {
+        if (clock_mono_ms() > deadline) {
             char msg[300];
             snprintf(msg, sizeof msg, "dead letters of view \"%s\" are not delivered yet; they are retried in the "
                                       "background", pending);
@@ -1631,7 +1627,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
         if (!o)
             return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", sh->name ? sh->name : "");
         const char *names[2] = {"Name", "Create Sql"};
-        uint32_t oids[2] = {SRV_OID_TEXT, SRV_OID_TEXT};
+        uint32_t oids[2] = {PG_OID_TEXT, PG_OID_TEXT};
         srv_result_columns(out, 2, names, oids);
         /* A source changed by ALTER SOURCE shows both statements. */
         Buf both = BUF_INIT;
@@ -1645,7 +1641,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     }
     if (!strcasecmp(w, "all")) {
         const char *names[2] = {"name", "setting"};
-        uint32_t oids[2] = {SRV_OID_TEXT, SRV_OID_TEXT};
+        uint32_t oids[2] = {PG_OID_TEXT, PG_OID_TEXT};
         srv_result_columns(out, 2, names, oids);
         for (size_t i = 0; i < sizeof SETTINGS / sizeof SETTINGS[0]; i++) {
             const char *v[2] = {SETTINGS[i].name, setting_get(s, SETTINGS[i].name)};
@@ -1720,7 +1716,7 @@ static int set(Session *s, const AstStmt *st, bool reset, SrvResult *out, WError
 static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, bool describe_only, SrvResult *out,
                      WError *err)
 {
-    char *text = strndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
+    char *text = xstrndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
     int rc = 0;
     if (describe_only && st->kind != STMT_SELECT && st->kind != STMT_ANALYZE_LATENESS && st->kind != STMT_VERIFY) {
         free(text);
@@ -2037,7 +2033,7 @@ static int cluster_route(Engine *e, const AstStmt *st, int n_params, WError *err
  * the outcome of applying it here. Lock NOT held. Returns 0, or -1 with err. */
 static int cluster_run(Session *s, const char *sql, const AstStmt *st, SrvResult *out, WError *err)
 {
-    char *text = strndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
+    char *text = xstrndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
     const char *keys[CLUSTER_MAX_SETTINGS], *vals[CLUSTER_MAX_SETTINGS];
     int n = 0;
     /* The settings that shape how a statement is planned or its values read. */
@@ -2110,7 +2106,7 @@ int session_apply(Engine *e, const char *user, const char *sql, int n_settings, 
     e->dirty = true;
     WError cerr = {0};
     if (engine_checkpoint(e, &cerr))
-        fprintf(stderr, "weir: cluster: checkpoint after catalog offset %lld failed: %s\n",
+        wlog_error("cluster", "checkpoint after catalog offset %lld failed: %s",
                 (long long)catalog_next - 1, cerr.msg);
     pthread_mutex_unlock(&e->lock);
     session_close(e, s);
@@ -2141,7 +2137,7 @@ static int run_weir(Session *s, const char *sql, bool describe_only, int n_param
     for (int i = 0; i < n_ph; i++) {
         int k = ph[i]->param_no;
         if (params && (k < 1 || k > n_params)) {
-            werr(&err, "42P02", ph[i]->pos + pos_offset, "there is no parameter $%d", k);
+            werr(&err, SQLSTATE_UNDEFINED_PARAMETER, ph[i]->pos + pos_offset, "there is no parameter $%d", k);
             srv_result_error(out, &err);
             arena_free(a);
             return -1;
@@ -2219,7 +2215,7 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
                 return;
             }
         } else {
-            char *piece = strndup(sql + starts[i], (size_t)(ends[i] - starts[i]));
+            char *piece = xstrndup(sql + starts[i], (size_t)(ends[i] - starts[i]));
             int rc = run_weir(s, piece, describe_only, n_params, params, starts[i], out);
             free(piece);
             if (rc)

@@ -26,6 +26,7 @@
  */
 #include "cluster.h"
 #include "engine_int.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,13 +287,6 @@ static Value ts_or_null(int64_t t)
     return t == TS_MINUS_INF ? value_null(TYPE_TIMESTAMP) : value_int(TYPE_TIMESTAMP, t);
 }
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static const CatRelation *watermarks(Engine *e, Arena *a)
 {
     static const char *names[] = {"view", "source", "partition", "watermark", "max_event_time",
@@ -302,7 +296,7 @@ static const CatRelation *watermarks(Engine *e, Arena *a)
     enum { MAX_PARTS = 4096 };
     SysBuild b = {a, sys_new(a, "weir_watermarks", 9, names, types), 0};
     RtPartitionWatermark *pw = arena_alloc(a, sizeof *pw * MAX_PARTS);
-    int64_t now = now_us();
+    int64_t now = clock_wall_us();
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->df || o->late_of)
