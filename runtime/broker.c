@@ -721,8 +721,7 @@ static bool produce_refuse(RtBroker *b, FwdConn *c, int16_t ver, int32_t corr, R
 
     if (ver > PRODUCE_MAX_VERSION || produce_walk(ver, corr, *r, max, &acks, NULL) <= 0)
         return false;
-    fprintf(stderr, "weir broker: refused a Produce request: a record batch is larger than "
-                    "--max-message-bytes %ld\n", max);
+    wlog_warn("broker", "refused a Produce request: a record batch is larger than --max-message-bytes %ld", max);
     if (acks == 0)
         return true;
     Pending *p = pend_push(c);
@@ -1227,7 +1226,7 @@ int rt_broker_main(int argc, char **argv)
             continue;
         if (sig != SIGUSR1)
             break;
-        fprintf(stderr, "weir broker: SIGUSR1: dropping every client connection\n");
+        wlog_info("broker", "SIGUSR1: dropping every client connection");
         rt_broker_drop_connections(b);
     }
     rc = 0;

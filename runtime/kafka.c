@@ -624,11 +624,6 @@ int rt_kafka_source_topic_state(RtKafkaSource *s, int64_t *since_ms)
     return st;
 }
 
-int64_t rt_kafka_now_ms(void)
-{
-    return clock_mono_ms();
-}
-
 /* The consumer's end: unassign, close, destroy, free. */
 static void source_free(RtKafkaSource *s)
 {

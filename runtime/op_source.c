@@ -31,6 +31,7 @@
 #include "numeric.h"
 #include "nexmark.h"
 #include "log.h"
+#include "clock.h"
 
 #define POLL_BATCH 1024
 
@@ -769,14 +770,14 @@ static int check_topic(SourceOp *s)
         return 0;
     const CatRelation *r = s->base.op.node->source;
     const char *topic = cat_option(r, "topic");
-    if (rt_kafka_now_ms() - since >= s->lost_after_ms)
+    if (clock_mono_ms() - since >= s->lost_after_ms)
         return topic_lost(s->base.op.rc->err, topic, r->name, st, s->n_parts);
     if (s->lost_warned != since) {
         s->lost_warned = since;
         WError w = {0};
         topic_lost(&w, topic, r->name, st, s->n_parts);
         wlog_warn("source", "%s; the views reading it stop in %lld ms unless it comes back", w.msg,
-                (long long)(s->lost_after_ms - (rt_kafka_now_ms() - since)));
+                (long long)(s->lost_after_ms - (clock_mono_ms() - since)));
     }
     return 0;
 }
@@ -802,9 +803,7 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
         return 0; /* transient: the connector logs and retries */
     if (n == 0 && !s->ended) {
         /* No data: a tick (every 100 ms) lets idle partitions stop holding the watermark back. */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        int64_t now = clock_mono_ms();
         if (now - s->last_tick_ms >= 100) {
             s->last_tick_ms = now;
             if (rt_emit_watermark(op, TS_MINUS_INF))

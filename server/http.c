@@ -39,6 +39,7 @@
 #include "cluster.h"
 #include "engine_int.h"
 #include "clock.h"
+#include "log.h"
 #include "pg_oids.h"
 
 #define DEFAULT_MAX_CONNECTIONS 64
@@ -338,7 +339,7 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
     buf_printf(&b, "weir_subscriptions %d\n", e->n_subs);
     if (e->cluster) {
         ClusterNode *nodes;
-        int64_t end = 0, now = (int64_t)time(NULL) * 1000000;
+        int64_t end = 0, now = clock_wall_us();
         int n = cluster_nodes(e->cluster, &nodes, &end);
         int alive = 0;
         for (int i = 0; i < n; i++)
@@ -1036,8 +1037,13 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    fputs("weir: http: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    /* libmicrohttpd's messages end in a newline already; wlog_v adds one. */
+    char line[WLOG_MAX_LINE];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n && line[n - 1] == '\n')
+        line[--n] = 0;
+    wlog_warn("http", "%s", line);
 }
 
 /* ---- start / stop ------------------------------------------------------------------------- */

@@ -369,11 +369,14 @@ static const struct {
     const char *decl;
     uint32_t oid;
 } DECLTYPES[] = {
-    {"bool", 16}, {"name_text", 19}, {"char_text", 18}, {"int2", 21}, {"int4", 23}, {"int8", 20},
-    {"oid_int", 26}, {"text", 25}, {"float4", 700}, {"float8", 701}, {"regproc_text", 24}, {"xid_int", 28},
-    {"i2vector_text", 22}, {"oidvector_text", 30}, {"text_array", 1009}, {"oid_array_text", 1028},
-    {"aclitem_array_text", 1034}, {"char_array_text", 1002}, {"i2array_text", 1005}, {"varchar", 1043},
-    {"pg_node_tree_text", 194}, {"timestamptz_text", 1184}, {"inet_text", 869},
+    {"bool", PG_OID_BOOL}, {"name_text", PG_OID_NAME}, {"char_text", PG_OID_CHAR}, {"int2", PG_OID_INT2},
+    {"int4", PG_OID_INT4}, {"int8", PG_OID_INT8}, {"oid_int", PG_OID_OID}, {"text", PG_OID_TEXT},
+    {"float4", PG_OID_FLOAT4}, {"float8", PG_OID_FLOAT8}, {"regproc_text", PG_OID_REGPROC},
+    {"xid_int", PG_OID_XID}, {"i2vector_text", PG_OID_INT2VECTOR}, {"oidvector_text", PG_OID_OIDVECTOR},
+    {"text_array", PG_OID_TEXT_ARRAY}, {"oid_array_text", PG_OID_OID_ARRAY},
+    {"aclitem_array_text", PG_OID_ACLITEM_ARRAY}, {"char_array_text", PG_OID_CHAR_ARRAY},
+    {"i2array_text", PG_OID_INT2_ARRAY}, {"varchar", PG_OID_VARCHAR}, {"pg_node_tree_text", PG_OID_PG_NODE_TREE},
+    {"timestamptz_text", PG_OID_TIMESTAMPTZ}, {"inet_text", PG_OID_INET},
 };
 
 uint32_t pgcat_decltype_oid(const char *decl)

@@ -33,6 +33,7 @@
 #include "pgbinary.h"
 #include "log.h"
 #include "pg_oids.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1799,12 +1800,10 @@ static void refuse_start(SrvServer *s, int fd)
         close(fd);
         return;
     }
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
     Refusing *r = &s->refusing[s->n_refusing++];
     memset(r, 0, sizeof *r);
     r->fd = fd;
-    r->deadline_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + REFUSE_MS;
+    r->deadline_ms = clock_mono_ms() + REFUSE_MS;
 }
 
 /* Reads what socket i has; returns after answering or when it would block. */
@@ -1868,9 +1867,7 @@ static void refuse_step(SrvServer *s, int i)
 /* Closes refusals past their deadline (all of them when stopping). */
 static void refuse_expire(SrvServer *s, bool all)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    int64_t ms = clock_mono_ms();
     for (int i = s->n_refusing - 1; i >= 0; i--)
         if (all || ms >= s->refusing[i].deadline_ms)
             refuse_close(s, i);

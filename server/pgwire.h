@@ -27,8 +27,11 @@
 #include "buf.h"
 #include "error.h"
 
-/* Type OIDs the server knows the width of (RowDescription typlen) and can
- * decode in binary Bind parameters. Any other OID is passed through as-is. */
+/* Type OIDs: common/pg_oids.h (PG_OID_*). The server knows the width
+ * (RowDescription typlen) of those pgwire.c's type_len lists and decodes
+ * binary Bind parameters of those pgbinary.c lists; any other OID is passed
+ * through as-is. */
+#include "pg_oids.h"
 
 /*
  * SrvResult: the response being written to one client for one engine call.

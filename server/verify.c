@@ -459,9 +459,7 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
         p->late_table_id ? count_late(rt_dataflow_find_table(re, p->late_table_id), err) : -1;
     bool ok = !d.missing && !d.extra && !d.different && late_recorded == late_replayed_recorded;
     rt_dataflow_positions(o->df, &pos);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    Verification rec = {o->id, o->name, (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000, pos.data ? pos.data : "",
+    Verification rec = {o->id, o->name, clock_wall_us(), pos.data ? pos.data : "",
                         view_rows, re_rows, d.missing, d.extra, d.different, (int64_t)rst.late_rows, late_recorded, ok};
     remember(&rec);
     Arena *ar = arena_new(0);
