@@ -578,8 +578,8 @@ static void *deliver_main(void *arg)
         pthread_mutex_lock(&b->mu);
         if (r) {
             if (!warned)
-                fprintf(stderr, "weir: view %s: dead letters of epoch %" PRIu64 " not delivered yet (retried "
-                                "with backoff, at least every %d s): %s\n", t->view, t->epoch, DLQ_RETRY_MS / 1000,
+                wlog_warn("bad_records", "view %s: dead letters of epoch %" PRIu64 " not delivered yet (retried "
+                                "with backoff, at least every %d s): %s", t->view, t->epoch, DLQ_RETRY_MS / 1000,
                         err.msg);
             warned = true;
             if (!b->stop)
