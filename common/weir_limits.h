@@ -41,6 +41,12 @@
 /* Arguments of one function call (PostgreSQL's FUNC_MAX_ARGS is 100). */
 #define WEIR_MAX_FUNC_ARGS 64
 
+/* librdkafka properties of one source or table over Kafka: its
+ * properties.* options other than the bootstrap address, which every
+ * reader of its topic (the source operator, ANALYZE LATENESS, INSERT into
+ * it, the CREATE's topic check) copies into an array of this size. */
+#define WEIR_MAX_KAFKA_PROPERTIES 64
+
 /* Nesting of one statement: parentheses, operators over operators,
  * subqueries. The parser and the binder recurse on it; past it a statement
  * is refused with 54001 (statement_too_complex), never a C stack overflow.

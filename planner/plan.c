@@ -939,10 +939,14 @@ static int plan_from(PlanCtx *p, const AstSelect *sel, Rel *out)
      * an interval join) instead of a cross product filtered afterwards. WHERE
      * is still applied in full after the joins: for inner joins ON and WHERE
      * mean the same, so the copy changes nothing but the plan. */
-    const AstExpr *conj[256];
-    bool used[256] = {false};
+    /* Only the first MAX_JOIN_WHERE_CONJUNCTS are offered to the joins: a
+     * later one is still applied as WHERE, so the bound costs a plan, never a
+     * row. */
+    enum { MAX_JOIN_WHERE_CONJUNCTS = 256 };
+    const AstExpr *conj[MAX_JOIN_WHERE_CONJUNCTS];
+    bool used[MAX_JOIN_WHERE_CONJUNCTS] = {false};
     int nc = 0;
-    split_and(sel->where, conj, &nc, 256);
+    split_and(sel->where, conj, &nc, MAX_JOIN_WHERE_CONJUNCTS);
     /* Since revision 1 an explicit inner JOIN takes them too (plan_tref). The
      * context is this SELECT's: a nested one sets its own. */
     const AstExpr **outer_conj = p->where_conj;
@@ -2281,6 +2285,14 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
     }
     if (n > WEIR_MAX_COLUMNS)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%ss can have at most %d columns", what, WEIR_MAX_COLUMNS);
+    int n_props = 0;
+    for (int i = 0; i < rel->n_options; i++)
+        n_props += !strncasecmp(rel->options[i].key, "properties.", 11) &&
+                   strcasecmp(rel->options[i].key + 11, "bootstrap.server") &&
+                   strcasecmp(rel->options[i].key + 11, "bootstrap.servers");
+    if (n_props > WEIR_MAX_KAFKA_PROPERTIES)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "a %s can have at most %d properties.* options, not %d", what,
+                    WEIR_MAX_KAFKA_PROPERTIES, n_props);
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)n);
     TypeId *types = arena_alloc(a, sizeof(TypeId) * (size_t)n);
     bool *not_null = arena_zalloc(a, sizeof(bool) * (size_t)n);

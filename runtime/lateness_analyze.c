@@ -26,6 +26,7 @@
  */
 #include "runtime_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -35,6 +36,7 @@
 #include "kafka.h"
 #include "row.h"
 #include "clock.h"
+#include "weir_limits.h"
 
 #define READ_BATCH 1024
 #define READ_STALL_MS 30000     /* no record and no end of log for this long: give up */
@@ -91,8 +93,7 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_col
                          int64_t max_records, bool (*cancel)(void *), void *cancel_arg, RtLatenessLog *out, WError *err)
 {
     memset(out, 0, sizeof *out);
-    if (n_key_cols > WEIR_MAX_KEY_COLUMNS)
-        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "at most 64 PARTITION BY columns");
+    assert(n_key_cols <= WEIR_MAX_KEY_COLUMNS); /* server/analyze.c refused more (54000) */
     RtSkew skew;
     rt_skew_init(&skew, src);
     const char *conn = cat_option(src, "connector");
@@ -114,8 +115,8 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_col
     out->clamp_limit_us = clamp ? limit : TS_PLUS_INF;
     out->idle_timeout = cat_option(src, "idle_timeout") != NULL;
 
-    RtKafkaProp props[32];
-    int np = rt_source_kafka_props(src, props, 32);
+    RtKafkaProp props[WEIR_MAX_KAFKA_PROPERTIES];
+    int np = rt_source_kafka_props(src, props, WEIR_MAX_KAFKA_PROPERTIES);
     RtKafkaSource *ks = NULL;
     if (rt_kafka_source_open(rt_source_bootstrap(src, env), cat_option(src, "topic"), 0, props, np, 10000, &ks, err))
         return -1;

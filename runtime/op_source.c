@@ -21,6 +21,7 @@
  */
 #include "runtime_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 #include "nexmark.h"
 #include "log.h"
 #include "clock.h"
+#include "weir_limits.h"
 
 #define POLL_BATCH 1024
 
@@ -187,7 +189,7 @@ static const RtOpVt SOURCE_VT = {.push = source_push, .watermark = source_waterm
 int rt_source_kafka_props(const CatRelation *r, RtKafkaProp *props, int max)
 {
     int n = 0;
-    for (int i = 0; i < r->n_options && n < max; i++) {
+    for (int i = 0; i < r->n_options; i++) {
         const char *k = r->options[i].key;
         if (strncasecmp(k, "properties.", 11) != 0)
             continue;
@@ -195,6 +197,9 @@ int rt_source_kafka_props(const CatRelation *r, RtKafkaProp *props, int max)
         /* bootstrap is passed separately; RisingWave spells it "bootstrap.server". */
         if (!strcasecmp(k, "bootstrap.server") || !strcasecmp(k, "bootstrap.servers"))
             continue;
+        assert(n < max); /* the planner refuses more than WEIR_MAX_KAFKA_PROPERTIES (plan.c, bind_columns) */
+        if (n == max)
+            break;
         props[n].key = k;
         props[n].value = r->options[i].value;
         n++;
@@ -349,8 +354,8 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
         goto fail;
     const char *topic = cat_option(r, "topic");
     const char *parts = cat_option(r, "topic.partitions");
-    RtKafkaProp props[32];
-    int np = rt_source_kafka_props(r, props, 32);
+    RtKafkaProp props[WEIR_MAX_KAFKA_PROPERTIES];
+    int np = rt_source_kafka_props(r, props, WEIR_MAX_KAFKA_PROPERTIES);
     if ((s->lost_after_ms = lost_after_ms(r, rc->err)) < 0)
         goto fail;
     /* A source that checkpointed offsets read an existing topic: if that is

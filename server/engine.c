@@ -17,6 +17,7 @@
 #include "engine_int.h"
 #include "tz.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "arena.h"
 #include "clock.h"
 #include "log.h"
+#include "weir_limits.h"
 
 CatObj *engine_find(Engine *e, const char *name)
 {
@@ -293,9 +295,10 @@ int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *extra, 
     free(e->producer_bootstrap);
     e->producer = NULL;
     e->producer_bootstrap = NULL;
-    RtKafkaProp props[66] = {{"linger.ms", "0"}, {"acks", "all"}};
+    RtKafkaProp props[2 + WEIR_MAX_KAFKA_PROPERTIES] = {{"linger.ms", "0"}, {"acks", "all"}};
     int n = 2;
-    for (int i = 0; i < n_extra && n < 66; i++)
+    assert(n_extra <= WEIR_MAX_KAFKA_PROPERTIES); /* plan_source/plan_table refused more */
+    for (int i = 0; i < n_extra && n < 2 + WEIR_MAX_KAFKA_PROPERTIES; i++)
         props[n++] = extra[i];
     if (rt_kafka_producer_open(bootstrap, props, n, &e->producer, err)) {
         buf_free(&id);

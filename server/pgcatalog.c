@@ -36,6 +36,7 @@
 #include "arena.h"
 #include "log.h"
 #include "pg_oids.h"
+#include "weir_limits.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -685,8 +686,8 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
             sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_TRANSIENT);
     }
     int n = sqlite3_column_count(st);
-    if (n > 1600) {
-        werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "target lists can have at most 1600 entries");
+    if (n > WEIR_MAX_COLUMNS) {
+        werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "target lists can have at most %d entries", WEIR_MAX_COLUMNS);
         goto done;
     }
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)(n + 1));

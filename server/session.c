@@ -31,6 +31,7 @@
 #include "clock.h"
 #include "log.h"
 #include "pg_oids.h"
+#include "weir_limits.h"
 
 #define FLUSH_TIMEOUT_MS 60000
 
@@ -260,22 +261,6 @@ static void text_row(SrvResult *out, int n, const char **vals)
 }
 
 /* ---- CREATE SOURCE ----------------------------------------------------------------- */
-
-/* The source's "properties.*" options as librdkafka settings (bootstrap apart). */
-static int source_props(const CatRelation *r, RtKafkaProp *props, int max)
-{
-    int n = 0;
-    for (int i = 0; i < r->n_options && n < max; i++) {
-        const char *k = r->options[i].key;
-        if (strncasecmp(k, "properties.", 11) != 0 || !strcasecmp(k + 11, "bootstrap.server") ||
-            !strcasecmp(k + 11, "bootstrap.servers"))
-            continue;
-        props[n].key = k + 11;
-        props[n].value = r->options[i].value;
-        n++;
-    }
-    return n;
-}
 
 /* A TIMESTAMP column of r named name: its index, or -1 with err (42703, 42804). */
 static int skew_column(const CatRelation *r, const char *opt, const char *name, int pos, WError *err)
@@ -593,8 +578,8 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         if (!boot)
             boot = e->kafka_bootstrap;
         RtKafkaSource *ks;
-        RtKafkaProp props[64];
-        int np = source_props(r, props, 64);
+        RtKafkaProp props[WEIR_MAX_KAFKA_PROPERTIES];
+        int np = rt_source_kafka_props(r, props, WEIR_MAX_KAFKA_PROPERTIES);
         if (rt_kafka_source_open(boot, topic, parts ? atoi(parts) : 1, props, np, 5000, &ks, err))
             goto fail;
         rt_kafka_source_close(ks);
@@ -1310,8 +1295,8 @@ static int insert_into(Engine *e, const AstStmt *st, SrvResult *out, WError *err
     if (!boot)
         boot = e->kafka_bootstrap;
     RtKafkaProducer *p;
-    RtKafkaProp props[64];
-    int np = source_props(r, props, 64);
+    RtKafkaProp props[WEIR_MAX_KAFKA_PROPERTIES];
+    int np = rt_source_kafka_props(r, props, WEIR_MAX_KAFKA_PROPERTIES);
     if (engine_producer(e, boot, props, np, &p, err)) {
         free(map);
         return -1;
