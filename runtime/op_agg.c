@@ -12,7 +12,7 @@
  * was retracted.
  *
  * Windowed aggregation (GROUP BY window_start/window_end of a window over a
- * watermarked source) follows DESIGN "Time, windows, lateness": a row whose
+ * watermarked source) follows docs/architecture.md "Time, windows, lateness": a row whose
  * window has end + lateness <= the watermark in effect for that row is late
  * (dropped and counted); when the watermark reaches end + lateness the
  * window's state is deleted. With EMIT ON WINDOW CLOSE nothing is emitted
