@@ -332,7 +332,7 @@ static void apply_record(Cluster *c, const RtKafkaRecord *r)
     if (rc && !mine)
         /* Expected for the loser of two conflicting statements: the
          * node that issued it told its client. */
-        wlog_info("cluster", "catalog record %lld from node %s: %s: %s", (long long)r->offset,
+        wlog_warn("cluster", "catalog record %lld from node %s: %s: %s", (long long)r->offset,
                 origin, cap.err.sqlstate, cap.err.msg);
     pthread_mutex_lock(&c->mu);
     c->applied_next = next;
