@@ -38,6 +38,16 @@
  * the output: group columns plus aggregates. */
 #define WEIR_MAX_AGG_VALUES 256
 
+/* Rows one Top-N keeps per partition: the N of ROW_NUMBER() OVER (...) <= N,
+ * and LIMIT + OFFSET inside a query. Each change to a partition re-reads its
+ * ranking (runtime/op_topn.c), so N bounds the work and state per row. */
+#define WEIR_MAX_TOPN_ROWS 10000
+
+/* Windows one row belongs to in a HOP or CUMULATE window: size / slide (or
+ * size / step). The window operator emits a copy of the row per window, so
+ * this bounds how much one input row multiplies into. */
+#define WEIR_MAX_WINDOWS_PER_ROW 1000
+
 /* Arguments of one function call (PostgreSQL's FUNC_MAX_ARGS is 100). */
 #define WEIR_MAX_FUNC_ARGS 64
 

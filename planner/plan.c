@@ -12,6 +12,7 @@
 #include "planner_int.h"
 #include "tz.h"
 #include "numeric.h"
+#include "weir_limits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,9 +301,10 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
         if (slide > 0 && size % slide != 0)
             return werr(b->err, SQLSTATE_INVALID_PARAMETER, ((AstExpr *)AST_AT(t->win_args, 1))->pos,
                         "%s window size must be a multiple of the %s", fname, t->win_kind == WIN_HOP ? "slide" : "step");
-        if (slide > 0 && size / slide > 1000)
+        if (slide > 0 && size / slide > WEIR_MAX_WINDOWS_PER_ROW)
             return werr(b->err, SQLSTATE_PROGRAM_LIMIT, ((AstExpr *)AST_AT(t->win_args, 1))->pos,
-                        "%s window size / %s must be at most 1000", fname, t->win_kind == WIN_HOP ? "slide" : "step");
+                        "%s window size / %s must be at most %d", fname, t->win_kind == WIN_HOP ? "slide" : "step",
+                        WEIR_MAX_WINDOWS_PER_ROW);
     }
     if (size <= 0 || slide <= 0)
         return werr(b->err, SQLSTATE_INVALID_PARAMETER, ((AstExpr *)AST_AT(t->win_args, 0))->pos, "window size must be positive");
@@ -1385,8 +1387,9 @@ int plan_select_core(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
                                 "feature not supported: ROW_NUMBER() OVER without an outer filter rn <= N"),
                            werr_hint(b->err, "Top-N and deduplication: SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER "
                                              "(PARTITION BY .. ORDER BY ..) AS rn FROM ..) WHERE rn <= 3"), -1;
-                if (n > 10000)
-                    return werr(b->err, SQLSTATE_PROGRAM_LIMIT, sel->pos, "a Top-N keeps at most 10000 rows per partition");
+                if (n > WEIR_MAX_TOPN_ROWS)
+                    return werr(b->err, SQLSTATE_PROGRAM_LIMIT, sel->pos, "a Top-N keeps at most %d rows per partition",
+                                WEIR_MAX_TOPN_ROWS);
                 p->topn_sub = sub;
                 p->topn_n = n;
             }

@@ -5,6 +5,7 @@
  * subquery; a single SELECT is lowered by plan_select_core() in plan.c.
  */
 #include "planner_int.h"
+#include "weir_limits.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -488,9 +489,9 @@ int make_limit_topn(PlanCtx *p, const AstSelect *sel, Rel *r, int n_order, const
     if (limit < 0)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, where->pos,
                     "feature not supported: OFFSET without LIMIT inside a query");
-    if (limit > 10000 || offset > 10000 - limit)
+    if (limit > WEIR_MAX_TOPN_ROWS || offset > WEIR_MAX_TOPN_ROWS - limit)
         return werr(b->err, SQLSTATE_PROGRAM_LIMIT, where->pos,
-                    "a LIMIT inside a query keeps at most 10000 rows (LIMIT + OFFSET)");
+                    "a LIMIT inside a query keeps at most %d rows (LIMIT + OFFSET)", WEIR_MAX_TOPN_ROWS);
     PlanNode *cur = r->node;
     int n = cur->out.n;
     PlanNode *t = topn_new(p, cur, n_order, order);

@@ -342,6 +342,7 @@ RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n)
 {
     /* The planner's check_limits: the key and row arrays below are sized by these. */
     assert(n->n_part <= WEIR_MAX_KEY_COLUMNS && n->out.n <= WEIR_MAX_COLUMNS);
+    assert(n->topn_limit <= WEIR_MAX_TOPN_ROWS); /* the planner refused more (plan.c, plan_query.c, 54000) */
     TopOp *t = xcalloc(1, sizeof *t);
     t->op.vt = &TOPN_VT;
     t->op.node = n;

@@ -94,6 +94,7 @@ static int window_push(RtOp *op, Chunk *c)
     const PlanNode *n = op->node;
     int nin = c->n_cols;
     int per_row = (int)(n->win_size_us / n->win_slide_us);
+    assert(per_row <= WEIR_MAX_WINDOWS_PER_ROW); /* the planner refused more (plan.c, 54000) */
     int cap = c->n_rows * per_row;
     Chunk *out = chunk_new(c->arena, n->out.n, n->out.types, cap ? cap : 1);
     out->src_partition = c->src_partition;

@@ -19,6 +19,7 @@
 #include "engine_int.h"
 #include "pgwire.h"
 #include "pg_oids.h"
+#include "weir_limits.h"
 
 #define ANALYZE_MAX_ROWS_DEFAULT 10000000LL
 #define ANALYZE_MAX_CANDIDATES 32
@@ -109,9 +110,10 @@ static int window_of(const AstAnalyze *a, RtWindowDef *w, WError *err)
     }
     if (w->size_us <= 0 || w->slide_us <= 0)
         return werr(err, SQLSTATE_INVALID_PARAMETER, a->win_pos, "window sizes must be positive");
-    if (w->size_us % w->slide_us || w->size_us / w->slide_us > 1000)
+    if (w->size_us % w->slide_us || w->size_us / w->slide_us > WEIR_MAX_WINDOWS_PER_ROW)
         return werr(err, SQLSTATE_INVALID_PARAMETER, a->win_pos,
-                    "the window size must be a multiple of the slide (step), at most 1000 times it");
+                    "the window size must be a multiple of the slide (step), at most %d times it",
+                    WEIR_MAX_WINDOWS_PER_ROW);
     return 0;
 }
 
