@@ -120,6 +120,14 @@ int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max);
  * recreated, metadata still propagating) before it stops its views. */
 #define RT_TOPIC_LOST_AFTER_DEFAULT_MS 30000
 
+struct RtKafkaProp;
+/* The "properties.*" WITH options of a Kafka source or table as librdkafka
+ * properties (the bootstrap is left out), into props[max]. Returns how many.
+ * The planner refuses a relation with more than WEIR_MAX_KAFKA_PROPERTIES
+ * (54000), so max = WEIR_MAX_KAFKA_PROPERTIES holds them all (asserted).
+ * The pointers borrow r's strings. */
+int rt_source_kafka_props(const CatRelation *r, struct RtKafkaProp *props, int max);
+
 typedef struct RtFailedRecord {
     char source[64];
     int32_t partition;          /* -1 when unknown */

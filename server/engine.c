@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "tz.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +28,10 @@
 #include "cluster.h"
 #include "crashpoint.h"
 #include "row.h"
-
-int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "arena.h"
+#include "clock.h"
+#include "log.h"
+#include "weir_limits.h"
 
 int engine_add_object(Engine *e, CatObj *o, bool do_persist, WError *err)
 {
@@ -217,9 +215,10 @@ int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *extra, 
     free(e->producer_bootstrap);
     e->producer = NULL;
     e->producer_bootstrap = NULL;
-    RtKafkaProp props[66] = {{"linger.ms", "0"}, {"acks", "all"}};
+    RtKafkaProp props[2 + WEIR_MAX_KAFKA_PROPERTIES] = {{"linger.ms", "0"}, {"acks", "all"}};
     int n = 2;
-    for (int i = 0; i < n_extra && n < 66; i++)
+    assert(n_extra <= WEIR_MAX_KAFKA_PROPERTIES); /* plan_source/plan_table refused more */
+    for (int i = 0; i < n_extra && n < 2 + WEIR_MAX_KAFKA_PROPERTIES; i++)
         props[n++] = extra[i];
     if (rt_kafka_producer_open(bootstrap, props, n, &e->producer, err)) {
         buf_free(&id);
@@ -286,7 +285,7 @@ int engine_resume_view(Engine *e, CatObj *v, WError *err)
     }
     if (engine_start_view(e, v, err))
         return -1;
-    fprintf(stderr, "weir: view %s is running again\n", v->name);
+    wlog_info("engine", "view %s is running again", v->name);
     return 0;
 }
 
@@ -348,7 +347,7 @@ static int checkpoint_start(Engine *e, WError *err)
 {
     StorCheckpoint *ck;
     uint64_t epoch = e->epoch + 1;
-    int64_t t0 = wall_us();
+    int64_t t0 = clock_wall_us();
     if (stor_checkpoint_begin(e->stor, epoch, &ck, err))
         return -1;
     if (e->cluster_name) {
@@ -417,7 +416,7 @@ static void checkpoint_failed(Engine *e, const char *msg)
 {
     e->ck_failing = true;
     snprintf(e->last_checkpoint_error, sizeof e->last_checkpoint_error, "%.500s", msg);
-    fprintf(stderr, "weir: checkpoint failed: %s\n", msg);
+    wlog_error("engine", "checkpoint failed: %s", msg);
 }
 
 /* Finish the checkpoint in flight once its writer is done (lock held):
@@ -461,7 +460,7 @@ static int checkpoint_finish(Engine *e, WError *err)
     stor_stats(e->stor, &st);
     CkptRecord *h = &e->history[e->n_history++ % CKPT_HISTORY];
     *h = (CkptRecord){.epoch = epoch, .started_us = e->ck_started_us,
-                      .duration_us = wall_us() - e->ck_started_us,
+                      .duration_us = clock_wall_us() - e->ck_started_us,
                       .bytes = st.last_commit_bytes, .rows = st.last_commit_rows};
     return 0;
 }
@@ -479,7 +478,7 @@ int engine_checkpoint(Engine *e, WError *err)
     if (checkpoint_start(e, err))
         return -1;
     int rc = checkpoint_finish(e, err);
-    e->last_checkpoint_ms = now_ms();
+    e->last_checkpoint_ms = clock_mono_ms();
     return rc;
 }
 
@@ -505,12 +504,12 @@ static void update_pause(Engine *e)
         return;
     e->paused = over;
     if (over)
-        fprintf(stderr, "weir: views paused: %llu bytes of operator state are not checkpointed, over "
-                "--state-memory-limit %llu; reading resumes after a checkpoint succeeds%s%s\n",
+        wlog_warn("engine", "views paused: %llu bytes of operator state are not checkpointed, over "
+                "--state-memory-limit %llu; reading resumes after a checkpoint succeeds%s%s",
                 (unsigned long long)e->state_dirty, (unsigned long long)e->state_limit,
                 e->ck_failing ? " (last checkpoint failed: " : "", e->ck_failing ? "see above)" : "");
     else
-        fprintf(stderr, "weir: views resumed\n");
+        wlog_info("engine", "views resumed");
 }
 
 static void *engine_main(void *arg)
@@ -543,7 +542,7 @@ static void *engine_main(void *arg)
                     fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)\n",
                             o->name, err.msg, o->name);
                 else
-                    fprintf(stderr, "weir: view %s stopped: %s\n", o->name, err.msg);
+                    wlog_warn("engine", "view %s stopped: %s", o->name, err.msg);
                 engine_stop_view(e, o);
                 continue;
             }
@@ -584,7 +583,7 @@ static void *engine_main(void *arg)
                 if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->flow.plan && !o->flow.df && !o->flow.failed) {
                     WError err = {0};
                     if (engine_start_view(e, o, &err) == 0)
-                        fprintf(stderr, "weir: view %s is running again\n", o->name);
+                        wlog_info("engine", "view %s is running again", o->name);
                 }
             }
         }
@@ -650,12 +649,12 @@ static void replay_alter(Engine *e, CatObj *o)
             bad = session_alter_source(e, stmts[0], true, &err) != 0;
         }
         if (bad)
-            fprintf(stderr, "weir: cannot restore %s for %s: %s\n", b.data, o->name, err.msg);
+            wlog_error("engine", "cannot restore %s for %s: %s", b.data, o->name, err.msg);
         else
             o->source.altered = true;
         arena_free(a);
     } else if (found < 0) {
-        fprintf(stderr, "weir: cannot read the ALTER SOURCE of %s: %s\n", o->name, err.msg);
+        wlog_error("engine", "cannot read the ALTER SOURCE of %s: %s", o->name, err.msg);
     }
     buf_free(&b);
 }
@@ -692,7 +691,7 @@ static int replay_catalog(Engine *e, WError *err)
         int n_stmts;
         WError perr = {0};
         if (parse_sql(o->sql, a, &stmts, &n_stmts, &perr) || n_stmts != 1) {
-            fprintf(stderr, "weir: cannot replay %s: %s\n", o->name, perr.msg);
+            wlog_error("engine", "cannot replay %s: %s", o->name, perr.msg);
             arena_free(a);
             cat_obj_free(o);
             continue;
@@ -705,7 +704,7 @@ static int replay_catalog(Engine *e, WError *err)
                                       : session_create_view(e, stmts[0], o->sql, o, &cerr);
         tz_set_current(NULL);
         if (r) {
-            fprintf(stderr, "weir: cannot restore %s: %s\n", o->name, cerr.msg);
+            wlog_error("engine", "cannot restore %s: %s", o->name, cerr.msg);
             cat_obj_free(o);
         } else if (o->kind == CAT_SOURCE || o->kind == CAT_TABLE) {
             replay_alter(e, o);
@@ -759,7 +758,7 @@ int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
     }
     e->rt = (RtEnv){.stor = e->stor, .kafka_bootstrap = e->kafka_bootstrap, .view_table = view_table,
                      .view_dataflow = view_dataflow, .ctx = e};
-    e->last_checkpoint_ms = now_ms();
+    e->last_checkpoint_ms = clock_mono_ms();
     /* A data directory serves one node of one cluster (or none): checked
      * before anything is written. */
     if (cluster_check_dir(e, cfg->cluster, cfg->node_id, err)) {
@@ -807,7 +806,7 @@ void engine_close(Engine *e)
     if (e->stor && e->dirty) {
         WError err = {0};
         if (engine_checkpoint(e, &err))
-            fprintf(stderr, "weir: final checkpoint failed: %s\n", err.msg);
+            wlog_error("engine", "final checkpoint failed: %s", err.msg);
     }
     /* Sinks first: after a SWAP a sink may hang off a view created after it. */
     CAT_FOREACH(e->cat, CAT_KINDS(CAT_SINK), s) {

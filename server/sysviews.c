@@ -146,9 +146,7 @@ static const CatRelation *cluster(Engine *e, Arena *a)
     int n = cluster_nodes(e->cluster, &nodes, &end);
     nodes[0].catalog_next = e->catalog_next; /* with the digest, under the engine lock */
     nodes[0].catalog_digest = cluster_catalog_digest(e);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    int64_t now = clock_wall_us();
     for (int i = 0; i < n; i++) {
         const ClusterNode *nd = &nodes[i];
         bool stopped = !nd->self && !strcmp(nd->state, "stopped");
@@ -338,13 +336,6 @@ static const CatRelation *operators(Engine *e, Arena *a)
 static Value ts_or_null(int64_t t)
 {
     return t == TS_MINUS_INF ? value_null(TYPE_TIMESTAMP) : value_int(TYPE_TIMESTAMP, t);
-}
-
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static const CatRelation *watermarks(Engine *e, Arena *a)
