@@ -4,6 +4,8 @@
 #include "tz.h"
 #include "numeric.h"
 #include "utf8.h"
+#include "hash_seeds.h"
+#include "pg_oids.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -14,6 +14,7 @@
  */
 #include "runtime_int.h"
 #include "clock.h"
+#include "log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -598,7 +599,7 @@ void rt_source_gap(RtOp *op, const CatRelation *src, int32_t partition, int64_t 
     va_end(ap);
     e->record[0] = 0;
     snprintf(rc->stats.last_error, sizeof rc->stats.last_error, "%s", e->message);
-    fprintf(stderr, "weir: %s\n", e->message);
+    wlog_info("dataflow", "%s", e->message);
 }
 
 int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max)

@@ -197,7 +197,7 @@ int rt_source_kafka_props(const CatRelation *r, RtKafkaProp *props, int max)
         /* bootstrap is passed separately; RisingWave spells it "bootstrap.server". */
         if (!strcasecmp(k, "bootstrap.server") || !strcasecmp(k, "bootstrap.servers"))
             continue;
-        assert(n < max); /* the planner refuses more than WEIR_MAX_KAFKA_PROPERTIES (plan.c, bind_columns) */
+        assert(n < max); /* the planner refuses more than WEIR_MAX_KAFKA_PROPERTIES (plan_table.c, bind_columns) */
         if (n == max)
             break;
         props[n].key = k;
@@ -354,8 +354,8 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
         goto fail;
     const char *topic = cat_option(r, "topic");
     const char *parts = cat_option(r, "topic.partitions");
-    RtKafkaProp props[33];
-    int np = rt_source_kafka_props(r, props, 32);
+    RtKafkaProp props[WEIR_MAX_KAFKA_PROPERTIES + 1];
+    int np = rt_source_kafka_props(r, props, WEIR_MAX_KAFKA_PROPERTIES);
     /* An offset no longer in the log is reported to us (on_offset_gap)
      * instead of librdkafka jumping to the oldest record by itself, unless
      * the user asked for librdkafka's own reset. */
@@ -829,7 +829,7 @@ static int offset_gap(SourceOp *s, int32_t p)
         rt_kafka_source_end_offsets(s->ks, high, 5000, &qe)) {
         /* No verdict without the broker's bounds: ask again at the next poll. */
         free(high);
-        fprintf(stderr, "weir: source \"%s\": partition %d of topic \"%s\" lost its position; asking again (%s)\n",
+        wlog_info("source", "source \"%s\": partition %d of topic \"%s\" lost its position; asking again (%s)",
                 r->name, (int)p, topic, qe.msg);
         return reassign_owned(s);
     }

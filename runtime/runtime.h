@@ -114,7 +114,7 @@ int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max);
  * or a size limit, or the topic was recreated or truncated) and the source
  * has on_offset_gap = 'fail' (the default): the view stops until RESUME,
  * since going on would silently leave records out. */
-#define RT_SQLSTATE_OFFSET_GAP "08P01"
+#define RT_SQLSTATE_OFFSET_GAP SQLSTATE_PROTOCOL_VIOLATION
 /* The source option topic.lost_after's default: how long a running source
  * tolerates its topic missing or short of partitions (a topic being
  * recreated, metadata still propagating) before it stops its views. */

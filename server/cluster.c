@@ -271,7 +271,7 @@ static void heartbeat_encode(Cluster *c, Buf *b)
     Value v[14] = {value_int(TYPE_INT8, RECORD_FORMAT), txt(c->name),        txt(c->node_id),
                    txt(c->instance),                   txt(c->version),     txt(c->pg_addr),
                    txt(c->http_addr),                  value_int(TYPE_INT8, c->started_us),
-                   value_int(TYPE_INT8, wall_now_us()), value_int(TYPE_INT8, next), txt(c->state),
+                   value_int(TYPE_INT8, clock_wall_us()), value_int(TYPE_INT8, next), txt(c->state),
                    value_int(TYPE_INT8, (int64_t)digest), value_int(TYPE_INT8, n_work), txt(work)};
     row_encode(b, v, 14);
     pthread_mutex_unlock(&c->mu);
@@ -544,7 +544,7 @@ static void work_subscribe(Cluster *c)
     }
     /* A refused set is kept too, so it is logged once and retried when the catalog changes. */
     if (rt_group_subscribe(c->group, (const char *const *)t, n, &err))
-        fprintf(stderr, "weir: cluster: work group: %s\n", err.msg);
+        wlog_info("cluster", "work group: %s", err.msg);
     for (int i = 0; i < c->n_work_topics; i++)
         free(c->work_topics[i]);
     free(c->work_topics);
@@ -561,7 +561,7 @@ static void work_drain(Cluster *c)
     static const char *what[] = {"", "assigned", "revoked", "lost"};
     while ((n = rt_group_poll(c->group, ch, 64)) > 0) {
         for (int i = 0; i < n; i++)
-            fprintf(stderr, "weir: cluster: work group: %s %s[%d]\n", what[ch[i].event], ch[i].topic,
+            wlog_info("cluster", "work group: %s %s[%d]", what[ch[i].event], ch[i].topic,
                     (int)ch[i].partition);
         rt_group_changes_free(ch, n);
     }

@@ -46,7 +46,7 @@ int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, W
         if (!replay)
             goto fail;
         /* At start a broker may still be coming up: keep the table, the engine retries. */
-        fprintf(stderr, "weir: table %s cannot start yet: %s\n", o->name, err->msg);
+        wlog_warn("cmd_table", "table %s cannot start yet: %s", o->name, err->msg);
         snprintf(o->flow.stop_error, sizeof o->flow.stop_error, "%s", err->msg);
         /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
         o->flow.failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
@@ -124,7 +124,7 @@ static CatObj *writable_table(Engine *e, const char *name, const char *verb, int
         return NULL;
     }
     if (!o->flow.df)
-        return werr(err, "55000", pos, "table \"%s\" is not running", name), NULL;
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, pos, "table \"%s\" is not running", name), NULL;
     return o;
 }
 

@@ -370,7 +370,7 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
     if (o->kind != CAT_VIEW || !o->rel.materialized || !o->flow.plan)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a materialized view", a->view);
     if (!o->flow.df)
-        return werr(err, "55000", st->pos, "materialized view \"%s\" is not running", a->view);
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, st->pos, "materialized view \"%s\" is not running", a->view);
     /* A replay reads every row at once, so no key idles: it would report the
      * expiries of the live view as differences. */
     for (int i = 0; i < o->flow.plan->n_nodes; i++)

@@ -231,13 +231,6 @@ int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *extra, 
 
 /* ---- checkpoints ------------------------------------------------------------ */
 
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Errors after which retrying cannot help: the view waits for RESUME (or
  * for ALTER SOURCE to change the policy), instead of the 2 s retry. */
 static bool waits_for_resume(const WError *err)
@@ -253,7 +246,7 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
         if (waits_for_resume(err) && !v->flow.failed) {
             v->flow.failed = true;
             memset(&v->flow.fail, 0, sizeof v->flow.fail);
-            fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n", v->name,
+            wlog_warn("engine", "view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)", v->name,
                     err->msg, v->name);
         }
         return -1;
@@ -268,7 +261,7 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
             continue;
         WError serr = {0};
         if (rt_dataflow_attach_sink(v->flow.df, &s->sink.spec, s->sink.view_cols, s->table_ids[0], &s->sink.rt, &serr))
-            fprintf(stderr, "weir: sink %s cannot start: %s\n", s->name, serr.msg);
+            wlog_error("engine", "sink %s cannot start: %s", s->name, serr.msg);
     }
     return 0;
 }
@@ -280,7 +273,7 @@ int engine_resume_view(Engine *e, CatObj *v, WError *err)
     if (v->flow.failed && v->flow.fail.source[0]) { /* a bad record, not a lost topic: skip it */
         v->flow.skips = xrealloc(v->flow.skips, sizeof(RtFailedRecord) * (size_t)(v->flow.n_skips + 1));
         v->flow.skips[v->flow.n_skips++] = v->flow.fail;
-        fprintf(stderr, "weir: view %s resumed: skipping source %s partition %d offset %lld\n", v->name,
+        wlog_warn("engine", "view %s resumed: skipping source %s partition %d offset %lld", v->name,
                 v->flow.fail.source, (int)v->flow.fail.partition, (long long)v->flow.fail.offset);
     }
     if (engine_start_view(e, v, err))
@@ -536,10 +529,10 @@ static void *engine_main(void *arg)
                     /* Its topic was deleted or shrunk, or records it had not read were: stopped until RESUME. */
                     o->flow.failed = true;
                     memset(&o->flow.fail, 0, sizeof o->flow.fail);
-                    fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n",
+                    wlog_warn("engine", "view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)",
                             o->name, err.msg, o->name);
                 } else if (o->flow.failed)
-                    fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)\n",
+                    wlog_warn("engine", "view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)",
                             o->name, err.msg, o->name);
                 else
                     wlog_warn("engine", "view %s stopped: %s", o->name, err.msg);
@@ -557,7 +550,7 @@ static void *engine_main(void *arg)
             if (o->flow.df && rt_dataflow_expiry_due(o->flow.df))
                 e->dirty = true;
         }
-        int64_t now = now_ms();
+        int64_t now = clock_mono_ms();
         /* Checkpoints are asynchronous: the snapshot is taken here, the
          * LMDB write runs on its own thread while the views keep stepping,
          * and the next loop after it is done finishes it. */
@@ -717,10 +710,10 @@ static int replay_catalog(Engine *e, WError *err)
     if (!rc)
         CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o)
             if (o->view.sink_query && !o->view.sink_owner) {
-                fprintf(stderr, "weir: dropping %s: its sink is gone\n", o->name);
+                wlog_warn("engine", "dropping %s: its sink is gone", o->name);
                 WError derr = {0};
                 if (engine_remove_object(e, o, &derr)) /* removes o (and what follows it): the iteration allows it */
-                    fprintf(stderr, "weir: cannot drop %s: %s\n", o->name, derr.msg);
+                    wlog_error("engine", "cannot drop %s: %s", o->name, derr.msg);
             }
     for (int i = 0; i < l.n; i++) {
         free(l.items[i].body);

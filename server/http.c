@@ -263,13 +263,6 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
     }
 }
 
-static int64_t wall_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Takes the engine lock, waiting at most ENGINE_WAIT_MS. */
 static bool engine_lock_briefly(Engine *e)
 {
@@ -286,7 +279,7 @@ static void cache_put(SrvHttp *h, int which, const Buf *b)
     pthread_mutex_lock(&h->cache_mu);
     buf_reset(&h->cache[which]);
     buf_append(&h->cache[which], b->data ? b->data : "", b->len);
-    h->cache_at_us[which] = wall_now_us();
+    h->cache_at_us[which] = clock_wall_us();
     pthread_mutex_unlock(&h->cache_mu);
 }
 
@@ -297,7 +290,7 @@ static int64_t cache_get(SrvHttp *h, int which, Buf *b)
     int64_t age = -1;
     if (h->cache_at_us[which]) {
         buf_append(b, h->cache[which].data ? h->cache[which].data : "", h->cache[which].len);
-        age = wall_now_us() - h->cache_at_us[which];
+        age = clock_wall_us() - h->cache_at_us[which];
     }
     pthread_mutex_unlock(&h->cache_mu);
     return age;
@@ -305,7 +298,7 @@ static int64_t cache_get(SrvHttp *h, int which, Buf *b)
 
 static enum MHD_Result engine_busy(struct MHD_Connection *c)
 {
-    return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "55P03",
+    return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, SQLSTATE_LOCK_NOT_AVAILABLE,
                          "the engine is busy (a long statement holds it) and nothing was read before; retry");
 }
 
@@ -602,7 +595,7 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
 {
     Engine *e = h->e;
     Buf b = BUF_INIT;
-    int64_t now = wall_us();
+    int64_t now = clock_wall_us();
     int which = views_only ? CACHE_VIEWS : CACHE_STATUS;
     if (!engine_lock_briefly(e)) {
         /* Busy: the last answer, marked with its age in a header. */

@@ -233,7 +233,7 @@ static char *copy_text(int idx, const unsigned char *v, size_t len, WError *err)
 {
     size_t bad = utf8_invalid_at((const char *)v, len);
     if (bad < len) {
-        werr(err, "22021", 0, "invalid byte sequence for encoding \"UTF8\": 0x%02x (parameter $%d)", v[bad], idx + 1);
+        werr(err, SQLSTATE_BAD_ENCODING, 0, "invalid byte sequence for encoding \"UTF8\": 0x%02x (parameter $%d)", v[bad], idx + 1);
         return NULL;
     }
     char *s = malloc(len + 1);

@@ -32,6 +32,9 @@
 #include "fault.h"
 #include "pgbinary.h"
 #include "utf8.h"
+#include "log.h"
+#include "pg_oids.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -227,7 +227,7 @@ int view_snapshot(Engine *e, CatObj *v, RtRowFn fn, void *arg, WError *err)
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
     if (!v->flow.df)
-        return werr(err, "55000", 0, "materialized view \"%s\" is not running", v->name);
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "materialized view \"%s\" is not running", v->name);
     /* The snapshot is the ad hoc query SELECT * FROM "v": the same rows, in
      * the same text form, as a client would get. */
     Buf sql = BUF_INIT;
@@ -314,7 +314,7 @@ static int open_sub(Engine *e, CatObj *v, bool snapshot, Subscription **out, WEr
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
     if (!v->flow.df)
-        return werr(err, "55000", 0, "materialized view \"%s\" is not running", v->name);
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "materialized view \"%s\" is not running", v->name);
     Subscription *s = xcalloc(1, sizeof *s);
     s->e = e;
     s->view = v;

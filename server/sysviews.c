@@ -28,6 +28,7 @@
 #include "cluster.h"
 #include "group.h"
 #include "commands.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,7 +348,7 @@ static const CatRelation *watermarks(Engine *e, Arena *a)
     enum { MAX_PARTS = 4096 };
     SysBuild b = {a, sys_new(a, "weir_watermarks", 9, names, types), 0};
     RtPartitionWatermark *pw = arena_alloc(a, sizeof *pw * MAX_PARTS);
-    int64_t now = now_us();
+    int64_t now = clock_wall_us();
     CAT_FOREACH(e->cat, CAT_ANY, o) {
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->flow.df || o->view.late_of)
             continue;
