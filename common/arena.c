@@ -1,6 +1,7 @@
 /* arena.c: see arena.h. A singly linked list of blocks; the newest first. */
 #include "arena.h"
 #include "fault.h"
+#include "log.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -23,7 +24,7 @@ struct Arena {
 
 static void oom(size_t n)
 {
-    fprintf(stderr, "weir: out of memory allocating %zu bytes\n", n);
+    wlog_error("arena", "out of memory allocating %zu bytes", n);
     abort();
 }
 
@@ -56,6 +57,15 @@ char *xstrdup(const char *s)
     size_t n = strlen(s) + 1;
     char *p = xmalloc(n);
     memcpy(p, s, n);
+    return p;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    size_t len = strnlen(s, n);
+    char *p = xmalloc(len + 1);
+    memcpy(p, s, len);
+    p[len] = 0;
     return p;
 }
 

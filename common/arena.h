@@ -32,10 +32,15 @@ char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf,
 /* Bytes handed out since the last reset (for limits and metrics). */
 size_t arena_used(const Arena *a);
 
-/* Aborting wrappers around malloc for objects outside arenas. */
+/* Aborting wrappers around malloc for objects outside arenas: they never
+ * return NULL (out of memory aborts with "weir: out of memory allocating N
+ * bytes" in the log). The caller owns the result and frees it with free(). */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
+/* A copy of s; of at most the first n bytes of s, NUL-terminated (s need
+ * not be NUL-terminated within n bytes, as strndup). */
 char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
 
 #endif

@@ -11,7 +11,7 @@
  * `wm` optionally carries, for each row, the event-time watermark in
  * effect when the row arrived (TS_MINUS_INF before the first). Sources
  * fill it so that operators judge lateness row by row, independent of how
- * rows were batched into chunks (DESIGN: "the watermark advances row by
+ * rows were batched into chunks (docs/architecture.md: "the watermark advances row by
  * row"). Operators that pass rows through keep it aligned.
  */
 #ifndef WEIR_COMMON_CHUNK_H

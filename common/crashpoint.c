@@ -1,5 +1,6 @@
 /* crashpoint.c: see crashpoint.h. */
 #include "crashpoint.h"
+#include "log.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -36,7 +37,7 @@ void crashpoint(const char *name)
     if (!target[0] || strcmp(target, name) != 0)
         return;
     if (atomic_fetch_add(&hits, 1) + 1 == nth) {
-        fprintf(stderr, "weir: crashpoint %s reached (hit %ld): killing myself\n", name, nth);
+        wlog_warn("crashpoint", "crashpoint %s reached (hit %ld): killing myself", name, nth);
         kill(getpid(), SIGKILL);
     }
 }

@@ -2,6 +2,7 @@
  * rules are parsed once from WEIR_FAULT, and every point's calls are counted
  * under one mutex (test builds only, so simplicity beats speed). */
 #include "fault.h"
+#include "log.h"
 
 #ifdef WEIR_FAULT_INJECTION
 
@@ -84,8 +85,8 @@ static void init(void)
                 }
             }
         }
-        fprintf(stderr, "weir: WEIR_FAULT: ignoring malformed rule \"%.*s\" (want point:N[:once|:always], or "
-                        "point:N:hold with WEIR_FAULT_HOLD set)\n",
+        wlog_warn("fault", "WEIR_FAULT: ignoring malformed rule \"%.*s\" (want point:N[:once|:always], or "
+                        "point:N:hold with WEIR_FAULT_HOLD set)",
                 (int)len, v);
         v = end ? end + 1 : NULL;
     }
@@ -116,12 +117,12 @@ bool fault_hit(const char *name)
     pthread_mutex_unlock(&mu);
     if (hold && access(hold_path, F_OK) == 0) {
         /* A target that hangs, then comes back: the call goes on once the test removes the file. */
-        fprintf(stderr, "weir: fault injected: %s (call %ld) held while %s exists\n", name, call, hold_path);
+        wlog_warn("fault", "fault injected: %s (call %ld) held while %s exists", name, call, hold_path);
         while (access(hold_path, F_OK) == 0)
             usleep(20 * 1000);
     }
     if (fail)
-        fprintf(stderr, "weir: fault injected: %s (call %ld)\n", name, call);
+        wlog_warn("fault", "fault injected: %s (call %ld)", name, call);
     return fail;
 }
 

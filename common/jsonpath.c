@@ -145,13 +145,13 @@ static int unescape(Span s, Arena *a, StrRef *out, WError *err)
             if (u >= 0xD800 && u <= 0xDBFF) {
                 int lo = e - p >= 6 && p[0] == '\\' && p[1] == 'u' ? hex4(p + 2, e) : -1;
                 if (lo < 0xDC00 || lo > 0xDFFF)
-                    return werr(err, "22P05", 0, "invalid Unicode surrogate pair");
+                    return werr(err, SQLSTATE_UNTRANSLATABLE_CHARACTER, 0, "invalid Unicode surrogate pair");
                 cp = 0x10000 + (((uint32_t)u - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
                 p += 6;
             } else if (u >= 0xDC00 && u <= 0xDFFF) {
-                return werr(err, "22P05", 0, "invalid Unicode surrogate pair");
+                return werr(err, SQLSTATE_UNTRANSLATABLE_CHARACTER, 0, "invalid Unicode surrogate pair");
             } else if (u == 0) {
-                return werr(err, "22P05", 0, "unsupported Unicode escape sequence");
+                return werr(err, SQLSTATE_UNTRANSLATABLE_CHARACTER, 0, "unsupported Unicode escape sequence");
             }
             w += put_utf8(w, cp);
             break;

@@ -325,8 +325,8 @@ static double round_decimal(double x, int64_t d, bool truncate)
 static int log_domain(double v, WError *err)
 {
     if (v == 0)
-        return werr(err, "2201E", 0, "cannot take logarithm of zero");
-    return werr(err, "2201E", 0, "cannot take logarithm of a negative number");
+        return werr(err, SQLSTATE_INVALID_ARGUMENT_FOR_LOG, 0, "cannot take logarithm of zero");
+    return werr(err, SQLSTATE_INVALID_ARGUMENT_FOR_LOG, 0, "cannot take logarithm of a negative number");
 }
 
 /* Math on doubles with Postgres's domain and range errors. */
@@ -347,7 +347,7 @@ static int math_call(ScalarFn fn, TypeId result, const Value *args, Value *out, 
     case FN_CEIL_F: r = ceil(x); break;
     case FN_SQRT_F:
         if (x < 0)
-            return werr(err, "2201F", 0, "cannot take square root of a negative number");
+            return werr(err, SQLSTATE_INVALID_ARGUMENT_FOR_POWER, 0, "cannot take square root of a negative number");
         r = sqrt(x);
         break;
     case FN_CBRT_F: r = cbrt(x); break;
@@ -524,9 +524,9 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
     case FN_ABS_F: out->u.f = fabs(x->u.f); return 0;
     case FN_POW_F:
         if (x->u.f == 0 && y->u.f < 0)
-            return werr(err, "2201F", 0, "zero raised to a negative power is undefined");
+            return werr(err, SQLSTATE_INVALID_ARGUMENT_FOR_POWER, 0, "zero raised to a negative power is undefined");
         if (x->u.f < 0 && floor(y->u.f) != y->u.f)
-            return werr(err, "2201F", 0, "a negative number raised to a non-integer power yields a complex result");
+            return werr(err, SQLSTATE_INVALID_ARGUMENT_FOR_POWER, 0, "a negative number raised to a non-integer power yields a complex result");
         out->u.f = pow(x->u.f, y->u.f);
         if (out->u.f == 0 && x->u.f != 0 && isfinite(x->u.f) && isfinite(y->u.f))
             return werr(err, SQLSTATE_NUMERIC_RANGE, 0, "value out of range: underflow");
@@ -745,7 +745,7 @@ int scalar_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena *a, 
         int esc = '\\';
         if (n == 3) {
             if (args[2].u.s.len > 1)
-                return werr(err, "22025", 0, "invalid escape string"),
+                return werr(err, SQLSTATE_INVALID_ESCAPE, 0, "invalid escape string"),
                        werr_hint(err, "Escape string must be empty or one character."), -1;
             esc = args[2].u.s.len ? (unsigned char)args[2].u.s.p[0] : -1;
         }

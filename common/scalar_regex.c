@@ -163,7 +163,7 @@ static int re_exec(ReCache *c, pcre2_code *re, const char *s, size_t n, size_t s
     if (rc < 0) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(rc, msg, sizeof msg);
-        return werr(err, rc <= PCRE2_ERROR_UTF8_ERR1 && rc >= PCRE2_ERROR_UTF8_ERR21 ? "22021" : SQLSTATE_INTERNAL,
+        return werr(err, rc <= PCRE2_ERROR_UTF8_ERR1 && rc >= PCRE2_ERROR_UTF8_ERR21 ? SQLSTATE_BAD_ENCODING : SQLSTATE_INTERNAL,
                     0, "regular expression match failed: %s", (const char *)msg);
     }
     return rc == 0 ? (int)c->md_pairs : rc;

@@ -115,7 +115,7 @@ static int do_substr(int n, const Value *args, Arena *a, Value *out, WError *err
     int64_t start = args[1].u.i, end = INT64_MAX;
     if (n > 2) {
         if (args[2].u.i < 0)
-            return werr(err, "22011", 0, "negative substring length not allowed");
+            return werr(err, SQLSTATE_SUBSTRING_ERROR, 0, "negative substring length not allowed");
         if (__builtin_add_overflow(start, args[2].u.i, &end))
             end = INT64_MAX;
     }

@@ -14,6 +14,7 @@
 #include "numeric.h"
 #include "scalar_int.h"
 #include "tz.h"
+#include "clock.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -391,9 +392,7 @@ int scalar_time_call(ScalarFn fn, TypeId result, int n, const Value *args, Arena
         if (n == 1) {
             out->u.i = args[0].u.i;
         } else {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            out->u.i = (int64_t)ts.tv_sec * USECS_PER_SEC + ts.tv_nsec / 1000;
+            out->u.i = clock_wall_us();
         }
         return 0;
     default:

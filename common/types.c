@@ -1,8 +1,11 @@
 /* types.c: type metadata, value text I/O, comparison and hashing. See types.h. */
 #include "types.h"
+#include "pg_oids.h"
 #include "tz.h"
 #include "numeric.h"
 #include "utf8.h"
+#include "hash_seeds.h"
+#include "pg_oids.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -20,21 +23,21 @@ typedef struct TypeInfo {
 } TypeInfo;
 
 static const TypeInfo TYPES[TYPE__COUNT] = {
-    [TYPE_NULL] = {"unknown", 705, -2},
-    [TYPE_BOOL] = {"boolean", 16, 1},
-    [TYPE_INT2] = {"smallint", 21, 2},
-    [TYPE_INT4] = {"integer", 23, 4},
-    [TYPE_INT8] = {"bigint", 20, 8},
-    [TYPE_FLOAT4] = {"real", 700, 4},
-    [TYPE_FLOAT8] = {"double precision", 701, 8},
-    [TYPE_NUMERIC] = {"numeric", 1700, -1},
-    [TYPE_TEXT] = {"character varying", 1043, -1},
-    [TYPE_BYTEA] = {"bytea", 17, -1},
-    [TYPE_DATE] = {"date", 1082, 4},
-    [TYPE_TIMESTAMP] = {"timestamp without time zone", 1114, 8},
-    [TYPE_TIMESTAMPTZ] = {"timestamp with time zone", 1184, 8},
-    [TYPE_INTERVAL] = {"interval", 1186, 16},
-    [TYPE_JSONB] = {"jsonb", 3802, -1},
+    [TYPE_NULL] = {"unknown", PG_OID_UNKNOWN, -2},
+    [TYPE_BOOL] = {"boolean", PG_OID_BOOL, 1},
+    [TYPE_INT2] = {"smallint", PG_OID_INT2, 2},
+    [TYPE_INT4] = {"integer", PG_OID_INT4, 4},
+    [TYPE_INT8] = {"bigint", PG_OID_INT8, 8},
+    [TYPE_FLOAT4] = {"real", PG_OID_FLOAT4, 4},
+    [TYPE_FLOAT8] = {"double precision", PG_OID_FLOAT8, 8},
+    [TYPE_NUMERIC] = {"numeric", PG_OID_NUMERIC, -1},
+    [TYPE_TEXT] = {"character varying", PG_OID_VARCHAR, -1},
+    [TYPE_BYTEA] = {"bytea", PG_OID_BYTEA, -1},
+    [TYPE_DATE] = {"date", PG_OID_DATE, 4},
+    [TYPE_TIMESTAMP] = {"timestamp without time zone", PG_OID_TIMESTAMP, 8},
+    [TYPE_TIMESTAMPTZ] = {"timestamp with time zone", PG_OID_TIMESTAMPTZ, 8},
+    [TYPE_INTERVAL] = {"interval", PG_OID_INTERVAL, 16},
+    [TYPE_JSONB] = {"jsonb", PG_OID_JSONB, -1},
 };
 
 const char *type_name(TypeId t) { return TYPES[t].name; }
@@ -904,7 +907,7 @@ void hash_bytes2(const void *p, size_t n, uint64_t seed0, uint64_t seed1, uint64
 uint64_t value_hash(const Value *v, uint64_t seed)
 {
     if (v->null)
-        return hash_u64(seed ^ UINT64_C(0x5bd1e995));
+        return hash_u64(seed ^ WEIR_HASH_NULL);
     switch (type_phys(v->type)) {
     case PHYS_I64: return hash_u64(seed ^ (uint64_t)v->u.i);
     case PHYS_F64: {

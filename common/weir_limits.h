@@ -38,8 +38,24 @@
  * the output: group columns plus aggregates. */
 #define WEIR_MAX_AGG_VALUES 256
 
+/* Rows one Top-N keeps per partition: the N of ROW_NUMBER() OVER (...) <= N,
+ * and LIMIT + OFFSET inside a query. Each change to a partition re-reads its
+ * ranking (runtime/op_topn.c), so N bounds the work and state per row. */
+#define WEIR_MAX_TOPN_ROWS 10000
+
+/* Windows one row belongs to in a HOP or CUMULATE window: size / slide (or
+ * size / step). The window operator emits a copy of the row per window, so
+ * this bounds how much one input row multiplies into. */
+#define WEIR_MAX_WINDOWS_PER_ROW 1000
+
 /* Arguments of one function call (PostgreSQL's FUNC_MAX_ARGS is 100). */
 #define WEIR_MAX_FUNC_ARGS 64
+
+/* librdkafka properties of one source or table over Kafka: its
+ * properties.* options other than the bootstrap address, which every
+ * reader of its topic (the source operator, ANALYZE LATENESS, INSERT into
+ * it, the CREATE's topic check) copies into an array of this size. */
+#define WEIR_MAX_KAFKA_PROPERTIES 64
 
 /* Nesting of one statement: parentheses, operators over operators,
  * subqueries. The parser and the binder recurse on it; past it a statement

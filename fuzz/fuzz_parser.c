@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     } else if (!err.set || strlen(err.sqlstate) != 5) {
         abort();   /* failure must say why */
-    } else if (!strcmp(err.sqlstate, "54000") && size <= PARSE_MAX_SQL) {
+    } else if (!strcmp(err.sqlstate, SQLSTATE_PROGRAM_LIMIT) && size <= PARSE_MAX_SQL) {
         abort();   /* only an over-long input is 54000; too deep is 54001 */
     }
     arena_free(a);

@@ -25,7 +25,7 @@ static int session_token;
 static void *fz_session_open(void *ctx, const char *user, const char *database, WError *err)
 {
     if (user && strcmp(user, "refuse") == 0) {
-        werr(err, "28000", 0, "role \"%s\" does not exist", user);
+        werr(err, SQLSTATE_INVALID_AUTHORIZATION, 0, "role \"%s\" does not exist", user);
         return NULL;
     }
     return &session_token;

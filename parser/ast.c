@@ -1095,7 +1095,7 @@ void ast_src_primary_key(ParseCtx *c, Token pk, AstList *cols)
 {
     AstCreateSource *cs = cur(c, STMT_CREATE_SOURCE)->u.create_source;
     if (cs->primary_key) {
-        werr(c->err, "42P16", pk.pos, "multiple primary keys for table \"%s\" are not allowed", cs->name);
+        werr(c->err, SQLSTATE_INVALID_TABLE_DEFINITION, pk.pos, "multiple primary keys for table \"%s\" are not allowed", cs->name);
         return;
     }
     cs->primary_key = cols;

@@ -14,6 +14,7 @@
 #include "planner_int.h"
 #include "tz.h"
 #include "numeric.h"
+#include "weir_limits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,9 +101,10 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
         if (slide > 0 && size % slide != 0)
             return werr(b->err, SQLSTATE_INVALID_PARAMETER, ((AstExpr *)AST_AT(t->win_args, 1))->pos,
                         "%s window size must be a multiple of the %s", fname, t->win_kind == WIN_HOP ? "slide" : "step");
-        if (slide > 0 && size / slide > 1000)
+        if (slide > 0 && size / slide > WEIR_MAX_WINDOWS_PER_ROW)
             return werr(b->err, SQLSTATE_PROGRAM_LIMIT, ((AstExpr *)AST_AT(t->win_args, 1))->pos,
-                        "%s window size / %s must be at most 1000", fname, t->win_kind == WIN_HOP ? "slide" : "step");
+                        "%s window size / %s must be at most %d", fname, t->win_kind == WIN_HOP ? "slide" : "step",
+                        WEIR_MAX_WINDOWS_PER_ROW);
     }
     if (size <= 0 || slide <= 0)
         return werr(b->err, SQLSTATE_INVALID_PARAMETER, ((AstExpr *)AST_AT(t->win_args, 0))->pos, "window size must be positive");
@@ -134,7 +136,7 @@ static int plan_window(PlanCtx *p, const AstTableRef *t, Rel *out)
     if (sess && !p->session_pos)
         p->session_pos = t->pos;
     if (sess && in.scope.cols[tc->col].role != ROLE_EVENT_TIME)
-        return werr(b->err, "42P20", t->time_col->pos,
+        return werr(b->err, SQLSTATE_WINDOWING_ERROR, t->time_col->pos,
                     "SESSION windows need a time column with a WATERMARK (sessions close when it passes their end)");
     /* Without a watermark on the time column, nothing ever closes a window. */
     if (in.scope.cols[tc->col].role != ROLE_EVENT_TIME) {
@@ -292,10 +294,14 @@ int plan_from(PlanCtx *p, const AstSelect *sel, Rel *out)
      * an interval join) instead of a cross product filtered afterwards. WHERE
      * is still applied in full after the joins: for inner joins ON and WHERE
      * mean the same, so the copy changes nothing but the plan. */
-    const AstExpr *conj[256];
-    bool used[256] = {false};
+    /* Only the first MAX_JOIN_WHERE_CONJUNCTS are offered to the joins: a
+     * later one is still applied as WHERE, so the bound costs a plan, never a
+     * row. */
+    enum { MAX_JOIN_WHERE_CONJUNCTS = 256 };
+    const AstExpr *conj[MAX_JOIN_WHERE_CONJUNCTS];
+    bool used[MAX_JOIN_WHERE_CONJUNCTS] = {false};
     int nc = 0;
-    split_and(sel->where, conj, &nc, 256);
+    split_and(sel->where, conj, &nc, MAX_JOIN_WHERE_CONJUNCTS);
     /* Since revision 1 an explicit inner JOIN takes them too (plan_tref). The
      * context is this SELECT's: a nested one sets its own. */
     const AstExpr **outer_conj = p->where_conj;

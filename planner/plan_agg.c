@@ -80,7 +80,7 @@ static int agg_time_bounds(PlanCtx *p, const AstSelect *sel, PlanNode *a, const 
     }
     if (a->session_start_idx >= 0 || a->session_end_idx >= 0) {
         if (a->session_start_idx < 0 || a->session_end_idx < 0)
-            return werr(b->err, "42P20", sel->pos,
+            return werr(b->err, SQLSTATE_WINDOWING_ERROR, sel->pos,
                         "a SESSION window aggregation must GROUP BY both window_start and window_end");
         a->session = true;
         a->session_gap_us = pre->cols[a->session_start_idx >= 0 ? a->session_start_idx : a->session_end_idx].win_size_us;

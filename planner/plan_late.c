@@ -33,11 +33,11 @@ int plan_view_lateness(PlanCtx *p, const AstCreateView *cv, PlanNode *in, PlanNo
     bool windowed = agg && agg->win_group_idx >= 0;
     PlanNode *late_win = NULL;
     if (cv->late_rows_into && !windowed) {
-        werr(err, "42P20", cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
+        werr(err, SQLSTATE_WINDOWING_ERROR, cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
         return -1;
     }
     if ((cv->emit == EMIT_ON_WINDOW_CLOSE || cv->allow_lateness) && !windowed) {
-        werr(err, "42P20", cv->query_pos,
+        werr(err, SQLSTATE_WINDOWING_ERROR, cv->query_pos,
              "%s needs a windowed aggregation: GROUP BY window_start or window_end of a window over a source with a WATERMARK",
              cv->emit == EMIT_ON_WINDOW_CLOSE ? "EMIT ON WINDOW CLOSE" : "ALLOW LATENESS");
         return -1;
@@ -78,7 +78,7 @@ int plan_view_lateness(PlanCtx *p, const AstCreateView *cv, PlanNode *in, PlanNo
             plan_set_panes(agg, win, p->plan_rev);
         }
         if (cv->late_rows_into && !win) {
-            werr(err, "42P20", cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
+            werr(err, SQLSTATE_WINDOWING_ERROR, cv->query_pos, "LATE ROWS INTO needs a windowed aggregation over a window function");
             return -1;
         }
         if (cv->late_rows_into) {

@@ -97,10 +97,12 @@ bool plan_set_panes(PlanNode *agg, PlanNode *win, int plan_rev)
     int s = nin, e = nin + 1;
     const PlanNode *n = agg->inputs[0];
     /* The nodes between, from the aggregation's input down to the window. */
-    const PlanNode *chain[64];
+    /* Past MAX_CHAIN nodes the panes are simply not used (a plan, not an error). */
+    enum { MAX_CHAIN = 64 };
+    const PlanNode *chain[MAX_CHAIN];
     int depth = 0;
     for (; n != win; n = n->n_inputs == 1 ? n->inputs[0] : NULL) {
-        if (!n || depth == 64)
+        if (!n || depth == MAX_CHAIN)
             return false;
         chain[depth++] = n;
     }

@@ -5,6 +5,7 @@
  * subquery; a single SELECT is lowered by plan_select_core() in plan.c.
  */
 #include "planner_int.h"
+#include "weir_limits.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +130,7 @@ static int plan_recursive(PlanCtx *p, CteEnv *ce, Rel *out)
     anchor.limit = anchor.offset = NULL;
     anchor.ctes = NULL;
     if ((q->set_op != SETOP_UNION && q->set_op != SETOP_UNION_ALL) || select_refers(&anchor, c->name))
-        return werr(b->err, "42P19", c->pos,
+        return werr(b->err, SQLSTATE_INVALID_RECURSION, c->pos,
                     "recursive query \"%s\" does not have the form non-recursive-term UNION [ALL] recursive-term",
                     c->name);
     if (q->order_by || q->limit || q->offset || q->ctes)
@@ -485,7 +486,7 @@ int plan_select(PlanCtx *p, const AstSelect *sel, Rel *out, PlanQuery *q)
         const AstCte *c = AST_AT(sel->ctes, i);
         for (int k = 0; k < i && !rc; k++)
             if (strcmp(((const AstCte *)AST_AT(sel->ctes, k))->name, c->name) == 0)
-                rc = werr(b->err, "42712", c->pos, "WITH query name \"%s\" specified more than once", c->name);
+                rc = werr(b->err, SQLSTATE_DUPLICATE_ALIAS, c->pos, "WITH query name \"%s\" specified more than once", c->name);
         CteEnv *e = arena_zalloc(b->a, sizeof *e);
         e->cte = c;
         e->recursive = sel->recursive;

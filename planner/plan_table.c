@@ -70,7 +70,7 @@ static int table_key(const AstCreateSource *cs, CatRelation *rel, const char **n
         if (!c->primary_key)
             continue;
         if (npk)
-            return werr(err, "42P16", c->pos, "multiple primary keys for table \"%s\" are not allowed", cs->name);
+            return werr(err, SQLSTATE_INVALID_TABLE_DEFINITION, c->pos, "multiple primary keys for table \"%s\" are not allowed", cs->name);
         pk[0] = i;
         rel->n_pk = 1;
     }
@@ -98,7 +98,7 @@ static int table_key(const AstCreateSource *cs, CatRelation *rel, const char **n
                         gen && gen[pk[k]] ? "computed" : "INCLUDE", names[pk[k]]),
                    werr_hint(err, "The key must be a column of the records' JSON."), -1;
     if (!rel->n_pk)
-        return werr(err, "42P16", 0, "table \"%s\" needs a PRIMARY KEY", cs->name),
+        return werr(err, SQLSTATE_INVALID_TABLE_DEFINITION, 0, "table \"%s\" needs a PRIMARY KEY", cs->name),
                werr_hint(err, "weir keeps a table's rows by key: declare PRIMARY KEY (col, ...)."), -1;
     for (int k = 0; k < rel->n_pk; k++) {
         not_null[pk[k]] = true; /* as in Postgres, key columns are NOT NULL */
@@ -165,6 +165,14 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
     }
     if (n > WEIR_MAX_COLUMNS)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%ss can have at most %d columns", what, WEIR_MAX_COLUMNS);
+    int n_props = 0;
+    for (int i = 0; i < rel->n_options; i++)
+        n_props += !strncasecmp(rel->options[i].key, "properties.", 11) &&
+                   strcasecmp(rel->options[i].key + 11, "bootstrap.server") &&
+                   strcasecmp(rel->options[i].key + 11, "bootstrap.servers");
+    if (n_props > WEIR_MAX_KAFKA_PROPERTIES)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "a %s can have at most %d properties.* options, not %d", what,
+                    WEIR_MAX_KAFKA_PROPERTIES, n_props);
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)n);
     TypeId *types = arena_alloc(a, sizeof(TypeId) * (size_t)n);
     bool *not_null = arena_zalloc(a, sizeof(bool) * (size_t)n);

@@ -97,8 +97,9 @@ int plan_topn_mark(PlanCtx *p, const AstSelect *sel)
                     "feature not supported: ROW_NUMBER() OVER without an outer filter rn <= N"),
                werr_hint(b->err, "Top-N and deduplication: SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER "
                                  "(PARTITION BY .. ORDER BY ..) AS rn FROM ..) WHERE rn <= 3"), -1;
-    if (n > 10000)
-        return werr(b->err, SQLSTATE_PROGRAM_LIMIT, sel->pos, "a Top-N keeps at most 10000 rows per partition");
+    if (n > WEIR_MAX_TOPN_ROWS)
+        return werr(b->err, SQLSTATE_PROGRAM_LIMIT, sel->pos, "a Top-N keeps at most %d rows per partition",
+                    WEIR_MAX_TOPN_ROWS);
     p->topn_sub = sub;
     p->topn_n = n;
     return 0;
@@ -249,9 +250,9 @@ int make_limit_topn(PlanCtx *p, const AstSelect *sel, Rel *r, int n_order, const
     if (limit < 0)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, where->pos,
                     "feature not supported: OFFSET without LIMIT inside a query");
-    if (limit > 10000 || offset > 10000 - limit)
+    if (limit > WEIR_MAX_TOPN_ROWS || offset > WEIR_MAX_TOPN_ROWS - limit)
         return werr(b->err, SQLSTATE_PROGRAM_LIMIT, where->pos,
-                    "a LIMIT inside a query keeps at most 10000 rows (LIMIT + OFFSET)");
+                    "a LIMIT inside a query keeps at most %d rows (LIMIT + OFFSET)", WEIR_MAX_TOPN_ROWS);
     PlanNode *cur = r->node;
     int n = cur->out.n;
     PlanNode *t = topn_new(p, cur, n_order, order);

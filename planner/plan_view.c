@@ -106,7 +106,7 @@ static int check_sessions(PlanCtx *p)
         return -1;
     }
     if (windows > aggs)
-        return werr(p->b.err, "42P20", p->session_pos,
+        return werr(p->b.err, SQLSTATE_WINDOWING_ERROR, p->session_pos,
                     "a SESSION window needs an aggregation with GROUP BY window_start, window_end (and its keys)");
     return 0;
 }

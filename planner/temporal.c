@@ -20,7 +20,6 @@
 
 #include <string.h>
 
-#define SQLSTATE_INVALID_OBJECT_DEFINITION "42P17"
 
 static bool is_proctime(const AstExpr *e)
 {

@@ -68,8 +68,8 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "log.h"
 
-#define SQLSTATE_DATA_EXCEPTION "22000"
 #define MAX_DLQ 4                 /* Kafka clusters per dataflow: one per bootstrap address */
 #define DLQ_TXN_TIMEOUT_MS 15000  /* init / commit / abort of a dead-letter transaction */
 #define DLQ_META "dlq/"           /* metadata name prefix: dlq/VIEW/EPOCH (16 hex digits) */
@@ -578,8 +578,8 @@ static void *deliver_main(void *arg)
         pthread_mutex_lock(&b->mu);
         if (r) {
             if (!warned)
-                fprintf(stderr, "weir: view %s: dead letters of epoch %" PRIu64 " not delivered yet (retried "
-                                "with backoff, at least every %d s): %s\n", t->view, t->epoch, DLQ_RETRY_MS / 1000,
+                wlog_warn("bad_records", "view %s: dead letters of epoch %" PRIu64 " not delivered yet (retried "
+                                "with backoff, at least every %d s): %s", t->view, t->epoch, DLQ_RETRY_MS / 1000,
                         err.msg);
             warned = true;
             if (!b->stop)
@@ -588,7 +588,7 @@ static void *deliver_main(void *arg)
             continue;
         }
         if (warned)
-            fprintf(stderr, "weir: view %s: dead letters delivered again\n", t->view);
+            wlog_info("bad_records", "view %s: dead letters delivered again", t->view);
         warned = false;
         backoff = 100;
         b->queue = t->next;
@@ -635,7 +635,7 @@ void rt_bad_records_committed(RtCtx *rc, uint64_t epoch)
         DlqBatch *mine = b->batches;
         b->batches = NULL;
         if (stor_meta_scan(rc->env->stor, prefix, load_one, rc, &err) < 0) {
-            fprintf(stderr, "weir: view %s: reading pending dead letters: %s\n", rc->name ? rc->name : "?", err.msg);
+            wlog_error("bad_records", "view %s: reading pending dead letters: %s", rc->name ? rc->name : "?", err.msg);
             werr_clear(&err);
         }
         DlqBatch *old = b->batches;
@@ -665,7 +665,7 @@ void rt_bad_records_committed(RtCtx *rc, uint64_t epoch)
     if (!b->instance[0] && read_instance(rc, b, &err)) {
         /* Left in the list: tried again at the next commit. */
         if (!b->id_warned)
-            fprintf(stderr, "weir: view %s: dead letters not delivered yet: %s\n", rc->name ? rc->name : "?",
+            wlog_warn("bad_records", "view %s: dead letters not delivered yet: %s", rc->name ? rc->name : "?",
                     err.msg);
         b->id_warned = true;
         return;
@@ -686,8 +686,8 @@ void rt_bad_records_committed(RtCtx *rc, uint64_t epoch)
         if (pthread_create(&b->thread, NULL, deliver_main, b) == 0)
             b->running = true;
         else
-            fprintf(stderr, "weir: view %s: cannot start the dead-letter delivery thread; retried at the next "
-                            "checkpoint\n", rc->name ? rc->name : "?");
+            wlog_warn("bad_records", "view %s: cannot start the dead-letter delivery thread; retried at the next "
+                            "checkpoint", rc->name ? rc->name : "?");
     }
     pthread_cond_signal(&b->cv);
     pthread_mutex_unlock(&b->mu);
@@ -717,8 +717,8 @@ void rt_bad_records_free(RtCtx *rc)
         /* A thread stuck inside a Kafka call keeps b (it uses nothing
          * else): left behind rather than waited for without bound. */
         if (rt_join_within(b->thread, RT_DELIVERY_JOIN_MS) < 0) {
-            fprintf(stderr, "weir: dead letters: the delivery thread did not stop within %d s (blocked in "
-                            "kafka); left behind, undelivered epochs are delivered by the next run\n",
+            wlog_warn("bad_records", "dead letters: the delivery thread did not stop within %d s (blocked in "
+                            "kafka); left behind, undelivered epochs are delivered by the next run",
                     RT_DELIVERY_JOIN_MS / 1000);
             rc->bad = NULL;
             return;

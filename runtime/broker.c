@@ -34,6 +34,7 @@
 
 #include "arena.h"
 #include "buf.h"
+#include "log.h"
 
 #define FWD_READ_CHUNK (64 * 1024)         /* bytes per recv() */
 #define FWD_OUT_LIMIT (4 * 1024 * 1024)    /* stop reading a side while the other lags this much */
@@ -122,7 +123,7 @@ struct RtBroker {
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     if (level <= LOG_ERR)
-        fprintf(stderr, "weir: kafka: %s: %s\n", fac, buf);
+        wlog_error("kafka", "%s: %s", fac, buf);
 }
 
 static int set_nonblock(int fd)
@@ -742,8 +743,7 @@ static bool produce_refuse(RtBroker *b, FwdConn *c, int16_t ver, int32_t corr, R
 
     if (ver > PRODUCE_MAX_VERSION || produce_walk(ver, corr, *r, max, &acks, NULL) <= 0)
         return false;
-    fprintf(stderr, "weir broker: refused a Produce request: a record batch is larger than "
-                    "--max-message-bytes %ld\n", max);
+    wlog_warn("broker", "refused a Produce request: a record batch is larger than --max-message-bytes %ld", max);
     if (acks == 0)
         return true;
     Pending *p = pend_push(c);
@@ -1045,7 +1045,7 @@ static void accept_all(RtBroker *b)
             return; /* EAGAIN, or a transient error: poll will tell us again */
         int mfd = socket(b->mock_sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (mfd < 0 || connect(mfd, (struct sockaddr *)&b->mock_sa, b->mock_sa_len) < 0) {
-            fprintf(stderr, "weir: broker: cannot reach mock broker at %s: %s\n",
+            wlog_error("broker", "cannot reach mock broker at %s: %s",
                     b->mock_addr, strerror(errno));
             if (mfd >= 0)
                 close(mfd);
@@ -1140,7 +1140,7 @@ static void *forwarder_main(void *arg)
         if (poll(pfd, (nfds_t)n, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            fprintf(stderr, "weir: broker: poll: %s\n", strerror(errno));
+            wlog_error("broker", "poll: %s", strerror(errno));
             break;
         }
         if (pfd[0].revents) {
@@ -1438,7 +1438,7 @@ int rt_broker_main(int argc, char **argv)
             continue;
         if (sig != SIGUSR1)
             break;
-        fprintf(stderr, "weir broker: SIGUSR1: dropping every client connection\n");
+        wlog_info("broker", "SIGUSR1: dropping every client connection");
         rt_broker_drop_connections(b);
     }
     rc = 0;

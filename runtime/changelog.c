@@ -42,6 +42,7 @@
 
 #include "kafka.h"
 #include "runtime.h"
+#include "clock.h"
 
 #define BLOB_VERSION 1
 #define BLOB_HEADER 9
@@ -94,13 +95,6 @@ static uint64_t get_be64(const uint8_t *p)
     for (int i = 0; i < 8; i++)
         v = (v << 8) | p[i];
     return v;
-}
-
-static uint64_t now_usec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 static void topic_name(char *out, size_t n, const char *cluster, uint64_t view_id)
@@ -334,18 +328,18 @@ static int send_epoch(RtChangelog *cl, RtKafkaProducer *p, const Buf *blob, uint
     const uint8_t *b = (const uint8_t *)blob->data;
     size_t len = blob->len;
     if (len < BLOB_HEADER || b[0] != BLOB_VERSION || get_le64(b + 1) != epoch)
-        return werr(err, "XX001", 0, "changelog: the stored changes of epoch %" PRIu64 " are malformed", epoch);
+        return werr(err, SQLSTATE_DATA_CORRUPTED, 0, "changelog: the stored changes of epoch %" PRIu64 " are malformed", epoch);
     uint8_t key[8 + STOR_MAX_KEY];
     long n = 0;
     for (size_t off = BLOB_HEADER; off < len;) {
         if (len - off < REC_HEADER)
-            return werr(err, "XX001", 0, "changelog: truncated change in epoch %" PRIu64, epoch);
+            return werr(err, SQLSTATE_DATA_CORRUPTED, 0, "changelog: truncated change in epoch %" PRIu64, epoch);
         uint64_t tid = get_le64(b + off);
         uint32_t klen = get_le32(b + off + 8), vl = get_le32(b + off + 12);
         size_t vlen = vl == DEL_LEN ? 0 : vl;
         off += REC_HEADER;
         if (klen < 2 || klen > STOR_MAX_KEY || len - off < klen + vlen)
-            return werr(err, "XX001", 0, "changelog: malformed change in epoch %" PRIu64, epoch);
+            return werr(err, SQLSTATE_DATA_CORRUPTED, 0, "changelog: malformed change in epoch %" PRIu64, epoch);
         put_be64(key, tid);
         memcpy(key + 8, b + off, klen);
         int32_t part = (b[off] << 8) | b[off + 1];
@@ -550,10 +544,10 @@ fail:
 
 int rt_changelog_wait(RtChangelog *cl, uint64_t epoch, int timeout_ms)
 {
-    uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
+    int64_t deadline = clock_mono_us() + (int64_t)timeout_ms * 1000;
     pthread_mutex_lock(&cl->mu);
     while (cl->st.confirmed_epoch < epoch) {
-        uint64_t now = now_usec();
+        int64_t now = clock_mono_us();
         if (now >= deadline)
             break;
         struct timespec ts;
@@ -648,9 +642,9 @@ static int apply_batch(RtClRestore *r, WError *err)
         c->del = vl == DEL_LEN;
         off += REC_HEADER + klen + vlen;
     }
-    uint64_t t0 = now_usec();
+    uint64_t t0 = clock_mono_us();
     int rc = stor_changes_apply(r->env, r->ch, n, err);
-    r->st.apply_usec += now_usec() - t0;
+    r->st.apply_usec += clock_mono_us() - t0;
     if (rc == 0)
         r->st.applied += n;
     buf_reset(&r->batch);
@@ -670,7 +664,7 @@ static int take_record(RtClRestore *r, const RtKafkaRecord *rec, WError *err)
     const uint8_t *k = rec->key;
     if (rec->key_len == sizeof MARKER_KEY && !memcmp(k, MARKER_KEY, sizeof MARKER_KEY)) {
         if (!rec->value || rec->value_len != 8)
-            return werr(err, "XX001", 0, "changelog \"%s\" partition %d: a marker at offset %" PRId64 " is malformed",
+            return werr(err, SQLSTATE_DATA_CORRUPTED, 0, "changelog \"%s\" partition %d: a marker at offset %" PRId64 " is malformed",
                         r->c.topic, pt->kg, rec->offset);
         uint64_t e = get_le64(rec->value);
         /* An epoch at or below the one applied is a re-send of a complete
@@ -686,7 +680,7 @@ static int take_record(RtClRestore *r, const RtKafkaRecord *rec, WError *err)
         return 0;
     }
     if (!k || rec->key_len < 10 || rec->key_len > 8 + STOR_MAX_KEY || ((k[8] << 8) | k[9]) != pt->kg)
-        return werr(err, "XX001", 0,
+        return werr(err, SQLSTATE_DATA_CORRUPTED, 0,
                     "changelog \"%s\" partition %d: the record at offset %" PRId64 " has a malformed key",
                     r->c.topic, pt->kg, rec->offset);
     uint64_t tid = get_be64(k);
@@ -735,7 +729,7 @@ int rt_changelog_restore_open(const RtChangelogConf *conf, StorEnv *env, int tim
 {
     *out = NULL;
     RtClRestore *r = xcalloc(1, sizeof *r);
-    r->t0 = now_usec();
+    r->t0 = clock_mono_us();
     if (conf_copy(&r->c, conf, err) < 0) {
         free(r);
         return -1;
@@ -821,7 +815,7 @@ int rt_changelog_restore_catch_up(RtClRestore *r, int timeout_ms, uint64_t *epoc
     free(ends);
     if (rc < 0)
         return -1;
-    uint64_t deadline = now_usec() + (uint64_t)timeout_ms * 1000u;
+    int64_t deadline = clock_mono_us() + (int64_t)timeout_ms * 1000;
     for (;;) {
         bool done = true;
         for (int i = 0; i < r->c.n_kgs; i++)
@@ -829,7 +823,7 @@ int rt_changelog_restore_catch_up(RtClRestore *r, int timeout_ms, uint64_t *epoc
                 done = false;
         if (done)
             break;
-        if (now_usec() >= deadline)
+        if (clock_mono_us() >= deadline)
             return werr(err, SQLSTATE_CONNECTION_FAILURE, 0, "changelog \"%s\": restore not done within %d ms",
                         r->c.topic, timeout_ms);
         if (read_some(r, 100, err) < 0)
@@ -837,7 +831,7 @@ int rt_changelog_restore_catch_up(RtClRestore *r, int timeout_ms, uint64_t *epoc
     }
     if (r->batch.len && apply_batch(r, err) < 0)
         return -1;
-    r->st.usec = now_usec() - r->t0;
+    r->st.usec = clock_mono_us() - r->t0;
     *epoch = least_epoch(r);
     return 0;
 }

@@ -13,6 +13,8 @@
  * memory into its table and adds every table to the epoch's transaction.
  */
 #include "runtime_int.h"
+#include "clock.h"
+#include "log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -563,9 +565,7 @@ int rt_source_error(RtOp *op, const CatRelation *src, int32_t partition, int64_t
     if (!rc->src_errs)
         rc->src_errs = xcalloc(RT_SOURCE_ERRORS_KEPT, sizeof *rc->src_errs);
     RtSourceError *e = &rc->src_errs[rc->n_src_errs++ % RT_SOURCE_ERRORS_KEPT];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    e->at_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    e->at_us = clock_wall_us();
     snprintf(e->source, sizeof e->source, "%s", source ? source : "");
     e->partition = partition;
     e->offset = offset;
@@ -599,7 +599,7 @@ void rt_source_gap(RtOp *op, const CatRelation *src, int32_t partition, int64_t 
     va_end(ap);
     e->record[0] = 0;
     snprintf(rc->stats.last_error, sizeof rc->stats.last_error, "%s", e->message);
-    fprintf(stderr, "weir: %s\n", e->message);
+    wlog_info("dataflow", "%s", e->message);
 }
 
 int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max)

@@ -22,6 +22,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "arena.h"
+#include "log.h"
 
 #define POLL_MS 100 /* the thread's poll wait: bounds close() latency */
 
@@ -168,7 +169,7 @@ static void error_cb(rd_kafka_t *rk, int e, const char *reason, void *opaque)
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     if (level <= 3)
-        fprintf(stderr, "weir: kafka group: %s: %s\n", fac, buf);
+        wlog_info("group", "kafka group: %s: %s", fac, buf);
 }
 
 static void *group_main(void *arg)

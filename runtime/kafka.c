@@ -34,6 +34,8 @@
 
 #include "arena.h"
 #include "fault.h"
+#include "clock.h"
+#include "log.h"
 
 #define DUMMY_GROUP "weir-assign-only" /* never joined, never committed to */
 #define WATCH_TIMEOUT_MS 2000          /* a topic watcher's metadata request */
@@ -74,16 +76,9 @@ struct RtKafkaProducer {
     long n_acked;                  /* records acknowledged, since open */
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int remaining_ms(int64_t deadline)
 {
-    int64_t r = deadline - now_ms();
+    int64_t r = deadline - clock_mono_ms();
     return r < 0 ? 0 : (int)r;
 }
 
@@ -91,7 +86,7 @@ static int remaining_ms(int64_t deadline)
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     if (level <= LOG_ERR)
-        fprintf(stderr, "weir: kafka: %s: %s\n", fac, buf);
+        wlog_error("kafka", "%s: %s", fac, buf);
 }
 
 static void silent_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
@@ -105,7 +100,7 @@ static void error_cb(rd_kafka_t *rk, int e, const char *reason, void *opaque)
     /* Connection failures are already logged, once, by log_cb. */
     if (e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
         return;
-    fprintf(stderr, "weir: kafka: %s%s\n", rd_kafka_fatal_error(rk, NULL, 0) ? "fatal: " : "",
+    wlog_warn("kafka", "%s%s", rd_kafka_fatal_error(rk, NULL, 0) ? "fatal: " : "",
             reason);
 }
 
@@ -242,7 +237,7 @@ static int source_open(const char *bootstrap, const char *topic, int create_part
         NULL,
     };
     char errstr[512];
-    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     RtKafkaSource *s;
     rd_kafka_conf_t *conf;
     int n;
@@ -265,7 +260,7 @@ static int source_open(const char *bootstrap, const char *topic, int create_part
     if (n < 0)
         goto fail;
     if (n == 0 && create_partitions <= 0) {
-        werr(err, "42704", 0, "kafka topic \"%s\" does not exist at %s", topic, bootstrap);
+        werr(err, SQLSTATE_UNDEFINED_OBJECT, 0, "kafka topic \"%s\" does not exist at %s", topic, bootstrap);
         werr_hint(err, "Create the topic first, or let weir create it with a partition count.");
         goto fail;
     }
@@ -448,10 +443,10 @@ static int take(RtKafkaSource *s, rd_kafka_message_t *m, RtKafkaRecord *rec)
             char reason[256];
             rd_kafka_resp_err_t fe = rd_kafka_fatal_error(s->rk, reason, sizeof reason);
             if (fe) {
-                fprintf(stderr, "weir: kafka: consumer failed: %s\n", reason);
+                wlog_error("kafka", "consumer failed: %s", reason);
                 rc = RT_KAFKA_ERR_FATAL;
             } else {
-                fprintf(stderr, "weir: kafka: %s [%d]: %s\n",
+                wlog_warn("kafka", "%s [%d]: %s",
                         m->rkt ? rd_kafka_topic_name(m->rkt) : s->topic, (int)p,
                         rd_kafka_message_errstr(m));
                 /* librdkafka saw an assigned partition go away before the watcher did. */
@@ -487,7 +482,7 @@ static int take(RtKafkaSource *s, rd_kafka_message_t *m, RtKafkaRecord *rec)
 
 int rt_kafka_source_poll(RtKafkaSource *s, int timeout_ms, RtKafkaRecord *recs, int max)
 {
-    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     int n = 0;
 
     release_held(s);
@@ -649,7 +644,7 @@ static void *watch_main(void *arg)
         pthread_mutex_lock(&s->watch_lock);
         if (st != s->topic_state) {
             s->topic_state = st;
-            s->state_since_ms = now_ms();
+            s->state_since_ms = clock_mono_ms();
         }
         if (st != RT_KAFKA_TOPIC_UNREACHABLE && st < s->n_parts) /* n_parts changes under watch_lock */
             s->shrank = true;
@@ -672,7 +667,7 @@ int rt_kafka_source_watch(RtKafkaSource *s, int interval_ms, WError *err)
         return 0;
     s->watch_ms = interval_ms > 0 ? interval_ms : 1000;
     s->topic_state = s->n_parts;
-    s->state_since_ms = now_ms();
+    s->state_since_ms = clock_mono_ms();
     pthread_mutex_init(&s->watch_lock, NULL);
     pthread_cond_init(&s->watch_cond, NULL);
     if (pthread_create(&s->watcher, NULL, watch_main, s)) {
@@ -695,11 +690,6 @@ int rt_kafka_source_topic_state(RtKafkaSource *s, int64_t *since_ms)
     *since_ms = s->state_since_ms;
     pthread_mutex_unlock(&s->watch_lock);
     return st;
-}
-
-int64_t rt_kafka_now_ms(void)
-{
-    return now_ms();
 }
 
 /* The consumer's end: unassign, close, destroy, free. */
@@ -1033,7 +1023,7 @@ static bool tcp_probe(const char *bootstrap, int64_t deadline)
 
 bool rt_kafka_ping(const char *bootstrap, int timeout_ms)
 {
-    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     char errstr[512];
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_conf_t *conf;

@@ -178,14 +178,11 @@ enum {
 int rt_kafka_source_watch(RtKafkaSource *s, int interval_ms, WError *err);
 
 /* The watcher's last answer: a partition count, RT_KAFKA_TOPIC_MISSING or
- * RT_KAFKA_TOPIC_UNREACHABLE; *since_ms (rt_kafka_now_ms's clock) is when
+ * RT_KAFKA_TOPIC_UNREACHABLE; *since_ms (clock_mono_ms(), common/clock.h) is when
  * that answer was first given, for grace periods. Before the first answer
  * (and without a watcher) it is the partition count seen at open. Never
  * blocks on the network. */
 int rt_kafka_source_topic_state(RtKafkaSource *s, int64_t *since_ms);
-
-/* The monotonic clock of rt_kafka_source_topic_state, in ms. */
-int64_t rt_kafka_now_ms(void);
 
 /* Releases the consumer and every record returned by the last poll. NULL
  * is allowed. Commits nothing. */

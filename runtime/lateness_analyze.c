@@ -26,6 +26,7 @@
  */
 #include "runtime_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -34,6 +35,8 @@
 #include "bytemap.h"
 #include "kafka.h"
 #include "row.h"
+#include "clock.h"
+#include "weir_limits.h"
 
 #define READ_BATCH 1024
 #define READ_STALL_MS 30000     /* no record and no end of log for this long: give up */
@@ -57,20 +60,6 @@ static void pb_push(PartBuf *b, int64_t ts, int64_t kts, int32_t key)
     b->kts[b->n] = kts;
     b->key[b->n] = key;
     b->n++;
-}
-
-static int64_t wall_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 /* Merges the partitions: smallest record timestamp first, then the lower
@@ -104,8 +93,7 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_col
                          int64_t max_records, bool (*cancel)(void *), void *cancel_arg, RtLatenessLog *out, WError *err)
 {
     memset(out, 0, sizeof *out);
-    if (n_key_cols > WEIR_MAX_KEY_COLUMNS)
-        return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "at most 64 PARTITION BY columns");
+    assert(n_key_cols <= WEIR_MAX_KEY_COLUMNS); /* server/analyze.c refused more (54000) */
     RtSkew skew;
     rt_skew_init(&skew, src);
     const char *conn = cat_option(src, "connector");
@@ -117,18 +105,18 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_col
         return werr(err, SQLSTATE_NOT_SUPPORTED, 0, "feature not supported: ANALYZE LATENESS on FORMAT %s",
                     src->format);
     if (src->wm_col < 0)
-        return werr(err, "42P20", 0,
+        return werr(err, SQLSTATE_WINDOWING_ERROR, 0,
                     "ANALYZE LATENESS needs a source with a WATERMARK (it names the event-time column)");
     int64_t max_future = 0;
     bool clamp = false;
     if (rt_source_future_policy(src, &max_future, &clamp, err))
         return -1;
-    int64_t limit = max_future ? wall_us() + max_future : TS_PLUS_INF;
+    int64_t limit = max_future ? clock_wall_us() + max_future : TS_PLUS_INF;
     out->clamp_limit_us = clamp ? limit : TS_PLUS_INF;
     out->idle_timeout = cat_option(src, "idle_timeout") != NULL;
 
-    RtKafkaProp props[32];
-    int np = rt_source_kafka_props(src, props, 32);
+    RtKafkaProp props[WEIR_MAX_KAFKA_PROPERTIES];
+    int np = rt_source_kafka_props(src, props, WEIR_MAX_KAFKA_PROPERTIES);
     RtKafkaSource *ks = NULL;
     if (rt_kafka_source_open(rt_source_bootstrap(src, env), cat_option(src, "topic"), 0, props, np, 10000, &ks, err))
         return -1;
@@ -157,7 +145,7 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_col
     }
     if (rt_kafka_source_assign(ks, n_parts, ids, starts, err))
         goto done;
-    int64_t last_progress = mono_ms();
+    int64_t last_progress = clock_mono_ms();
     for (;;) {
         bool all = true;
         for (int p = 0; p < n_parts; p++) {
@@ -173,23 +161,23 @@ int rt_lateness_read_log(const RtEnv *env, const CatRelation *src, int n_key_col
             break;
         }
         if (cancel && cancel(cancel_arg)) {
-            werr(err, "57014", 0, "canceling statement due to user request");
+            werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
             goto done;
         }
         int n = rt_kafka_source_poll(ks, 100, recs, READ_BATCH);
         if (n < 0) {
-            werr(err, "58030", 0, "the Kafka consumer failed while reading \"%s\"", src->name);
+            werr(err, SQLSTATE_IO_ERROR, 0, "the Kafka consumer failed while reading \"%s\"", src->name);
             goto done;
         }
         if (n == 0) {
-            if (mono_ms() - last_progress > READ_STALL_MS) {
-                werr(err, "08006", 0, "ANALYZE LATENESS: no record from topic \"%s\" for %d s before its end offsets",
+            if (clock_mono_ms() - last_progress > READ_STALL_MS) {
+                werr(err, SQLSTATE_CONNECTION_FAILURE, 0, "ANALYZE LATENESS: no record from topic \"%s\" for %d s before its end offsets",
                      cat_option(src, "topic"), READ_STALL_MS / 1000);
                 goto done;
             }
             continue;
         }
-        last_progress = mono_ms();
+        last_progress = clock_mono_ms();
         arena_reset(arena);
         Chunk *c = chunk_new(arena, src->n_cols, src->col_types, n);
         for (int i = 0; i < n && out->records < max_records; i++) {

@@ -12,7 +12,7 @@
  * was retracted.
  *
  * Windowed aggregation (GROUP BY window_start/window_end of a window over a
- * watermarked source) follows DESIGN "Time, windows, lateness": a row whose
+ * watermarked source) follows docs/architecture.md "Time, windows, lateness": a row whose
  * window has end + lateness <= the watermark in effect for that row is late
  * (dropped and counted); when the watermark reaches end + lateness the
  * window's state is deleted. With EMIT ON WINDOW CLOSE nothing is emitted
@@ -37,6 +37,7 @@
  */
 #include "runtime_int.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1905,11 +1906,7 @@ RtOp *rt_op_agg_new(RtCtx *rc, const PlanNode *n)
         a->windowed = false;
     a->touch_arena = arena_new(0);
     bytemap_init(&a->touched, a->touch_arena);
-    if (a->n_state > WEIR_MAX_AGG_VALUES || a->n_out > WEIR_MAX_AGG_VALUES) {
-        werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many grouping columns and aggregates (at most %d)", WEIR_MAX_AGG_VALUES / 2);
-        agg_close(&a->op);
-        return NULL;
-    }
+    assert(a->n_state <= WEIR_MAX_AGG_VALUES && a->n_out <= WEIR_MAX_AGG_VALUES); /* the planner refused more (check_limits, 54000) */
     if (rt_op_open_table(&a->op, rc->err)) {
         agg_close(&a->op);
         return NULL;

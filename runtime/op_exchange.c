@@ -28,6 +28,7 @@
  * worker's plain read of n_fan during a step races with nothing.
  */
 #include "runtime_int.h"
+#include "hash_seeds.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -121,12 +122,12 @@ static void route(ExOp *x, const Chunk *c, int *counts)
     const PlanNode *n = x->op.node;
     uint64_t *h = x->hashes;
     for (int r = 0; r < c->n_rows; r++)
-        h[r] = UINT64_C(0x9e3779b97f4a7c15);
+        h[r] = WEIR_HASH_SEED_SHARD_START;
     for (int k = 0; k < n->n_dist_keys; k++) {
         const Column *col = &c->cols[n->dist_keys[k]];
         if (type_phys(col->type) == PHYS_I64) {
             for (int r = 0; r < c->n_rows; r++)
-                h[r] = col->nulls[r] ? hash_u64(h[r] ^ UINT64_C(0x5bd1e995)) : hash_u64(h[r] ^ (uint64_t)col->v.i[r]);
+                h[r] = col->nulls[r] ? hash_u64(h[r] ^ WEIR_HASH_NULL) : hash_u64(h[r] ^ (uint64_t)col->v.i[r]);
             continue;
         }
         for (int r = 0; r < c->n_rows; r++) {
@@ -136,7 +137,7 @@ static void route(ExOp *x, const Chunk *c, int *counts)
         }
     }
     for (int r = 0; r < c->n_rows; r++) {
-        int t = (int)(hash_u64(h[r] ^ UINT64_C(0x2545f4914f6cdd1d)) % (uint64_t)x->P);
+        int t = (int)(hash_u64(h[r] ^ WEIR_HASH_SEED_SHARD) % (uint64_t)x->P);
         x->target[r] = t;
         counts[t]++;
     }

@@ -36,6 +36,7 @@
  * rows keep their match counts.
  */
 #include "runtime_int.h"
+#include "hash_seeds.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -268,7 +269,7 @@ static void state_key(JoinOp *j, int s, const Value *vals, bool seq, Buf *out, s
     /* The same two hashes as two hash_bytes calls (state from older
      * checkpoints keeps its keys), in one pass over the row. */
     uint64_t h[2];
-    hash_bytes2(val->data + 16, val->len - 16, UINT64_C(0x6a09e667f3bcc908), UINT64_C(0xbb67ae8584caa73b), h);
+    hash_bytes2(val->data + 16, val->len - 16, WEIR_HASH_SEED_STATE0, WEIR_HASH_SEED_STATE1, h);
     unsigned char hb[16];
     put_be64(hb, h[0]);
     put_be64(hb + 8, h[1]);

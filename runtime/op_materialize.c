@@ -18,7 +18,9 @@
  * true changelog by looking up the stored row of each key (mat_upsert).
  */
 #include "runtime_int.h"
+#include "hash_seeds.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,8 +153,7 @@ static int mat_push(RtOp *op, Chunk *c)
     int ncols = n->out.n;
     int64_t first_row_id = m->next_row_id;
     Value vals[WEIR_ROW_VALUES], key[WEIR_ROW_VALUES];
-    if (ncols > WEIR_ROW_VALUES || n->n_keys > WEIR_ROW_VALUES)
-        return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns in a view");
+    assert(ncols <= WEIR_ROW_VALUES && n->n_keys <= WEIR_ROW_VALUES); /* the planner refused more (check_limits, 54000) */
     /* The key is the row id alone (n->counted keys hash the row instead). */
     bool ahead = n->row_id_key && !n->counted && n->n_keys == 1 && n->keys[0] == ncols - 1;
     if (ahead)
@@ -181,8 +182,8 @@ static int mat_push(RtOp *op, Chunk *c)
             /* The key is the whole row: a 128-bit hash of it keeps it short (LMDB
              * keys are at most 511 bytes); the row is in the value anyway. */
             unsigned char hb[16];
-            put_be64(hb, hash_bytes(m->kbuf.data, m->kbuf.len, UINT64_C(0x6a09e667f3bcc908)));
-            put_be64(hb + 8, hash_bytes(m->kbuf.data, m->kbuf.len, UINT64_C(0xbb67ae8584caa73b)));
+            put_be64(hb, hash_bytes(m->kbuf.data, m->kbuf.len, WEIR_HASH_SEED_STATE0));
+            put_be64(hb + 8, hash_bytes(m->kbuf.data, m->kbuf.len, WEIR_HASH_SEED_STATE1));
             buf_reset(&m->kbuf);
             buf_put_u8(&m->kbuf, 0x01);
             buf_append(&m->kbuf, hb, 16);

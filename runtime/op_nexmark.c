@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "nexmark.h"
+#include "clock.h"
 
 /* ---- the event model (constants of the published generator) ---- */
 
@@ -651,13 +652,6 @@ typedef struct NexmarkOp {
     bool ended;               /* the end of input went downstream */
 } NexmarkOp;
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int nx_push(RtOp *op, Chunk *c) { return rt_emit(op, c); }
 static int nx_watermark(RtOp *op, int64_t wm) { return rt_emit_watermark(op, wm); }
 
@@ -734,7 +728,7 @@ static int nx_poll(RtOp *op, int timeout_ms, bool *did_work)
     }
     if (s->cfg.pace) {
         /* events whose time has come: base + n*1000/rate <= now */
-        int64_t now = wall_ms() - s->base_ms;
+        int64_t now = clock_wall_ms() - s->base_ms;
         int64_t due = now < 0 ? 0 : (int64_t)(((__int128)now * s->cfg.rate) / 1000) + 1;
         if (limit < 0 || due < limit)
             limit = due;
@@ -806,7 +800,7 @@ RtOp *rt_op_nexmark_source_new(RtCtx *rc, const PlanNode *n)
     if (load_i64(s->base.op.table, "n", &s->next, rc->err) || load_i64(s->base.op.table, "b", &s->base_ms, rc->err))
         goto fail;
     if (s->base_ms < 0)
-        s->base_ms = wall_ms(); /* paced: event time starts now, and is saved with the first checkpoint */
+        s->base_ms = clock_wall_ms(); /* paced: event time starts now, and is saved with the first checkpoint */
     s->gen = rt_nexmark_gen_new(&s->cfg, s->base_ms, n->out.n, fields);
     free(fields);
     return &s->base.op;

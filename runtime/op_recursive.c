@@ -88,7 +88,7 @@ int rt_recursive_produce(RtOp *op)
         goto done;
     for (int iter = 0;; iter++) {
         if (cur.too_many) {
-            werr(rc->err, "54001", 0, "WITH RECURSIVE query \"%s\" exceeded %d rows", n->rec_name,
+            werr(rc->err, SQLSTATE_TOO_COMPLEX, 0, "WITH RECURSIVE query \"%s\" exceeded %d rows", n->rec_name,
                  PLAN_RECURSIVE_MAX_ROWS);
             goto done;
         }
@@ -107,7 +107,7 @@ int rt_recursive_produce(RtOp *op)
         if (cur.n == 0)
             break;
         if (iter == PLAN_RECURSIVE_MAX_ITER) {
-            werr(rc->err, "54001", 0, "WITH RECURSIVE query \"%s\" exceeded %d iterations", n->rec_name,
+            werr(rc->err, SQLSTATE_TOO_COMPLEX, 0, "WITH RECURSIVE query \"%s\" exceeded %d iterations", n->rec_name,
                  PLAN_RECURSIVE_MAX_ITER);
             goto done;
         }

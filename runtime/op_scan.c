@@ -11,6 +11,7 @@
  */
 #include "runtime_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,10 +50,7 @@ static int emit_rows(RtOp *op, StorIter *it, int ncols, const TypeId *types, boo
     size_t kl, vl;
     int got, rcode = 0;
     Value vals[WEIR_ROW_VALUES];
-    if (ncols > WEIR_ROW_VALUES) {
-        stor_iter_close(it);
-        return werr(rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
-    }
+    assert(ncols <= WEIR_ROW_VALUES); /* a relation has at most WEIR_MAX_COLUMNS (plan.c, bind_columns) */
     while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
         if (kl && ((const unsigned char *)k)[0] == 0xff)
             continue; /* operator metadata (the next row id) */
@@ -130,7 +128,7 @@ static int produce_scan(RtOp *op)
     const PlanNode *n = op->node;
     StorTable *t = rc->env->view_table ? rc->env->view_table(rc->env->ctx, n->scan_rel->table_id) : NULL;
     if (!t)
-        return werr(rc->err, "55000", 0, "materialized view \"%s\" is not running", n->scan_rel->name);
+        return werr(rc->err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "materialized view \"%s\" is not running", n->scan_rel->name);
     if (n->n_scan_eq == 0 && !n->scan_lo && !n->scan_hi)
         return rt_emit_view_rows(op, t, n->out.n, n->out.types, n->scan_rel->counted, n->scan_rel->name);
     StorIter *it;

@@ -33,6 +33,7 @@
  * minimum of the two inputs', as for a join.
  */
 #include "runtime_int.h"
+#include "hash_seeds.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -117,8 +118,8 @@ static void row_hash(const Buf *row, Buf *key)
 {
     const void *p = row->len ? row->data : "";
     unsigned char hb[16];
-    put_be64(hb, hash_bytes(p, row->len, UINT64_C(0x6a09e667f3bcc908)));
-    put_be64(hb + 8, hash_bytes(p, row->len, UINT64_C(0xbb67ae8584caa73b)));
+    put_be64(hb, hash_bytes(p, row->len, WEIR_HASH_SEED_STATE0));
+    put_be64(hb + 8, hash_bytes(p, row->len, WEIR_HASH_SEED_STATE1));
     buf_append(key, hb, 16);
 }
 
@@ -510,7 +511,7 @@ static int semi_finish(RtOp *op)
 {
     SemiOp *s = (SemiOp *)op;
     if (s->multi > 0)
-        return werr(op->rc->err, "21000", 0, "more than one row returned by a subquery used as an expression");
+        return werr(op->rc->err, SQLSTATE_CARDINALITY_VIOLATION, 0, "more than one row returned by a subquery used as an expression");
     return emit_pending(s);
 }
 

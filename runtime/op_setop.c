@@ -22,7 +22,9 @@
  * No watermark leaves this operator (its rows follow no event-time order).
  */
 #include "runtime_int.h"
+#include "hash_seeds.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,8 +84,8 @@ static int apply(SetOp *s, int side, const Value *vals, int sign)
         h = &s->ebuf;
     }
     unsigned char hb[16];
-    put_be64(hb, hash_bytes(h->data, h->len, UINT64_C(0x6a09e667f3bcc908)));
-    put_be64(hb + 8, hash_bytes(h->data, h->len, UINT64_C(0xbb67ae8584caa73b)));
+    put_be64(hb, hash_bytes(h->data, h->len, WEIR_HASH_SEED_STATE0));
+    put_be64(hb + 8, hash_bytes(h->data, h->len, WEIR_HASH_SEED_STATE1));
     buf_reset(&s->kbuf);
     buf_append(&s->kbuf, hb, 16);
     const void *v;
@@ -139,8 +141,7 @@ static int apply(SetOp *s, int side, const Value *vals, int sign)
 static int side_push(SetOp *s, int side, Chunk *c)
 {
     Value vals[WEIR_ROW_VALUES];
-    if (c->n_cols > WEIR_ROW_VALUES)
-        return werr(s->op.rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
+    assert(c->n_cols <= WEIR_ROW_VALUES); /* the planner refused more (check_limits, 54000) */
     for (int r = 0; r < c->n_rows; r++) {
         for (int i = 0; i < c->n_cols; i++)
             chunk_get(c, i, r, &vals[i]);

@@ -21,6 +21,7 @@
  */
 #include "runtime_int.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #include "bytemap.h"
 #include "crashpoint.h"
 #include "sink.h"
+#include "log.h"
 
 static const unsigned char STARTED_KEY[1] = {0xff};
 
@@ -176,8 +178,7 @@ static int sink_push(RtOp *op, Chunk *c)
 {
     RtSink *s = (RtSink *)op;
     Value row[WEIR_ROW_VALUES], key[WEIR_MAX_KEY_COLUMNS];
-    if (s->spec->n_cols > WEIR_ROW_VALUES || s->n_key > WEIR_MAX_KEY_COLUMNS)
-        return werr(op->rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many sink columns");
+    assert(s->spec->n_cols <= WEIR_ROW_VALUES && s->n_key <= WEIR_MAX_KEY_COLUMNS); /* the planner refused more (check_limits, 54000) */
     for (int r = 0; r < c->n_rows; r++) {
         spec_row(s, c, r, row);
         for (int k = 0; k < s->n_key; k++)
@@ -441,8 +442,8 @@ static void sink_close(RtOp *op)
         pthread_cond_signal(&s->cv);
         pthread_mutex_unlock(&s->mu);
         if (rt_join_within(s->thread, RT_DELIVERY_JOIN_MS) < 0) {
-            fprintf(stderr, "weir: sink %s: its delivery thread did not stop within %d s (blocked in "
-                            "the connector); left behind, undelivered epochs are delivered by the next run\n",
+            wlog_warn("sink", "sink %s: its delivery thread did not stop within %d s (blocked in "
+                            "the connector); left behind, undelivered epochs are delivered by the next run",
                     s->spec->name, RT_DELIVERY_JOIN_MS / 1000);
             stor_table_close(op->table);
             return;

@@ -21,6 +21,7 @@
  */
 #include "runtime_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,9 @@
 #include "kafka.h"
 #include "numeric.h"
 #include "nexmark.h"
+#include "log.h"
+#include "clock.h"
+#include "weir_limits.h"
 
 #define POLL_BATCH 1024
 
@@ -185,7 +189,7 @@ static const RtOpVt SOURCE_VT = {.push = source_push, .watermark = source_waterm
 int rt_source_kafka_props(const CatRelation *r, RtKafkaProp *props, int max)
 {
     int n = 0;
-    for (int i = 0; i < r->n_options && n < max; i++) {
+    for (int i = 0; i < r->n_options; i++) {
         const char *k = r->options[i].key;
         if (strncasecmp(k, "properties.", 11) != 0)
             continue;
@@ -193,6 +197,9 @@ int rt_source_kafka_props(const CatRelation *r, RtKafkaProp *props, int max)
         /* bootstrap is passed separately; RisingWave spells it "bootstrap.server". */
         if (!strcasecmp(k, "bootstrap.server") || !strcasecmp(k, "bootstrap.servers"))
             continue;
+        assert(n < max); /* the planner refuses more than WEIR_MAX_KAFKA_PROPERTIES (plan_table.c, bind_columns) */
+        if (n == max)
+            break;
         props[n].key = k;
         props[n].value = r->options[i].value;
         n++;
@@ -347,8 +354,8 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
         goto fail;
     const char *topic = cat_option(r, "topic");
     const char *parts = cat_option(r, "topic.partitions");
-    RtKafkaProp props[33];
-    int np = rt_source_kafka_props(r, props, 32);
+    RtKafkaProp props[WEIR_MAX_KAFKA_PROPERTIES + 1];
+    int np = rt_source_kafka_props(r, props, WEIR_MAX_KAFKA_PROPERTIES);
     /* An offset no longer in the log is reported to us (on_offset_gap)
      * instead of librdkafka jumping to the oldest record by itself, unless
      * the user asked for librdkafka's own reset. */
@@ -749,7 +756,7 @@ static int grow(SourceOp *s, int n)
          * instances too, and one that had none has already told the exchanges
          * its input ended. The engine restarts the view from its last
          * checkpoint (as after a broker outage), which splits them afresh. */
-        return werr(s->base.op.rc->err, "55000", 0,
+        return werr(s->base.op.rc->err, SQLSTATE_OBJECT_NOT_IN_STATE, 0,
                     "topic \"%s\" of source \"%s\" grew from %d to %d partitions; the view runs on %d instances "
                     "and restarts from its last checkpoint to spread them",
                     cat_option(r, "topic"), r->name, old, n, rt_op_shards(&s->base.op));
@@ -774,8 +781,8 @@ static int grow(SourceOp *s, int n)
     int rc = rt_kafka_source_assign(s->ks, n, ids, s->next, s->base.op.rc->err);
     free(ids);
     if (!rc)
-        fprintf(stderr, "weir: topic \"%s\" of source \"%s\" grew from %d to %d partitions; reading the new ones "
-                        "from their start\n", cat_option(r, "topic"), r->name, old, n);
+        wlog_warn("source", "topic \"%s\" of source \"%s\" grew from %d to %d partitions; reading the new ones "
+                        "from their start", cat_option(r, "topic"), r->name, old, n);
     return rc;
 }
 
@@ -793,14 +800,14 @@ static int check_topic(SourceOp *s)
         return 0;
     const CatRelation *r = s->base.op.node->source;
     const char *topic = cat_option(r, "topic");
-    if (rt_kafka_now_ms() - since >= s->lost_after_ms)
+    if (clock_mono_ms() - since >= s->lost_after_ms)
         return topic_lost(s->base.op.rc->err, topic, r->name, st, s->n_parts);
     if (s->lost_warned != since) {
         s->lost_warned = since;
         WError w = {0};
         topic_lost(&w, topic, r->name, st, s->n_parts);
-        fprintf(stderr, "weir: %s; the views reading it stop in %lld ms unless it comes back\n", w.msg,
-                (long long)(s->lost_after_ms - (rt_kafka_now_ms() - since)));
+        wlog_warn("source", "%s; the views reading it stop in %lld ms unless it comes back", w.msg,
+                (long long)(s->lost_after_ms - (clock_mono_ms() - since)));
     }
     return 0;
 }
@@ -822,7 +829,7 @@ static int offset_gap(SourceOp *s, int32_t p)
         rt_kafka_source_end_offsets(s->ks, high, 5000, &qe)) {
         /* No verdict without the broker's bounds: ask again at the next poll. */
         free(high);
-        fprintf(stderr, "weir: source \"%s\": partition %d of topic \"%s\" lost its position; asking again (%s)\n",
+        wlog_info("source", "source \"%s\": partition %d of topic \"%s\" lost its position; asking again (%s)",
                 r->name, (int)p, topic, qe.msg);
         return reassign_owned(s);
     }
@@ -884,9 +891,7 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
         return 0; /* transient: the connector logs and retries */
     if (n == 0 && !s->ended) {
         /* No data: a tick (every 100 ms) lets idle partitions stop holding the watermark back. */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        int64_t now = clock_mono_ms();
         if (now - s->last_tick_ms >= 100) {
             s->last_tick_ms = now;
             if (rt_emit_watermark(op, TS_MINUS_INF))

@@ -20,7 +20,9 @@
  * (rows at higher ranks stay in the view until overwritten).
  */
 #include "runtime_int.h"
+#include "hash_seeds.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,8 +136,8 @@ static int apply(TopOp *t, const Value *vals, int sign)
     /* A hash of the row keeps equal-order rows apart (the row is in the value:
      * keys stay short, LMDB limits them to 511 bytes). */
     unsigned char hb[16];
-    put_be64(hb, hash_bytes(t->vbuf.data, t->vbuf.len, UINT64_C(0x6a09e667f3bcc908)));
-    put_be64(hb + 8, hash_bytes(t->vbuf.data, t->vbuf.len, UINT64_C(0xbb67ae8584caa73b)));
+    put_be64(hb, hash_bytes(t->vbuf.data, t->vbuf.len, WEIR_HASH_SEED_STATE0));
+    put_be64(hb + 8, hash_bytes(t->vbuf.data, t->vbuf.len, WEIR_HASH_SEED_STATE1));
     buf_append(&t->kbuf, hb, 16);
     const void *v;
     size_t vl;
@@ -216,8 +218,7 @@ static int topn_push(RtOp *op, Chunk *c)
     TopOp *t = (TopOp *)op;
     Value vals[WEIR_ROW_VALUES];
     int nin = c->n_cols;
-    if (nin > WEIR_ROW_VALUES)
-        return werr(op->rc->err, SQLSTATE_PROGRAM_LIMIT, 0, "too many columns");
+    assert(nin <= WEIR_ROW_VALUES); /* the planner refused more (check_limits, 54000) */
     const PlanNode *n = op->node;
     if (t->has_ttl)
         t->now = rt_proc_now_us();
@@ -341,6 +342,7 @@ RtOp *rt_op_topn_new(RtCtx *rc, const PlanNode *n)
 {
     /* The planner's check_limits: the key and row arrays below are sized by these. */
     assert(n->n_part <= WEIR_MAX_KEY_COLUMNS && n->out.n <= WEIR_MAX_COLUMNS);
+    assert(n->topn_limit <= WEIR_MAX_TOPN_ROWS); /* the planner refused more (plan.c, plan_query.c, 54000) */
     TopOp *t = xcalloc(1, sizeof *t);
     t->op.vt = &TOPN_VT;
     t->op.node = n;

@@ -8,7 +8,7 @@
  * a distinct aggregation.
  *
  * Time: the output watermark is the minimum of the two inputs' watermarks
- * (DESIGN: an operator with several inputs takes the minimum), emitted
+ * (docs/architecture.md: an operator with several inputs takes the minimum), emitted
  * when that minimum advances, so windows downstream still close. Each row
  * is re-annotated with the watermark in effect at the output when it
  * passes: min(its own input's watermark before it, the other input's

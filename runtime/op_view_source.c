@@ -110,7 +110,7 @@ RtOp *rt_op_view_source_new(RtCtx *rc, const PlanNode *n)
 {
     RtDataflow *up = rc->env->view_dataflow ? rc->env->view_dataflow(rc->env->ctx, n->scan_rel->table_id) : NULL;
     if (!up) {
-        werr(rc->err, "55000", 0, "materialized view \"%s\" is not running", n->scan_rel->name);
+        werr(rc->err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "materialized view \"%s\" is not running", n->scan_rel->name);
         return NULL;
     }
     ViewSource *vs = xcalloc(1, sizeof *vs);

@@ -15,6 +15,7 @@
  * restart resumes with the same watermark and late rows stay late.
  */
 #include "runtime_int.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,20 +42,6 @@ typedef struct WmOp {
     bool idle_sent;           /* a split instance said RT_WM_IDLE; its next row says otherwise */
 } WmOp;
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void ensure_parts(WmOp *w, int n)
 {
     if (n <= w->n_parts)
@@ -62,7 +49,7 @@ static void ensure_parts(WmOp *w, int n)
     w->part_max = xrealloc(w->part_max, sizeof(int64_t) * (size_t)n);
     w->last_seen_ms = xrealloc(w->last_seen_ms, sizeof(int64_t) * (size_t)n);
     w->max_event = xrealloc(w->max_event, sizeof(int64_t) * (size_t)n);
-    int64_t now = mono_ms();
+    int64_t now = clock_mono_ms();
     for (int p = w->n_parts; p < n; p++) {
         w->part_max[p] = TS_MINUS_INF;
         w->max_event[p] = TS_MINUS_INF;
@@ -76,7 +63,7 @@ static void ensure_parts(WmOp *w, int n)
  * minimum over those that ever had data. */
 static int64_t min_over(const WmOp *w)
 {
-    int64_t m = TS_PLUS_INF, now = w->idle_ms ? mono_ms() : 0;
+    int64_t m = TS_PLUS_INF, now = w->idle_ms ? clock_mono_ms() : 0;
     bool any = false;
     for (int p = 0; p < w->n_parts; p++) {
         if (w->idle_ms && now - w->last_seen_ms[p] > w->idle_ms)
@@ -127,8 +114,8 @@ static int wm_push(RtOp *op, Chunk *c)
      * with it may be read by another reader of a shared input (plan_share.c). */
     c->wm = NULL;
     chunk_enable_wm(c);
-    w->last_seen_ms[part] = mono_ms();
-    int64_t limit = w->max_future_us ? wall_us() + w->max_future_us : TS_PLUS_INF;
+    w->last_seen_ms[part] = clock_mono_ms();
+    int64_t limit = w->max_future_us ? clock_wall_us() + w->max_future_us : TS_PLUS_INF;
     uint8_t *keep = NULL;
     for (int r = 0; r < c->n_rows; r++) {
         c->wm[r] = w->current;
@@ -197,7 +184,7 @@ static int wm_watermark(RtOp *op, int64_t wm)
     if (w->proctime) {
         /* Processing time: the clock moves on while no record arrives, and
          * the windows over it close on time. */
-        int64_t m = wall_us() - w->proctime_delay_us;
+        int64_t m = clock_wall_us() - w->proctime_delay_us;
         if (m > w->current)
             w->current = m;
     } else if (!w->idle_ms) {
@@ -216,7 +203,7 @@ static int wm_watermark(RtOp *op, int64_t wm)
      * none for idle_timeout) tells the exchanges not to wait for it, as one
      * instance leaves its idle partitions out of its minimum. */
     if (!w->proctime && !w->idle_sent && rt_op_shards(op) > 1) {
-        int64_t now = mono_ms();
+        int64_t now = clock_mono_ms();
         bool all = w->n_parts || now - w->started_ms > w->idle_ms;
         for (int p = 0; p < w->n_parts && all; p++)
             all = now - w->last_seen_ms[p] > w->idle_ms;
@@ -265,7 +252,7 @@ static int wm_partitions(RtOp *op, RtPartitionWatermark *out, int max)
 {
     WmOp *w = (WmOp *)op;
     const CatRelation *src = wm_source(op->node);
-    int64_t now = mono_ms();
+    int64_t now = clock_mono_ms();
     int n = 0;
     for (int p = 0; p < w->n_parts && n < max; p++, n++) {
         RtPartitionWatermark *o = &out[n];
@@ -327,7 +314,7 @@ RtOp *rt_op_watermark_new(RtCtx *rc, const PlanNode *n)
     w->current = TS_MINUS_INF;
     w->emitted = TS_MINUS_INF;
     w->time_col = n->wm_col;
-    w->started_ms = mono_ms();
+    w->started_ms = clock_mono_ms();
     const CatRelation *src = wm_source(n);
     const char *idle = src ? cat_option(src, "idle_timeout") : NULL;
     Interval iv;

@@ -17,6 +17,7 @@
  */
 #include "runtime_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,8 +47,7 @@ static int record_late(WinOp *w, const Chunk *c, int r, int64_t start, int64_t e
     const PlanNode *n = w->op.node;
     int nin = c->n_cols;
     Value vals[WEIR_ROW_VALUES];
-    if (nin + 3 > WEIR_ROW_VALUES)
-        return 0;
+    assert(nin + 3 <= WEIR_ROW_VALUES); /* out.n = nin + 3 <= WEIR_MAX_COLUMNS (check_limits) */
     for (int i = 0; i < nin; i++)
         chunk_get(c, i, r, &vals[i]);
     vals[nin] = value_int(n->out.types[nin], start);
@@ -94,6 +94,7 @@ static int window_push(RtOp *op, Chunk *c)
     const PlanNode *n = op->node;
     int nin = c->n_cols;
     int per_row = (int)(n->win_size_us / n->win_slide_us);
+    assert(per_row <= WEIR_MAX_WINDOWS_PER_ROW); /* the planner refused more (plan.c, 54000) */
     int cap = c->n_rows * per_row;
     Chunk *out = chunk_new(c->arena, n->out.n, n->out.types, cap ? cap : 1);
     out->src_partition = c->src_partition;

@@ -30,6 +30,7 @@
  * on the calling thread, which is safe for the same reason.
  */
 #include "runtime_int.h"
+#include "clock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -134,13 +135,6 @@ static void wake(RtPar *par)
         pthread_cond_broadcast(&par->qcv);
         pthread_mutex_unlock(&par->qmu);
     }
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Whether node n has an instance in shard s. */
@@ -471,7 +465,7 @@ static void run_shard(RtPar *par, int s)
         arena_reset(sh->rc->chunk_arena);
         first = false;
         sh->work |= work;
-        if (!work || atomic_load(&par->abort) || mono_ms() >= par->deadline_ms)
+        if (!work || atomic_load(&par->abort) || clock_mono_ms() >= par->deadline_ms)
             break;
     }
     atomic_fetch_add(&par->stopped, 1);
@@ -527,7 +521,7 @@ int rt_par_step(RtPar *par, int timeout_ms, bool *did_work, WError *err)
     pthread_mutex_lock(&par->mu);
     par->in_step = true;
     par->timeout_ms = timeout_ms;
-    par->deadline_ms = mono_ms() + SLICE_MS + (timeout_ms > 0 ? timeout_ms : 0);
+    par->deadline_ms = clock_mono_ms() + SLICE_MS + (timeout_ms > 0 ? timeout_ms : 0);
     atomic_store(&par->stopped, 0);
     atomic_store(&par->abort, 0);
     par->done = 0;

@@ -114,11 +114,19 @@ int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max);
  * or a size limit, or the topic was recreated or truncated) and the source
  * has on_offset_gap = 'fail' (the default): the view stops until RESUME,
  * since going on would silently leave records out. */
-#define RT_SQLSTATE_OFFSET_GAP "08P01"
+#define RT_SQLSTATE_OFFSET_GAP SQLSTATE_PROTOCOL_VIOLATION
 /* The source option topic.lost_after's default: how long a running source
  * tolerates its topic missing or short of partitions (a topic being
  * recreated, metadata still propagating) before it stops its views. */
 #define RT_TOPIC_LOST_AFTER_DEFAULT_MS 30000
+
+struct RtKafkaProp;
+/* The "properties.*" WITH options of a Kafka source or table as librdkafka
+ * properties (the bootstrap is left out), into props[max]. Returns how many.
+ * The planner refuses a relation with more than WEIR_MAX_KAFKA_PROPERTIES
+ * (54000), so max = WEIR_MAX_KAFKA_PROPERTIES holds them all (asserted).
+ * The pointers borrow r's strings. */
+int rt_source_kafka_props(const CatRelation *r, struct RtKafkaProp *props, int max);
 
 typedef struct RtFailedRecord {
     char source[64];

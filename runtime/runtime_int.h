@@ -448,10 +448,6 @@ void rt_chunk_select(Chunk *c, const uint8_t *keep);
  * rather than rejected. Shared by the watermark operator and ANALYZE
  * LATENESS. Errors: 22023 bad option. */
 int rt_source_future_policy(const CatRelation *src, int64_t *max_future_us, bool *clamp, WError *err);
-struct RtKafkaProp;
-/* The "properties.*" WITH options of a Kafka source as librdkafka
- * properties (at most max; the bootstrap is left out). Returns how many. */
-int rt_source_kafka_props(const CatRelation *r, struct RtKafkaProp *props, int max);
 /* The bootstrap servers of a Kafka source (its option, else the server's). */
 const char *rt_source_bootstrap(const CatRelation *r, const RtEnv *env);
 

@@ -42,6 +42,8 @@
 
 #include "kafka.h"
 #include "sink.h"
+#include "clock.h"
+#include "log.h"
 
 #define PROGRESS_TOPIC "__weir_sink_progress"
 #define TXN_ID_PREFIX "weir-sink-"
@@ -75,13 +77,6 @@ struct RtSinkWriter {
     uint64_t last;               /* highest epoch recorded in the control topic */
     Buf key, val, row;           /* scratch encoders */
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void writer_free(RtSinkWriter *w)
 {
@@ -207,7 +202,7 @@ static int parse_spec(RtSinkWriter *w, const RtSinkSpec *spec, WError *err)
 static void admin_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     if (level <= 3)
-        fprintf(stderr, "weir: kafka: %s: %s\n", fac, buf);
+        wlog_error("kafka", "%s: %s", fac, buf);
 }
 
 /* Creates the control topic (1 partition, cleanup.policy=compact) through
@@ -331,7 +326,7 @@ static int read_progress(RtSinkWriter *w, uint64_t *epoch, WError *err)
     int64_t *offs = NULL, *end = NULL, *next = NULL, *hwm = NULL;
     size_t klen = strlen(w->name);
     uint64_t best = 0;
-    int64_t deadline = now_ms() + OP_TIMEOUT_MS;
+    int64_t deadline = clock_mono_ms() + OP_TIMEOUT_MS;
     int rc = -1;
 
     if (open_progress_source(w, false, "read_committed", &s, err) < 0)
@@ -357,7 +352,7 @@ static int read_progress(RtSinkWriter *w, uint64_t *epoch, WError *err)
                 stable = false;
         if (stable)
             break;
-        if (now_ms() > deadline) {
+        if (clock_mono_ms() > deadline) {
             werr(err, SQLSTATE_CONNECTION_FAILURE, 0,
                  "an open transaction kept " PROGRESS_TOPIC " at %s from settling for %d ms",
                  w->bootstrap, OP_TIMEOUT_MS);
@@ -375,7 +370,7 @@ static int read_progress(RtSinkWriter *w, uint64_t *epoch, WError *err)
                 done = false;
         if (done)
             break;
-        if (now_ms() > deadline) {
+        if (clock_mono_ms() > deadline) {
             werr(err, SQLSTATE_CONNECTION_FAILURE, 0,
                  "reading " PROGRESS_TOPIC " at %s did not reach its end within %d ms",
                  w->bootstrap, OP_TIMEOUT_MS);

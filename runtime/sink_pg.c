@@ -305,7 +305,7 @@ static int check_columns(RtSinkWriter *w, const RtSinkSpec *spec, const char *oi
         while (i < spec->n_cols && strcmp(PQgetvalue(res, r, 0), spec->col_names[i]) != 0)
             i++;
         if (i == spec->n_cols)
-            rc = werr(err, "23502", 0,
+            rc = werr(err, SQLSTATE_NOT_NULL_VIOLATION, 0,
                       "sink \"%s\": column \"%s\" of table %s is NOT NULL without a default, and the sink does not write it",
                       w->sink, PQgetvalue(res, r, 0), w->table_disp);
     }

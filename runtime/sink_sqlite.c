@@ -141,24 +141,24 @@ static const char *sqlite_decl_for(TypeId t)
 static const char *sqlstate_of(int rc)
 {
     switch (rc) {
-    case SQLITE_CONSTRAINT_NOTNULL: return "23502";
+    case SQLITE_CONSTRAINT_NOTNULL: return SQLSTATE_NOT_NULL_VIOLATION;
     case SQLITE_CONSTRAINT_PRIMARYKEY:
-    case SQLITE_CONSTRAINT_UNIQUE: return "23505";
-    case SQLITE_CONSTRAINT_CHECK: return "23514";
-    case SQLITE_CONSTRAINT_FOREIGNKEY: return "23503";
+    case SQLITE_CONSTRAINT_UNIQUE: return SQLSTATE_UNIQUE_VIOLATION;
+    case SQLITE_CONSTRAINT_CHECK: return SQLSTATE_CHECK_VIOLATION;
+    case SQLITE_CONSTRAINT_FOREIGNKEY: return SQLSTATE_FOREIGN_KEY_VIOLATION;
     default: break;
     }
     switch (rc & 0xff) {
     case SQLITE_BUSY:
-    case SQLITE_LOCKED: return "55P03";
-    case SQLITE_CONSTRAINT: return "23000";
-    case SQLITE_FULL: return "53100";
+    case SQLITE_LOCKED: return SQLSTATE_LOCK_NOT_AVAILABLE;
+    case SQLITE_CONSTRAINT: return SQLSTATE_INTEGRITY_CONSTRAINT_VIOLATION;
+    case SQLITE_FULL: return SQLSTATE_DISK_FULL;
     case SQLITE_NOMEM: return SQLSTATE_OUT_OF_MEMORY;
-    case SQLITE_READONLY: return "25006";
+    case SQLITE_READONLY: return SQLSTATE_READ_ONLY_SQL_TRANSACTION;
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN: return SQLSTATE_IO_ERROR;
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return "XX001";
+    case SQLITE_NOTADB: return SQLSTATE_DATA_CORRUPTED;
     default: return SQLSTATE_INTERNAL;
     }
 }
@@ -236,7 +236,7 @@ static int check_target(RtSinkWriter *w, const RtSinkSpec *spec, const char *sch
             /* Not written by the sink; a NOT NULL without default fails every insert
              * (an INTEGER PRIMARY KEY is the rowid and fills itself). */
             if (notnull && pkpos == 0)
-                rc = werr(err, "23502", 0,
+                rc = werr(err, SQLSTATE_NOT_NULL_VIOLATION, 0,
                           "sink \"%s\": column \"%s\" of table %s is NOT NULL without a default, and the sink does not write it",
                           w->sink, name, w->table_disp);
             else if (pkpos > 0 && spec->upsert)

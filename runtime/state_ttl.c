@@ -25,6 +25,7 @@
  * read at every call, so a test can move time without waiting.
  */
 #include "runtime_int.h"
+#include "clock.h"
 
 #include <pthread.h>
 
@@ -55,9 +56,7 @@ int64_t rt_proc_now_us(void)
                 return (int64_t)(s * 1e6);
         }
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return clock_wall_us();
 }
 
 static void put_time(unsigned char *p, int64_t t) { put_be64(p, (uint64_t)t ^ UINT64_C(0x8000000000000000)); }

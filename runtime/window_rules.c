@@ -7,7 +7,7 @@
  * aggregation (op_agg.c) for closing and expiring windows, and ANALYZE
  * LATENESS (lateness_analyze.c) for its simulation of a source's log, so
  * the figures the analysis reports are the decisions a live view would
- * make. DESIGN.md "Time, windows, lateness" states the rules.
+ * make. docs/architecture.md "Time, windows, lateness" states the rules.
  *
  * Sessions are Flink's: a row at ts opens [ts, ts + gap); sessions that
  * overlap or touch (one ends where the other starts) are one session; a

@@ -14,6 +14,8 @@
 
 #include "row.h"
 #include "tz.h"
+#include "arena.h"
+#include "log.h"
 
 struct Catalog {
     int n_objs, cap_objs;
@@ -176,16 +178,16 @@ int cat_entry_decode(uint64_t id, const void *body, size_t len, CatEntry *out, W
         return werr(err, SQLSTATE_INTERNAL, 0, "corrupt catalog entry %llu", (unsigned long long)id);
     }
     if (vals[0].u.i == CATALOG_KIND_USER) {
-        out->user_name = strndup(vals[1].u.s.p, vals[1].u.s.len);
-        out->user_verifier = vals[2].null ? NULL : strndup(vals[2].u.s.p, vals[2].u.s.len);
+        out->user_name = xstrndup(vals[1].u.s.p, vals[1].u.s.len);
+        out->user_verifier = vals[2].null ? NULL : xstrndup(vals[2].u.s.p, vals[2].u.s.len);
         free(vals);
         return 0;
     }
     CatObj *o = xcalloc(1, sizeof *o);
     o->id = id;
     o->kind = (CatKind)vals[0].u.i;
-    o->name = strndup(vals[1].u.s.p, vals[1].u.s.len);
-    o->sql = strndup(vals[2].u.s.p, vals[2].u.s.len);
+    o->name = xstrndup(vals[1].u.s.p, vals[1].u.s.len);
+    o->sql = xstrndup(vals[2].u.s.p, vals[2].u.s.len);
     o->view.parallelism = 1;
     const Value *zone = NULL;
     for (int x = 0; x < n_extra; x++) {
@@ -204,10 +206,10 @@ int cat_entry_decode(uint64_t id, const void *body, size_t len, CatEntry *out, W
     for (int k = 0; k < nids; k++)
         o->table_ids[k] = (uint64_t)vals[4 + k].u.i;
     if (zone) {
-        char *zn = strndup(zone->u.s.p, zone->u.s.len);
+        char *zn = xstrndup(zone->u.s.p, zone->u.s.len);
         WError zerr = {0};
         if (tz_find(zn, &o->tz, &zerr))
-            fprintf(stderr, "weir: %s was created in time zone %s, which this system does not know: using UTC\n",
+            wlog_warn("catalog", "%s was created in time zone %s, which this system does not know: using UTC",
                     o->name, zn);
         free(zn);
     }

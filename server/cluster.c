@@ -43,6 +43,9 @@
 #include "group.h"
 #include "pgwire.h"
 #include "row.h"
+#include "arena.h"
+#include "clock.h"
+#include "log.h"
 
 #define RECORD_FORMAT 1           /* first value of every record we write */
 #define OPEN_TIMEOUT_MS 10000     /* reaching the broker at start */
@@ -91,13 +94,6 @@ struct Cluster {
     pthread_t cat_thread, mem_thread;
     bool cat_started, mem_started;
 };
-
-static int64_t wall_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 int cluster_name_check(const char *what, const char *s, WError *err)
 {
@@ -275,7 +271,7 @@ static void heartbeat_encode(Cluster *c, Buf *b)
     Value v[14] = {value_int(TYPE_INT8, RECORD_FORMAT), txt(c->name),        txt(c->node_id),
                    txt(c->instance),                   txt(c->version),     txt(c->pg_addr),
                    txt(c->http_addr),                  value_int(TYPE_INT8, c->started_us),
-                   value_int(TYPE_INT8, wall_now_us()), value_int(TYPE_INT8, next), txt(c->state),
+                   value_int(TYPE_INT8, clock_wall_us()), value_int(TYPE_INT8, next), txt(c->state),
                    value_int(TYPE_INT8, (int64_t)digest), value_int(TYPE_INT8, n_work), txt(work)};
     row_encode(b, v, 14);
     pthread_mutex_unlock(&c->mu);
@@ -328,7 +324,7 @@ static void member_update(Cluster *c, const ClusterNode *n)
 static void skip_record(Cluster *c, const RtKafkaRecord *r, const char *why)
 {
     int64_t next = r->offset + 1;
-    fprintf(stderr, "weir: cluster: skipping catalog record at offset %lld: %s\n", (long long)r->offset, why);
+    wlog_warn("cluster", "skipping catalog record at offset %lld: %s", (long long)r->offset, why);
     pthread_mutex_lock(&c->e->lock);
     if (c->e->catalog_next < next)
         c->e->catalog_next = next;
@@ -362,11 +358,11 @@ static void apply_record(Cluster *c, const RtKafkaRecord *r)
         return;
     }
     int64_t next = r->offset + 1;
-    char *sql = strndup(v[7].u.s.p, v[7].u.s.len);
+    char *sql = xstrndup(v[7].u.s.p, v[7].u.s.len);
     char *keys[CLUSTER_MAX_SETTINGS], *vals[CLUSTER_MAX_SETTINGS];
     for (int i = 0; i < n_set; i++) {
-        keys[i] = strndup(v[9 + 2 * i].u.s.p, v[9 + 2 * i].u.s.len);
-        vals[i] = strndup(v[10 + 2 * i].u.s.p, v[10 + 2 * i].u.s.len);
+        keys[i] = xstrndup(v[9 + 2 * i].u.s.p, v[9 + 2 * i].u.s.len);
+        vals[i] = xstrndup(v[10 + 2 * i].u.s.p, v[10 + 2 * i].u.s.len);
     }
     SrvCapture cap;
     int rc = session_apply(c->e, user, sql, (int)n_set, (const char *const *)keys, (const char *const *)vals,
@@ -375,7 +371,7 @@ static void apply_record(Cluster *c, const RtKafkaRecord *r)
     if (rc && !mine)
         /* Expected for the loser of two conflicting statements: the
          * node that issued it told its client. */
-        fprintf(stderr, "weir: cluster: catalog record %lld from node %s: %s: %s\n", (long long)r->offset,
+        wlog_warn("cluster", "catalog record %lld from node %s: %s: %s", (long long)r->offset,
                 origin, cap.err.sqlstate, cap.err.msg);
     pthread_mutex_lock(&c->mu);
     c->applied_next = next;
@@ -424,17 +420,17 @@ static int catalog_poll(Cluster *c, int wait_ms)
              * the embedded broker's size limit): applying what follows would
              * build a catalog without them. */
             c->catalog_lost = true;
-            fprintf(stderr, "weir: cluster: the catalog topic %s now starts at offset %lld, after the %lld records "
+            wlog_warn("cluster", "the catalog topic %s now starts at offset %lld, after the %lld records "
                             "this node applied: records it needs were deleted; catalog statements are refused "
-                            "(docs/cluster.md)\n", c->catalog_topic, (long long)lo, (long long)c->applied_next);
+                            "(docs/cluster.md)", c->catalog_topic, (long long)lo, (long long)c->applied_next);
         }
         if (hi < c->applied_next && !c->catalog_lost) {
             /* Its records would get offsets this node has applied already:
              * applying nothing more is the only safe choice. */
             c->catalog_lost = true;
-            fprintf(stderr, "weir: cluster: the catalog topic %s now ends at offset %lld, before the %lld records "
+            wlog_warn("cluster", "the catalog topic %s now ends at offset %lld, before the %lld records "
                             "this node applied: it was lost or recreated; catalog statements are refused "
-                            "(docs/cluster.md)\n", c->catalog_topic, (long long)hi, (long long)c->applied_next);
+                            "(docs/cluster.md)", c->catalog_topic, (long long)hi, (long long)c->applied_next);
         }
         pthread_mutex_unlock(&c->mu);
     }
@@ -495,11 +491,11 @@ static void heartbeat_send(Cluster *c)
     pthread_mutex_lock(&c->mu);
     if (rc && !c->cut_off) {
         c->cut_off = true;
-        c->cut_off_since_us = wall_now_us();
-        fprintf(stderr, "weir: cluster: cut off from Kafka (%s); serving reads of what this node has\n", err.msg);
+        c->cut_off_since_us = clock_wall_us();
+        wlog_warn("cluster", "cut off from Kafka (%s); serving reads of what this node has", err.msg);
     } else if (!rc && c->cut_off) {
         c->cut_off = false;
-        fprintf(stderr, "weir: cluster: Kafka reachable again\n");
+        wlog_info("cluster", "Kafka reachable again");
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -548,7 +544,7 @@ static void work_subscribe(Cluster *c)
     }
     /* A refused set is kept too, so it is logged once and retried when the catalog changes. */
     if (rt_group_subscribe(c->group, (const char *const *)t, n, &err))
-        fprintf(stderr, "weir: cluster: work group: %s\n", err.msg);
+        wlog_info("cluster", "work group: %s", err.msg);
     for (int i = 0; i < c->n_work_topics; i++)
         free(c->work_topics[i]);
     free(c->work_topics);
@@ -565,7 +561,7 @@ static void work_drain(Cluster *c)
     static const char *what[] = {"", "assigned", "revoked", "lost"};
     while ((n = rt_group_poll(c->group, ch, 64)) > 0) {
         for (int i = 0; i < n; i++)
-            fprintf(stderr, "weir: cluster: work group: %s %s[%d]\n", what[ch[i].event], ch[i].topic,
+            wlog_info("cluster", "work group: %s %s[%d]", what[ch[i].event], ch[i].topic,
                     (int)ch[i].partition);
         rt_group_changes_free(ch, n);
     }
@@ -585,7 +581,7 @@ static void *members_main(void *arg)
     pthread_setname_np(pthread_self(), "weir-members");
     int64_t last = 0;
     while (!atomic_load(&c->stop)) {
-        int64_t now = now_ms();
+        int64_t now = clock_mono_ms();
         if (now - last >= CLUSTER_HEARTBEAT_MS) {
             last = now;
             work_subscribe(c);
@@ -610,14 +606,14 @@ static int startup_wait(Cluster *c, WError *err)
         return -1;
     bool twin = false, other = false;
     ClusterNode tn = {0}, on = {0};
-    int64_t t0 = now_ms(), last_hb = 0;
+    int64_t t0 = clock_mono_ms(), last_hb = 0;
     /* Catch up on the history first (bounded by the open timeout). */
-    while (end > 0 && !rt_kafka_source_at_end(c->nodes_src, 0) && now_ms() - t0 < OPEN_TIMEOUT_MS)
+    while (end > 0 && !rt_kafka_source_at_end(c->nodes_src, 0) && clock_mono_ms() - t0 < OPEN_TIMEOUT_MS)
         nodes_poll(c, 100, end, &twin, &tn, &other, &on);
-    int64_t w0 = now_ms();
-    while (now_ms() - w0 < CLUSTER_STARTUP_WAIT_MS && !twin && !other) {
-        if (now_ms() - last_hb >= CLUSTER_HEARTBEAT_MS) {
-            last_hb = now_ms();
+    int64_t w0 = clock_mono_ms();
+    while (clock_mono_ms() - w0 < CLUSTER_STARTUP_WAIT_MS && !twin && !other) {
+        if (clock_mono_ms() - last_hb >= CLUSTER_HEARTBEAT_MS) {
+            last_hb = clock_mono_ms();
             heartbeat_send(c);
         }
         nodes_poll(c, 100, end, &twin, &tn, &other, &on);
@@ -675,7 +671,7 @@ static int catch_up(Cluster *c, WError *err)
                               "retention.bytes=-1 on Kafka (docs/cluster.md). The embedded broker keeps about "
                               "5 MiB per partition: there, start the cluster again with new data directories."),
                -1;
-    int64_t t0 = now_ms(), last_progress = now_ms();
+    int64_t t0 = clock_mono_ms(), last_progress = clock_mono_ms();
     for (;;) {
         pthread_mutex_lock(&c->mu);
         int64_t at = c->applied_next;
@@ -684,13 +680,13 @@ static int catch_up(Cluster *c, WError *err)
             return 0;
         int n = catalog_poll(c, 200);
         if (n > 0)
-            last_progress = now_ms();
-        else if (rt_kafka_source_at_end(c->cat_src, 0) && now_ms() - last_progress > 2000)
+            last_progress = clock_mono_ms();
+        else if (rt_kafka_source_at_end(c->cat_src, 0) && clock_mono_ms() - last_progress > 2000)
             return 0; /* records below the end were compacted away */
-        if (n < 0 || now_ms() - last_progress > OPEN_TIMEOUT_MS)
+        if (n < 0 || clock_mono_ms() - last_progress > OPEN_TIMEOUT_MS)
             return werr(err, SQLSTATE_CONNECTION_FAILURE, 0,
                         "could not read the catalog topic %s up to offset %lld (at %lld after %lld ms)",
-                        c->catalog_topic, (long long)end, (long long)at, (long long)(now_ms() - t0));
+                        c->catalog_topic, (long long)end, (long long)at, (long long)(clock_mono_ms() - t0));
     }
 }
 
@@ -709,7 +705,7 @@ int cluster_open(Engine *e, const char *name, const char *node, const char *vers
     snprintf(c->catalog_topic, sizeof c->catalog_topic, "_weir.%s.catalog", name);
     snprintf(c->nodes_topic, sizeof c->nodes_topic, "_weir.%s.nodes", name);
     snprintf(c->state, sizeof c->state, "starting");
-    c->started_us = wall_now_us();
+    c->started_us = clock_wall_us();
     unsigned char rnd[16];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
         for (size_t i = 0; i < sizeof rnd; i++)
@@ -761,7 +757,7 @@ int cluster_open(Engine *e, const char *name, const char *node, const char *vers
     pthread_mutex_lock(&e->lock);
     e->cluster = c;
     pthread_mutex_unlock(&e->lock);
-    fprintf(stderr, "weir: cluster %s: node %s (instance %s) applied the catalog up to offset %lld\n", c->name,
+    wlog_info("cluster", "cluster %s: node %s (instance %s) applied the catalog up to offset %lld", c->name,
             c->node_id, c->instance, (long long)c->applied_next);
     return 0;
 thread_fail:
@@ -930,7 +926,7 @@ int cluster_nodes(Cluster *c, ClusterNode **out, int64_t *catalog_end)
     snprintf(me->http_addr, sizeof me->http_addr, "%s", c->http_addr);
     snprintf(me->state, sizeof me->state, "%s", c->catalog_lost ? "catalog lost" : c->cut_off ? "cut off" : c->state);
     me->started_us = c->started_us;
-    me->sent_us = wall_now_us();
+    me->sent_us = clock_wall_us();
     me->catalog_next = c->applied_next;
     me->self = true; /* catalog_digest: the caller's, under the engine lock (cluster_catalog_digest) */
     me->work_partitions = work_text(c, me->work, sizeof me->work);

@@ -18,15 +18,12 @@
 
 #include "commands.h"
 #include "pgwire.h"
+#include "pg_oids.h"
+#include "weir_limits.h"
 
 #define ANALYZE_MAX_ROWS_DEFAULT 10000000LL
 #define ANALYZE_MAX_CANDIDATES 32
 #define ANALYZE_MAX_WORK 2e10   /* (row, window) pairs judged over all candidates: minutes at most */
-#define OID_BOOL 16
-#define OID_INT8 20
-#define OID_TEXT 25
-#define OID_NUMERIC 1700
-#define OID_INTERVAL 1186
 
 /* Defaults when BOUNDS / LATENESS are omitted (the source's own bound is added). */
 static const int64_t DEFAULT_BOUNDS_S[] = {0, 1, 2, 5, 10, 30, 60};
@@ -113,9 +110,10 @@ static int window_of(const AstAnalyze *a, RtWindowDef *w, WError *err)
     }
     if (w->size_us <= 0 || w->slide_us <= 0)
         return werr(err, SQLSTATE_INVALID_PARAMETER, a->win_pos, "window sizes must be positive");
-    if (w->size_us % w->slide_us || w->size_us / w->slide_us > 1000)
+    if (w->size_us % w->slide_us || w->size_us / w->slide_us > WEIR_MAX_WINDOWS_PER_ROW)
         return werr(err, SQLSTATE_INVALID_PARAMETER, a->win_pos,
-                    "the window size must be a multiple of the slide (step), at most 1000 times it");
+                    "the window size must be a multiple of the slide (step), at most %d times it",
+                    WEIR_MAX_WINDOWS_PER_ROW);
     return 0;
 }
 
@@ -253,8 +251,8 @@ static const char *i64_text(Arena *ar, int64_t v) { return arena_printf(ar, "%ll
 static void columns_delays(SrvResult *out)
 {
     static const char *const names[] = {"partition", "rows", "out_of_order", "p50", "p90", "p99", "p99_9", "max"};
-    static const uint32_t oids[] = {OID_TEXT, OID_INT8, OID_INT8, OID_INTERVAL, OID_INTERVAL, OID_INTERVAL,
-                                    OID_INTERVAL, OID_INTERVAL};
+    static const uint32_t oids[] = {PG_OID_TEXT, PG_OID_INT8, PG_OID_INT8, PG_OID_INTERVAL, PG_OID_INTERVAL, PG_OID_INTERVAL,
+                                    PG_OID_INTERVAL, PG_OID_INTERVAL};
     srv_result_columns(out, 8, names, oids);
 }
 
@@ -292,8 +290,8 @@ static void columns_candidates(SrvResult *out)
     static const char *const names[] = {"bound", "lateness", "rows", "first_result_pct", "late_updates", "dropped",
                                         "windows", "exact_windows", "exact_windows_pct", "mean_wait",
                                         "fired_at_end", "max_open_windows", "meets_target"};
-    static const uint32_t oids[] = {OID_INTERVAL, OID_INTERVAL, OID_INT8, OID_NUMERIC, OID_INT8, OID_INT8, OID_INT8,
-                                    OID_INT8, OID_NUMERIC, OID_INTERVAL, OID_INT8, OID_INT8, OID_BOOL};
+    static const uint32_t oids[] = {PG_OID_INTERVAL, PG_OID_INTERVAL, PG_OID_INT8, PG_OID_NUMERIC, PG_OID_INT8, PG_OID_INT8, PG_OID_INT8,
+                                    PG_OID_INT8, PG_OID_NUMERIC, PG_OID_INTERVAL, PG_OID_INT8, PG_OID_INT8, PG_OID_BOOL};
     srv_result_columns(out, 13, names, oids);
 }
 
@@ -347,8 +345,8 @@ static void columns_recommendation(SrvResult *out)
     static const char *const names[] = {"strategy", "bound", "lateness", "first_result_pct", "final_pct",
                                         "late_updates", "dropped", "mean_wait", "max_open_windows", "meets_target",
                                         "records_read", "skipped_records", "complete"};
-    static const uint32_t oids[] = {OID_TEXT, OID_INTERVAL, OID_INTERVAL, OID_NUMERIC, OID_NUMERIC, OID_INT8,
-                                    OID_INT8, OID_INTERVAL, OID_INT8, OID_BOOL, OID_INT8, OID_INT8, OID_BOOL};
+    static const uint32_t oids[] = {PG_OID_TEXT, PG_OID_INTERVAL, PG_OID_INTERVAL, PG_OID_NUMERIC, PG_OID_NUMERIC, PG_OID_INT8,
+                                    PG_OID_INT8, PG_OID_INTERVAL, PG_OID_INT8, PG_OID_BOOL, PG_OID_INT8, PG_OID_INT8, PG_OID_BOOL};
     srv_result_columns(out, 13, names, oids);
 }
 

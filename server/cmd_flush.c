@@ -19,6 +19,7 @@
 #include "pgcatalog.h"
 #include "numeric.h"
 #include "row.h"
+#include "clock.h"
 
 #define FLUSH_TIMEOUT_MS 60000
 
@@ -29,7 +30,7 @@ int cmd_flush(Engine *e, SrvResult *out, WError *err)
     CAT_FOREACH(e->cat, CAT_ANY, o)
         if (o->flow.df && rt_dataflow_flush_target(o->flow.df, err))
             return -1;
-    int64_t deadline = now_ms() + FLUSH_TIMEOUT_MS;
+    int64_t deadline = clock_mono_ms() + FLUSH_TIMEOUT_MS;
     for (;;) {
         bool done = true;
         CAT_FOREACH(e->cat, CAT_ANY, o) {
@@ -42,7 +43,7 @@ int cmd_flush(Engine *e, SrvResult *out, WError *err)
             break;
         if (srv_result_cancelled(out))
             return werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
-        if (now_ms() > deadline)
+        if (clock_mono_ms() > deadline)
             return werr(err, SQLSTATE_QUERY_CANCELED, 0, "FLUSH timed out after %d s: a view is not keeping up",
                         FLUSH_TIMEOUT_MS / 1000);
         struct timespec ts;
@@ -66,7 +67,7 @@ int cmd_flush(Engine *e, SrvResult *out, WError *err)
 #define DLQ_WAIT_MS 15000
 void cmd_dead_letters_wait(Engine *e, SrvResult *out)
 {
-    int64_t deadline = now_ms() + DLQ_WAIT_MS;
+    int64_t deadline = clock_mono_ms() + DLQ_WAIT_MS;
     for (;;) {
         const char *pending = NULL;
         CAT_FOREACH(e->cat, CAT_ANY, o) {
@@ -77,7 +78,7 @@ void cmd_dead_letters_wait(Engine *e, SrvResult *out)
         }
         if (!pending || srv_result_cancelled(out))
             return;
-        if (now_ms() > deadline) {
+        if (clock_mono_ms() > deadline) {
             char msg[300];
             snprintf(msg, sizeof msg, "dead letters of view \"%s\" are not delivered yet; they are retried in the "
                                       "background", pending);

@@ -105,7 +105,7 @@ int cmd_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         if (!cat_col_in_value(r, map[i])) {
             bool computed = r->col_gen && r->col_gen[map[i]];
             free(map);
-            return werr(err, "428C9", st->pos, "cannot insert a value into column \"%s\"", c),
+            return werr(err, SQLSTATE_GENERATED_ALWAYS, st->pos, "cannot insert a value into column \"%s\"", c),
                    werr_hint(err, computed ? "Column \"%s\" is computed from the others (a computed column)."
                                            : "Column \"%s\" comes from the Kafka record (INCLUDE).", c), -1;
         }
@@ -121,8 +121,8 @@ int cmd_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     if (!boot)
         boot = e->kafka_bootstrap;
     RtKafkaProducer *p;
-    RtKafkaProp props[64];
-    int np = cmd_source_props(r, props, 64);
+    RtKafkaProp props[WEIR_MAX_KAFKA_PROPERTIES];
+    int np = rt_source_kafka_props(r, props, WEIR_MAX_KAFKA_PROPERTIES);
     if (engine_producer(e, boot, props, np, &p, err)) {
         free(map);
         return -1;
@@ -171,7 +171,7 @@ int cmd_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
             break;
         for (int k = 0; k < ncols && r->col_not_null; k++)
             if (r->col_not_null[k] && vals[k].null) {
-                rc = werr(err, "23502", pos,
+                rc = werr(err, SQLSTATE_NOT_NULL_VIOLATION, pos,
                           "null value in column \"%s\" of relation \"%s\" violates not-null constraint",
                           r->col_names[k], o->name);
                 break;

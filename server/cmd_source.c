@@ -19,24 +19,9 @@
 #include "pgcatalog.h"
 #include "numeric.h"
 #include "row.h"
+#include "log.h"
 
 /* ---- CREATE SOURCE ----------------------------------------------------------------- */
-
-/* The source's "properties.*" options as librdkafka settings (bootstrap apart). */
-int cmd_source_props(const CatRelation *r, RtKafkaProp *props, int max)
-{
-    int n = 0;
-    for (int i = 0; i < r->n_options && n < max; i++) {
-        const char *k = r->options[i].key;
-        if (strncasecmp(k, "properties.", 11) != 0 || !strcasecmp(k + 11, "bootstrap.server") ||
-            !strcasecmp(k + 11, "bootstrap.servers"))
-            continue;
-        props[n].key = k + 11;
-        props[n].value = r->options[i].value;
-        n++;
-    }
-    return n;
-}
 
 /* A TIMESTAMP column of r named name: its index, or -1 with err (42703, 42804). */
 static int skew_column(const CatRelation *r, const char *opt, const char *name, int pos, WError *err)
@@ -74,7 +59,7 @@ static int check_skew_options(const CatRelation *r, bool table, int pos, WError 
                werr_hint(err, "skew.send_time names the column with the sender's clock at sending; "
                               "skew.receive_time is 'kafka_timestamp' or a column with the receiver's clock."), -1;
     if (r->wm_col < 0)
-        return werr(err, "42P20", pos, "clock-skew correction needs a WATERMARK: it corrects the watermark's time column"),
+        return werr(err, SQLSTATE_WINDOWING_ERROR, pos, "clock-skew correction needs a WATERMARK: it corrects the watermark's time column"),
                -1;
     if (r->col_gen && r->col_gen[r->wm_col])
         return werr(err, SQLSTATE_NOT_SUPPORTED, pos,
@@ -184,7 +169,7 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
             WError serr = {0};
             v->flow.failed = false;
             if (engine_start_view(e, v, &serr) == 0)
-                fprintf(stderr, "weir: view %s is running again (source %s changed)\n", v->name, o->name);
+                wlog_info("cmd_source", "view %s is running again (source %s changed)", v->name, o->name);
         }
     }
     e->dirty = true;
@@ -358,8 +343,8 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         if (!boot)
             boot = e->kafka_bootstrap;
         RtKafkaSource *ks;
-        RtKafkaProp props[64];
-        int np = cmd_source_props(r, props, 64);
+        RtKafkaProp props[WEIR_MAX_KAFKA_PROPERTIES];
+        int np = rt_source_kafka_props(r, props, WEIR_MAX_KAFKA_PROPERTIES);
         if (rt_kafka_source_open(boot, topic, parts ? atoi(parts) : 1, props, np, 5000, &ks, err))
             goto fail;
         rt_kafka_source_close(ks);

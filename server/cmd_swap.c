@@ -28,6 +28,7 @@
  * (55000: their rows are needed for the difference).
  */
 #include "commands.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,7 +127,7 @@ int session_swap_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
                    werr_hint(err, "Use an upsert sink (type = 'upsert', primary_key = '...')."), -1;
     }
     if (!a->flow.df || !b->flow.df)
-        return werr(err, "55000", st->pos, "materialized view \"%s\" is not running", !a->flow.df ? a->name : b->name),
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, st->pos, "materialized view \"%s\" is not running", !a->flow.df ? a->name : b->name),
                werr_hint(err, "weir_views shows why; ALTER MATERIALIZED VIEW ... RESUME restarts a failed view."),
                -1;
     /* The checkpoint in flight (if any) holds the tables the differences
@@ -141,7 +142,7 @@ int session_swap_view(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         int *cols = visible_cols(s, to);
         if (s->sink.rt && rt_sink_switch(s->sink.rt, from->flow.df, to->flow.df, cols, err)) {
             /* Half-way: stop the sink; its target keeps what it had delivered. */
-            fprintf(stderr, "weir: sink %s stopped during a swap: %s\n", s->name, err->msg);
+            wlog_warn("cmd_swap", "sink %s stopped during a swap: %s", s->name, err->msg);
             rt_dataflow_detach_sink(to->flow.df, s->sink.rt);
             s->sink.rt = NULL;
         }

@@ -28,6 +28,7 @@
 
 #include "numeric.h"
 #include "row.h"
+#include "log.h"
 
 /* ---- CREATE TABLE -------------------------------------------------------------------- */
 
@@ -45,7 +46,7 @@ int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, W
         if (!replay)
             goto fail;
         /* At start a broker may still be coming up: keep the table, the engine retries. */
-        fprintf(stderr, "weir: table %s cannot start yet: %s\n", o->name, err->msg);
+        wlog_warn("cmd_table", "table %s cannot start yet: %s", o->name, err->msg);
         snprintf(o->flow.stop_error, sizeof o->flow.stop_error, "%s", err->msg);
         /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
         o->flow.failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;
@@ -123,7 +124,7 @@ static CatObj *writable_table(Engine *e, const char *name, const char *verb, int
         return NULL;
     }
     if (!o->flow.df)
-        return werr(err, "55000", pos, "table \"%s\" is not running", name), NULL;
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, pos, "table \"%s\" is not running", name), NULL;
     return o;
 }
 
@@ -155,7 +156,7 @@ static int dup_key(const CatRelation *r, const Value *row, int pos, WError *err)
 {
     Buf b = BUF_INIT;
     key_text(r, row, &b);
-    werr(err, "23505", pos, "duplicate key value violates unique constraint \"%s_pkey\"", r->name);
+    werr(err, SQLSTATE_UNIQUE_VIOLATION, pos, "duplicate key value violates unique constraint \"%s_pkey\"", r->name);
     werr_detail(err, "Key %s already exists.", b.data);
     buf_free(&b);
     return -1;
@@ -170,7 +171,7 @@ static int check_not_null(const CatRelation *r, Value *row, int pos, WError *err
             return err->pos = pos, -1;
     for (int k = 0; k < r->n_cols; k++)
         if (r->col_not_null && r->col_not_null[k] && row[k].null)
-            return werr(err, "23502", pos, "null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+            return werr(err, SQLSTATE_NOT_NULL_VIOLATION, pos, "null value in column \"%s\" of relation \"%s\" violates not-null constraint",
                         r->col_names[k], r->name);
     return 0;
 }
@@ -226,7 +227,7 @@ static int apply(Engine *e, CatObj *o, Changes *ch, WError *err)
 {
     if (ch->n && rt_dataflow_write(o->flow.df, ch->n, ch->ops, (const Value *const *)ch->rows, err)) {
         /* The dataflow is broken (as after a failed step): stop it and its readers. */
-        fprintf(stderr, "weir: table %s stopped: %s\n", o->name, err->msg);
+        wlog_warn("table", "table %s stopped: %s", o->name, err->msg);
         engine_stop_view(e, o);
         return -1;
     }
@@ -479,7 +480,7 @@ int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
                         "column \"%s\" of relation \"%s\" does not exist", c, o->name);
         for (int j = 0; j < i; j++)
             if (set_col[j] == set_col[i])
-                return werr(err, "42601", st->pos, "multiple assignments to same column \"%s\"", c);
+                return werr(err, SQLSTATE_SYNTAX_ERROR, st->pos, "multiple assignments to same column \"%s\"", c);
     }
     Arena *a = arena_new(0);
     Changes dels = {.a = a}, adds = {.a = a};

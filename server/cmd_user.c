@@ -168,7 +168,7 @@ int users_exec(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
     }
     case STMT_DROP_USER: {
         if (bootstrap)
-            return werr(err, "55006", st->pos, "cannot drop role %s because it is required by the database system",
+            return werr(err, SQLSTATE_OBJECT_IN_USE, st->pos, "cannot drop role %s because it is required by the database system",
                         au->name);
         EngineUser *u = find(e, au->name);
         if (!u) {

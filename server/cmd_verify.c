@@ -35,11 +35,11 @@
 #include "commands.h"
 #include "pgwire.h"
 #include "row.h"
+#include "arena.h"
+#include "clock.h"
+#include "pg_oids.h"
 
 #define VERIFY_TIMEOUT_MS 120000
-#define OID_BOOL 16
-#define OID_INT8 20
-#define OID_TEXT 25
 
 typedef struct VRow {
     char *key;                  /* the key's text (the whole visible row when keyless) */
@@ -65,13 +65,6 @@ typedef struct Diff {
     int per_kind[3];
 } Diff;
 
-static int64_t mono_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Appends the text of v (NULL as "NULL") to b, columns separated by ", ". */
 static void put_val(Buf *b, const Value *v, bool first)
 {
@@ -85,7 +78,7 @@ static void put_val(Buf *b, const Value *v, bool first)
 
 static char *take_text(Buf *b)
 {
-    char *s = strdup(b->data ? b->data : "");
+    char *s = xstrdup(b->data ? b->data : "");
     buf_free(b);
     return s;
 }
@@ -129,7 +122,7 @@ static int read_rows(StorTable *t, const PlanView *p, VSet *out, WError *err)
         }
         VRow *r = &out->rows[out->n++];
         r->row = take_text(&row);
-        r->key = keyed ? take_text(&key) : strdup(r->row);
+        r->key = keyed ? take_text(&key) : xstrdup(r->row);
         if (!keyed)
             buf_free(&key);
         r->count = p->counted ? vals[n].u.i : 1;
@@ -164,9 +157,9 @@ static void example(Diff *d, int kind, const char *key, const char *in_view, con
     d->ex = xrealloc(d->ex, sizeof(Example) * (size_t)(d->n_ex + 1));
     Example *e = &d->ex[d->n_ex++];
     e->kind = kinds[kind];
-    e->key = strdup(key);
-    e->in_view = in_view ? strdup(in_view) : NULL;
-    e->recomputed = recomputed ? strdup(recomputed) : NULL;
+    e->key = xstrdup(key);
+    e->in_view = in_view ? xstrdup(in_view) : NULL;
+    e->recomputed = recomputed ? xstrdup(recomputed) : NULL;
 }
 
 /* Compares one key's rows: view rows v[0..nv), recomputed rows r[0..nr), each sorted by row. */
@@ -313,8 +306,8 @@ static void remember(const Verification *v)
         free(g_ver[i].positions);
     }
     g_ver[i] = *v;
-    g_ver[i].view = strdup(v->view);
-    g_ver[i].positions = strdup(v->positions);
+    g_ver[i].view = xstrdup(v->view);
+    g_ver[i].positions = xstrdup(v->positions);
 }
 
 const CatRelation *verify_sysview(Engine *e, Arena *a)
@@ -356,15 +349,15 @@ static void columns_summary(SrvResult *out)
 {
     static const char *const names[] = {"view", "input_positions", "rows_in_view", "rows_recomputed", "missing",
                                         "extra", "different", "late_rows_recomputed", "late_rows_recorded", "ok"};
-    static const uint32_t oids[] = {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8, OID_INT8, OID_INT8, OID_INT8,
-                                    OID_INT8, OID_INT8, OID_BOOL};
+    static const uint32_t oids[] = {PG_OID_TEXT, PG_OID_TEXT, PG_OID_INT8, PG_OID_INT8, PG_OID_INT8, PG_OID_INT8, PG_OID_INT8,
+                                    PG_OID_INT8, PG_OID_INT8, PG_OID_BOOL};
     srv_result_columns(out, 10, names, oids);
 }
 
 static void columns_examples(SrvResult *out)
 {
     static const char *const names[] = {"kind", "key", "in_view", "recomputed"};
-    static const uint32_t oids[] = {OID_TEXT, OID_TEXT, OID_TEXT, OID_TEXT};
+    static const uint32_t oids[] = {PG_OID_TEXT, PG_OID_TEXT, PG_OID_TEXT, PG_OID_TEXT};
     srv_result_columns(out, 4, names, oids);
 }
 
@@ -377,7 +370,7 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
     if (o->kind != CAT_VIEW || !o->rel.materialized || !o->flow.plan)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a materialized view", a->view);
     if (!o->flow.df)
-        return werr(err, "55000", st->pos, "materialized view \"%s\" is not running", a->view);
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, st->pos, "materialized view \"%s\" is not running", a->view);
     /* A replay reads every row at once, so no key idles: it would report the
      * expiries of the live view as differences. */
     for (int i = 0; i < o->flow.plan->n_nodes; i++)
@@ -433,7 +426,7 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
     VSet vs = {0}, rs = {0};
     Diff d = {.max_per_kind = max_ex};
     Buf pos = BUF_INIT;
-    int64_t deadline = mono_ms() + VERIFY_TIMEOUT_MS;
+    int64_t deadline = clock_mono_ms() + VERIFY_TIMEOUT_MS;
     /* Flushed = every source reached its bound (its live twin's position). */
     if (rt_dataflow_flush_target(re, err))
         goto done;
@@ -445,7 +438,7 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
             werr(err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
             goto done;
         }
-        if (mono_ms() > deadline) {
+        if (clock_mono_ms() > deadline) {
             werr(err, SQLSTATE_QUERY_CANCELED, 0, "VERIFY timed out after %d s reading the input",
                  VERIFY_TIMEOUT_MS / 1000);
             goto done;

@@ -19,6 +19,7 @@
 #include "pgcatalog.h"
 #include "numeric.h"
 #include "row.h"
+#include "log.h"
 
 /* ---- CREATE MATERIALIZED VIEW --------------------------------------------------------- */
 
@@ -105,7 +106,7 @@ int cmd_view_build(Engine *e, Session *s, const AstStmt *st, const char *sql, Ca
         if (!replay)
             goto fail;
         /* At start a broker may still be coming up: keep the view, the engine retries. */
-        fprintf(stderr, "weir: view %s cannot start yet: %s\n", o->name, err->msg);
+        wlog_warn("cmd_view", "view %s cannot start yet: %s", o->name, err->msg);
         snprintf(o->flow.stop_error, sizeof o->flow.stop_error, "%s", err->msg);
         /* Its topic was deleted or shrunk: that waits for RESUME, not the retry. */
         o->flow.failed = strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0;

@@ -26,8 +26,6 @@ int session_parallelism(Session *s);
  * session_create_source) and ALTER SOURCE|TABLE ... SET. */
 int cmd_create_source(Engine *e, const AstStmt *st, const char *sql, SrvResult *out, WError *err);
 int cmd_alter_source(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
-/* The source's "properties.*" options as librdkafka settings (at most max). */
-int cmd_source_props(const CatRelation *r, RtKafkaProp *props, int max);
 /* Creates a source, view or sink from its statement. replay: at start, from the
  * catalog (no persistence, stored table ids). Lock held. */
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay_obj, WError *err);

@@ -201,7 +201,7 @@ int crypto_scram_first(ScramServer *s, const char *msg, size_t len, Buf *out, WE
 {
     if (memchr(msg, 0, len))
         return werr(err, SQLSTATE_PROTOCOL_VIOLATION, 0, "malformed SCRAM message (NUL byte)");
-    char *m = strndup(msg, len);
+    char *m = xstrndup(msg, len);
     int rc = -1;
     /* gs2-header: cbind-flag "," [authzid] "," */
     if (len < 3 || (m[0] != 'n' && m[0] != 'y' && m[0] != 'p')) {
@@ -218,7 +218,7 @@ int crypto_scram_first(ScramServer *s, const char *msg, size_t len, Buf *out, WE
         goto out;
     }
     if (m[2] != ',') {
-        werr(err, "28000", 0, "client uses authorization identity, but it is not supported");
+        werr(err, SQLSTATE_INVALID_AUTHORIZATION, 0, "client uses authorization identity, but it is not supported");
         goto out;
     }
     memcpy(s->gs2, m, 3);
@@ -274,7 +274,7 @@ int crypto_scram_final(ScramServer *s, const char *msg, size_t len, Buf *out, WE
         return werr(err, SQLSTATE_PROTOCOL_VIOLATION, 0, "SCRAM final message before the first");
     if (memchr(msg, 0, len))
         return werr(err, SQLSTATE_PROTOCOL_VIOLATION, 0, "malformed SCRAM message (NUL byte)");
-    char *m = strndup(msg, len);
+    char *m = xstrndup(msg, len);
     int rc = -1;
     /* c=<base64 gs2 header>,r=<nonce>,p=<proof> */
     char gs2_64[32];

@@ -25,6 +25,8 @@
  * detached under it).
  */
 #include "engine_int.h"
+#include "clock.h"
+#include "pg_oids.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,8 +197,8 @@ static int declare_subscribe(Engine *e, Cursor *c, const AstStmt *q, WError *err
     uint32_t oids[SUB_MAX_COLS + 2];
     names[0] = "epoch";
     names[1] = sc->upsert ? "state" : "diff";
-    oids[0] = SRV_OID_INT8;
-    oids[1] = sc->upsert ? SRV_OID_TEXT : SRV_OID_INT8;
+    oids[0] = PG_OID_INT8;
+    oids[1] = sc->upsert ? PG_OID_TEXT : PG_OID_INT8;
     int n = 2;
     for (int i = 0; i < sc->n_cols && n < SUB_MAX_COLS + 2; i++) {
         names[n] = sc->names[i];
@@ -215,10 +217,10 @@ int cursor_declare(Engine *e, Session *s, const AstStmt *st, bool describe_only,
     if (describe_only)
         return 0;
     if (!s->in_txn)
-        return werr(err, "25P01", st->pos, "DECLARE CURSOR can only be used in transaction blocks"),
+        return werr(err, SQLSTATE_NO_ACTIVE_SQL_TRANSACTION, st->pos, "DECLARE CURSOR can only be used in transaction blocks"),
                werr_hint(err, "BEGIN first; the cursor lasts until COMMIT, ROLLBACK or CLOSE."), -1;
     if (*cursor_find(s, d->name))
-        return werr(err, "42P03", st->pos, "cursor \"%s\" already exists", d->name);
+        return werr(err, SQLSTATE_DUPLICATE_CURSOR, st->pos, "cursor \"%s\" already exists", d->name);
     if (s->n_cursors >= MAX_CURSORS)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, st->pos, "too many open cursors (limit %d)", MAX_CURSORS);
     Cursor *c = xcalloc(1, sizeof *c);
@@ -282,13 +284,6 @@ static void pull(Engine *e, Cursor *c, int wait_ms)
     append(c, evs);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int emit_row(Cursor *c, const SubEvent *ev, SrvResult *out, Buf *tmp)
 {
     if (!c->sub)
@@ -322,7 +317,7 @@ int cursor_fetch(Engine *e, Session *s, const AstStmt *st, bool describe_only, S
     const AstFetch *f = st->u.fetch;
     Cursor *c = *cursor_find(s, f->name);
     if (!c)
-        return werr(err, "34000", st->pos, "cursor \"%s\" does not exist", f->name);
+        return werr(err, SQLSTATE_INVALID_CURSOR_NAME, st->pos, "cursor \"%s\" does not exist", f->name);
     long timeout_ms;
     if (fetch_options(f, &timeout_ms, err))
         return -1;
@@ -335,11 +330,11 @@ int cursor_fetch(Engine *e, Session *s, const AstStmt *st, bool describe_only, S
     long want = f->count == AST_FETCH_ALL ? -1 : f->count;
     if (c->sub && want != 0) {
         pull(e, c, 0);
-        int64_t deadline = timeout_ms >= 0 ? mono_ms() + timeout_ms : -1;
+        int64_t deadline = timeout_ms >= 0 ? clock_mono_ms() + timeout_ms : -1;
         while (!c->head && !c->ended) {
             if (srv_result_cancelled(out))
                 return werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
-            int64_t left = deadline < 0 ? CURSOR_POLL_MS : deadline - mono_ms();
+            int64_t left = deadline < 0 ? CURSOR_POLL_MS : deadline - clock_mono_ms();
             if (left <= 0)
                 break;
             pull(e, c, (int)(left < CURSOR_POLL_MS ? left : CURSOR_POLL_MS));
@@ -384,7 +379,7 @@ int cursor_close(Engine *e, Session *s, const AstStmt *st, bool describe_only, S
     }
     Cursor **pp = cursor_find(s, name);
     if (!*pp)
-        return werr(err, "34000", st->pos, "cursor \"%s\" does not exist", name);
+        return werr(err, SQLSTATE_INVALID_CURSOR_NAME, st->pos, "cursor \"%s\" does not exist", name);
     Cursor *c = *pp;
     *pp = c->next;
     s->n_cursors--;

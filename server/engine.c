@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "tz.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +28,10 @@
 #include "cluster.h"
 #include "crashpoint.h"
 #include "row.h"
-
-int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "arena.h"
+#include "clock.h"
+#include "log.h"
+#include "weir_limits.h"
 
 int engine_add_object(Engine *e, CatObj *o, bool do_persist, WError *err)
 {
@@ -217,9 +215,10 @@ int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *extra, 
     free(e->producer_bootstrap);
     e->producer = NULL;
     e->producer_bootstrap = NULL;
-    RtKafkaProp props[66] = {{"linger.ms", "0"}, {"acks", "all"}};
+    RtKafkaProp props[2 + WEIR_MAX_KAFKA_PROPERTIES] = {{"linger.ms", "0"}, {"acks", "all"}};
     int n = 2;
-    for (int i = 0; i < n_extra && n < 66; i++)
+    assert(n_extra <= WEIR_MAX_KAFKA_PROPERTIES); /* plan_source/plan_table refused more */
+    for (int i = 0; i < n_extra && n < 2 + WEIR_MAX_KAFKA_PROPERTIES; i++)
         props[n++] = extra[i];
     if (rt_kafka_producer_open(bootstrap, props, n, &e->producer, err)) {
         buf_free(&id);
@@ -231,13 +230,6 @@ int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *extra, 
 }
 
 /* ---- checkpoints ------------------------------------------------------------ */
-
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* Errors after which retrying cannot help: the view waits for RESUME (or
  * for ALTER SOURCE to change the policy), instead of the 2 s retry. */
@@ -254,7 +246,7 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
         if (waits_for_resume(err) && !v->flow.failed) {
             v->flow.failed = true;
             memset(&v->flow.fail, 0, sizeof v->flow.fail);
-            fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n", v->name,
+            wlog_warn("engine", "view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)", v->name,
                     err->msg, v->name);
         }
         return -1;
@@ -269,7 +261,7 @@ int engine_start_view(Engine *e, CatObj *v, WError *err)
             continue;
         WError serr = {0};
         if (rt_dataflow_attach_sink(v->flow.df, &s->sink.spec, s->sink.view_cols, s->table_ids[0], &s->sink.rt, &serr))
-            fprintf(stderr, "weir: sink %s cannot start: %s\n", s->name, serr.msg);
+            wlog_error("engine", "sink %s cannot start: %s", s->name, serr.msg);
     }
     return 0;
 }
@@ -281,12 +273,12 @@ int engine_resume_view(Engine *e, CatObj *v, WError *err)
     if (v->flow.failed && v->flow.fail.source[0]) { /* a bad record, not a lost topic: skip it */
         v->flow.skips = xrealloc(v->flow.skips, sizeof(RtFailedRecord) * (size_t)(v->flow.n_skips + 1));
         v->flow.skips[v->flow.n_skips++] = v->flow.fail;
-        fprintf(stderr, "weir: view %s resumed: skipping source %s partition %d offset %lld\n", v->name,
+        wlog_warn("engine", "view %s resumed: skipping source %s partition %d offset %lld", v->name,
                 v->flow.fail.source, (int)v->flow.fail.partition, (long long)v->flow.fail.offset);
     }
     if (engine_start_view(e, v, err))
         return -1;
-    fprintf(stderr, "weir: view %s is running again\n", v->name);
+    wlog_info("engine", "view %s is running again", v->name);
     return 0;
 }
 
@@ -348,7 +340,7 @@ static int checkpoint_start(Engine *e, WError *err)
 {
     StorCheckpoint *ck;
     uint64_t epoch = e->epoch + 1;
-    int64_t t0 = wall_us();
+    int64_t t0 = clock_wall_us();
     if (stor_checkpoint_begin(e->stor, epoch, &ck, err))
         return -1;
     if (e->cluster_name) {
@@ -417,7 +409,7 @@ static void checkpoint_failed(Engine *e, const char *msg)
 {
     e->ck_failing = true;
     snprintf(e->last_checkpoint_error, sizeof e->last_checkpoint_error, "%.500s", msg);
-    fprintf(stderr, "weir: checkpoint failed: %s\n", msg);
+    wlog_error("engine", "checkpoint failed: %s", msg);
 }
 
 /* Finish the checkpoint in flight once its writer is done (lock held):
@@ -461,7 +453,7 @@ static int checkpoint_finish(Engine *e, WError *err)
     stor_stats(e->stor, &st);
     CkptRecord *h = &e->history[e->n_history++ % CKPT_HISTORY];
     *h = (CkptRecord){.epoch = epoch, .started_us = e->ck_started_us,
-                      .duration_us = wall_us() - e->ck_started_us,
+                      .duration_us = clock_wall_us() - e->ck_started_us,
                       .bytes = st.last_commit_bytes, .rows = st.last_commit_rows};
     return 0;
 }
@@ -479,7 +471,7 @@ int engine_checkpoint(Engine *e, WError *err)
     if (checkpoint_start(e, err))
         return -1;
     int rc = checkpoint_finish(e, err);
-    e->last_checkpoint_ms = now_ms();
+    e->last_checkpoint_ms = clock_mono_ms();
     return rc;
 }
 
@@ -505,12 +497,12 @@ static void update_pause(Engine *e)
         return;
     e->paused = over;
     if (over)
-        fprintf(stderr, "weir: views paused: %llu bytes of operator state are not checkpointed, over "
-                "--state-memory-limit %llu; reading resumes after a checkpoint succeeds%s%s\n",
+        wlog_warn("engine", "views paused: %llu bytes of operator state are not checkpointed, over "
+                "--state-memory-limit %llu; reading resumes after a checkpoint succeeds%s%s",
                 (unsigned long long)e->state_dirty, (unsigned long long)e->state_limit,
                 e->ck_failing ? " (last checkpoint failed: " : "", e->ck_failing ? "see above)" : "");
     else
-        fprintf(stderr, "weir: views resumed\n");
+        wlog_info("engine", "views resumed");
 }
 
 static void *engine_main(void *arg)
@@ -537,13 +529,13 @@ static void *engine_main(void *arg)
                     /* Its topic was deleted or shrunk, or records it had not read were: stopped until RESUME. */
                     o->flow.failed = true;
                     memset(&o->flow.fail, 0, sizeof o->flow.fail);
-                    fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n",
+                    wlog_warn("engine", "view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)",
                             o->name, err.msg, o->name);
                 } else if (o->flow.failed)
-                    fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)\n",
+                    wlog_warn("engine", "view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME skips it)",
                             o->name, err.msg, o->name);
                 else
-                    fprintf(stderr, "weir: view %s stopped: %s\n", o->name, err.msg);
+                    wlog_warn("engine", "view %s stopped: %s", o->name, err.msg);
                 engine_stop_view(e, o);
                 continue;
             }
@@ -558,7 +550,7 @@ static void *engine_main(void *arg)
             if (o->flow.df && rt_dataflow_expiry_due(o->flow.df))
                 e->dirty = true;
         }
-        int64_t now = now_ms();
+        int64_t now = clock_mono_ms();
         /* Checkpoints are asynchronous: the snapshot is taken here, the
          * LMDB write runs on its own thread while the views keep stepping,
          * and the next loop after it is done finishes it. */
@@ -584,7 +576,7 @@ static void *engine_main(void *arg)
                 if ((o->kind == CAT_VIEW || o->kind == CAT_TABLE) && o->flow.plan && !o->flow.df && !o->flow.failed) {
                     WError err = {0};
                     if (engine_start_view(e, o, &err) == 0)
-                        fprintf(stderr, "weir: view %s is running again\n", o->name);
+                        wlog_info("engine", "view %s is running again", o->name);
                 }
             }
         }
@@ -650,12 +642,12 @@ static void replay_alter(Engine *e, CatObj *o)
             bad = session_alter_source(e, stmts[0], true, &err) != 0;
         }
         if (bad)
-            fprintf(stderr, "weir: cannot restore %s for %s: %s\n", b.data, o->name, err.msg);
+            wlog_error("engine", "cannot restore %s for %s: %s", b.data, o->name, err.msg);
         else
             o->source.altered = true;
         arena_free(a);
     } else if (found < 0) {
-        fprintf(stderr, "weir: cannot read the ALTER SOURCE of %s: %s\n", o->name, err.msg);
+        wlog_error("engine", "cannot read the ALTER SOURCE of %s: %s", o->name, err.msg);
     }
     buf_free(&b);
 }
@@ -692,7 +684,7 @@ static int replay_catalog(Engine *e, WError *err)
         int n_stmts;
         WError perr = {0};
         if (parse_sql(o->sql, a, &stmts, &n_stmts, &perr) || n_stmts != 1) {
-            fprintf(stderr, "weir: cannot replay %s: %s\n", o->name, perr.msg);
+            wlog_error("engine", "cannot replay %s: %s", o->name, perr.msg);
             arena_free(a);
             cat_obj_free(o);
             continue;
@@ -705,7 +697,7 @@ static int replay_catalog(Engine *e, WError *err)
                                       : session_create_view(e, stmts[0], o->sql, o, &cerr);
         tz_set_current(NULL);
         if (r) {
-            fprintf(stderr, "weir: cannot restore %s: %s\n", o->name, cerr.msg);
+            wlog_error("engine", "cannot restore %s: %s", o->name, cerr.msg);
             cat_obj_free(o);
         } else if (o->kind == CAT_SOURCE || o->kind == CAT_TABLE) {
             replay_alter(e, o);
@@ -718,10 +710,10 @@ static int replay_catalog(Engine *e, WError *err)
     if (!rc)
         CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o)
             if (o->view.sink_query && !o->view.sink_owner) {
-                fprintf(stderr, "weir: dropping %s: its sink is gone\n", o->name);
+                wlog_warn("engine", "dropping %s: its sink is gone", o->name);
                 WError derr = {0};
                 if (engine_remove_object(e, o, &derr)) /* removes o (and what follows it): the iteration allows it */
-                    fprintf(stderr, "weir: cannot drop %s: %s\n", o->name, derr.msg);
+                    wlog_error("engine", "cannot drop %s: %s", o->name, derr.msg);
             }
     for (int i = 0; i < l.n; i++) {
         free(l.items[i].body);
@@ -759,7 +751,7 @@ int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
     }
     e->rt = (RtEnv){.stor = e->stor, .kafka_bootstrap = e->kafka_bootstrap, .view_table = view_table,
                      .view_dataflow = view_dataflow, .ctx = e};
-    e->last_checkpoint_ms = now_ms();
+    e->last_checkpoint_ms = clock_mono_ms();
     /* A data directory serves one node of one cluster (or none): checked
      * before anything is written. */
     if (cluster_check_dir(e, cfg->cluster, cfg->node_id, err)) {
@@ -807,7 +799,7 @@ void engine_close(Engine *e)
     if (e->stor && e->dirty) {
         WError err = {0};
         if (engine_checkpoint(e, &err))
-            fprintf(stderr, "weir: final checkpoint failed: %s\n", err.msg);
+            wlog_error("engine", "final checkpoint failed: %s", err.msg);
     }
     /* Sinks first: after a SWAP a sink may hang off a view created after it. */
     CAT_FOREACH(e->cat, CAT_KINDS(CAT_SINK), s) {

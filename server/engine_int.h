@@ -288,7 +288,6 @@ const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a);
 const char *sysview_name(int i);
 int engine_producer(Engine *e, const char *bootstrap, const RtKafkaProp *props, int n_props, RtKafkaProducer **out,
                     WError *err);
-int64_t now_ms(void);
 
 
 /* session.c */

@@ -43,6 +43,9 @@
 #include "http_door.h"
 #include "group.h"
 #include "engine_int.h"
+#include "clock.h"
+#include "log.h"
+#include "pg_oids.h"
 
 #define DEFAULT_MAX_CONNECTIONS 64
 #define HTTP_LINE_TIMEOUT_MS 10000 /* a connection must send its request line within this (else 408) */
@@ -260,13 +263,6 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
     }
 }
 
-static int64_t wall_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Takes the engine lock, waiting at most ENGINE_WAIT_MS. */
 static bool engine_lock_briefly(Engine *e)
 {
@@ -283,7 +279,7 @@ static void cache_put(SrvHttp *h, int which, const Buf *b)
     pthread_mutex_lock(&h->cache_mu);
     buf_reset(&h->cache[which]);
     buf_append(&h->cache[which], b->data ? b->data : "", b->len);
-    h->cache_at_us[which] = wall_now_us();
+    h->cache_at_us[which] = clock_wall_us();
     pthread_mutex_unlock(&h->cache_mu);
 }
 
@@ -294,7 +290,7 @@ static int64_t cache_get(SrvHttp *h, int which, Buf *b)
     int64_t age = -1;
     if (h->cache_at_us[which]) {
         buf_append(b, h->cache[which].data ? h->cache[which].data : "", h->cache[which].len);
-        age = wall_now_us() - h->cache_at_us[which];
+        age = clock_wall_us() - h->cache_at_us[which];
     }
     pthread_mutex_unlock(&h->cache_mu);
     return age;
@@ -302,7 +298,7 @@ static int64_t cache_get(SrvHttp *h, int which, Buf *b)
 
 static enum MHD_Result engine_busy(struct MHD_Connection *c)
 {
-    return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "55P03",
+    return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, SQLSTATE_LOCK_NOT_AVAILABLE,
                          "the engine is busy (a long statement holds it) and nothing was read before; retry");
 }
 
@@ -500,7 +496,7 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
     buf_printf(&b, "weir_subscriptions %d\n", e->n_subs);
     if (e->cluster) {
         ClusterNode *nodes;
-        int64_t end = 0, now = (int64_t)time(NULL) * 1000000;
+        int64_t end = 0, now = clock_wall_us();
         int n = cluster_nodes(e->cluster, &nodes, &end);
         int alive = 0;
         for (int i = 0; i < n; i++)
@@ -595,18 +591,11 @@ static void json_rel_columns(Buf *b, const CatRelation *r)
     buf_putc(b, ']');
 }
 
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool views_only)
 {
     Engine *e = h->e;
     Buf b = BUF_INIT;
-    int64_t now = wall_us();
+    int64_t now = clock_wall_us();
     int which = views_only ? CACHE_VIEWS : CACHE_STATUS;
     if (!engine_lock_briefly(e)) {
         /* Busy: the last answer, marked with its age in a header. */
@@ -786,7 +775,7 @@ static enum MHD_Result get_view(SrvHttp *h, struct MHD_Connection *c, const char
         WError err = {0};
         if (view_snapshot(e, v, snap_json_row, &sj, &err)) {
             buf_free(&b);
-            res = respond_error(c, strcmp(err.sqlstate, "55000") == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
+            res = respond_error(c, strcmp(err.sqlstate, SQLSTATE_OBJECT_NOT_IN_STATE) == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
                                                                        : MHD_HTTP_INTERNAL_SERVER_ERROR,
                                 err.sqlstate, "%s", err.msg);
             v = NULL;
@@ -950,7 +939,7 @@ static enum MHD_Result get_stream(SrvHttp *h, struct MHD_Connection *c, const ch
     Engine *e = h->e;
     if (atomic_fetch_add(&h->n_streams, 1) >= h->cfg.max_streams) {
         atomic_fetch_sub(&h->n_streams, 1);
-        return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "53300", "too many streams (at most %d)",
+        return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, SQLSTATE_TOO_MANY_CONNECTIONS, "too many streams (at most %d)",
                              h->cfg.max_streams);
     }
     /* Last-Event-ID on a browser's reconnect; ?last_event_id= for the first
@@ -981,7 +970,7 @@ static enum MHD_Result get_stream(SrvHttp *h, struct MHD_Connection *c, const ch
         bool resume = have_last && v->flow.df && sub_open_after(e, v, last, &s->sub, &miss) == 0;
         bool unchanged = !resume && have_last && last == e->epoch && v->flow.df && st.rows_out == v->flow.changes_at_commit;
         if (!resume && sub_open(e, v, !unchanged, &s->sub, &err)) {
-            res = respond_error(c, strcmp(err.sqlstate, "55000") == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
+            res = respond_error(c, strcmp(err.sqlstate, SQLSTATE_OBJECT_NOT_IN_STATE) == 0 ? MHD_HTTP_SERVICE_UNAVAILABLE
                                                                        : MHD_HTTP_INTERNAL_SERVER_ERROR,
                                 err.sqlstate, "%s", err.msg);
             v = NULL;
@@ -1062,12 +1051,12 @@ static void pg_error(Buf *b, const PGresult *res, PGconn *pc)
 static TypeId oid_type(Oid oid)
 {
     switch (oid) {
-    case SRV_OID_BOOL: return TYPE_BOOL;
-    case SRV_OID_INT2: return TYPE_INT2;
-    case SRV_OID_INT4: return TYPE_INT4;
-    case SRV_OID_INT8: return TYPE_INT8;
-    case SRV_OID_FLOAT4: return TYPE_FLOAT4;
-    case SRV_OID_FLOAT8: return TYPE_FLOAT8;
+    case PG_OID_BOOL: return TYPE_BOOL;
+    case PG_OID_INT2: return TYPE_INT2;
+    case PG_OID_INT4: return TYPE_INT4;
+    case PG_OID_INT8: return TYPE_INT8;
+    case PG_OID_FLOAT4: return TYPE_FLOAT4;
+    case PG_OID_FLOAT8: return TYPE_FLOAT8;
     default: return TYPE_TEXT;
     }
 }
@@ -1266,8 +1255,13 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    fputs("weir: http: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    /* libmicrohttpd's messages end in a newline already; wlog_v adds one. */
+    char line[WLOG_MAX_LINE];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n && line[n - 1] == '\n')
+        line[--n] = 0;
+    wlog_warn("http", "%s", line);
 }
 
 /* ---- start / stop ------------------------------------------------------------------------- */

@@ -38,6 +38,8 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "error.h"
+#include "clock.h"
 
 #define LINE_MAX_BYTES 8192   /* a request line longer than this is refused (MHD's own buffer is 32 KiB) */
 #define TICK_MS 50            /* how often sockets holding part of a line are peeked again */
@@ -62,13 +64,6 @@ struct HttpDoor {
     int n_w;
     pthread_t th;
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Best effort: the socket is non-blocking and the answer is small; a client
  * that does not read it loses nothing of anyone else's. */
@@ -142,7 +137,7 @@ static int examine(HttpDoor *door, int k)
         return 0;
     int v = http_door_check_line(buf, (size_t)got);
     if (v < 0) {
-        answer_close(door, w->fd, 400, "Bad Request", "08P01", "malformed HTTP request line");
+        answer_close(door, w->fd, 400, "Bad Request", SQLSTATE_PROTOCOL_VIOLATION, "malformed HTTP request line");
         drop_waiting(door, k);
         return 1;
     }
@@ -171,11 +166,11 @@ static void accept_one(HttpDoor *door)
     if (atomic_load(door->open) + door->n_w >= door->max_conns) {
         char msg[96];
         snprintf(msg, sizeof msg, "too many HTTP connections (at most %d); retry later", door->max_conns);
-        answer_close(door, fd, 503, "Service Unavailable", "53300", msg);
+        answer_close(door, fd, 503, "Service Unavailable", SQLSTATE_TOO_MANY_CONNECTIONS, msg);
         return;
     }
     w.fd = fd;
-    w.since_ms = mono_ms();
+    w.since_ms = clock_mono_ms();
     door->w[door->n_w++] = w;
 }
 
@@ -205,12 +200,12 @@ static void *door_main(void *arg)
         for (int j = n - 1; j >= 2; j--)
             if (pf[j].revents)
                 examine(door, idx[j]);
-        int64_t now = mono_ms();
+        int64_t now = clock_mono_ms();
         for (int k = door->n_w - 1; k >= 0; k--) {
             if (door->w[k].partial && examine(door, k))
                 continue;
             if (now - door->w[k].since_ms >= door->line_timeout_ms) {
-                answer_close(door, door->w[k].fd, 408, "Request Timeout", "57014",
+                answer_close(door, door->w[k].fd, 408, "Request Timeout", SQLSTATE_QUERY_CANCELED,
                              "no whole HTTP request line within the timeout");
                 drop_waiting(door, k);
             }

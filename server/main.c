@@ -29,6 +29,7 @@
 #include "engine.h"
 #include "http.h"
 #include "kafka.h"
+#include "log.h"
 #include "pgwire.h"
 
 #define WEIR_VERSION "0.1.0"
@@ -188,6 +189,7 @@ static int serve(int argc_in, char **argv_in)
     int port = DEFAULT_PORT, interval = 1000, max_conn = 100, http_port = DEFAULT_HTTP_PORT;
     bool no_broker = false, http_sql = false, http_port_set = false;
     uint64_t state_limit = UINT64_C(1) << 30, max_map = 0, state_cache = 0;
+    WLogLevel log_level;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -243,6 +245,8 @@ static int serve(int argc_in, char **argv_in)
             auth = !strcmp(v, "trust") ? SRV_AUTH_LOCAL_TRUST : SRV_AUTH_SCRAM;
         else if (!strcmp(a, "--http-port") && !parse_int(v, 0, 65535, &http_port))
             http_port_set = true;
+        else if (!strcmp(a, "--log-level") && wlog_level_parse(v, &log_level) == 0)
+            wlog_set_level(log_level);
         else {
             fprintf(stderr, "weir: bad option: %s %s\n\n", a, v);
             usage(stderr);

@@ -24,27 +24,22 @@
 #define PG_EPOCH_USECS (PG_EPOCH_DAYS * USECS_PER_DAY)
 
 enum {
-    OID_CHAR = 18,      /* "char": one byte */
-    OID_NAME = 19,
-    OID_OID = 26,
-    OID_JSON = 114,
-    OID_BPCHAR = 1042,
     JSONB_VERSION = 1,  /* the first byte of jsonb's binary form */
 };
 
 static bool text_like(uint32_t oid)
 {
-    return oid == SRV_OID_TEXT || oid == SRV_OID_VARCHAR || oid == SRV_OID_UNKNOWN || oid == OID_NAME ||
-           oid == OID_BPCHAR || oid == OID_JSON;
+    return oid == PG_OID_TEXT || oid == PG_OID_VARCHAR || oid == PG_OID_UNKNOWN || oid == PG_OID_NAME ||
+           oid == PG_OID_BPCHAR || oid == PG_OID_JSON;
 }
 
 bool pgbin_result_supported(uint32_t oid)
 {
     switch (oid) {
-    case SRV_OID_BOOL: case SRV_OID_BYTEA: case SRV_OID_INT8: case SRV_OID_INT2: case SRV_OID_INT4:
-    case SRV_OID_FLOAT4: case SRV_OID_FLOAT8: case SRV_OID_DATE: case SRV_OID_TIMESTAMP:
-    case SRV_OID_TIMESTAMPTZ: case SRV_OID_INTERVAL: case SRV_OID_JSONB: case OID_CHAR: case OID_OID:
-    case SRV_OID_NUMERIC:
+    case PG_OID_BOOL: case PG_OID_BYTEA: case PG_OID_INT8: case PG_OID_INT2: case PG_OID_INT4:
+    case PG_OID_FLOAT4: case PG_OID_FLOAT8: case PG_OID_DATE: case PG_OID_TIMESTAMP:
+    case PG_OID_TIMESTAMPTZ: case PG_OID_INTERVAL: case PG_OID_JSONB: case PG_OID_CHAR: case PG_OID_OID:
+    case PG_OID_NUMERIC:
         return true;
     default:
         return text_like(oid);
@@ -53,7 +48,7 @@ bool pgbin_result_supported(uint32_t oid)
 
 static int bad_text(uint32_t oid, const char *text, size_t len, WError *err)
 {
-    return werr(err, "22P03", 0, "cannot encode \"%.*s\" as binary type %u", (int)(len > 60 ? 60 : len), text,
+    return werr(err, SQLSTATE_INVALID_BINARY_REPRESENTATION, 0, "cannot encode \"%.*s\" as binary type %u", (int)(len > 60 ? 60 : len), text,
                 oid);
 }
 
@@ -87,19 +82,19 @@ int pgbin_encode(uint32_t oid, const char *text, size_t len, Buf *out, WError *e
         return 0;
     }
     switch (oid) {
-    case SRV_OID_BOOL:
+    case PG_OID_BOOL:
         if (len == 0)
             return bad_text(oid, text, len, err);
         buf_put_u8(out, text[0] == 't' || text[0] == 'T');
         return 0;
-    case OID_CHAR:
+    case PG_OID_CHAR:
         buf_append(out, text, len > 0 ? 1 : 0);
         return 0;
-    case SRV_OID_JSONB:
+    case PG_OID_JSONB:
         buf_put_u8(out, JSONB_VERSION);
         buf_append(out, text, len);
         return 0;
-    case SRV_OID_NUMERIC: {
+    case PG_OID_NUMERIC: {
         Numeric n;
         WError tmp_err = {0};
         if (num_parse(text, len, &n, &tmp_err))
@@ -107,30 +102,30 @@ int pgbin_encode(uint32_t oid, const char *text, size_t len, Buf *out, WError *e
         num_to_pgbinary(n, out);
         return 0;
     }
-    case SRV_OID_INT2: case SRV_OID_INT4: case SRV_OID_INT8: case OID_OID: {
+    case PG_OID_INT2: case PG_OID_INT4: case PG_OID_INT8: case PG_OID_OID: {
         if (number_of(text, len, tmp, sizeof tmp))
             return bad_text(oid, text, len, err);
         errno = 0;
         long long v = strtoll(tmp, &end, 10);
         if (*end || errno)
             return bad_text(oid, text, len, err);
-        if (oid == SRV_OID_INT2) {
+        if (oid == PG_OID_INT2) {
             buf_put_u8(out, (uint8_t)((uint64_t)v >> 8));
             buf_put_u8(out, (uint8_t)v);
-        } else if (oid == SRV_OID_INT8) {
+        } else if (oid == PG_OID_INT8) {
             buf_put_u64be(out, (uint64_t)v);
         } else {
             buf_put_u32be(out, (uint32_t)v);
         }
         return 0;
     }
-    case SRV_OID_FLOAT4: case SRV_OID_FLOAT8: {
+    case PG_OID_FLOAT4: case PG_OID_FLOAT8: {
         if (number_of(text, len, tmp, sizeof tmp))
             return bad_text(oid, text, len, err);
         double d = strtod(tmp, &end);
         if (*end)
             return bad_text(oid, text, len, err);
-        if (oid == SRV_OID_FLOAT4) {
+        if (oid == PG_OID_FLOAT4) {
             float f = (float)d;
             uint32_t bits;
             memcpy(&bits, &f, 4);
@@ -142,7 +137,7 @@ int pgbin_encode(uint32_t oid, const char *text, size_t len, Buf *out, WError *e
         }
         return 0;
     }
-    case SRV_OID_BYTEA: {
+    case PG_OID_BYTEA: {
         if (len < 2 || text[0] != '\\' || (text[1] != 'x' && text[1] != 'X') || len % 2)
             return bad_text(oid, text, len, err);
         buf_reserve(out, (len - 2) / 2);
@@ -154,7 +149,7 @@ int pgbin_encode(uint32_t oid, const char *text, size_t len, Buf *out, WError *e
         }
         return 0;
     }
-    case SRV_OID_DATE: {
+    case PG_OID_DATE: {
         int64_t days;
         if (len == 8 && strncasecmp(text, "infinity", 8) == 0)
             days = INT32_MAX;
@@ -168,7 +163,7 @@ int pgbin_encode(uint32_t oid, const char *text, size_t len, Buf *out, WError *e
         buf_put_u32be(out, (uint32_t)(int32_t)days);
         return 0;
     }
-    case SRV_OID_TIMESTAMP: case SRV_OID_TIMESTAMPTZ: {
+    case PG_OID_TIMESTAMP: case PG_OID_TIMESTAMPTZ: {
         int64_t us;
         if (len == 8 && strncasecmp(text, "infinity", 8) == 0)
             us = INT64_MAX;
@@ -181,7 +176,7 @@ int pgbin_encode(uint32_t oid, const char *text, size_t len, Buf *out, WError *e
         buf_put_u64be(out, (uint64_t)us);
         return 0;
     }
-    case SRV_OID_INTERVAL: {
+    case PG_OID_INTERVAL: {
         Interval iv;
         if (parse_interval(text, len, &iv))
             return bad_text(oid, text, len, err);
@@ -238,7 +233,7 @@ static char *copy_text(int idx, const unsigned char *v, size_t len, WError *err)
 {
     size_t bad = utf8_invalid_at((const char *)v, len);
     if (bad < len) {
-        werr(err, "22021", 0, "invalid byte sequence for encoding \"UTF8\": 0x%02x (parameter $%d)", v[bad], idx + 1);
+        werr(err, SQLSTATE_BAD_ENCODING, 0, "invalid byte sequence for encoding \"UTF8\": 0x%02x (parameter $%d)", v[bad], idx + 1);
         return NULL;
     }
     char *s = malloc(len + 1);
@@ -255,14 +250,14 @@ char *pgbin_param_to_text(int idx, uint32_t oid, const unsigned char *v, size_t 
 {
     if (text_like(oid))
         return copy_text(idx, v, len, err);
-    if (oid == SRV_OID_JSONB) {
+    if (oid == PG_OID_JSONB) {
         if (len < 1 || v[0] != JSONB_VERSION) {
-            werr(err, "22P03", 0, "unsupported jsonb version number in bind parameter %d", idx + 1);
+            werr(err, SQLSTATE_INVALID_BINARY_REPRESENTATION, 0, "unsupported jsonb version number in bind parameter %d", idx + 1);
             return NULL;
         }
         return copy_text(idx, v + 1, len - 1, err);
     }
-    if (oid == SRV_OID_BYTEA) {
+    if (oid == PG_OID_BYTEA) {
         if (len > (SIZE_MAX - 3) / 2) {
             werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "parameter $%d is too large", idx + 1);
             return NULL;
@@ -282,11 +277,11 @@ char *pgbin_param_to_text(int idx, uint32_t oid, const unsigned char *v, size_t 
         *o = 0;
         return s;
     }
-    if (oid == SRV_OID_NUMERIC) {
+    if (oid == PG_OID_NUMERIC) {
         Numeric n;
         if (num_from_pgbinary(v, len, &n, err)) {
             if (strcmp(err->sqlstate, SQLSTATE_INVALID_TEXT) == 0)
-                snprintf(err->sqlstate, sizeof err->sqlstate, "22P03");  /* invalid_binary_representation */
+                snprintf(err->sqlstate, sizeof err->sqlstate, SQLSTATE_INVALID_BINARY_REPRESENTATION);  /* invalid_binary_representation */
             return NULL;
         }
         Buf nb = BUF_INIT;
@@ -295,44 +290,44 @@ char *pgbin_param_to_text(int idx, uint32_t oid, const unsigned char *v, size_t 
     }
     size_t want;
     switch (oid) {
-    case SRV_OID_BOOL: case OID_CHAR: want = 1; break;
-    case SRV_OID_INT2: want = 2; break;
-    case SRV_OID_INT4: case SRV_OID_FLOAT4: case SRV_OID_DATE: case OID_OID: want = 4; break;
-    case SRV_OID_INT8: case SRV_OID_FLOAT8: case SRV_OID_TIMESTAMP: case SRV_OID_TIMESTAMPTZ: want = 8; break;
-    case SRV_OID_INTERVAL: want = 16; break;
+    case PG_OID_BOOL: case PG_OID_CHAR: want = 1; break;
+    case PG_OID_INT2: want = 2; break;
+    case PG_OID_INT4: case PG_OID_FLOAT4: case PG_OID_DATE: case PG_OID_OID: want = 4; break;
+    case PG_OID_INT8: case PG_OID_FLOAT8: case PG_OID_TIMESTAMP: case PG_OID_TIMESTAMPTZ: want = 8; break;
+    case PG_OID_INTERVAL: want = 16; break;
     default:
         werr(err, SQLSTATE_NOT_SUPPORTED, 0,
              "feature not supported: binary format for parameter $%d of type %u", idx + 1, oid);
         return NULL;
     }
     if (len != want) {
-        werr(err, "22P03", 0, "incorrect binary data format in bind parameter %d", idx + 1);
+        werr(err, SQLSTATE_INVALID_BINARY_REPRESENTATION, 0, "incorrect binary data format in bind parameter %d", idx + 1);
         return NULL;
     }
     char tmp[64];
     Buf b = {0};
     uint64_t u = be_u(v, (int)(want > 8 ? 8 : want));
     switch (oid) {
-    case SRV_OID_BOOL: snprintf(tmp, sizeof tmp, "%s", u ? "t" : "f"); break;
-    case OID_CHAR: snprintf(tmp, sizeof tmp, "%c", u ? (char)u : ' '); break;
-    case SRV_OID_INT2: snprintf(tmp, sizeof tmp, "%d", (int)(int16_t)u); break;
-    case SRV_OID_INT4: snprintf(tmp, sizeof tmp, "%d", (int)(int32_t)u); break;
-    case OID_OID: snprintf(tmp, sizeof tmp, "%u", (unsigned)u); break;
-    case SRV_OID_INT8: snprintf(tmp, sizeof tmp, "%lld", (long long)(int64_t)u); break;
-    case SRV_OID_FLOAT4: {
+    case PG_OID_BOOL: snprintf(tmp, sizeof tmp, "%s", u ? "t" : "f"); break;
+    case PG_OID_CHAR: snprintf(tmp, sizeof tmp, "%c", u ? (char)u : ' '); break;
+    case PG_OID_INT2: snprintf(tmp, sizeof tmp, "%d", (int)(int16_t)u); break;
+    case PG_OID_INT4: snprintf(tmp, sizeof tmp, "%d", (int)(int32_t)u); break;
+    case PG_OID_OID: snprintf(tmp, sizeof tmp, "%u", (unsigned)u); break;
+    case PG_OID_INT8: snprintf(tmp, sizeof tmp, "%lld", (long long)(int64_t)u); break;
+    case PG_OID_FLOAT4: {
         uint32_t bits = (uint32_t)u;
         float f;
         memcpy(&f, &bits, 4);
         fmt_float4(tmp, sizeof tmp, f);
         break;
     }
-    case SRV_OID_FLOAT8: {
+    case PG_OID_FLOAT8: {
         double d;
         memcpy(&d, &u, 8);
         fmt_float8(tmp, sizeof tmp, d);
         break;
     }
-    case SRV_OID_DATE: {
+    case PG_OID_DATE: {
         int32_t d = (int32_t)u;
         if (d == INT32_MAX || d == INT32_MIN)
             snprintf(tmp, sizeof tmp, "%s", d > 0 ? "infinity" : "-infinity");
@@ -340,15 +335,15 @@ char *pgbin_param_to_text(int idx, uint32_t oid, const unsigned char *v, size_t 
             format_date(d + PG_EPOCH_DAYS, &b);
         break;
     }
-    case SRV_OID_TIMESTAMP: case SRV_OID_TIMESTAMPTZ: {
+    case PG_OID_TIMESTAMP: case PG_OID_TIMESTAMPTZ: {
         int64_t us = (int64_t)u;
         if (us == INT64_MAX || us == INT64_MIN) {
             snprintf(tmp, sizeof tmp, "%s", us > 0 ? "infinity" : "-infinity");
         } else if (us > INT64_MAX - 1 - PG_EPOCH_USECS) {
-            werr(err, "22008", 0, "timestamp out of range in bind parameter %d", idx + 1);
+            werr(err, SQLSTATE_DATETIME_OVERFLOW, 0, "timestamp out of range in bind parameter %d", idx + 1);
             return NULL;
         } else {
-            format_timestamp(us + PG_EPOCH_USECS, oid == SRV_OID_TIMESTAMPTZ, &b);
+            format_timestamp(us + PG_EPOCH_USECS, oid == PG_OID_TIMESTAMPTZ, &b);
         }
         break;
     }
@@ -360,5 +355,5 @@ char *pgbin_param_to_text(int idx, uint32_t oid, const unsigned char *v, size_t 
     }
     if (b.len)
         return b.data;     /* a Buf's data is a NUL-terminated malloc'd string */
-    return strdup(tmp);
+    return xstrdup(tmp);
 }

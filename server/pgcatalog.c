@@ -33,6 +33,10 @@
  */
 #include "pgcatalog.h"
 #include "pgcatalog_int.h"
+#include "arena.h"
+#include "log.h"
+#include "pg_oids.h"
+#include "weir_limits.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -367,11 +371,14 @@ static const struct {
     const char *decl;
     uint32_t oid;
 } DECLTYPES[] = {
-    {"bool", 16}, {"name_text", 19}, {"char_text", 18}, {"int2", 21}, {"int4", 23}, {"int8", 20},
-    {"oid_int", 26}, {"text", 25}, {"float4", 700}, {"float8", 701}, {"regproc_text", 24}, {"xid_int", 28},
-    {"i2vector_text", 22}, {"oidvector_text", 30}, {"text_array", 1009}, {"oid_array_text", 1028},
-    {"aclitem_array_text", 1034}, {"char_array_text", 1002}, {"i2array_text", 1005}, {"varchar", 1043},
-    {"pg_node_tree_text", 194}, {"timestamptz_text", 1184}, {"inet_text", 869},
+    {"bool", PG_OID_BOOL}, {"name_text", PG_OID_NAME}, {"char_text", PG_OID_CHAR}, {"int2", PG_OID_INT2},
+    {"int4", PG_OID_INT4}, {"int8", PG_OID_INT8}, {"oid_int", PG_OID_OID}, {"text", PG_OID_TEXT},
+    {"float4", PG_OID_FLOAT4}, {"float8", PG_OID_FLOAT8}, {"regproc_text", PG_OID_REGPROC},
+    {"xid_int", PG_OID_XID}, {"i2vector_text", PG_OID_INT2VECTOR}, {"oidvector_text", PG_OID_OIDVECTOR},
+    {"text_array", PG_OID_TEXT_ARRAY}, {"oid_array_text", PG_OID_OID_ARRAY},
+    {"aclitem_array_text", PG_OID_ACLITEM_ARRAY}, {"char_array_text", PG_OID_CHAR_ARRAY},
+    {"i2array_text", PG_OID_INT2_ARRAY}, {"varchar", PG_OID_VARCHAR}, {"pg_node_tree_text", PG_OID_PG_NODE_TREE},
+    {"timestamptz_text", PG_OID_TIMESTAMPTZ}, {"inet_text", PG_OID_INET},
 };
 
 uint32_t pgcat_decltype_oid(const char *decl)
@@ -381,7 +388,7 @@ uint32_t pgcat_decltype_oid(const char *decl)
     for (size_t i = 0; i < sizeof DECLTYPES / sizeof DECLTYPES[0]; i++)
         if (!strcasecmp(DECLTYPES[i].decl, decl))
             return DECLTYPES[i].oid;
-    return SRV_OID_TEXT;
+    return PG_OID_TEXT;
 }
 
 static int progress(void *arg)
@@ -425,7 +432,7 @@ static void build_template(void)
         return;
     const char *schema = (const char *)weir_pgcatalog_sql;
     const char *mark = strstr(schema, "-- ---- derive:");
-    char *head = strndup(schema, mark ? (size_t)(mark - schema) : strlen(schema));
+    char *head = xstrndup(schema, mark ? (size_t)(mark - schema) : strlen(schema));
     WError err = {0};
     if (exec(db, "BEGIN", &err) == 0 && exec(db, head, &err) == 0 && add_catalog_tables(db) == 0 &&
         exec(db, "COMMIT", &err) == 0) {
@@ -436,7 +443,7 @@ static void build_template(void)
                 tmpl.rc = -1;
         }
     } else {
-        fprintf(stderr, "weir: cannot build the system catalogs: %s\n", err.set ? err.msg : sqlite3_errmsg(db));
+        wlog_error("pgcatalog", "cannot build the system catalogs: %s", err.set ? err.msg : sqlite3_errmsg(db));
     }
     free(head);
     sqlite3_close(db);
@@ -595,10 +602,10 @@ static const char *column_name(const char *s, Arena *a)
 static uint32_t value_oid(int type)
 {
     switch (type) {
-    case SQLITE_INTEGER: return SRV_OID_INT8;
-    case SQLITE_FLOAT: return SRV_OID_FLOAT8;
-    case SQLITE_BLOB: return SRV_OID_BYTEA;
-    default: return SRV_OID_TEXT;
+    case SQLITE_INTEGER: return PG_OID_INT8;
+    case SQLITE_FLOAT: return PG_OID_FLOAT8;
+    case SQLITE_BLOB: return PG_OID_BYTEA;
+    default: return PG_OID_TEXT;
     }
 }
 
@@ -608,7 +615,7 @@ static const char *cell_text(sqlite3_stmt *st, int i, uint32_t oid, char *tmp, s
     case SQLITE_NULL:
         return NULL;
     case SQLITE_INTEGER:
-        if (oid == SRV_OID_BOOL)
+        if (oid == PG_OID_BOOL)
             snprintf(tmp, n, "%s", sqlite3_column_int64(st, i) ? "t" : "f");
         else
             snprintf(tmp, n, "%lld", (long long)sqlite3_column_int64(st, i));
@@ -637,7 +644,7 @@ static const char *cell_text(sqlite3_stmt *st, int i, uint32_t oid, char *tmp, s
     default: {
         const char *s = (const char *)sqlite3_column_text(st, i);
         *len = sqlite3_column_bytes(st, i);
-        if (oid == SRV_OID_BOOL && s && (!strcmp(s, "1") || !strcmp(s, "0"))) {
+        if (oid == PG_OID_BOOL && s && (!strcmp(s, "1") || !strcmp(s, "0"))) {
             *len = 1;
             return s[0] == '1' ? "t" : "f";
         }
@@ -672,7 +679,7 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
         goto done;
     }
     if (sqlite3_bind_parameter_count(st) > n_params) {
-        werr(err, "42P02", 0, "there is no parameter $%d", sqlite3_bind_parameter_count(st));
+        werr(err, SQLSTATE_UNDEFINED_PARAMETER, 0, "there is no parameter $%d", sqlite3_bind_parameter_count(st));
         goto done;
     }
     for (int i = 0; i < n_params; i++) {
@@ -680,8 +687,8 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
             sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_TRANSIENT);
     }
     int n = sqlite3_column_count(st);
-    if (n > 1600) {
-        werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "target lists can have at most 1600 entries");
+    if (n > WEIR_MAX_COLUMNS) {
+        werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "target lists can have at most %d entries", WEIR_MAX_COLUMNS);
         goto done;
     }
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)(n + 1));
@@ -690,7 +697,7 @@ int pgcat_query(Engine *e, Session *s, const char *sql, int len, int n_params, c
     for (int i = 0; i < n; i++) {
         const char *decl = sqlite3_column_decltype(st, i);
         typed[i] = decl != NULL;
-        oids[i] = decl ? pgcat_decltype_oid(decl) : SRV_OID_TEXT;
+        oids[i] = decl ? pgcat_decltype_oid(decl) : PG_OID_TEXT;
         const char *cn = sqlite3_column_name(st, i);
         names[i] = sqlite3_column_origin_name(st, i) || is_alias(lite, cn) ? cn : column_name(cn, a);
     }

@@ -14,6 +14,7 @@
  * pgcatalog.c turns into the error's code.
  */
 #include "pgcatalog_int.h"
+#include "pg_oids.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -662,10 +663,11 @@ static const struct {
     int oid;
     const char *name;
 } TYPE_FORMATS[] = {
-    {16, "boolean"}, {18, "\"char\""}, {20, "bigint"}, {21, "smallint"}, {23, "integer"},
-    {700, "real"}, {701, "double precision"}, {1043, "character varying"}, {1042, "character"},
-    {1114, "timestamp without time zone"}, {1184, "timestamp with time zone"},
-    {1083, "time without time zone"},
+    {PG_OID_BOOL, "boolean"}, {PG_OID_CHAR, "\"char\""}, {PG_OID_INT8, "bigint"}, {PG_OID_INT2, "smallint"},
+    {PG_OID_INT4, "integer"}, {PG_OID_FLOAT4, "real"}, {PG_OID_FLOAT8, "double precision"},
+    {PG_OID_VARCHAR, "character varying"}, {PG_OID_BPCHAR, "character"},
+    {PG_OID_TIMESTAMP, "timestamp without time zone"}, {PG_OID_TIMESTAMPTZ, "timestamp with time zone"},
+    {PG_OID_TIME, "time without time zone"},
 };
 
 static void fn_format_type(sqlite3_context *cx, int n, sqlite3_value **v)
@@ -675,7 +677,7 @@ static void fn_format_type(sqlite3_context *cx, int n, sqlite3_value **v)
         return;
     }
     int oid = sqlite3_value_int(v[0]);
-    if (oid == 1700 && n > 1 && sqlite3_value_type(v[1]) != SQLITE_NULL && sqlite3_value_int(v[1]) >= 4) {
+    if (oid == PG_OID_NUMERIC && n > 1 && sqlite3_value_type(v[1]) != SQLITE_NULL && sqlite3_value_int(v[1]) >= 4) {
         /* numeric's typmod is ((precision << 16) | scale) + 4, as in Postgres. */
         int tm = sqlite3_value_int(v[1]) - 4;
         char buf[48];

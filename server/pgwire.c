@@ -32,6 +32,9 @@
 #include "fault.h"
 #include "pgbinary.h"
 #include "utf8.h"
+#include "log.h"
+#include "pg_oids.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -661,12 +664,12 @@ void srv_result_capture_free(SrvResult *r)
 static int oid_typlen(uint32_t oid)
 {
     switch (oid) {
-    case SRV_OID_BOOL: return 1;
-    case SRV_OID_INT2: return 2;
-    case SRV_OID_INT4: case SRV_OID_FLOAT4: case SRV_OID_DATE: return 4;
-    case SRV_OID_INT8: case SRV_OID_FLOAT8: case SRV_OID_TIMESTAMP:
-    case SRV_OID_TIMESTAMPTZ: return 8;
-    case SRV_OID_INTERVAL: return 16;
+    case PG_OID_BOOL: return 1;
+    case PG_OID_INT2: return 2;
+    case PG_OID_INT4: case PG_OID_FLOAT4: case PG_OID_DATE: return 4;
+    case PG_OID_INT8: case PG_OID_FLOAT8: case PG_OID_TIMESTAMP:
+    case PG_OID_TIMESTAMPTZ: return 8;
+    case PG_OID_INTERVAL: return 16;
     default: return -1;
     }
 }
@@ -707,7 +710,7 @@ static int result_formats(SrvResult *r, int n_cols, const uint32_t *type_oids)
     r->binary = xcalloc((size_t)n_cols + 1, sizeof *r->binary);
     r->oids = xcalloc((size_t)n_cols + 1, sizeof *r->oids);
     for (int i = 0; i < n_cols; i++) {
-        uint32_t oid = type_oids ? type_oids[i] : SRV_OID_TEXT;
+        uint32_t oid = type_oids ? type_oids[i] : PG_OID_TEXT;
         r->oids[i] = oid;
         r->binary[i] = r->rfmt[r->n_rfmt == 1 ? 0 : i] == 1;
         if (r->binary[i] && !pgbin_result_supported(oid)) {
@@ -742,7 +745,7 @@ void srv_result_columns(SrvResult *r, int n_cols, const char *const *names,
     msg_begin(c, 'T');
     put_i16(c, n_cols);
     for (int i = 0; i < n_cols; i++) {
-        uint32_t oid = type_oids ? type_oids[i] : SRV_OID_TEXT;
+        uint32_t oid = type_oids ? type_oids[i] : PG_OID_TEXT;
         put_str(c, names && names[i] ? names[i] : "?column?");
         put_i32(c, 0);                  /* table OID */
         put_i16(c, 0);                  /* column number */
@@ -875,7 +878,7 @@ void srv_result_notice(SrvResult *r, const char *msg)
     }
     WError e;
     werr_clear(&e);
-    werr(&e, "00000", 0, "%s", msg ? msg : "");
+    werr(&e, SQLSTATE_SUCCESSFUL_COMPLETION, 0, "%s", msg ? msg : "");
     send_error_fields(r->c, 'N', "NOTICE", &e);
 }
 
@@ -1074,7 +1077,7 @@ static int authenticate(SrvConn *c)
         goto out;
     }
     if (strcmp(mech, "SCRAM-SHA-256") != 0) {
-        fatal(c, "28000", "client selected an invalid SASL authentication mechanism");
+        fatal(c, SQLSTATE_INVALID_AUTHORIZATION, "client selected an invalid SASL authentication mechanism");
         goto out;
     }
     if (crypto_scram_first(ss, (const char *)first, (size_t)n, &msg, &err) < 0) {
@@ -1094,9 +1097,9 @@ static int authenticate(SrvConn *c)
     }
     if (ok == 0) {
         /* Logged, as Postgres does, so that failed logins can be seen. */
-        fprintf(stderr, "weir: password authentication failed for user \"%s\" from %s%s\n", c->user, c->peer,
+        wlog_warn("pgwire", "password authentication failed for user \"%s\" from %s%s", c->user, c->peer,
                 known ? "" : " (no such user, or no password)");
-        fatal(c, "28P01", "password authentication failed for user \"%s\"", c->user);
+        fatal(c, SQLSTATE_INVALID_PASSWORD, "password authentication failed for user \"%s\"", c->user);
         goto out;
     }
     send_auth(c, 12, msg.data, msg.len);       /* AuthenticationSASLFinal */
@@ -1139,7 +1142,7 @@ static int startup_params(SrvConn *c, int minor)
     if (!rd_done(&rd))
         return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid startup packet layout");
     if (!user || !user[0])
-        return fatal(c, "28000", "no PostgreSQL user name specified in startup packet");
+        return fatal(c, SQLSTATE_INVALID_AUTHORIZATION, "no PostgreSQL user name specified in startup packet");
     c->user = xstrdup(user);
     c->database = xstrdup(db && db[0] ? db : user);
     c->app_name = xstrdup(app);
@@ -1209,7 +1212,7 @@ static int conn_startup(SrvConn *c)
         break;
     }
     if (take_slot(c) < 0)
-        return fatal(c, "53300", "sorry, too many clients already");
+        return fatal(c, SQLSTATE_TOO_MANY_CONNECTIONS, "sorry, too many clients already");
     if (authenticate(c) < 0)
         return -1;
 
@@ -1320,7 +1323,7 @@ static int on_parse(SrvConn *c)
     if (bad_encoding(sql, &bad))
         return ext_error(c, SQLSTATE_BAD_ENCODING, "invalid byte sequence for encoding \"UTF8\": 0x%02x", bad);
     if (name[0] && *stmt_find(c, name))
-        return ext_error(c, "42P05", "prepared statement \"%s\" already exists", name);
+        return ext_error(c, SQLSTATE_DUPLICATE_PREPARED_STATEMENT, "prepared statement \"%s\" already exists", name);
     stmt_drop(c, "");
     if (c->n_objects >= MAX_OBJECTS)
         return ext_error(c, SQLSTATE_PROGRAM_LIMIT,
@@ -1359,7 +1362,7 @@ static char *param_to_text(SrvConn *c, int idx, uint32_t oid, int fmt,
 {
     WError e;
     werr_clear(&e);
-    char *s = pgbin_param_to_text(idx, fmt == 0 ? SRV_OID_TEXT : oid, v, len, &e);
+    char *s = pgbin_param_to_text(idx, fmt == 0 ? PG_OID_TEXT : oid, v, len, &e);
     if (!s) {
         send_error_fields(c, 'E', "ERROR", &e);
         c->skip_till_sync = true;
@@ -1403,7 +1406,7 @@ static int on_bind(SrvConn *c)
     int n_done = 0;
     Stmt *s = *stmt_find(c, stmt);
     if (!s) {
-        ext_error(c, "26000", "prepared statement \"%s\" does not exist", stmt);
+        ext_error(c, SQLSTATE_INVALID_SQL_STATEMENT_NAME, "prepared statement \"%s\" does not exist", stmt);
         goto out;
     }
     if (n_pfmt > 1 && n_pfmt != n_params) {
@@ -1425,7 +1428,7 @@ static int on_bind(SrvConn *c)
         }
     }
     if (portal[0] && *portal_find(c, portal)) {
-        ext_error(c, "42P03", "portal \"%s\" already exists", portal);
+        ext_error(c, SQLSTATE_DUPLICATE_CURSOR, "portal \"%s\" already exists", portal);
         goto out;
     }
     portal_drop(c, "");
@@ -1510,11 +1513,11 @@ static int on_describe(SrvConn *c)
     if (kind == 'S') {
         Stmt *s = *stmt_find(c, name);
         if (!s)
-            return ext_error(c, "26000", "prepared statement \"%s\" does not exist", name);
+            return ext_error(c, SQLSTATE_INVALID_SQL_STATEMENT_NAME, "prepared statement \"%s\" does not exist", name);
         msg_begin(c, 't');
         put_i16(c, s->n_params);
         for (int i = 0; i < s->n_params; i++)
-            put_i32(c, (int32_t)(s->types[i] ? s->types[i] : SRV_OID_TEXT));
+            put_i32(c, (int32_t)(s->types[i] ? s->types[i] : PG_OID_TEXT));
         msg_end(c);
         const char **nulls = xcalloc((size_t)s->n_params + 1, sizeof *nulls);
         describe_rows(c, s->sql, s->n_params, nulls, NULL);
@@ -1522,7 +1525,7 @@ static int on_describe(SrvConn *c)
     } else {
         Portal *p = *portal_find(c, name);
         if (!p)
-            return ext_error(c, "34000", "portal \"%s\" does not exist", name);
+            return ext_error(c, SQLSTATE_INVALID_CURSOR_NAME, "portal \"%s\" does not exist", name);
         describe_rows(c, p->sql, p->n_params, (const char *const *)p->params, p);
     }
     return 0;
@@ -1568,7 +1571,7 @@ static int on_execute(SrvConn *c)
         return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Execute message");
     Portal *p = *portal_find(c, name);
     if (!p)
-        return ext_error(c, "34000", "portal \"%s\" does not exist", name);
+        return ext_error(c, SQLSTATE_INVALID_CURSOR_NAME, "portal \"%s\" does not exist", name);
     if (query_is_empty(p->sql)) {
         send_simple(c, 'I');
         return 0;
@@ -1671,7 +1674,7 @@ static int dispatch(SrvConn *c, int type)
     case 'X':
         return -1;
     case 'F':
-        send_error_fields(c, 'E', "ERROR", &(WError){.set = true, .sqlstate = "0A000",
+        send_error_fields(c, 'E', "ERROR", &(WError){.set = true, .sqlstate = SQLSTATE_NOT_SUPPORTED,
                                                      .msg = "function call protocol is not supported"});
         send_ready(c);
         return 0;
@@ -1704,9 +1707,9 @@ static void conn_serve(SrvConn *c)
             while (n < 0 && errno == EINTR);
             if (n == 0) {
                 if (in_transaction(c))
-                    fatal(c, "25P03", "terminating connection due to idle-in-transaction timeout");
+                    fatal(c, SQLSTATE_IDLE_IN_TRANSACTION_SESSION_TIMEOUT, "terminating connection due to idle-in-transaction timeout");
                 else
-                    fatal(c, "57P05", "terminating connection due to idle-session timeout");
+                    fatal(c, SQLSTATE_IDLE_SESSION_TIMEOUT, "terminating connection due to idle-session timeout");
                 break;
             }
         }
@@ -1737,7 +1740,7 @@ static void conn_serve(SrvConn *c)
             break;
     }
     if (atomic_load(&c->terminate) && !c->dead)
-        fatal(c, "57P01", "terminating connection due to administrator command");
+        fatal(c, SQLSTATE_ADMIN_SHUTDOWN, "terminating connection due to administrator command");
 out:
     conn_flush(c);
     if (c->sess_open) {
@@ -1921,12 +1924,10 @@ static void refuse_start(SrvServer *s, int fd)
         close(fd);
         return;
     }
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
     Refusing *r = &s->refusing[s->n_refusing++];
     memset(r, 0, sizeof *r);
     r->fd = fd;
-    r->deadline_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + REFUSE_MS;
+    r->deadline_ms = clock_mono_ms() + REFUSE_MS;
 }
 
 /* Reads what socket i has; returns after answering or when it would block. */
@@ -1990,9 +1991,7 @@ static void refuse_step(SrvServer *s, int i)
 /* Closes refusals past their deadline (all of them when stopping). */
 static void refuse_expire(SrvServer *s, bool all)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    int64_t ms = clock_mono_ms();
     for (int i = s->n_refusing - 1; i >= 0; i--)
         if (all || ms >= s->refusing[i].deadline_ms)
             refuse_close(s, i);

@@ -27,24 +27,11 @@
 #include "buf.h"
 #include "error.h"
 
-/* Type OIDs the server knows the width of (RowDescription typlen) and can
- * decode in binary Bind parameters. Any other OID is passed through as-is. */
-#define SRV_OID_BOOL        16
-#define SRV_OID_BYTEA       17
-#define SRV_OID_INT8        20
-#define SRV_OID_INT2        21
-#define SRV_OID_INT4        23
-#define SRV_OID_TEXT        25
-#define SRV_OID_FLOAT4      700
-#define SRV_OID_FLOAT8      701
-#define SRV_OID_UNKNOWN     705
-#define SRV_OID_VARCHAR     1043
-#define SRV_OID_DATE        1082
-#define SRV_OID_TIMESTAMP   1114
-#define SRV_OID_TIMESTAMPTZ 1184
-#define SRV_OID_INTERVAL    1186
-#define SRV_OID_NUMERIC     1700
-#define SRV_OID_JSONB       3802
+/* Type OIDs: common/pg_oids.h (PG_OID_*). The server knows the width
+ * (RowDescription typlen) of those pgwire.c's type_len lists and decodes
+ * binary Bind parameters of those pgbinary.c lists; any other OID is passed
+ * through as-is. */
+#include "pg_oids.h"
 
 /*
  * SrvResult: the response being written to one client for one engine call.

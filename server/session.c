@@ -27,6 +27,11 @@
 #include "pgcatalog.h"
 #include "numeric.h"
 #include "row.h"
+#include "arena.h"
+#include "clock.h"
+#include "log.h"
+#include "pg_oids.h"
+#include "weir_limits.h"
 
 /* ---- settings ------------------------------------------------------------------ */
 
@@ -178,20 +183,13 @@ static void setting_set(Session *s, const char *name, const char *value)
     s->n_settings++;
 }
 
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 void *session_open(void *ctx, const char *user, const char *database, WError *err)
 {
     Session *s = xcalloc(1, sizeof *s);
     Engine *e = ctx;
     s->e = e;
     s->user = xstrdup(user ? user : "weir");
-    s->started_us = wall_us();
+    s->started_us = clock_wall_us();
     pthread_mutex_lock(&e->lock);
     s->next = e->sessions;
     e->sessions = s;
@@ -213,8 +211,8 @@ static void session_activity(Session *s, const char *sql, SrvResult *out)
         free(s->query);
         /* Other sessions read this: never show a password (CREATE/ALTER USER). */
         s->query = strcasestr(sql, "password") ? xstrdup("<not shown: the statement mentions a password>")
-                                               : strndup(sql, 1024);
-        s->query_start_us = wall_us();
+                                               : xstrndup(sql, 1024);
+        s->query_start_us = clock_wall_us();
     }
     s->active = sql != NULL;
     pthread_mutex_unlock(&s->e->lock);
@@ -262,7 +260,7 @@ const char *cmd_kind_word(CatKind k)
 
 void cmd_one_text_column(SrvResult *out, const char *name)
 {
-    uint32_t oid = SRV_OID_TEXT;
+    uint32_t oid = PG_OID_TEXT;
     srv_result_columns(out, 1, &name, &oid);
 }
 
@@ -304,7 +302,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
         if (!o)
             return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "relation \"%s\" does not exist", sh->name ? sh->name : "");
         const char *names[2] = {"Name", "Create Sql"};
-        uint32_t oids[2] = {SRV_OID_TEXT, SRV_OID_TEXT};
+        uint32_t oids[2] = {PG_OID_TEXT, PG_OID_TEXT};
         srv_result_columns(out, 2, names, oids);
         /* A source changed by ALTER SOURCE shows both statements. */
         Buf both = BUF_INIT;
@@ -318,7 +316,7 @@ static int show(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     }
     if (!strcasecmp(w, "all")) {
         const char *names[2] = {"name", "setting"};
-        uint32_t oids[2] = {SRV_OID_TEXT, SRV_OID_TEXT};
+        uint32_t oids[2] = {PG_OID_TEXT, PG_OID_TEXT};
         srv_result_columns(out, 2, names, oids);
         for (size_t i = 0; i < sizeof SETTINGS / sizeof SETTINGS[0]; i++) {
             const char *v[2] = {SETTINGS[i].name, setting_get(s, SETTINGS[i].name)};
@@ -393,7 +391,7 @@ static int set(Session *s, const AstStmt *st, bool reset, SrvResult *out, WError
 static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, bool describe_only, SrvResult *out,
                      WError *err)
 {
-    char *text = strndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
+    char *text = xstrndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
     int rc = 0;
     if (describe_only && st->kind != STMT_SELECT && st->kind != STMT_ANALYZE_LATENESS && st->kind != STMT_VERIFY) {
         free(text);
@@ -631,7 +629,7 @@ static int cluster_route(Engine *e, const AstStmt *st, int n_params, WError *err
  * the outcome of applying it here. Lock NOT held. Returns 0, or -1 with err. */
 static int cluster_run(Session *s, const char *sql, const AstStmt *st, SrvResult *out, WError *err)
 {
-    char *text = strndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
+    char *text = xstrndup(sql + st->text_start, (size_t)(st->text_end - st->text_start));
     const char *keys[CLUSTER_MAX_SETTINGS], *vals[CLUSTER_MAX_SETTINGS];
     int n = 0;
     /* The settings that shape how a statement is planned or its values read. */
@@ -704,7 +702,7 @@ int session_apply(Engine *e, const char *user, const char *sql, int n_settings, 
     e->dirty = true;
     WError cerr = {0};
     if (engine_checkpoint(e, &cerr))
-        fprintf(stderr, "weir: cluster: checkpoint after catalog offset %lld failed: %s\n",
+        wlog_error("cluster", "checkpoint after catalog offset %lld failed: %s",
                 (long long)catalog_next - 1, cerr.msg);
     pthread_mutex_unlock(&e->lock);
     session_close(e, s);
@@ -735,7 +733,7 @@ static int run_weir(Session *s, const char *sql, bool describe_only, int n_param
     for (int i = 0; i < n_ph; i++) {
         int k = ph[i]->param_no;
         if (params && (k < 1 || k > n_params)) {
-            werr(&err, "42P02", ph[i]->pos + pos_offset, "there is no parameter $%d", k);
+            werr(&err, SQLSTATE_UNDEFINED_PARAMETER, ph[i]->pos + pos_offset, "there is no parameter $%d", k);
             srv_result_error(out, &err);
             arena_free(a);
             return -1;
@@ -813,7 +811,7 @@ static void run_all(Session *s, const char *sql, bool describe_only, int n_param
                 return;
             }
         } else {
-            char *piece = strndup(sql + starts[i], (size_t)(ends[i] - starts[i]));
+            char *piece = xstrndup(sql + starts[i], (size_t)(ends[i] - starts[i]));
             int rc = run_weir(s, piece, describe_only, n_params, params, starts[i], out);
             free(piece);
             if (rc)

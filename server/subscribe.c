@@ -227,7 +227,7 @@ int view_snapshot(Engine *e, CatObj *v, RtRowFn fn, void *arg, WError *err)
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
     if (!v->flow.df)
-        return werr(err, "55000", 0, "materialized view \"%s\" is not running", v->name);
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "materialized view \"%s\" is not running", v->name);
     /* The snapshot is the ad hoc query SELECT * FROM "v": the same rows, in
      * the same text form, as a client would get. */
     Buf sql = BUF_INIT;
@@ -314,7 +314,7 @@ static int open_sub(Engine *e, CatObj *v, bool snapshot, Subscription **out, WEr
     if (v->kind != CAT_VIEW && v->kind != CAT_TABLE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
     if (!v->flow.df)
-        return werr(err, "55000", 0, "materialized view \"%s\" is not running", v->name);
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "materialized view \"%s\" is not running", v->name);
     Subscription *s = xcalloc(1, sizeof *s);
     s->e = e;
     s->view = v;
@@ -395,7 +395,7 @@ static int open_after(Engine *e, CatObj *v, uint64_t after, bool upsert, Subscri
         pthread_mutex_unlock(&h->mu);
     }
     if (!kept)
-        return werr(err, "55000", 0, "cannot resume \"%s\" after epoch %llu: its changes since are not retained",
+        return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "cannot resume \"%s\" after epoch %llu: its changes since are not retained",
                     v->name, (unsigned long long)after),
                werr_hint(err, "weir keeps the last %d changes of a view from its first subscriber on, not across "
                               "restarts or a SWAP; subscribe with a snapshot.", SUB_HISTORY), -1;
@@ -444,7 +444,7 @@ static int upsert_key(CatObj *v, SubSchema *sc, const int *vis, WError *err)
         sc->key[sc->n_key++] = at;
     }
     if (sc->n_key == 0)
-        return werr(err, "42P10", 0, "envelope 'upsert' needs a key, and \"%s\" has none", v->name),
+        return werr(err, SQLSTATE_INVALID_COLUMN_REFERENCE, 0, "envelope 'upsert' needs a key, and \"%s\" has none", v->name),
                werr_hint(err, "A view's key is its GROUP BY columns (or a table's PRIMARY KEY); subscribe to this "
                               "one with diffs."), -1;
     sc->upsert = true;
@@ -534,7 +534,7 @@ void subs_view_stopped(Engine *e, CatObj *v)
         pthread_mutex_lock(&s->mu);
         if (!s->ended) {
             s->ended = true;
-            werr(&s->end_err, "55000", 0, "materialized view \"%s\" stopped (dropped, or its dataflow failed)",
+            werr(&s->end_err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "materialized view \"%s\" stopped (dropped, or its dataflow failed)",
                  s->schema.view);
         }
         pthread_cond_broadcast(&s->cond);

@@ -28,6 +28,7 @@
 #include "cluster.h"
 #include "group.h"
 #include "commands.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,9 +147,7 @@ static const CatRelation *cluster(Engine *e, Arena *a)
     int n = cluster_nodes(e->cluster, &nodes, &end);
     nodes[0].catalog_next = e->catalog_next; /* with the digest, under the engine lock */
     nodes[0].catalog_digest = cluster_catalog_digest(e);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    int64_t now = clock_wall_us();
     for (int i = 0; i < n; i++) {
         const ClusterNode *nd = &nodes[i];
         bool stopped = !nd->self && !strcmp(nd->state, "stopped");
@@ -340,13 +339,6 @@ static Value ts_or_null(int64_t t)
     return t == TS_MINUS_INF ? value_null(TYPE_TIMESTAMP) : value_int(TYPE_TIMESTAMP, t);
 }
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static const CatRelation *watermarks(Engine *e, Arena *a)
 {
     static const char *names[] = {"view", "source", "partition", "watermark", "max_event_time",
@@ -356,7 +348,7 @@ static const CatRelation *watermarks(Engine *e, Arena *a)
     enum { MAX_PARTS = 4096 };
     SysBuild b = {a, sys_new(a, "weir_watermarks", 9, names, types), 0};
     RtPartitionWatermark *pw = arena_alloc(a, sizeof *pw * MAX_PARTS);
-    int64_t now = now_us();
+    int64_t now = clock_wall_us();
     CAT_FOREACH(e->cat, CAT_ANY, o) {
         if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || !o->flow.df || o->view.late_of)
             continue;

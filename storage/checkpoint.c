@@ -20,6 +20,7 @@
 
 #include "arena.h"
 #include "fault.h"
+#include "clock.h"
 
 typedef struct CkTable {
     StorTable *t;
@@ -441,17 +442,10 @@ static void ck_free(StorCheckpoint *ck, bool committed)
     free(ck);
 }
 
-static uint64_t now_usec(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 int stor_checkpoint_write(StorCheckpoint *ck, WError *err)
 {
     StorEnv *env = ck->env;
-    uint64_t t0 = now_usec();
+    uint64_t t0 = clock_mono_us();
     /* Tables in id order: each table's rows are a contiguous key range. */
     if (ck->n_tabs > 1)
         qsort(ck->tabs, ck->n_tabs, sizeof *ck->tabs, cktab_cmp);
@@ -466,7 +460,7 @@ int stor_checkpoint_write(StorCheckpoint *ck, WError *err)
         env->stats.last_epoch = ck->epoch;
         env->stats.last_commit_bytes = ck->payload;
         env->stats.last_commit_rows = ck->n_rows;
-        env->stats.last_commit_usec = now_usec() - t0;
+        env->stats.last_commit_usec = clock_mono_us() - t0;
         env->stats.n_checkpoints++;
         pthread_mutex_unlock(&env->mu);
         ck->written = true;

@@ -37,8 +37,9 @@
 #include "buf.h"
 #include "error.h"
 
-#define STOR_SQLSTATE_DISK_FULL      "53100"
-#define STOR_SQLSTATE_OBJECT_IN_USE  "55006"
+/* Storage's names for two codes of error.h's list. */
+#define STOR_SQLSTATE_DISK_FULL      SQLSTATE_DISK_FULL
+#define STOR_SQLSTATE_OBJECT_IN_USE  SQLSTATE_OBJECT_IN_USE
 
 /* Longest user key in a state table, longest metadata name, longest
  * catalog name (LMDB's key limit minus the 8-byte table-id prefix). */

@@ -34,6 +34,7 @@
 
 #include "arena.h"
 #include "fault.h"
+#include "log.h"
 
 enum { EMPTY = 0, CLEAN, ABSENT, DIRTY_PUT, DIRTY_DEL };
 
@@ -254,7 +255,7 @@ static Ent *slots_new(size_t n)
          * (on a heap block it would stay on that memory after the free). */
         s = mmap(NULL, slots_bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (s == MAP_FAILED) {
-            fprintf(stderr, "weir: out of memory (%zu bytes for a state table's map)\n", slots_bytes(n));
+            wlog_error("table", "out of memory (%zu bytes for a state table's map)", slots_bytes(n));
             abort();
         }
         (void)madvise(s, slots_bytes(n), MADV_HUGEPAGE);

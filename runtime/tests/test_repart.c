@@ -36,15 +36,9 @@
 #include "numeric.h"
 #include "repart.h"
 #include "tap.h"
+#include "clock.h"
 
 #define TIMEOUT_MS 10000
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static uint64_t mix(uint64_t x)
 {
@@ -226,9 +220,9 @@ static int start_broker(const char *bin)
 static long drain(RtRepartReader *r, Chunk *c, long records, int wait_ms)
 {
     long got = 0;
-    int64_t end = now_ms() + wait_ms;
+    int64_t end = clock_mono_ms() + wait_ms;
     WError e = {0};
-    while (got < records && now_ms() < end) {
+    while (got < records && clock_mono_ms() < end) {
         int n = rt_repart_reader_poll(r, 100, c, &e);
         if (n < 0) {
             diag("poll: %s: %s", e.sqlstate, e.msg);
@@ -485,7 +479,7 @@ static void prod_start(Prod *p, int t, uint64_t *rng)
     p->out = fd[0];
     p->line_len = 0;
     *rng = mix(*rng);
-    p->kill_at = *rng % 4 && kills_left-- > 0 ? now_ms() + 20 + (int64_t)(*rng >> 8) % 400 : 0;
+    p->kill_at = *rng % 4 && kills_left-- > 0 ? clock_mono_ms() + 20 + (int64_t)(*rng >> 8) % 400 : 0;
 }
 
 static void prod_read(Prod *p)
@@ -547,8 +541,8 @@ static void test_kill_replay(uint64_t seed)
     rt_repart_reader_position_save(r, &saved);
     memcpy(saved_seen, seen, sizeof seen);
     Arena *a = arena_new(0);
-    int64_t deadline = now_ms() + 90000;
-    int64_t next_restore = now_ms() + 300 + (int64_t)(rng % 600);
+    int64_t deadline = clock_mono_ms() + 90000;
+    int64_t next_restore = clock_mono_ms() + 300 + (int64_t)(rng % 600);
     bool failed = false;
     for (;;) {
         Chunk *d = chunk_new(a, 4, ROW_TYPES, 512);
@@ -569,7 +563,7 @@ static void test_kill_replay(uint64_t seed)
             all_done = false;
             prod_read(p);
             int st;
-            if (p->kill_at && now_ms() >= p->kill_at) {
+            if (p->kill_at && clock_mono_ms() >= p->kill_at) {
                 kill(p->pid, SIGKILL);
                 waitpid(p->pid, &st, 0);
                 prod_read(p);
@@ -596,7 +590,7 @@ static void test_kill_replay(uint64_t seed)
         }
         if (failed)
             break;
-        if (now_ms() >= next_restore) {
+        if (clock_mono_ms() >= next_restore) {
             rng = mix(rng);
             if (events++ % 2 == 0) {
                 /* Take a checkpoint of the reader now (every other time). */
@@ -617,14 +611,14 @@ static void test_kill_replay(uint64_t seed)
                 memcpy(seen, saved_seen, sizeof seen);
                 restores++;
             }
-            next_restore = now_ms() + 200 + (int64_t)(rng >> 8) % 800;
+            next_restore = clock_mono_ms() + 200 + (int64_t)(rng >> 8) % 800;
         }
         /* Every task's last run sent +infinity after all its rows (the rows
          * before its start were delivered before it began), so a watermark
          * of +infinity means every row has been read. */
         if (all_done && rt_repart_reader_watermark(r) == TS_PLUS_INF)
             break;
-        if (now_ms() > deadline) {
+        if (clock_mono_ms() > deadline) {
             diag("timed out: watermark %" PRId64, rt_repart_reader_watermark(r));
             failed = true;
             break;
@@ -796,7 +790,7 @@ static void test_deleted_records(void)
     rt_repart_reader_position_restore(r, pos.data, pos.len, &e);
     werr_clear(&e);
     int n = 0;
-    for (int64_t end = now_ms() + TIMEOUT_MS; n >= 0 && now_ms() < end;) {
+    for (int64_t end = clock_mono_ms() + TIMEOUT_MS; n >= 0 && clock_mono_ms() < end;) {
         d->n_rows = 0;
         n = rt_repart_reader_poll(r, 100, d, &e);
     }

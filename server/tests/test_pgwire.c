@@ -18,6 +18,8 @@
 #include "crypto.h"
 #include "pgwire.h"
 #include "tap.h"
+#include "arena.h"
+#include "pg_oids.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,7 +44,7 @@ static void *f_open(void *ctx, const char *user, const char *db, WError *err)
         return NULL;
     }
     atomic_fetch_add(&n_open, 1);
-    return strdup(user);
+    return xstrdup(user);
 }
 
 static void f_close(void *ctx, void *sess)
@@ -67,7 +69,7 @@ static int run_one(const char *st, int n_params, const char *const *params, bool
     if (strncmp(st, "SELECT ", 7) == 0) {
         long n = atol(st + 7);
         const char *names[] = {"n"};
-        uint32_t oids[] = {SRV_OID_INT4};
+        uint32_t oids[] = {PG_OID_INT4};
         srv_result_columns(out, 1, names, oids);
         if (describe)
             return 0;
@@ -164,7 +166,7 @@ static int run_one(const char *st, int n_params, const char *const *params, bool
 
 static void f_query(void *ctx, void *sess, const char *sql, SrvResult *out)
 {
-    char *copy = strdup(sql), *save = NULL;
+    char *copy = xstrdup(sql), *save = NULL;
     for (char *st = strtok_r(copy, ";", &save); st; st = strtok_r(NULL, ";", &save)) {
         while (*st == ' ' || *st == '\n')
             st++;
