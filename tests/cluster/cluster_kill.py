@@ -172,11 +172,15 @@ def main():
     finally:
         for n in nodes:
             n.stop()
-        if broker.poll() is None:
+        died = broker.poll() is not None
+        if not died:
             broker.terminate()
             broker.wait(10)
         if tap.failed:
             print("# FAILED with --seed %d --rows %d" % (args.seed, args.rows))
+            print("# ---- the broker's log%s" % (" (it died during the run)" if died else ""))
+            for line in cluster_test.broker_log(broker).splitlines():
+                print("#   " + line)
             for n in nodes:
                 print("# ---- log of node %s" % n.node_id)
                 for line in n.output().splitlines()[-20:]:

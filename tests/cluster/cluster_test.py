@@ -23,6 +23,7 @@ directory). Checks:
 Prints TAP; exits 1 if a check failed.
 """
 import argparse
+import atexit
 import os
 import re
 import shutil
@@ -52,11 +53,28 @@ def _drain(f):
         pass
 
 
+def broker_log(broker, lines=20):
+    """The last lines of a broker's stderr (start_broker), with its exit status if it stopped."""
+    try:
+        with open(broker.err_path, errors="replace") as f:
+            tail = f.read().splitlines()[-lines:]
+    except OSError:
+        tail = []
+    status = broker.poll()
+    return "\n".join(tail + (["(the broker exited with status %s)" % status] if status is not None else []))
+
+
 def start_broker(weir):
     """Starts `weir broker` on a free port: (process, "host:port"). Its output is drained from
     then on. Raises (the process stopped) when it does not say where it listens within 20 s."""
+    # Its stderr goes to a file (broker.err_path) that a failed test prints: a broker that dies
+    # (an assertion in the mock) must be visible in CI's log, not only as refused connections.
+    err = tempfile.NamedTemporaryFile(prefix="weir-broker-", suffix=".log", dir="/tmp", delete=False)
     broker = subprocess.Popen([weir, "broker", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
+                              stderr=err, text=True)
+    err.close()
+    broker.err_path = err.name
+    atexit.register(lambda path=err.name: os.path.exists(path) and os.unlink(path))
     addr = None
     deadline = time.time() + 20
     while time.time() < deadline and not addr:
@@ -65,7 +83,7 @@ def start_broker(weir):
     if not addr:
         broker.terminate()
         broker.wait(10)
-        raise RuntimeError("the broker did not start")
+        raise RuntimeError("the broker did not start: " + broker_log(broker))
     threading.Thread(target=_drain, args=(broker.stdout,), daemon=True).start()
     return broker, addr
 
