@@ -521,7 +521,107 @@ static void unsplit_materialize(PlanCtx *p, PlanView *v)
     v->changes = NULL;
 }
 
+/* ---- Key groups (planner revision 6; common/keygroup.h) ----
+ *
+ * A view's keyed state is split into G key groups: a row's group is
+ * weir_key_group(hash of its key columns, G), and every key of a keyed
+ * operator's state table begins with it (2 bytes, big-endian), so one group
+ * is one contiguous key range that storage can list, export, import and
+ * drop alone (stor_kg_*), the unit a cluster hands over. A parallel view's
+ * HASH exchanges route group kg to shard kg % P, so a shard holds whole
+ * groups and an operator's groups are the ones its exchange sent it.
+ *
+ * Keyed here: the view's materialize with a key (its key columns, the whole
+ * row of a counted view) and the unwindowed grouped aggregations (their
+ * group columns; the global phase of a two-phase one). Their key columns
+ * are those of the exchange before them when there is one (a materialize
+ * whose input is already hashed on some of its key columns: those), else
+ * the ones it would hash. Not keyed (their state keeps the layout of
+ * revision 5, EXPLAIN says nothing): state ordered by time first (windowed,
+ * pane and session aggregations close windows by scanning keys in window
+ * end order), aggregations WITH (state_ttl) (their access-time index
+ * spans every key), the local phase of a two-phase aggregation (partial
+ * rows of whatever reached the instance), keyless and table materializes,
+ * and joins, Top-N, set operations, semi and temporal joins (not yet). */
+
+int plan_key_groups_option(PlanCtx *p, const AstOption *o, WError *err)
+{
+    const char *s = o->value ? o->value : "";
+    while (*s == ' ')
+        s++;
+    long v = 0;
+    int digits = 0;
+    for (; *s >= '0' && *s <= '9'; s++, digits++)
+        if (v <= WEIR_MAX_KEY_GROUPS)
+            v = v * 10 + (*s - '0');
+    while (*s == ' ')
+        s++;
+    if (!digits || *s || v < 1)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "key_groups must be an integer from 1 to %d, not '%s'",
+                    WEIR_MAX_KEY_GROUPS, o->value ? o->value : "");
+    if (v > WEIR_MAX_KEY_GROUPS)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, o->pos, "key_groups %s exceeds the limit of %d key groups",
+                    o->value, WEIR_MAX_KEY_GROUPS),
+               werr_hint(err, "Each key group is a unit of state (and in a cluster one partition of a topic)."), -1;
+    p->key_groups = (int)v;
+    return 0;
+}
+
+/* Whether node n's operator prefixes its state keys with key groups (see above). */
+static bool kg_capable(const PlanNode *n)
+{
+    switch (n->kind) {
+    case PN_AGG:
+        return n->agg_phase != PLAN_AGG_LOCAL && n->n_group > 0 && n->win_group_idx < 0 && !n->session &&
+               !n->pane_us && !n->state_ttl_us;
+    case PN_MATERIALIZE:
+        return !n->upsert && !n->row_id_key && (n->n_keys > 0 || n->counted);
+    default:
+        return false;
+    }
+}
+
+static void assign_key_groups(PlanCtx *p, PlanView *v)
+{
+    int G = p->key_groups ? p->key_groups : WEIR_DEFAULT_KEY_GROUPS;
+    v->key_groups = G;
+    for (int i = 0; i < v->n_nodes; i++) {
+        PlanNode *n = v->nodes[i];
+        if (n->kind == PN_EXCHANGE) {
+            if (n->dist == PLAN_DIST_HASH)
+                n->key_groups = G;
+            continue;
+        }
+        if (!kg_capable(n))
+            continue;
+        Need d = need_of(p->b.a, n, 0);
+        if (d.dist != PLAN_DIST_HASH)
+            continue;
+        const PlanNode *in = n->inputs[0];
+        if (n->parallelism > 1 && in->dist == PLAN_DIST_HASH) {
+            n->n_kg_cols[0] = in->n_dist_keys;
+            n->kg_cols[0] = in->dist_keys;
+        } else {
+            n->n_kg_cols[0] = d.n;
+            n->kg_cols[0] = d.cols;
+        }
+        n->key_groups = G;
+    }
+}
+
+/* The distribution pass proper (see the file comment). */
+static int distribute(PlanCtx *p, PlanView *v, int P);
+
 int plan_distribute(PlanCtx *p, PlanView *v, int P)
+{
+    if (distribute(p, v, P))
+        return -1;
+    if (p->plan_rev >= 6)
+        assign_key_groups(p, v);
+    return 0;
+}
+
+static int distribute(PlanCtx *p, PlanView *v, int P)
 {
     Arena *a = p->b.a;
     v->parallelism = 1;
