@@ -76,7 +76,9 @@ int rt_dataflow_flush_target(RtDataflow *df, WError *err);
 bool rt_dataflow_flushed(RtDataflow *df);
 /* The view's rows: the materialize operator's table, or for a split
  * materialize (a parallel view's) a read-only handle merging its
- * instances' tables in key order (stor_table_open_merged). Every reader of
+ * instances' tables in key order (stor_table_open_merged); with key groups
+ * (planner revision 6) a read-only handle over either that hides the
+ * keys' key-group prefix (stor_table_open_grouped). Every reader of
  * a view's rows goes through this, never the root operator's table. Owned
  * by df; valid until rt_dataflow_close. */
 StorTable *rt_dataflow_view_table(RtDataflow *df);
