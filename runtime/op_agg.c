@@ -1721,6 +1721,8 @@ static int agg_push(RtOp *op, Chunk *c)
         for (int i = 0; i < a->n_group; i++)
             kv[nk++] = group[i];
         make_key(a, kv, nk);
+        if (n->key_groups && rt_kg_check(op, weir_kg_get(a->kbuf.data)))
+            return -1;
         int created;
         ByteMapEntry *e = bytemap_get(&a->touched, a->kbuf.data, a->kbuf.len, 1, &created);
         /* Once per group and chunk (now is the chunk's): before its state is read. */

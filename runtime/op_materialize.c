@@ -192,8 +192,12 @@ static int mat_push(RtOp *op, Chunk *c)
             buf_put_u8(&m->kbuf, 0x01);
             buf_append(&m->kbuf, hb, 16);
         }
-        if (n->key_groups)
-            rt_kg_prepend(&m->kbuf, rt_row_kg(vals, n->n_kg_cols[0], n->kg_cols[0], n->key_groups));
+        if (n->key_groups) {
+            int kg = rt_row_kg(vals, n->n_kg_cols[0], n->kg_cols[0], n->key_groups);
+            if (rt_kg_check(op, kg))
+                return -1;
+            rt_kg_prepend(&m->kbuf, kg);
+        }
         if (m->pending) {
             m->pending = false;
             if ((m->kbuf.len != m->pend.len || memcmp(m->kbuf.data, m->pend.data, m->pend.len)) &&

@@ -413,6 +413,19 @@ static inline int rt_row_kg(const Value *vals, int n, const int *cols, int G)
     return weir_key_group(h, G);
 }
 
+/* A split operator's row of key group kg must be at instance kg % P, where
+ * the exchange sent it (op_exchange.c): a cluster hands a key group's state
+ * over by that rule, so a row elsewhere is a routing bug, reported (XX000)
+ * rather than stored under an instance that does not own its group. */
+static inline int rt_kg_check(const RtOp *op, int kg)
+{
+    const RtCtx *rc = op->rc;
+    if (op->node->parallelism > 1 && rc->n_shards > 1 && kg % rc->n_shards != rc->shard)
+        return werr(rc->err, SQLSTATE_INTERNAL, 0, "a row of key group %d reached instance %d of %d", kg,
+                    rc->shard, rc->n_shards);
+    return 0;
+}
+
 /* Puts the 2-byte key-group prefix of group kg in front of the key in b. */
 static inline void rt_kg_prepend(Buf *b, int kg)
 {
