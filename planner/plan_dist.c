@@ -532,17 +532,19 @@ static void unsplit_materialize(PlanCtx *p, PlanView *v)
  * groups and an operator's groups are the ones its exchange sent it.
  *
  * Keyed here: the view's materialize with a key (its key columns, the whole
- * row of a counted view) and the unwindowed grouped aggregations (their
- * group columns; the global phase of a two-phase one). Their key columns
+ * row of a counted view), the unwindowed grouped aggregations (their
+ * group columns; the global phase of a two-phase one) and Top-N with a
+ * PARTITION BY (its partition columns; a windowed one too: it expires
+ * windows by a full scan, not in time order). Their key columns
  * are those of the exchange before them when there is one (a materialize
  * whose input is already hashed on some of its key columns: those), else
  * the ones it would hash. Not keyed (their state keeps the layout of
  * revision 5, EXPLAIN says nothing): state ordered by time first (windowed,
  * pane and session aggregations close windows by scanning keys in window
- * end order), aggregations WITH (state_ttl) (their access-time index
- * spans every key), the local phase of a two-phase aggregation (partial
+ * end order), aggregations and Top-N WITH (state_ttl) (their access-time
+ * index spans every key), the local phase of a two-phase aggregation (partial
  * rows of whatever reached the instance), keyless and table materializes,
- * and joins, Top-N, set operations, semi and temporal joins (not yet). */
+ * and joins, set operations, semi and temporal joins (not yet). */
 
 int plan_key_groups_option(PlanCtx *p, const AstOption *o, WError *err)
 {
@@ -576,6 +578,8 @@ static bool kg_capable(const PlanNode *n)
                !n->pane_us && !n->state_ttl_us;
     case PN_MATERIALIZE:
         return !n->upsert && !n->row_id_key && (n->n_keys > 0 || n->counted);
+    case PN_TOPN:
+        return n->n_part > 0 && !n->state_ttl_us;
     default:
         return false;
     }
