@@ -533,9 +533,11 @@ static void unsplit_materialize(PlanCtx *p, PlanView *v)
  *
  * Keyed here: the view's materialize with a key (its key columns, the whole
  * row of a counted view), the unwindowed grouped aggregations (their
- * group columns; the global phase of a two-phase one) and Top-N with a
+ * group columns; the global phase of a two-phase one), Top-N with a
  * PARTITION BY (its partition columns; a windowed one too: it expires
- * windows by a full scan, not in time order). Their key columns
+ * windows by a full scan, not in time order) and regular and interval
+ * joins with an equality key (each side's key columns; the interval join's
+ * time index stays one index across groups, op_join.c). Their key columns
  * are those of the exchange before them when there is one (a materialize
  * whose input is already hashed on some of its key columns: those), else
  * the ones it would hash. Not keyed (their state keeps the layout of
@@ -543,8 +545,9 @@ static void unsplit_materialize(PlanCtx *p, PlanView *v)
  * pane and session aggregations close windows by scanning keys in window
  * end order), aggregations and Top-N WITH (state_ttl) (their access-time
  * index spans every key), the local phase of a two-phase aggregation (partial
- * rows of whatever reached the instance), keyless and table materializes,
- * and joins, set operations, semi and temporal joins (not yet). */
+ * rows of whatever reached the instance), a join broadcasting its small
+ * side (the other side's rows stay where they are), keyless and table
+ * materializes, and set operations, semi and temporal joins (not yet). */
 
 int plan_key_groups_option(PlanCtx *p, const AstOption *o, WError *err)
 {
@@ -580,6 +583,8 @@ static bool kg_capable(const PlanNode *n)
         return !n->upsert && !n->row_id_key && (n->n_keys > 0 || n->counted);
     case PN_TOPN:
         return n->n_part > 0 && !n->state_ttl_us;
+    case PN_JOIN:
+        return n->n_join_keys > 0 && !n->state_ttl_us;
     default:
         return false;
     }
@@ -598,16 +603,26 @@ static void assign_key_groups(PlanCtx *p, PlanView *v)
         }
         if (!kg_capable(n))
             continue;
-        Need d = need_of(p->b.a, n, 0);
-        if (d.dist != PLAN_DIST_HASH)
+        /* Every input hashed (a join's two sides on their keys; a join
+         * broadcasting its small side is not keyed). */
+        bool keyed = true;
+        for (int k = 0; k < n->n_inputs && k < 2; k++) {
+            Need d = need_of(p->b.a, n, k);
+            const PlanNode *in = n->inputs[k];
+            if (d.dist != PLAN_DIST_HASH) {
+                keyed = false;
+            } else if (n->parallelism > 1 && in->dist == PLAN_DIST_HASH) {
+                n->n_kg_cols[k] = in->n_dist_keys;
+                n->kg_cols[k] = in->dist_keys;
+            } else {
+                n->n_kg_cols[k] = d.n;
+                n->kg_cols[k] = d.cols;
+            }
+        }
+        if (!keyed) {
+            n->n_kg_cols[0] = n->n_kg_cols[1] = 0;
+            n->kg_cols[0] = n->kg_cols[1] = NULL;
             continue;
-        const PlanNode *in = n->inputs[0];
-        if (n->parallelism > 1 && in->dist == PLAN_DIST_HASH) {
-            n->n_kg_cols[0] = in->n_dist_keys;
-            n->kg_cols[0] = in->dist_keys;
-        } else {
-            n->n_kg_cols[0] = d.n;
-            n->kg_cols[0] = d.cols;
         }
         n->key_groups = G;
     }
