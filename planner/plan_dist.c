@@ -537,8 +537,9 @@ static void unsplit_materialize(PlanCtx *p, PlanView *v)
  * PARTITION BY (its partition columns; a windowed one too: it expires
  * windows by a full scan, not in time order) and regular and interval
  * joins with an equality key (each side's key columns; the interval join's
- * time index stays one index across groups, op_join.c) and INTERSECT and
- * EXCEPT (the whole row). Their key columns
+ * time index stays one index across groups, op_join.c), INTERSECT and
+ * EXCEPT (the whole row) and correlated IN/EXISTS/scalar subqueries (the
+ * correlation key). Their key columns
  * are those of the exchange before them when there is one (a materialize
  * whose input is already hashed on some of its key columns: those), else
  * the ones it would hash. Not keyed (their state keeps the layout of
@@ -548,7 +549,8 @@ static void unsplit_materialize(PlanCtx *p, PlanView *v)
  * index spans every key), the local phase of a two-phase aggregation (partial
  * rows of whatever reached the instance), a join broadcasting its small
  * side (the other side's rows stay where they are), keyless and table
- * materializes, and semi and temporal joins (not yet). */
+ * materializes, uncorrelated subqueries (single), and temporal joins (not
+ * yet). */
 
 int plan_key_groups_option(PlanCtx *p, const AstOption *o, WError *err)
 {
@@ -588,6 +590,8 @@ static bool kg_capable(const PlanNode *n)
         return n->n_join_keys > 0 && !n->state_ttl_us;
     case PN_SETOP:
         return true;
+    case PN_SEMI_JOIN:
+        return n->n_join_keys > 0;
     default:
         return false;
     }
