@@ -481,6 +481,13 @@ StorTable *rt_dataflow_view_table(RtDataflow *df)
     return df->root ? df->root->table : NULL;
 }
 
+StorTable *rt_dataflow_view_store(RtDataflow *df)
+{
+    if (df->merged)
+        return df->merged;
+    return df->root ? df->root->table : NULL;
+}
+
 StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id)
 {
     for (int i = 0; i < df->n_ops; i++) {
