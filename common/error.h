@@ -36,6 +36,7 @@
 #define SQLSTATE_NOT_SUPPORTED       "0A000"
 #define SQLSTATE_PROTOCOL_VIOLATION  "08P01"
 #define SQLSTATE_INTERNAL            "XX000"
+#define SQLSTATE_DATA_CORRUPTED      "XX001"  /* data_corrupted: a record or stored value that cannot be decoded */
 #define SQLSTATE_IO_ERROR            "58030"
 #define SQLSTATE_OUT_OF_MEMORY       "53200"
 #define SQLSTATE_PROGRAM_LIMIT       "54000"

@@ -2,6 +2,7 @@
 #include "types.h"
 #include "tz.h"
 #include "numeric.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -414,19 +415,23 @@ static int interval_add_unit(Interval *iv, double n, const char *u, size_t ulen)
     for (size_t k = 0; k < sizeof IV_UNITS / sizeof IV_UNITS[0]; k++) {
         if (strlen(IV_UNITS[k].name) == ulen && strncasecmp(IV_UNITS[k].name, u, ulen) == 0) {
             double v = n * (double)IV_UNITS[k].mult;
-            if (fabs(v) > 9.2e18)
+            if (!(fabs(v) <= 9.2e18))
                 return -1;
+            /* Every sum checked: a field past its range is an error, never
+             * a wrapped value (out-of-range float-to-int is undefined). */
             if (IV_UNITS[k].kind == 0)
-                iv->usecs += (int64_t)llround(v);
-            else if (IV_UNITS[k].kind == 1) {
+                return __builtin_add_overflow(iv->usecs, (int64_t)llround(v), &iv->usecs) ? -1 : 0;
+            double whole = trunc(v);
+            if (!(fabs(whole) <= 2147483647.0))
+                return -1;
+            if (IV_UNITS[k].kind == 1) {
                 /* Fractional days spill into the time part, as in Postgres. */
-                double whole = trunc(v);
-                iv->days += (int32_t)whole;
-                iv->usecs += (int64_t)llround((v - whole) * (double)USECS_PER_DAY);
-            } else {
-                double whole = trunc(v);
-                iv->months += (int32_t)whole;
-                iv->days += (int32_t)llround((v - whole) * 30);
+                if (__builtin_add_overflow(iv->days, (int32_t)whole, &iv->days) ||
+                    __builtin_add_overflow(iv->usecs, (int64_t)llround((v - whole) * (double)USECS_PER_DAY), &iv->usecs))
+                    return -1;
+            } else if (__builtin_add_overflow(iv->months, (int32_t)whole, &iv->months) ||
+                       __builtin_add_overflow(iv->days, (int32_t)llround((v - whole) * 30), &iv->days)) {
+                return -1;
             }
             return 0;
         }
@@ -480,6 +485,8 @@ int parse_interval(const char *s, size_t len, Interval *out)
         if (i >= len)
             break;
         if (strncasecmp(s + i, "ago", 3) == 0 && i + 3 == len) {
+            if (out->usecs == INT64_MIN || out->days == INT32_MIN || out->months == INT32_MIN)
+                return -1;
             out->usecs = -out->usecs;
             out->days = -out->days;
             out->months = -out->months;
@@ -516,8 +523,15 @@ int parse_interval(const char *s, size_t len, Interval *out)
             }
             if (np < 2)
                 return -1;
-            int64_t us = (parts[0] * 3600 + parts[1] * 60) * USECS_PER_SEC + (int64_t)llround(secs * 1e6);
-            out->usecs += sign * us;
+            /* Checked: "2700000000000:00" must be an error, not an
+             * overflow (found by fuzz_json through a source's record). */
+            double fus = secs * 1e6;
+            int64_t us, h, m;
+            if (!(fabs(fus) < 9.2e18) || __builtin_mul_overflow(parts[0], (int64_t)3600 * USECS_PER_SEC, &h) ||
+                __builtin_mul_overflow(parts[1], (int64_t)60 * USECS_PER_SEC, &m) || __builtin_add_overflow(h, m, &us) ||
+                __builtin_add_overflow(us, (int64_t)llround(fus), &us) ||
+                __builtin_add_overflow(out->usecs, sign * us, &out->usecs))
+                return -1;
             any = true;
             continue;
         }
@@ -729,8 +743,14 @@ int value_from_text(TypeId t, const char *s, size_t len, Arena *a, Value *out, W
         out->u.f = t == TYPE_FLOAT4 ? (double)(float)f : f;
         return 0;
     }
+    case TYPE_JSONB: {
+        /* As PostgreSQL's json input: the text must be one JSON value. */
+        char why[128];
+        if (json_text_check(s, len, why, sizeof why))
+            return werr(err, SQLSTATE_INVALID_TEXT, 0, "invalid input syntax for type json: %s", why);
+    }
+        /* fall through */
     case TYPE_TEXT:
-    case TYPE_JSONB:
         out->u.s.p = arena_strndup(a, s, len);
         out->u.s.len = (uint32_t)len;
         return 0;

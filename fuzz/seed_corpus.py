@@ -6,6 +6,8 @@ text after each `statement ...` / `query ...` header up to `----` or a blank
 line), with the runner's ${VARIABLES} filled in, plus deeply nested inputs
 that must end in the parser's depth limit.
 
+MODE json: Kafka JSON records for fuzz_json (no FILE needed), good and bad.
+
 MODE pgwire: the same statements as client byte streams: a StartupMessage,
 then either a simple Query or a Parse/Bind/Describe/Execute/Sync sequence
 (some with text and binary parameters), plus SSLRequest, CancelRequest,
@@ -111,6 +113,19 @@ def pgwire_inputs(stmts):
     return out
 
 
+def json_inputs():
+    """Kafka JSON records over the target's columns (k, t, j, n, ts, b, d, iv, tz): good ones of
+    every shape the decoder reads, and the bad kinds it must refuse."""
+    good = [b'{"k": 1, "t": "caf\xc3\xa9", "j": {"a": [1, 2.5, null, true]}, "n": 12.345, "ts": 1700000000000, '
+            b'"b": true, "d": -1e300, "iv": "1 day 02:00:00", "tz": "2026-01-01T00:00:03Z"}',
+            b'{"t": "\\u00e9\\ud83d\\ude00 \\n\\"", "j": "str", "n": "1e-5", "ts": "2026-01-01 00:00:01"}',
+            b'{"j": [[[[[[[[1]]]]]]]], "other": {"x": [1, {"y": null}]}}',
+            b'{"k": "42", "b": "f", "d": "NaN", "iv": "PT1H"}', b'{}']
+    bad = [b'{"t": "a\xffb"}', b'{"t": "\\ud800"}', b'{"t": "\\udc00"}', b'{"j": {"x": "\xc0\xaf"}}',
+           b'{"k": 1', b'[1, 2]', b'{"k": 5.5}', b'{"j": ' + b"[" * 70 + b"]" * 70 + b'}']
+    return good + bad
+
+
 def main():
     mode, outdir, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
     os.makedirs(outdir, exist_ok=True)
@@ -119,8 +134,10 @@ def main():
         items = [s.encode() for s in stmts + deep_inputs()]
     elif mode == "pgwire":
         items = pgwire_inputs(stmts)
+    elif mode == "json":
+        items = json_inputs()
     else:
-        sys.exit("mode must be sql or pgwire")
+        sys.exit("mode must be sql, pgwire or json")
     for i, data in enumerate(items):
         with open(os.path.join(outdir, "seed-%05d" % i), "wb") as f:
             f.write(data)

@@ -23,6 +23,7 @@
 
 #include "parse.h"
 #include "parser_int.h"
+#include "utf8.h"
 
 /* Lemon's generated entry points (parse.c). */
 void *WeirParserAlloc(void *(*malloc_fn)(size_t), ParseCtx *ctx);
@@ -191,23 +192,6 @@ static int utf8_put(char *out, unsigned long cp)
     return 4;
 }
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), or 0. */
-static int utf8_valid(const unsigned char *p, int n)
-{
-    if (p[0] < 0x80)
-        return p[0] != 0;
-    int len = p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 && p[0] < 0xE0 ? 2 : 0;
-    if (len == 0 || len > n || (p[0] >= 0xF0 && len != 4))
-        return 0;
-    for (int k = 1; k < len; k++)
-        if ((p[k] & 0xC0) != 0x80)
-            return 0;
-    if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0) || (p[0] == 0xF0 && p[1] < 0x90) ||
-        (p[0] == 0xF4 && p[1] >= 0x90))
-        return 0;
-    return len;
-}
-
 /* One backslash escape of E'...' starting at z[i] == '\\' (i + 1 < n).
  * Writes its bytes at out + *j and returns the index of its last byte, or
  * -1 after recording an error (the messages and SQLSTATEs are Postgres's). */
@@ -318,7 +302,7 @@ const char *ast_string(ParseCtx *c, Token t)
     }
     out[j] = 0;
     for (int k = 0; escaped && k < j;) {
-        int len = utf8_valid((const unsigned char *)out + k, j - k);
+        int len = utf8_seq_len((const unsigned char *)out + k, (size_t)(j - k));
         if (len == 0) {
             werr(c->err, SQLSTATE_BAD_ENCODING, 0, "invalid byte sequence for encoding \"UTF8\": 0x%02x",
                  (unsigned char)out[k]);
@@ -343,6 +327,8 @@ AstList *ast_name_list(ParseCtx *c, AstList *l, Token t)
 
 void parse_syntax_error(ParseCtx *c, Token t)
 {
+    if (parse_unsupported(c, t))
+        return; /* SQL weir lacks, not SQL that is wrong (unsupported.c) */
     if (t.n == 0) {
         werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "syntax error at end of input");
         return;

@@ -88,6 +88,10 @@ typedef struct ParseCtx {
 /* ---- builders called from grammar actions (ast.c) ------------------------ */
 
 void parse_syntax_error(ParseCtx *c, Token t);
+/* Called by parse_syntax_error: when the statement holds SQL weir does not
+ * support (yet) at or before t, records 0A000 with a hint and returns true
+ * (unsupported.c). */
+bool parse_unsupported(ParseCtx *c, Token t);
 void parse_stack_overflow(ParseCtx *c);
 void ast_stmt_done(ParseCtx *c, AstStmt *s, Token semi);
 

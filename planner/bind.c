@@ -835,6 +835,12 @@ static const char *call_signature(BindCtx *b, const char *name, int n, PlanExpr 
 
 static PlanExpr *no_function(BindCtx *b, int pos, const char *name, int n, PlanExpr **args)
 {
+    const char *what, *hint;
+    if (plan_unsupported_function(name, &what, &hint)) {
+        werr(b->err, SQLSTATE_NOT_SUPPORTED, pos, "feature not supported: %s", what);
+        werr_hint(b->err, "%s", hint);
+        return NULL;
+    }
     werr(b->err, SQLSTATE_UNDEFINED_FUNCTION, pos, "function %s does not exist", call_signature(b, name, n, args));
     werr_hint(b->err, "No function matches the given name and argument types. You might need to add explicit type casts.");
     return NULL;

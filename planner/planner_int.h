@@ -231,4 +231,9 @@ void plan_prune_joins(Arena *a, PlanView *v);
  * how many nodes were merged away. */
 int plan_share(Arena *a, PlanView *v);
 
+/* A function users of PostgreSQL or Flink call that weir lacks under any
+ * signature (unsupported_fn.c): true with what to name in a 0A000 and a
+ * hint, for the binder's "does not exist". */
+bool plan_unsupported_function(const char *name, const char **what, const char **hint);
+
 #endif

@@ -44,8 +44,15 @@
 enum { WAKE_STOP = 1, WAKE_DROP = 2 };
 
 /* Kafka API keys the forwarder looks into. */
-enum { API_PRODUCE = 0, API_METADATA = 3, API_FIND_COORDINATOR = 10, API_API_VERSIONS = 18,
-       API_CREATE_TOPICS = 19 };
+enum { API_PRODUCE = 0, API_METADATA = 3, API_FIND_COORDINATOR = 10, API_JOIN_GROUP = 11,
+       API_LEAVE_GROUP = 13, API_API_VERSIONS = 18, API_CREATE_TOPICS = 19 };
+#define JOIN_GROUP_STATIC_VERSION 5 /* the one non-flexible version with group.instance.id */
+#define LEAVE_GROUP_MAX_VERSION 3   /* the last non-flexible version */
+/* Static members the forwarder remembers (group, group.instance.id ->
+ * member id): one per node of every cluster that used this broker. Past
+ * this the oldest is forgotten; that member then rejoins as a new member,
+ * as on a mock without the emulation. */
+#define STATIC_MEMBERS_MAX 4096
 #define CREATE_TOPICS_MAX_VERSION 4 /* the last non-flexible version */
 #define PRODUCE_MAX_VERSION 8       /* the last non-flexible version */
 
@@ -63,7 +70,16 @@ typedef struct Pending {
     int16_t ver;    /* API version */
     bool local;
     Buf resp;       /* local only */
+    char *group;    /* JoinGroup v5 with a group.instance.id: the group... */
+    char *instance; /* ...and the instance id, to learn the member id from the answer */
 } Pending;
+
+/* A static member (group.instance.id) and the member id the mock gave it. */
+typedef struct StaticMember {
+    char *group;
+    char *instance;
+    char *member;
+} StaticMember;
 
 /* A client connection and its twin to the mock. fd[0] is the client, fd[1]
  * the mock; in[i] holds bytes read from fd[i] that do not yet make a whole
@@ -96,6 +112,9 @@ struct RtBroker {
     FwdConn **conns;                  /* owned; n_conns in use */
     int n_conns;
     int cap_conns;
+    atomic_bool static_members;       /* emulate static membership (--no-static-members turns it off) */
+    StaticMember *statics;            /* forwarder thread only; oldest first */
+    int n_statics;
 };
 
 /* librdkafka logs only errors, prefixed like every weir message. */
@@ -624,6 +643,8 @@ static Pending *pend_push(FwdConn *c)
 static void pend_remove(FwdConn *c, int k)
 {
     buf_free(&c->pend[k].resp);
+    free(c->pend[k].group);
+    free(c->pend[k].instance);
     memmove(&c->pend[k], &c->pend[k + 1], (size_t)(c->n_pend - k - 1) * sizeof *c->pend);
     c->n_pend--;
 }
@@ -731,6 +752,149 @@ static bool produce_refuse(RtBroker *b, FwdConn *c, int16_t ver, int32_t corr, R
     return true;
 }
 
+/* --- static membership (KIP-345) on the mock's behalf ---
+ *
+ * The 2.0.2 mock reads a JoinGroup's group.instance.id and ignores it: it
+ * knows members by member id only, so a member restarted with the same
+ * instance id (and, as every new process, an empty member id) is a new
+ * member, while the old one stays in the group until its session expires.
+ * Measured with three cooperative-sticky members of 8 partitions: a kill -9
+ * and restart of one within the session timeout moved partitions of all
+ * three (tests/test_group.py shows it with the emulation off).
+ * So the forwarder remembers the member id the mock gave each
+ * (group, instance id) and puts it into a JoinGroup that comes with that
+ * instance id and an empty member id: the mock sees the old member
+ * rejoin. The mock accepts any member id it is given, and it still starts a
+ * rebalance on every join (a real broker would not); the cooperative-sticky
+ * assignor then gives the member back the partitions nobody owns, which
+ * are its own, and moves nothing else. A LeaveGroup forgets the member. */
+
+static char *dupn(const char *s, size_t n)
+{
+    char *d = xcalloc(1, n + 1);
+    memcpy(d, s, n);
+    return d;
+}
+
+static void static_free(StaticMember *m)
+{
+    free(m->group);
+    free(m->instance);
+    free(m->member);
+}
+
+static StaticMember *static_find(RtBroker *b, const char *group, const char *instance)
+{
+    for (int k = 0; k < b->n_statics; k++)
+        if (!strcmp(b->statics[k].group, group) && !strcmp(b->statics[k].instance, instance))
+            return &b->statics[k];
+    return NULL;
+}
+
+static void static_remove(RtBroker *b, StaticMember *m)
+{
+    int k = (int)(m - b->statics);
+    static_free(m);
+    memmove(m, m + 1, (size_t)(b->n_statics - k - 1) * sizeof *m);
+    b->n_statics--;
+}
+
+static void static_set(RtBroker *b, const char *group, const char *instance, const char *member, int mlen)
+{
+    StaticMember *m = static_find(b, group, instance);
+    if (m) {
+        free(m->member);
+        m->member = dupn(member, (size_t)mlen);
+        return;
+    }
+    if (b->n_statics == STATIC_MEMBERS_MAX)
+        static_remove(b, &b->statics[0]);
+    b->statics = xrealloc(b->statics, (size_t)(b->n_statics + 1) * sizeof *b->statics);
+    b->statics[b->n_statics++] = (StaticMember){xstrdup(group), xstrdup(instance), dupn(member, (size_t)mlen)};
+}
+
+/* JoinGroup v5 request; r is past the client id. Forwards it, with the
+ * remembered member id of a returning static member, and notes the group
+ * and instance id to learn the member id from the answer. False if it is
+ * not one to look into (forwarded unchanged by the caller). */
+static bool join_group_request(RtBroker *b, FwdConn *c, int16_t ver, int32_t corr, const uint8_t *f,
+                               size_t n, Rd *r)
+{
+    int glen, mlen, ilen;
+    if (ver != JOIN_GROUP_STATIC_VERSION)
+        return false;
+    const char *group = rd_str(r, false, &glen);
+    rd_i32(r); /* session_timeout_ms */
+    rd_i32(r); /* rebalance_timeout_ms */
+    size_t mem_at = r->off;
+    rd_str(r, false, &mlen);
+    size_t mem_end = r->off;
+    const char *inst = rd_str(r, false, &ilen);
+    if (r->bad || !group || !inst || ilen == 0)
+        return false;
+    Pending *p = pend_push(c);
+    p->corr = corr, p->key = API_JOIN_GROUP, p->ver = ver;
+    p->group = dupn(group, (size_t)glen);
+    p->instance = dupn(inst, (size_t)ilen);
+    StaticMember *m = mlen == 0 ? static_find(b, p->group, p->instance) : NULL;
+    Buf *o = &c->out[1];
+    if (!m) {
+        w_i32(o, (int32_t)n);
+        buf_append(o, f, n);
+        return true;
+    }
+    fprintf(stderr, "weir broker: static member \"%s\" of group \"%s\" rejoins as member %s\n", p->instance,
+            p->group, m->member);
+    size_t at = frame_begin(o);
+    buf_append(o, f, mem_at);
+    w_str(o, m->member, (int)strlen(m->member), false);
+    buf_append(o, f + mem_end, n - mem_end);
+    frame_end(o, at);
+    return true;
+}
+
+/* JoinGroup v5 response to a static member: remembers its member id. */
+static void join_group_response(RtBroker *b, const Pending *p, const uint8_t *f, size_t n)
+{
+    Rd r = {f, n, 0, false};
+    int len, mlen;
+    rd_i32(&r); /* correlation id */
+    rd_i32(&r); /* throttle_time_ms */
+    int16_t code = rd_i16(&r);
+    rd_i32(&r); /* generation_id */
+    rd_str(&r, false, &len); /* protocol_name */
+    rd_str(&r, false, &len); /* leader */
+    const char *member = rd_str(&r, false, &mlen);
+    if (!r.bad && code == 0 && member && mlen > 0)
+        static_set(b, p->group, p->instance, member, mlen);
+}
+
+/* LeaveGroup v0-v3 request; r is past the client id: forgets the members
+ * that leave. */
+static void leave_group_request(RtBroker *b, int16_t ver, Rd *r)
+{
+    int glen, len;
+    if (ver > LEAVE_GROUP_MAX_VERSION)
+        return;
+    const char *g = rd_str(r, false, &glen);
+    int64_t nm = ver >= 3 ? rd_arraylen(r, false) : 1;
+    if (r->bad || !g)
+        return;
+    char *group = dupn(g, (size_t)glen);
+    for (int64_t i = 0; i < nm && !r->bad; i++) {
+        const char *mem = rd_str(r, false, &len);
+        if (ver >= 3)
+            rd_str(r, false, &glen); /* group_instance_id */
+        for (int k = 0; mem && k < b->n_statics; k++)
+            if (!strcmp(b->statics[k].group, group) && (int)strlen(b->statics[k].member) == len &&
+                !memcmp(b->statics[k].member, mem, (size_t)len)) {
+                static_remove(b, &b->statics[k]);
+                break;
+            }
+    }
+    free(group);
+}
+
 /* One whole request frame f[0..n) (after the size) from the client. */
 static bool on_request(RtBroker *b, FwdConn *c, const uint8_t *f, size_t n)
 {
@@ -755,6 +919,17 @@ static bool on_request(RtBroker *b, FwdConn *c, const uint8_t *f, size_t n)
         rd_str(&body, false, &len); /* client_id */
         if (!body.bad && produce_refuse(b, c, ver, corr, &body))
             return true;
+    }
+    if (key == API_JOIN_GROUP && atomic_load(&b->static_members)) {
+        Rd body = r;
+        rd_str(&body, false, &len); /* client_id */
+        if (!body.bad && join_group_request(b, c, ver, corr, f, n, &body))
+            return true;
+    }
+    if (key == API_LEAVE_GROUP) {
+        Rd body = r;
+        rd_str(&body, false, &len); /* client_id */
+        leave_group_request(b, ver, &body);
     }
     if (key == API_METADATA) {
         rd_str(&r, false, &len); /* client_id (never compact in headers) */
@@ -787,6 +962,8 @@ static bool on_response(RtBroker *b, FwdConn *c, const uint8_t *f, size_t n)
             done = rewrite_find_coordinator(b, c, p.ver, f, n, &c->out[0]);
         else if (p.key == API_API_VERSIONS)
             done = rewrite_api_versions(f, n, p.ver, &c->out[0]);
+        else if (p.key == API_JOIN_GROUP && p.group)
+            join_group_response(b, &p, f, n);
         pend_remove(c, k);
     }
     if (!done) {
@@ -831,8 +1008,11 @@ static void conn_free(FwdConn *c)
         buf_free(&c->in[i]);
         buf_free(&c->out[i]);
     }
-    for (int k = 0; k < c->n_pend; k++)
+    for (int k = 0; k < c->n_pend; k++) {
         buf_free(&c->pend[k].resp);
+        free(c->pend[k].group);
+        free(c->pend[k].instance);
+    }
     free(c->pend);
     free(c);
 }
@@ -990,6 +1170,7 @@ int rt_broker_start(const char *listen_addr, int partitions, RtBroker **out,
     b = xcalloc(1, sizeof *b);
     b->partitions = partitions;
     atomic_init(&b->max_msg, BROKER_MAX_MESSAGE_BYTES_DEFAULT);
+    atomic_init(&b->static_members, true);
     b->listen_fd = b->wake[0] = b->wake[1] = -1;
     if (open_listener(listen_addr, &b->listen_fd, &b->port, addr_out, addr_len, err) < 0)
         goto fail;
@@ -1066,6 +1247,11 @@ int rt_broker_set_max_message_bytes(RtBroker *b, long bytes, WError *err)
     return 0;
 }
 
+void rt_broker_set_static_members(RtBroker *b, bool on)
+{
+    atomic_store(&b->static_members, on);
+}
+
 int rt_broker_create_topic(RtBroker *b, const char *topic, int partitions, WError *err)
 {
     if (partitions == 0)
@@ -1107,6 +1293,9 @@ void rt_broker_stop(RtBroker *b)
     for (int k = 0; k < b->n_conns; k++)
         conn_free(b->conns[k]);
     free(b->conns);
+    for (int k = 0; k < b->n_statics; k++)
+        static_free(&b->statics[k]);
+    free(b->statics);
     if (b->listen_fd >= 0)
         close(b->listen_fd);
     if (b->wake[0] >= 0) {
@@ -1123,13 +1312,15 @@ void rt_broker_stop(RtBroker *b)
 static int usage(FILE *f)
 {
     fprintf(f, "usage: weir broker [--listen HOST:PORT] [--partitions N] [--topic NAME]...\n"
-               "                   [--max-message-bytes N]\n"
+               "                   [--max-message-bytes N] [--no-static-members]\n"
                "  --listen HOST:PORT  bootstrap address (default 127.0.0.1:9092; port 0 = any)\n"
                "  --partitions N      partitions of new topics: --topic, auto-created, and\n"
                "                      CreateTopics without a count (default 1)\n"
                "  --topic NAME        create NAME at start-up (repeatable)\n"
                "  --max-message-bytes N  largest record batch accepted; larger ones get\n"
                "                      MESSAGE_TOO_LARGE (default 1048588, at most 2621440)\n"
+               "  --no-static-members do not emulate static group membership (group.instance.id)\n"
+               "                      for the mock, which ignores it (for tests)\n"
                "SIGUSR1 drops every client connection (as a broker restart would); the topics stay.\n");
     return 2;
 }
@@ -1158,6 +1349,7 @@ int rt_broker_main(int argc, char **argv)
     const char *listen_addr = "127.0.0.1:9092";
     int partitions = 1, n_topics = 0;
     long max_msg = BROKER_MAX_MESSAGE_BYTES_DEFAULT;
+    bool static_members = true;
     const char **topics = xcalloc((size_t)argc + 1, sizeof *topics);
     char addr[300];
     WError err;
@@ -1194,6 +1386,8 @@ int rt_broker_main(int argc, char **argv)
                 free(topics);
                 return usage(stderr);
             }
+        } else if (!strcmp(argv[i], "--no-static-members")) {
+            static_members = false;
         } else if ((v = opt_value(argc, argv, &i, "--topic", &bad))) {
             topics[n_topics++] = v;
         } else {
@@ -1215,6 +1409,7 @@ int rt_broker_main(int argc, char **argv)
     if (rt_broker_start(listen_addr, partitions, &b, addr, sizeof addr, &err) < 0 ||
         rt_broker_set_max_message_bytes(b, max_msg, &err) < 0)
         goto out;
+    rt_broker_set_static_members(b, static_members);
     for (int i = 0; i < n_topics; i++)
         if (rt_broker_create_topic(b, topics[i], partitions, &err) < 0)
             goto out;

@@ -32,6 +32,9 @@
  *     that batch, NOT_ENOUGH_REPLICAS (retriable, nothing written) for the
  *     others in the same request; the mock never sees it. The mock would have
  *     acknowledged it and then dropped it (below).
+ *   - static membership: a JoinGroup v5 with a group.instance.id the
+ *     forwarder has seen and an empty member id gets that instance's last
+ *     member id, because the mock ignores group.instance.id (broker.c);
  * Every other request and response passes through unchanged. Bootstrapping
  * at the mock's own address also works, without these fixes.
  *
@@ -50,6 +53,7 @@
 #ifndef WEIR_RUNTIME_BROKER_H
 #define WEIR_RUNTIME_BROKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The largest record batch (the Kafka wire unit, one per partition in a
@@ -81,6 +85,12 @@ int rt_broker_start(const char *listen, int partitions, RtBroker **out,
  * effect for the next Produce request. Errors: 22023 out of range. */
 int rt_broker_set_max_message_bytes(RtBroker *b, long bytes, WError *err);
 
+/* Turns the static membership emulation (on by default; see "Static
+ * membership" in broker.c and README-kafka.md) on or off, for the next
+ * JoinGroup. Off, the mock's own behaviour shows: a member that rejoins
+ * with its group.instance.id is a new member. */
+void rt_broker_set_static_members(RtBroker *b, bool on);
+
 /* Creates topic with `partitions` partitions (0 = the broker's --partitions).
  * Errors: 42710 if it exists, 22023 for a bad name or count. */
 int rt_broker_create_topic(RtBroker *b, const char *topic, int partitions, WError *err);
@@ -100,7 +110,7 @@ void rt_broker_stop(RtBroker *b);
 
 /* The `weir broker` subcommand:
  *   weir broker [--listen HOST:PORT] [--partitions N] [--topic NAME]...
- *               [--max-message-bytes N]
+ *               [--max-message-bytes N] [--no-static-members]
  * Prints "weir broker listening on HOST:PORT" (flushed) once ready, runs
  * until SIGTERM or SIGINT and returns 0 (SIGUSR1 drops every client
  * connection: rt_broker_drop_connections); returns 1 with a message on stderr

@@ -58,6 +58,8 @@ int rt_emit(RtOp *op, Chunk *c)
 {
     if (c->n_rows == 0)
         return 0;
+    if (rt_cancelled(op->rc))
+        return -1;
     op->counters.rows_out += (uint64_t)c->n_rows;
     for (int i = 0; i < op->n_fan; i++)
         op->fan[i]->counters.rows_in += (uint64_t)c->n_rows;
@@ -509,6 +511,7 @@ void rt_dataflow_stats(RtDataflow *df, RtStats *out)
         out->rows_out += x->rows_out;
         out->late_rows += x->late_rows;
         out->eval_errors += x->eval_errors;
+        out->offset_gaps += x->offset_gaps;
         if (x->watermark != TS_MINUS_INF && (out->watermark == TS_MINUS_INF || x->watermark < out->watermark))
             out->watermark = x->watermark;
         if (!out->last_error[0] && x->last_error[0])
@@ -603,6 +606,30 @@ int rt_source_error(RtOp *op, const CatRelation *src, int32_t partition, int64_t
     excerpt(e->record, sizeof e->record, record ? record : "", record ? record_len : 0);
     snprintf(rc->stats.last_error, sizeof rc->stats.last_error, "%s", e->message);
     return rt_bad_record_route(op, src, partition, offset, e->message);
+}
+
+void rt_source_gap(RtOp *op, const CatRelation *src, int32_t partition, int64_t from, int64_t to, const char *fmt,
+                   ...)
+{
+    (void)to;
+    RtCtx *rc = op->rc;
+    rc->stats.offset_gaps++;
+    if (!rc->src_errs)
+        rc->src_errs = xcalloc(RT_SOURCE_ERRORS_KEPT, sizeof *rc->src_errs);
+    RtSourceError *e = &rc->src_errs[rc->n_src_errs++ % RT_SOURCE_ERRORS_KEPT];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    e->at_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    snprintf(e->source, sizeof e->source, "%s", src ? src->name : "");
+    e->partition = partition;
+    e->offset = from;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    e->record[0] = 0;
+    snprintf(rc->stats.last_error, sizeof rc->stats.last_error, "%s", e->message);
+    fprintf(stderr, "weir: %s\n", e->message);
 }
 
 int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max)

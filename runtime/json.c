@@ -17,10 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Deepest nesting a record may have, the record's own object being level 1:
- * bounds the decoder's recursion (stack) on hostile input. A deeper record
- * is a bad record with the reason below (docs/operations.md). */
-#define JSON_MAX_DEPTH 64
+#include "utf8.h"
+
+/* JSON_MAX_DEPTH (common/utf8.h): the deepest nesting a record may have,
+ * the record's own object being level 1; bounds the decoder's recursion
+ * (stack) on hostile input. A deeper record is a bad record with the reason
+ * below (docs/operations.md). */
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -67,8 +69,20 @@ static int scan_string(Scan *s, const char **out, size_t *len)
             esc = true;
             s->p++;
         }
-        if ((unsigned char)*s->p < 0x20 && s->p < s->end)
+        if (s->p >= s->end)
+            break;
+        unsigned char ch = (unsigned char)*s->p;
+        if (ch < 0x20)
             return fail(s, "control character in a string%s", NULL);
+        if (ch >= 0x80) {
+            /* Text is UTF-8 only (common/utf8.h): a record with other bytes
+             * is a bad record here, not a row no reader can decode later. */
+            int l = utf8_seq_len((const unsigned char *)s->p, (size_t)(s->end - s->p));
+            if (l == 0)
+                return fail(s, "invalid UTF-8 in a string%s", NULL);
+            s->p += l;
+            continue;
+        }
         s->p++;
     }
     if (s->p >= s->end)
@@ -106,6 +120,8 @@ static int scan_string(Scan *s, const char **out, size_t *len)
                 cp = cp * 16 + (unsigned)h;
             }
             q += 4;
+            if (cp >= 0xDC00 && cp <= 0xDFFF)
+                return fail(s, "a Unicode low surrogate must follow a high surrogate%s", NULL);
             if (cp >= 0xD800 && cp <= 0xDBFF && stop - q >= 7 && q[1] == '\\' && q[2] == 'u') {
                 unsigned lo = 0;
                 for (int k = 3; k <= 6; k++) {
@@ -119,6 +135,8 @@ static int scan_string(Scan *s, const char **out, size_t *len)
                     q += 6;
                 }
             }
+            if (cp >= 0xD800 && cp <= 0xDBFF)
+                return fail(s, "a Unicode high surrogate must be followed by a low surrogate%s", NULL);
             if (cp == 0)
                 return fail(s, "\\u0000 cannot be stored in text%s", NULL);
             if (cp < 0x80)
@@ -203,14 +221,9 @@ static int skip_value(Scan *s, int depth)
         return 0;
     if (n == 0)
         return fail(s, "unexpected character in JSON%s", NULL);
-    char *end;
-    char tmp[64];
-    if (n >= sizeof tmp)
-        return fail(s, "number too long%s", NULL);
-    memcpy(tmp, start, n);
-    tmp[n] = 0;
-    strtod(tmp, &end);
-    if (*end)
+    /* Strictly a JSON number: a JSONB column keeps this text, and every
+     * reader of it (jsonb functions, the HTTP API) expects JSON. */
+    if (json_number_len(start, n) != n)
         return fail(s, "malformed JSON value%s", NULL);
     return 0;
 }
@@ -271,6 +284,8 @@ static int scan_into(Scan *s, Chunk *c, int col, int row, const char *field)
     }
     if (n == 0)
         return fail(s, "unexpected character in field \"%s\"", field);
+    if (json_number_len(start, n) != n)
+        return fail(s, "field \"%s\": not a JSON number", field);
     if (t == TYPE_TIMESTAMP || t == TYPE_TIMESTAMPTZ) {
         /* A JSON number for a timestamp is milliseconds since the epoch, as Kafka tools write. */
         char tmp[64];

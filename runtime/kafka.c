@@ -44,6 +44,8 @@ struct RtKafkaSource {
     char *topic;
     int n_parts;                   /* partition count seen at open */
     bool *at_end;                  /* n_parts flags: last event was partition EOF */
+    bool *gap;                     /* n_parts flags: the fetch position is no longer in the log
+                                      (auto.offset.reset = error); taken by rt_kafka_source_take_gap */
     rd_kafka_message_t **held;     /* records returned by the last poll */
     int n_held;
     int cap_held;
@@ -285,6 +287,7 @@ static int source_open(const char *bootstrap, const char *topic, int create_part
     }
     s->n_parts = n;
     s->at_end = xcalloc((size_t)n, sizeof *s->at_end);
+    s->gap = xcalloc((size_t)n, sizeof *s->gap);
     *out = s;
     return 0;
 fail:
@@ -297,6 +300,17 @@ int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_pa
                          RtKafkaSource **out, WError *err)
 {
     return source_open(bootstrap, topic, create_partitions, NULL, props, n_props, timeout_ms, out, err);
+}
+
+int rt_kafka_topic_ensure(const char *bootstrap, const char *topic, int partitions, const char *cleanup_policy,
+                          int timeout_ms, int *n_out, WError *err)
+{
+    RtKafkaSource *s;
+    if (source_open(bootstrap, topic, partitions, cleanup_policy, NULL, 0, timeout_ms, &s, err))
+        return -1;
+    *n_out = s->n_parts;
+    rt_kafka_source_close(s);
+    return 0;
 }
 
 int rt_kafka_log_open(const char *bootstrap, const char *topic, int64_t from, int timeout_ms, RtKafkaSource **out,
@@ -331,6 +345,8 @@ void rt_kafka_source_grow(RtKafkaSource *s, int n)
         return;
     s->at_end = xrealloc(s->at_end, (size_t)n * sizeof *s->at_end);
     memset(s->at_end + s->n_parts, 0, (size_t)(n - s->n_parts) * sizeof *s->at_end);
+    s->gap = xrealloc(s->gap, (size_t)n * sizeof *s->gap);
+    memset(s->gap + s->n_parts, 0, (size_t)(n - s->n_parts) * sizeof *s->gap);
     if (s->watching)
         pthread_mutex_lock(&s->watch_lock);
     s->n_parts = n;
@@ -370,6 +386,43 @@ int rt_kafka_source_assign(RtKafkaSource *s, int n, const int32_t *partitions,
     return 0;
 }
 
+int rt_kafka_source_seek(RtKafkaSource *s, int n, const int32_t *partitions, const int64_t *offsets,
+                         int timeout_ms, WError *err)
+{
+    if (n <= 0)
+        return 0;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
+    for (int i = 0; i < n; i++) {
+        if (partitions[i] < 0 || partitions[i] >= s->n_parts || offsets[i] < RT_KAFKA_EARLIEST) {
+            rd_kafka_topic_partition_list_destroy(l);
+            return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "cannot seek kafka topic \"%s\" partition %d to %lld",
+                        s->topic, (int)partitions[i], (long long)offsets[i]);
+        }
+        int64_t off = offsets[i] == RT_KAFKA_EARLIEST ? RD_KAFKA_OFFSET_BEGINNING
+                      : offsets[i] == RT_KAFKA_LATEST ? RD_KAFKA_OFFSET_END
+                                                      : offsets[i];
+        rd_kafka_topic_partition_list_add(l, s->topic, partitions[i])->offset = off;
+    }
+    /* With a timeout the call returns once the fetchers moved, so no record
+     * fetched from the old position is returned after it. */
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(s->rk, l, timeout_ms > 0 ? timeout_ms : 1);
+    int rc = 0;
+    if (e) {
+        rc = werr(err, rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__TIMED_OUT ? SQLSTATE_CONNECTION_FAILURE
+                                                                               : SQLSTATE_IO_ERROR,
+                  0, "could not seek kafka topic \"%s\": %s", s->topic, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    for (int i = 0; !rc && i < l->cnt; i++)
+        if (l->elems[i].err)
+            rc = werr(err, SQLSTATE_IO_ERROR, 0, "could not seek kafka topic \"%s\" partition %d: %s", s->topic,
+                      (int)l->elems[i].partition, rd_kafka_err2str(l->elems[i].err));
+    rd_kafka_topic_partition_list_destroy(l);
+    for (int i = 0; i < n; i++)
+        s->at_end[partitions[i]] = false;
+    return rc;
+}
+
 static void release_held(RtKafkaSource *s)
 {
     for (int i = 0; i < s->n_held; i++)
@@ -387,6 +440,10 @@ static int take(RtKafkaSource *s, rd_kafka_message_t *m, RtKafkaRecord *rec)
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             if (p >= 0 && p < s->n_parts)
                 s->at_end[p] = true;
+        } else if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET && p >= 0 && p < s->n_parts) {
+            /* The owner decides (on_offset_gap) and logs; librdkafka fetches
+             * nothing more of p until it is assigned again. */
+            s->gap[p] = true;
         } else {
             char reason[256];
             rd_kafka_resp_err_t fe = rd_kafka_fatal_error(s->rk, reason, sizeof reason);
@@ -478,6 +535,17 @@ int rt_kafka_source_poll(RtKafkaSource *s, int timeout_ms, RtKafkaRecord *recs, 
 bool rt_kafka_source_at_end(RtKafkaSource *s, int32_t partition)
 {
     return partition >= 0 && partition < s->n_parts && s->at_end[partition];
+}
+
+bool rt_kafka_source_take_gap(RtKafkaSource *s, int32_t *partition)
+{
+    for (int p = 0; p < s->n_parts; p++)
+        if (s->gap[p]) {
+            s->gap[p] = false;
+            *partition = p;
+            return true;
+        }
+    return false;
 }
 
 int rt_kafka_source_end_offsets(RtKafkaSource *s, int64_t *out, int timeout_ms, WError *err)
@@ -648,6 +716,7 @@ static void source_free(RtKafkaSource *s)
     }
     free(s->held);
     free(s->at_end);
+    free(s->gap);
     free(s->topic);
     free(s);
 }

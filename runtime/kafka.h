@@ -87,6 +87,13 @@ int rt_kafka_source_open(const char *bootstrap, const char *topic, int create_pa
 int rt_kafka_log_open(const char *bootstrap, const char *topic, int64_t from, int timeout_ms, RtKafkaSource **out,
                       WError *err);
 
+/* Makes sure topic exists: creates it with `partitions` partitions and
+ * cleanup_policy (NULL = the broker's default) when missing, and writes the
+ * partition count it has into *n_out (an existing topic keeps its own: the
+ * caller checks it). Errors as rt_kafka_source_open. */
+int rt_kafka_topic_ensure(const char *bootstrap, const char *topic, int partitions, const char *cleanup_policy,
+                          int timeout_ms, int *n_out, WError *err);
+
 /* The topic's partition count, as seen at open (or grown to). */
 int rt_kafka_source_partition_count(RtKafkaSource *s);
 
@@ -102,6 +109,17 @@ void rt_kafka_source_grow(RtKafkaSource *s, int n);
 int rt_kafka_source_assign(RtKafkaSource *s, int n, const int32_t *partitions,
                            const int64_t *offsets, WError *err);
 
+/* Moves the n partitions, all assigned already, to the offsets (>= 0,
+ * RT_KAFKA_EARLIEST or RT_KAFKA_LATEST) without changing the assignment,
+ * waiting up to timeout_ms until no record fetched from the old positions
+ * can be returned. Use it rather than assigning the same partitions again:
+ * librdkafka 2.0 can abort on a partition removed twice in quick
+ * succession (its issue #5573). Errors: 22023 not a partition or offset;
+ * 08006 timed out (the positions are then unknown: assign again); 58030
+ * refused. */
+int rt_kafka_source_seek(RtKafkaSource *s, int n, const int32_t *partitions, const int64_t *offsets,
+                         int timeout_ms, WError *err);
+
 /* Waits up to timeout_ms for the first record, then takes whatever else is
  * already fetched, up to max, without waiting further. Returns the count (0
  * on timeout) or RT_KAFKA_ERR_FATAL if the consumer became unusable (the
@@ -112,6 +130,14 @@ int rt_kafka_source_poll(RtKafkaSource *s, int timeout_ms, RtKafkaRecord *recs, 
 /* True when the last thing seen for partition was its end of log (nothing
  * newer fetched since); false for unassigned partitions and after assign. */
 bool rt_kafka_source_at_end(RtKafkaSource *s, int32_t partition);
+
+/* A partition whose fetch position is no longer in the log: deleted by
+ * retention or a size limit, or past the end of a recreated or truncated
+ * topic. Only reported when the source was opened with the property
+ * auto.offset.reset = error (else librdkafka jumps to the oldest record by
+ * itself, silently). Returns true once per such event, with the partition;
+ * nothing more of it is fetched until rt_kafka_source_assign. */
+bool rt_kafka_source_take_gap(RtKafkaSource *s, int32_t *partition);
 
 /* Asks the broker for partition's first offset (the log start: records
  * before it were deleted by retention or a broker's size limit; compaction

@@ -216,6 +216,10 @@ static int residual_ok(JoinOp *j, const Value *pair)
     if (!res)
         return 1;
     RtCtx *rc = j->op.rc;
+    /* A join without equality keys tries every pair: a query must stay
+     * cancellable however few pairs pass. */
+    if (rt_cancelled(rc))
+        return -1;
     Chunk *c = j->res_chunk;
     c->arena = rc->chunk_arena; /* string copies and the result live for this step */
     for (int i = 0; i < j->n_res_cols; i++) {

@@ -66,8 +66,10 @@ struct RtSink {
     RtSinkWriter *writer;
     uint64_t delivered;       /* last epoch the target has */
     uint64_t rows_delivered;
+    uint64_t rows_rejected;   /* since start, over writers reopened */
+    uint64_t rej_seen;        /* the current writer's count already added */
     char state[32];
-    char last_error[256];
+    char last_error[320];
     Buf kbuf, vbuf;
 };
 
@@ -104,7 +106,7 @@ static int bh_reset(RtSinkWriter *w, WError *err)
     return 0;
 }
 
-const RtSinkConnector rt_sink_blackhole = {"blackhole", bh_open, bh_last, bh_write, bh_reset, bh_close};
+const RtSinkConnector rt_sink_blackhole = {"blackhole", bh_open, bh_last, bh_write, bh_reset, bh_close, NULL};
 
 const RtSinkConnector *rt_sink_connector(const char *name)
 {
@@ -263,7 +265,7 @@ static void set_state(RtSink *s, const char *st, const char *err)
 {
     snprintf(s->state, sizeof s->state, "%s", st);
     if (err)
-        snprintf(s->last_error, sizeof s->last_error, "%.250s", err);
+        snprintf(s->last_error, sizeof s->last_error, "%.310s", err);
 }
 
 static void *deliver_main(void *arg)
@@ -323,6 +325,7 @@ static void *deliver_main(void *arg)
             /* A broken connection is reopened; the epoch is retried as a whole. */
             s->conn->close(s->writer);
             s->writer = NULL;
+            s->rej_seen = 0;
             rt_cond_wait_ms(&s->cv, &s->mu, backoff);
             backoff = backoff < 10000 ? backoff * 2 : 10000;
             continue;
@@ -332,7 +335,20 @@ static void *deliver_main(void *arg)
             s->delivered = b->epoch;
             s->rows_delivered += (uint64_t)b->n;
         }
-        set_state(s, "running", NULL);
+        RtSinkRejects rej = {0};
+        if (s->conn->rejects)
+            s->conn->rejects(s->writer, &rej);
+        if (rej.rows > s->rej_seen) {
+            /* Rows the target refused went to its weir_sink_rejects: the sink
+             * runs on, and says so where its errors are read. */
+            s->rows_rejected += rej.rows - s->rej_seen;
+            s->rej_seen = rej.rows;
+            char msg[400];
+            snprintf(msg, sizeof msg, "%llu row(s) refused by the target, kept in its weir_sink_rejects; last: %s",
+                     (unsigned long long)s->rows_rejected, rej.last);
+            set_state(s, "running", msg);
+        } else
+            set_state(s, "running", NULL);
         s->queue = b->next;
         if (!s->queue)
             s->queue_tail = NULL;
@@ -618,6 +634,7 @@ void rt_sink_status(RtSink *s, RtSinkStatus *out)
     memset(out, 0, sizeof *out);
     out->delivered_epoch = s->delivered;
     out->rows_delivered = s->rows_delivered;
+    out->rows_rejected = s->rows_rejected;
     for (Batch *b = s->queue; b; b = b->next)
         out->pending_epochs++;
     for (Batch *b = s->sealed; b; b = b->next)

@@ -347,8 +347,16 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
         goto fail;
     const char *topic = cat_option(r, "topic");
     const char *parts = cat_option(r, "topic.partitions");
-    RtKafkaProp props[32];
+    RtKafkaProp props[33];
     int np = rt_source_kafka_props(r, props, 32);
+    /* An offset no longer in the log is reported to us (on_offset_gap)
+     * instead of librdkafka jumping to the oldest record by itself, unless
+     * the user asked for librdkafka's own reset. */
+    bool user_reset = false;
+    for (int i = 0; i < np; i++)
+        user_reset |= !strcasecmp(props[i].key, "auto.offset.reset");
+    if (!user_reset)
+        props[np++] = (RtKafkaProp){"auto.offset.reset", "error"};
     if ((s->lost_after_ms = lost_after_ms(r, rc->err)) < 0)
         goto fail;
     /* A source that checkpointed offsets read an existing topic: if that is
@@ -712,6 +720,23 @@ static int64_t *grow_array(int64_t *a, int from, int to, int64_t fill)
     return a;
 }
 
+/* Assigns the partitions this instance reads again, at s->next. */
+static int reassign_owned(SourceOp *s)
+{
+    int32_t *ids = xcalloc((size_t)s->n_parts + 1, sizeof(int32_t));
+    int64_t *from = xcalloc((size_t)s->n_parts + 1, sizeof(int64_t));
+    int n = 0;
+    for (int p = 0; p < s->n_parts; p++)
+        if (rt_op_owns(&s->base.op, p)) {
+            ids[n] = p;
+            from[n++] = s->next[p];
+        }
+    int rc = rt_kafka_source_assign(s->ks, n, ids, from, s->base.op.rc->err);
+    free(ids);
+    free(from);
+    return rc;
+}
+
 /* The topic has n > n_parts partitions now: the new ones are read from
  * their first record (everything in them is newer than the view), and the
  * whole assignment is made again at the exact positions reached. */
@@ -780,6 +805,57 @@ static int check_topic(SourceOp *s)
     return 0;
 }
 
+/* Partition p's position s->next[p] is no longer in the log (retention or a
+ * size limit deleted what the view had not read yet, or the topic was
+ * recreated or truncated behind it). on_offset_gap = 'fail' (the default)
+ * fails the view with the range lost; 'skip' lists the gap in
+ * weir_source_errors, counts it and goes on from the oldest offset kept. */
+static int offset_gap(SourceOp *s, int32_t p)
+{
+    RtOp *op = &s->base.op;
+    const CatRelation *r = op->node->source;
+    const char *topic = cat_option(r, "topic");
+    WError qe = {0};
+    int64_t low = 0;
+    int64_t *high = xcalloc((size_t)s->n_parts, sizeof(int64_t));
+    if (rt_kafka_source_start_offset(s->ks, p, &low, 5000, &qe) ||
+        rt_kafka_source_end_offsets(s->ks, high, 5000, &qe)) {
+        /* No verdict without the broker's bounds: ask again at the next poll. */
+        free(high);
+        fprintf(stderr, "weir: source \"%s\": partition %d of topic \"%s\" lost its position; asking again (%s)\n",
+                r->name, (int)p, topic, qe.msg);
+        return reassign_owned(s);
+    }
+    int64_t at = s->next[p], end = high[p];
+    free(high);
+    char what[320];
+    if (at >= 0 && at < low)
+        snprintf(what, sizeof what,
+                 "offsets %lld to %lld of partition %d of topic \"%s\" were deleted before source \"%s\" read them "
+                 "(retention or a size limit)",
+                 (long long)at, (long long)low - 1, (int)p, topic, r->name);
+    else if (at > end)
+        snprintf(what, sizeof what,
+                 "source \"%s\" had read partition %d of topic \"%s\" to offset %lld, but it now ends at %lld "
+                 "(the topic was recreated or truncated)",
+                 r->name, (int)p, topic, (long long)at, (long long)end);
+    else
+        return reassign_owned(s); /* the position is valid again (a stale report) */
+    const char *policy = cat_option(r, "on_offset_gap");
+    if (!policy || strcasecmp(policy, "skip") != 0) {
+        werr(op->rc->err, RT_SQLSTATE_OFFSET_GAP, 0, "%s", what);
+        werr_hint(op->rc->err,
+                  "To accept the loss and continue from offset %lld: ALTER SOURCE %s SET (on_offset_gap = 'skip') "
+                  "(the views stopped by it start again).",
+                  (long long)low, r->name);
+        return -1;
+    }
+    rt_source_gap(op, r, p, at, low, "%s; skipped (on_offset_gap = 'skip'), continuing from offset %lld", what,
+                  (long long)low);
+    s->next[p] = low;
+    return reassign_owned(s);
+}
+
 static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
 {
     SourceOp *s = (SourceOp *)(void *)op;
@@ -795,6 +871,13 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
             return rt_emit_watermark(op, TS_PLUS_INF);
         }
         return 0;
+    }
+    /* Gaps the last poll saw, now that its records have gone down. */
+    int32_t gp;
+    while (rt_kafka_source_take_gap(s->ks, &gp)) {
+        if (offset_gap(s, gp))
+            return -1;
+        *did_work = true;
     }
     int n = rt_kafka_source_poll(s->ks, timeout_ms, s->recs, POLL_BATCH);
     if (n < 0)

@@ -73,10 +73,11 @@ static int cmp_rows(const void *x, const void *y)
 }
 
 /* Runs q; each visible row goes to fn as text, or to vfn as values. */
-static long run(const RtEnv *env, const PlanQuery *q, const RtWork *work, RtRowFn fn, RtValuesFn vfn, void *arg,
-                WError *err)
+static long run(const RtEnv *env, const PlanQuery *q, const RtWork *work, const RtCancel *cancel, RtRowFn fn,
+                RtValuesFn vfn, void *arg, WError *err)
 {
-    RtCtx rc = {.env = env, .err = err, .batch = true, .whole_input = true, .work = work};
+    RtCtx rc = {.env = env, .err = err, .batch = true, .whole_input = true, .work = work,
+                .cancel = cancel ? cancel->fn : NULL, .cancel_arg = cancel ? cancel->arg : NULL};
     rc.chunk_arena = arena_new(1 << 20);
     rc.stats.watermark = TS_MINUS_INF;
     RtOp **ops = xcalloc((size_t)q->n_nodes, sizeof(RtOp *));
@@ -187,15 +188,22 @@ done:
 
 long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, WError *err)
 {
-    return run(env, q, NULL, fn, NULL, arg, err);
+    return run(env, q, NULL, NULL, fn, NULL, arg, err);
+}
+
+long rt_query_run_cancel(const RtEnv *env, const PlanQuery *q, const RtCancel *cancel, RtRowFn fn, void *arg,
+                         WError *err)
+{
+    return run(env, q, NULL, cancel, fn, NULL, arg, err);
 }
 
 long rt_query_run_values(const RtEnv *env, const PlanQuery *q, RtValuesFn fn, void *arg, WError *err)
 {
-    return run(env, q, NULL, NULL, fn, arg, err);
+    return run(env, q, NULL, NULL, NULL, fn, arg, err);
 }
 
 int rt_query_collect(RtCtx *rc, const PlanQuery *q, const RtWork *work, RtValuesFn fn, void *arg)
 {
-    return run(rc->env, q, work, NULL, fn, arg, rc->err) < 0 ? -1 : 0;
+    RtCancel c = {rc->cancel, rc->cancel_arg};
+    return run(rc->env, q, work, &c, NULL, fn, arg, rc->err) < 0 ? -1 : 0;
 }

@@ -48,8 +48,9 @@ typedef struct RtStats {
     uint64_t rows_out;          /* changes applied to the view */
     uint64_t late_rows;         /* rows dropped as late by window operators */
     uint64_t eval_errors;       /* rows dropped by expression errors */
+    uint64_t offset_gaps;       /* offset ranges skipped under on_offset_gap = 'skip' */
     int64_t watermark;          /* the source watermark (TS_MINUS_INF before any) */
-    char last_error[256];       /* the last record or evaluation error, "" if none */
+    char last_error[320];       /* the last record or evaluation error, "" if none (as long as RtSourceError.message) */
 } RtStats;
 
 /*
@@ -99,7 +100,7 @@ typedef struct RtSourceError {
     char source[64];            /* the source's name */
     int32_t partition;          /* -1 when unknown */
     int64_t offset;             /* -1 when unknown */
-    char message[200];
+    char message[320];          /* an offset gap's names a topic, a source and two offsets */
     char record[160];           /* the record's first bytes as text (invalid UTF-8 and control bytes as '?'), "" if none */
 } RtSourceError;
 /* How many of the most recent source errors a dataflow keeps (older ones
@@ -116,6 +117,11 @@ int rt_dataflow_source_errors(RtDataflow *df, RtSourceError *out, int max);
  * until ALTER MATERIALIZED VIEW ... RESUME (or is recreated): waiting
  * would not bring the records back. */
 #define RT_SQLSTATE_SOURCE_LOST SQLSTATE_UNDEFINED_OBJECT
+/* A source's next offset is no longer in its partition (deleted by retention
+ * or a size limit, or the topic was recreated or truncated) and the source
+ * has on_offset_gap = 'fail' (the default): the view stops until RESUME,
+ * since going on would silently leave records out. */
+#define RT_SQLSTATE_OFFSET_GAP "08P01"
 /* The source option topic.lost_after's default: how long a running source
  * tolerates its topic missing or short of partitions (a topic being
  * recreated, metadata still propagating) before it stops its views. */
@@ -227,9 +233,10 @@ typedef struct RtSink RtSink;
 typedef struct RtSinkStatus {
     uint64_t delivered_epoch;   /* the last epoch the target has */
     uint64_t rows_delivered;    /* changes delivered since start */
+    uint64_t rows_rejected;     /* rows the target refused, in its weir_sink_rejects (on_error = 'skip') */
     int pending_epochs;         /* sealed or committed, not yet delivered */
     char state[32];             /* starting, running, retrying, unreachable */
-    char last_error[256];
+    char last_error[320];
 } RtSinkStatus;
 
 /* Attaches a sink to the view's dataflow. view_cols maps each spec column
@@ -275,6 +282,17 @@ typedef int (*RtRowFn)(void *arg, int n_cols, const char *const *vals, const int
 /* Runs q to completion and hands each visible output row to fn, in ORDER
  * BY order, after OFFSET/LIMIT. Returns the row count, or -1 with err. */
 long rt_query_run(const RtEnv *env, const PlanQuery *q, RtRowFn fn, void *arg, WError *err);
+/* A query's cancel: fn(arg) is asked now and then while it runs (in the
+ * operators' loops, every RT_CANCEL_EVERY rows or pairs); true stops it
+ * with 57014. */
+typedef struct RtCancel {
+    bool (*fn)(void *arg);
+    void *arg;
+} RtCancel;
+/* rt_query_run that a session can cancel while it computes, not only while
+ * it sends rows (a count over a long join sends one row at the end). */
+long rt_query_run_cancel(const RtEnv *env, const PlanQuery *q, const RtCancel *cancel, RtRowFn fn, void *arg,
+                         WError *err);
 
 /* Receives the rows of an ad hoc query as values (its visible columns, in
  * the plan's types). Strings are valid until rt_query_run_values returns:
@@ -403,5 +421,134 @@ typedef struct RtLatenessResult {
 int rt_lateness_simulate(const RtLatenessLog *log, const RtWindowDef *w, int n_bounds, const int64_t *bounds_us,
                          int n_lateness, const int64_t *lateness_us, RtDelayStats *delays,
                          RtLatenessResult *results, bool (*cancel)(void *), void *cancel_arg);
+
+/* ---------------------------------------------------------------------------
+ * Changelog topics (changelog.c, README-cluster.md "Changelog topics"): the
+ * replica of a view's key-grouped state in Kafka. Topic
+ * `_weir.<cluster>.cl.<view id>`, G partitions (partition = key group),
+ * cleanup.policy=compact. One record per committed change: key = u64 BE
+ * table id ++ state key (which begins with its 2-byte BE key group), value
+ * = the state value or a tombstone; after each checkpoint's changes, a
+ * marker per owned partition: key = u64 BE 0 ++ "ckpt", value = u64 LE
+ * epoch. A restorer applies a partition up to its latest marker.
+ * ------------------------------------------------------------------------- */
+
+/* Epoch changes kept in memory by a producer waiting for Kafka, by
+ * default: past it an epoch's changes stay only in LMDB (where they are
+ * anyway, until confirmed) and are read back when their turn comes. */
+#define RT_CHANGELOG_DEFAULT_MEMORY (64u << 20)
+/* The largest one checkpoint's captured changes of one view may be: one
+ * LMDB metadata value, and LMDB's write transaction holds ~512 MiB of
+ * dirty pages. Past it rt_changelog_capture fails (54000). */
+#define RT_CHANGELOG_MAX_EPOCH_BYTES ((size_t)256 << 20)
+
+typedef struct RtChangelogConf {
+    const char *bootstrap;      /* Kafka "host:port[,...]" */
+    const char *cluster;        /* the cluster name in the topic name */
+    uint64_t view_id;           /* the view's table id: the topic's last part */
+    int key_groups;             /* G, the topic's partition count (1..65536) */
+    const uint64_t *table_ids;  /* the view's key-grouped state tables (copied) */
+    int n_tables;
+    const int *kgs;             /* the key groups this node owns (copied); NULL = all G */
+    int n_kgs;
+    size_t memory_limit;        /* producer: bytes of changes queued in memory; 0 = default */
+} RtChangelogConf;
+
+/* The producer. */
+typedef struct RtChangelog RtChangelog;
+
+typedef struct RtChangelogStats {
+    uint64_t confirmed_epoch;   /* last epoch whose changes and markers Kafka acknowledged */
+    uint64_t queued_epochs;     /* committed epochs waiting for delivery */
+    uint64_t queued_bytes;      /* of those, bytes held in memory */
+    uint64_t spilled_epochs;    /* epochs that were dropped from memory (read back from LMDB) */
+    uint64_t records_sent;      /* change and marker records acknowledged */
+    uint64_t send_failures;     /* delivery attempts that failed (Kafka away) */
+    char last_error[160];       /* the latest failure's message, "" if none */
+} RtChangelogStats;
+
+/* Starts the producer of conf's changelog over env (borrowed; it must
+ * outlive the producer). Every epoch captured before a crash and never
+ * confirmed (its changes are kept in env's checkpoint metadata under
+ * "cl.<view id>.p.<epoch>", written by the epoch's own checkpoint and
+ * deleted by the sender, in a small transaction of its own, once Kafka
+ * acknowledged the epoch's marker and before the next epoch goes out) is
+ * queued again, oldest first, so the next start re-sends it: at most one
+ * epoch already delivered, the newest, is sent twice. A sender thread creates the topic when missing (compacted, G
+ * partitions) and delivers epochs in order; Kafka being away is not an
+ * error here (it retries). Errors: 22023 bad conf, 53200 no thread. */
+int rt_changelog_open(const RtChangelogConf *conf, StorEnv *env, RtChangelog **out, WError *err);
+
+/* Captures the changes of conf's tables in ck (after the last
+ * stor_checkpoint_add_table, before stor_checkpoint_write, on either of
+ * their threads) and records them in ck's metadata. Errors: 54000 the epoch's
+ * changes exceed RT_CHANGELOG_MAX_EPOCH_BYTES, XX000 a key shorter than
+ * 2 bytes or of a key group >= G. On error the checkpoint should be
+ * aborted (the changes are not lost: they stay dirty). */
+int rt_changelog_capture(RtChangelog *cl, StorCheckpoint *ck, uint64_t epoch, WError *err);
+
+/* After stor_checkpoint_write of the captured checkpoint: written = its
+ * result was 0. The epoch's changes join the send queue (in memory up to
+ * conf.memory_limit); a failed write forgets them (the next checkpoint
+ * captures the same dirty entries again). */
+void rt_changelog_committed(RtChangelog *cl, uint64_t epoch, bool written);
+
+/* Waits up to timeout_ms for every epoch up to `epoch` to be confirmed.
+ * @return 1 confirmed, 0 timed out. */
+int rt_changelog_wait(RtChangelog *cl, uint64_t epoch, int timeout_ms);
+
+void rt_changelog_stats(RtChangelog *cl, RtChangelogStats *out);
+
+/* Stops the sender without waiting for delivery: what is not confirmed
+ * stays in LMDB and the next rt_changelog_open re-sends it. Takes up to
+ * ~2 s while Kafka is away (a topic check in progress), up to 15 s if an
+ * epoch larger than librdkafka's local queue (100,000 records) is blocked
+ * on it. NULL is allowed. */
+void rt_changelog_close(RtChangelog *cl);
+
+/* The restorer: conf.kgs (NULL = all) and conf.table_ids of env. */
+typedef struct RtClRestore RtClRestore;
+
+typedef struct RtClRestoreStats {
+    uint64_t records;           /* records read (changes, markers, skipped tails) */
+    uint64_t bytes;             /* key + value bytes read */
+    uint64_t applied;           /* changes written into LMDB */
+    uint64_t usec;              /* wall time of open + catch-up */
+    uint64_t apply_usec;        /* of which writing LMDB (stor_changes_apply) */
+} RtClRestoreStats;
+
+/* Opens the changelog for restore: checks the topic (created empty when
+ * missing, so a standby can wait on it) has G partitions and that each
+ * key group's partition still starts at offset 0 (55000 otherwise: records
+ * were trimmed, e.g. by the embedded broker's ~5 MiB per partition, and
+ * the partition cannot rebuild the state), then drops the key groups'
+ * local ranges of every table (the tables must not be open) and starts
+ * reading from the beginning. After a failure (here or in catch_up) the
+ * key groups' local state is incomplete: restore them again. Errors: 08006 Kafka unreachable within
+ * timeout_ms, 22023 partition count differs, 55000, storage errors. */
+int rt_changelog_restore_open(const RtChangelogConf *conf, StorEnv *env, int timeout_ms, RtClRestore **out,
+                              WError *err);
+
+/* Reads every key group's partition up to its end offset as of this call
+ * and applies each epoch's changes once its marker is read (in LMDB
+ * write transactions of up to 8 MiB of changes); changes after a
+ * partition's latest marker (an epoch whose delivery was cut short) are
+ * not applied. *epoch receives the least latest marker over the key
+ * groups (0: some key group has none). Errors: 08006 not done within
+ * timeout_ms, XX001 a malformed record, storage errors. */
+int rt_changelog_restore_catch_up(RtClRestore *r, int timeout_ms, uint64_t *epoch, WError *err);
+
+/* Standby: applies whatever complete epochs arrived within timeout_ms
+ * (waiting at most that long for the first record) and writes the least
+ * latest marker into *epoch. Errors as catch_up but no timeout error. */
+int rt_changelog_restore_poll(RtClRestore *r, int timeout_ms, uint64_t *epoch, WError *err);
+
+void rt_changelog_restore_stats(RtClRestore *r, RtClRestoreStats *out);
+void rt_changelog_restore_close(RtClRestore *r);
+
+/* open + catch_up + close: the key groups' state restored into env.
+ * stats may be NULL. */
+int rt_changelog_restore(const RtChangelogConf *conf, StorEnv *env, int timeout_ms, uint64_t *epoch,
+                         RtClRestoreStats *stats, WError *err);
 
 #endif

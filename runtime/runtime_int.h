@@ -146,7 +146,25 @@ struct RtCtx {
     struct RtPar *par;
     int shard;
     int n_shards;
+    /* Ad hoc queries: the session's cancel (a client's CancelRequest,
+     * statement_timeout, a client gone), asked every RT_CANCEL_EVERY calls of
+     * rt_cancelled; NULL in views. */
+    bool (*cancel)(void *arg);
+    void *cancel_arg;
+    uint32_t cancel_tick;
 };
+
+#define RT_CANCEL_EVERY 1024
+
+/* Whether the query was cancelled: then 57014 is in rc->err and the caller
+ * returns -1. Cheap enough for per-row loops (one branch in views). */
+static inline bool rt_cancelled(RtCtx *rc)
+{
+    if (!rc->cancel || (++rc->cancel_tick % RT_CANCEL_EVERY) != 0 || !rc->cancel(rc->cancel_arg))
+        return false;
+    werr(rc->err, SQLSTATE_QUERY_CANCELED, 0, "canceling statement due to user request");
+    return true;
+}
 
 /* Sent as a watermark by a split source's watermark operator whose
  * partitions are all idle (idle_timeout): up to the next exchange it means
@@ -232,6 +250,13 @@ void rt_row_error(RtCtx *rc, const char *fmt, ...) __attribute__((format(printf,
  * anything past the record is checkpointed. src may be NULL (skip). */
 int rt_source_error(RtOp *op, const CatRelation *src, int32_t partition, int64_t offset, const char *record,
                     size_t record_len, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+/* An offset gap skipped under on_offset_gap = 'skip' (op_source.c): listed
+ * in the source-error ring (offset = the first offset lost, no record),
+ * last_error and the log, and counted in RtStats.offset_gaps; never routed
+ * by on_error (there is no record to route). */
+void rt_source_gap(RtOp *op, const CatRelation *src, int32_t partition, int64_t from, int64_t to, const char *fmt,
+                   ...) __attribute__((format(printf, 6, 7)));
 
 /* Clock-skew correction of a source (skew.send_time, skew.receive_time,
  * checked at CREATE SOURCE): the WATERMARK's time column of a decoded row

@@ -49,6 +49,13 @@ typedef struct RtSinkChange {
 
 typedef struct RtSinkWriter RtSinkWriter;
 
+/* Rows a database target refused and weir recorded in its
+ * weir_sink_rejects table (sink option on_error = 'skip'), since open. */
+typedef struct RtSinkRejects {
+    uint64_t rows;
+    char last[320];              /* the last one: epoch, op, row, message, SQLSTATE */
+} RtSinkRejects;
+
 typedef struct RtSinkConnector {
     const char *name;            /* "postgres", "sqlite", "kafka", "blackhole" */
     /* Connects and checks the target against spec (columns, types, primary
@@ -66,6 +73,9 @@ typedef struct RtSinkConnector {
      * name starts from epoch 0, e.g. over a fresh data directory). */
     int (*reset)(RtSinkWriter *w, WError *err);
     void (*close)(RtSinkWriter *w);
+    /* Optional (NULL: the connector rejects no single row): the rows
+     * refused so far (on the delivery thread, after write_epoch). */
+    void (*rejects)(RtSinkWriter *w, RtSinkRejects *out);
 } RtSinkConnector;
 
 /* The connectors (sink_*.c). NULL from rt_sink_connector for an unknown name. */

@@ -682,4 +682,4 @@ static int kafka_reset(RtSinkWriter *w, WError *err)
 }
 
 const RtSinkConnector rt_sink_kafka = {"kafka", kafka_open, kafka_last_epoch, kafka_write_epoch,
-                                       kafka_reset, kafka_close};
+                                       kafka_reset, kafka_close, NULL};

@@ -65,6 +65,14 @@ struct RtSinkWriter {
     size_t n_slots;             /* a power of two */
     bool *keep;                 /* keep[i]: change i is its key's last one */
     size_t n_keep;              /* allocated entries of keep */
+    /* Rows the target rejects (on_error, sink_util.h): an epoch whose batch
+     * fails with a row-level error is applied again a row at a time. */
+    bool skip_rejects;          /* on_error = 'skip' (the default) */
+    const char **col_names;
+    char *sql_row;              /* one row: INSERT ... VALUES ($1..) [ON CONFLICT ... DO UPDATE] */
+    char *sql_row_del;          /* one key: DELETE ... WHERE pk = $1 AND ... */
+    Buf *ptext;                 /* n_cols parameter texts */
+    RtSinkRejects rej;          /* counted since open, read by the sink operator */
 };
 
 
@@ -409,6 +417,13 @@ static void build_sql(RtSinkWriter *w, const RtSinkSpec *spec)
     }
     buf_printf(&b, "COPY %s (%s) FROM STDIN", w->table, cols.data);
     w->sql_copy_target = arena_strdup(w->arena, b.data);
+    Buf vals = BUF_INIT;
+    for (int i = 0; i < spec->n_cols; i++)
+        buf_printf(&vals, "%s$%d", i ? ", " : "", i + 1);
+    buf_reset(&b);
+    buf_printf(&b, "INSERT INTO %s (%s) VALUES (%s)", w->table, cols.data, vals.data);
+    buf_free(&vals);
+    w->sql_row = arena_strdup(w->arena, b.data); /* append-only; an upsert sink adds its ON CONFLICT below */
     if (spec->upsert) {
         buf_reset(&b);
         buf_printf(&b,
@@ -435,6 +450,17 @@ static void build_sql(RtSinkWriter *w, const RtSinkSpec *spec)
         if (n_set == 0)
             buf_puts(&b, "NOTHING");
         w->sql_merge_up = arena_strdup(w->arena, b.data);
+        /* The same ON CONFLICT for one row: everything after "weir_stage_up ". */
+        const char *tail = strstr(w->sql_merge_up, " ON CONFLICT (");
+        w->sql_row = arena_printf(w->arena, "%s%s", w->sql_row, tail);
+        buf_reset(&b);
+        buf_printf(&b, "DELETE FROM %s WHERE ", w->table);
+        for (int k = 0; k < spec->n_pk; k++) {
+            buf_puts(&b, k ? " AND " : "");
+            sink_put_ident(&b, spec->col_names[spec->pk[k]]);
+            buf_printf(&b, " = $%d", k + 1);
+        }
+        w->sql_row_del = arena_strdup(w->arena, b.data);
         buf_reset(&b);
         buf_printf(&b, "DELETE FROM %s AS t USING pg_temp.weir_stage_del AS d WHERE ", w->table);
         for (int k = 0; k < spec->n_pk; k++) {
@@ -460,6 +486,10 @@ static void pg_close(RtSinkWriter *w)
         PQfinish(w->conn);
     buf_free(&w->copy);
     buf_free(&w->text);
+    if (w->ptext)
+        for (int i = 0; i < w->n_cols; i++)
+            buf_free(&w->ptext[i]);
+    free(w->ptext);
     free(w->slots);
     free(w->keep);
     arena_free(w->arena);
@@ -497,6 +527,12 @@ static int pg_open(const RtSinkSpec *spec, RtSinkWriter **out, WError *err)
         pg_exec(w, "CREATE TABLE IF NOT EXISTS weir_sink_progress (sink text PRIMARY KEY, epoch bigint NOT NULL)",
                 "creating weir_sink_progress", err))
         goto fail;
+    if (sink_on_error(spec, &w->skip_rejects, err))
+        goto fail;
+    w->col_names = arena_alloc(w->arena, sizeof(char *) * (size_t)(spec->n_cols + 1));
+    for (int i = 0; i < spec->n_cols; i++)
+        w->col_names[i] = arena_strdup(w->arena, spec->col_names[i]);
+    w->ptext = xcalloc((size_t)spec->n_cols + 1, sizeof(Buf));
     build_sql(w, spec);
     *out = w;
     return 0;
@@ -777,6 +813,135 @@ fail:
     return -1;
 }
 
+/* The parameter texts of row's columns idx[0..k) (all when idx is NULL) into
+ * w->ptext; params[c] NULL for a NULL value. */
+static void row_params(RtSinkWriter *w, const Value *row, const int *idx, int k, const char **params)
+{
+    for (int c = 0; c < k; c++) {
+        const Value *v = &row[idx ? idx[c] : c];
+        if (v->null) {
+            params[c] = NULL;
+            continue;
+        }
+        buf_reset(&w->ptext[c]);
+        value_to_text(v, &w->ptext[c]);
+        buf_putc(&w->ptext[c], 0);
+        params[c] = w->ptext[c].data;
+    }
+}
+
+/* Records one rejected row in weir_sink_rejects, in the epoch's transaction. */
+static int reject_row(RtSinkWriter *w, uint64_t epoch, const RtSinkChange *c, PGresult *why, WError *err)
+{
+    const char *state = PQresultErrorField(why, PG_DIAG_SQLSTATE);
+    const char *msg = PQresultErrorField(why, PG_DIAG_MESSAGE_PRIMARY);
+    const char *detail = PQresultErrorField(why, PG_DIAG_MESSAGE_DETAIL);
+    Buf row = BUF_INIT, m = BUF_INIT;
+    sink_row_json(&row, w->n_cols, w->col_names, c->after ? c->after : c->before);
+    buf_printf(&m, "%s%s%s", msg ? msg : "rejected", detail ? ": " : "", detail ? detail : "");
+    char ep[24];
+    snprintf(ep, sizeof ep, "%" PRIu64, epoch);
+    const char *params[] = {w->sink, ep, c->after ? (c->before ? "update" : "insert") : "delete", row.data,
+                            state ? state : "", m.data};
+    PGresult *res = pg_query(w,
+                             "INSERT INTO weir_sink_rejects (sink, epoch, op, row_data, sqlstate, message)"
+                             " VALUES ($1, $2, $3, $4, $5, $6)",
+                             6, params, "recording a rejected row", err);
+    if (res) {
+        w->rej.rows++;
+        snprintf(w->rej.last, sizeof w->rej.last, "epoch %" PRIu64 ": %s %.120s: %.150s (%s)", epoch, params[2], row.data,
+                 m.data, params[4]);
+        PQclear(res);
+    }
+    buf_free(&row);
+    buf_free(&m);
+    return res ? 0 : -1;
+}
+
+/* write_epoch a row at a time, for an epoch whose batch the target refused
+ * with a row-level error: each change under a SAVEPOINT, a refused one
+ * rolled back to it and recorded in weir_sink_rejects, all in the epoch's
+ * one transaction with its progress row, so it stays exactly-once. Costs a
+ * few round trips per row, and runs only for such epochs. */
+static int write_rowwise(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkChange *changes, WError *err)
+{
+    if (ensure_conn(w, err))
+        return -1;
+    WError e1;
+    werr_clear(&e1);
+    static const char *const rej_ddl =
+        "CREATE TABLE IF NOT EXISTS weir_sink_rejects (sink text NOT NULL, epoch bigint NOT NULL, op text NOT NULL,"
+        " row_data text NOT NULL, sqlstate text NOT NULL, message text NOT NULL,"
+        " rejected_at timestamptz NOT NULL DEFAULT now())";
+    if (pg_exec(w, rej_ddl, "creating weir_sink_rejects", &e1) &&
+        pg_exec(w, rej_ddl, "creating weir_sink_rejects", err))
+        return -1;
+    if (pg_exec(w, "BEGIN", "BEGIN", err))
+        return -1;
+    uint64_t done = 0;
+    if (read_epoch(w, true, &done, err))
+        goto fail;
+    if (epoch <= done) {
+        WError ignored;
+        werr_clear(&ignored);
+        pg_exec(w, "ROLLBACK", "ROLLBACK", &ignored);
+        return 0;
+    }
+    if (w->upsert)
+        net_changes(w, n, changes);
+    const char **params = xcalloc((size_t)w->n_cols + 1, sizeof(char *));
+    for (int i = 0; i < n; i++) {
+        if (w->upsert && !w->keep[i])
+            continue;
+        const RtSinkChange *c = &changes[i];
+        bool del = !c->after;
+        int k = del ? w->n_pk : w->n_cols;
+        row_params(w, del ? c->before : c->after, del ? w->pk : NULL, k, params);
+        if (pg_exec(w, "SAVEPOINT weir_row", "SAVEPOINT", err))
+            goto fail_params;
+        fault_break(w);
+        PGresult *res = PQexecParams(w->conn, del ? w->sql_row_del : w->sql_row, k, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+            PQclear(res);
+            if (pg_exec(w, "RELEASE SAVEPOINT weir_row", "RELEASE SAVEPOINT", err))
+                goto fail_params;
+            continue;
+        }
+        if (!sink_row_level(PQresultErrorField(res, PG_DIAG_SQLSTATE))) {
+            pg_fail(w, res, del ? "deleting a row" : "writing a row", err);
+            goto fail_params;
+        }
+        if (pg_exec(w, "ROLLBACK TO SAVEPOINT weir_row", "ROLLBACK TO SAVEPOINT", err) ||
+            reject_row(w, epoch, c, res, err)) {
+            PQclear(res);
+            goto fail_params;
+        }
+        PQclear(res);
+    }
+    free(params);
+    char ep[24];
+    snprintf(ep, sizeof ep, "%" PRIu64, epoch);
+    const char *pp[] = {w->sink, ep};
+    PGresult *res = pg_query(w,
+                             "INSERT INTO weir_sink_progress (sink, epoch) VALUES ($1, $2)"
+                             " ON CONFLICT (sink) DO UPDATE SET epoch = EXCLUDED.epoch",
+                             2, pp, "recording the epoch", err);
+    if (!res)
+        goto fail;
+    PQclear(res);
+    return pg_exec(w, "COMMIT", "COMMIT", err);
+fail_params:
+    free(params);
+fail:
+    if (conn_ok(w) && PQtransactionStatus(w->conn) != PQTRANS_IDLE) {
+        PGresult *r = PQexec(w->conn, "ROLLBACK");
+        PQclear(r);
+    }
+    return -1;
+}
+
+static void pg_rejects(RtSinkWriter *w, RtSinkRejects *out) { *out = w->rej; }
+
 static int pg_write_epoch(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkChange *changes, WError *err)
 {
     if (epoch > (uint64_t)INT64_MAX)
@@ -794,6 +959,14 @@ static int pg_write_epoch(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkCh
         werr_clear(&e);
         if (write_once(w, epoch, n, changes, &e) == 0)
             return 0;
+        /* A row the target refuses (a value too long, a CHECK...): under
+         * on_error = 'skip' it goes to weir_sink_rejects and the rest of
+         * the epoch is applied, so one row never stops the sink. */
+        if (w->skip_rejects && sink_row_level(e.sqlstate) && conn_ok(w)) {
+            werr_clear(&e);
+            if (write_rowwise(w, epoch, n, changes, &e) == 0)
+                return 0;
+        }
         /* The connection died under us (server restart, terminated backend,
          * network): once more on a fresh one. If COMMIT had gone through, the
          * progress row makes the retry a no-op. */
@@ -824,5 +997,6 @@ const RtSinkConnector rt_sink_postgres = {
     .last_epoch = pg_last_epoch,
     .write_epoch = pg_write_epoch,
     .reset = pg_reset,
+    .rejects = pg_rejects,
     .close = pg_close,
 };

@@ -47,7 +47,11 @@ struct RtSinkWriter {
     sqlite3_stmt *st_del;       /* DELETE by key (upsert only) */
     sqlite3_stmt *st_get;       /* SELECT epoch FROM weir_sink_progress */
     sqlite3_stmt *st_put;       /* upsert of the progress row */
+    sqlite3_stmt *st_rej;       /* INSERT INTO weir_sink_rejects */
     Buf text;                   /* one value's text form */
+    bool skip_rejects;          /* on_error = 'skip' (sink_util.h) */
+    const char **col_names;
+    RtSinkRejects rej;
 };
 
 typedef enum Affinity { AFF_INTEGER, AFF_TEXT, AFF_BLOB, AFF_REAL, AFF_NUMERIC } Affinity;
@@ -358,6 +362,7 @@ static void sq_close(RtSinkWriter *w)
     sqlite3_finalize(w->st_del);
     sqlite3_finalize(w->st_get);
     sqlite3_finalize(w->st_put);
+    sqlite3_finalize(w->st_rej);
     if (w->db)
         sqlite3_close_v2(w->db);
     buf_free(&w->text);
@@ -411,6 +416,29 @@ static int sq_open(const RtSinkSpec *spec, RtSinkWriter **out, WError *err)
     buf_printf(&b, "CREATE TABLE IF NOT EXISTS %s.weir_sink_progress (sink TEXT PRIMARY KEY, epoch INTEGER NOT NULL)",
                qs.data);
     rc = sq_exec(w, b.data, "creating weir_sink_progress", err);
+    if (rc == 0)
+        rc = sink_on_error(spec, &w->skip_rejects, err);
+    if (rc == 0 && w->skip_rejects) {
+        /* Rows the target refuses (a CHECK, NOT NULL...) are kept here, in
+         * the epoch's transaction (sink_util.h). */
+        buf_reset(&b);
+        buf_printf(&b,
+                   "CREATE TABLE IF NOT EXISTS %s.weir_sink_rejects (sink TEXT NOT NULL, epoch INTEGER NOT NULL, op TEXT "
+                   "NOT NULL, row_data TEXT NOT NULL, sqlstate TEXT NOT NULL, message TEXT NOT NULL, rejected_at TEXT "
+                   "NOT NULL DEFAULT (strftime('%%Y-%%m-%%d %%H:%%M:%%f+00:00', 'now')))",
+                   qs.data);
+        rc = sq_exec(w, b.data, "creating weir_sink_rejects", err);
+        buf_reset(&b);
+        buf_printf(&b,
+                   "INSERT INTO %s.weir_sink_rejects (sink, epoch, op, row_data, sqlstate, message) VALUES (?1, ?2, ?3, "
+                   "?4, ?5, ?6)",
+                   qs.data);
+        if (rc == 0)
+            rc = sq_prepare(w, b.data, &w->st_rej, err);
+        w->col_names = arena_alloc(w->arena, sizeof(char *) * (size_t)(spec->n_cols + 1));
+        for (int i = 0; i < spec->n_cols; i++)
+            w->col_names[i] = arena_strdup(w->arena, spec->col_names[i]);
+    }
     buf_free(&b);
     if (rc == 0)
         rc = prepare_all(w, spec, qs.data, qn.data, err);
@@ -478,6 +506,31 @@ static int step_done(RtSinkWriter *w, sqlite3_stmt *st, const char *what, WError
     return rc == SQLITE_DONE ? 0 : sq_fail(w, rc, what, err);
 }
 
+/* Keeps a refused row in weir_sink_rejects (the statement that failed was
+ * rolled back alone; the epoch's transaction goes on). */
+static int sq_reject(RtSinkWriter *w, uint64_t epoch, const RtSinkChange *c, const WError *why, WError *err)
+{
+    Buf row = BUF_INIT;
+    sink_row_json(&row, w->n_cols, w->col_names, c->after ? c->after : c->before);
+    const char *op = c->after ? (c->before ? "update" : "insert") : "delete";
+    sqlite3_bind_text(w->st_rej, 1, w->sink, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(w->st_rej, 2, (int64_t)epoch);
+    sqlite3_bind_text(w->st_rej, 3, op, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w->st_rej, 4, row.data, (int)row.len, SQLITE_TRANSIENT);
+    sqlite3_bind_text(w->st_rej, 5, why->sqlstate, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(w->st_rej, 6, why->msg, -1, SQLITE_TRANSIENT);
+    int rc = step_done(w, w->st_rej, "recording a rejected row", err);
+    if (rc == 0) {
+        w->rej.rows++;
+        snprintf(w->rej.last, sizeof w->rej.last, "epoch %" PRIu64 ": %s %.120s: %.150s (%s)", epoch, op, row.data, why->msg,
+                 why->sqlstate);
+    }
+    buf_free(&row);
+    return rc;
+}
+
+static void sq_rejects(RtSinkWriter *w, RtSinkRejects *out) { *out = w->rej; }
+
 static int sq_write_epoch(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkChange *changes, WError *err)
 {
     if (epoch > (uint64_t)INT64_MAX)
@@ -500,17 +553,27 @@ static int sq_write_epoch(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkCh
     }
     for (int i = 0; i < n; i++) {
         const RtSinkChange *c = &changes[i];
+        WError e;
+        werr_clear(&e);
+        int rc = 0;
         if (c->after) {
             for (int k = 0; k < w->n_cols; k++)
                 bind_value(w, w->st_ins, k + 1, &c->after[k]);
-            if (step_done(w, w->st_ins, w->upsert ? "upserting a row" : "inserting a row", err))
-                goto fail;
+            rc = step_done(w, w->st_ins, w->upsert ? "upserting a row" : "inserting a row", &e);
         } else if (c->before) {
             for (int k = 0; k < w->n_pk; k++)
                 bind_value(w, w->st_del, k + 1, &c->before[w->pk[k]]);
-            if (step_done(w, w->st_del, "deleting a row", err))
-                goto fail;
+            rc = step_done(w, w->st_del, "deleting a row", &e);
         }
+        if (rc == 0)
+            continue;
+        /* SQLite rolls back only the failed statement: a refused row is kept
+         * aside and the epoch goes on (on_error = 'skip'). */
+        if (w->skip_rejects && sink_row_level(e.sqlstate) && sq_reject(w, epoch, c, &e, err) == 0)
+            continue;
+        if (!err->set)
+            *err = e;
+        goto fail;
     }
     sqlite3_bind_text(w->st_put, 1, w->sink, -1, SQLITE_STATIC);
     sqlite3_bind_int64(w->st_put, 2, (int64_t)epoch);
@@ -544,4 +607,5 @@ const RtSinkConnector rt_sink_sqlite = {
     .write_epoch = sq_write_epoch,
     .reset = sq_reset,
     .close = sq_close,
+    .rejects = sq_rejects,
 };

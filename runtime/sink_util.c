@@ -78,3 +78,58 @@ int sink_db_options(const RtSinkSpec *spec, const char *loc_key, const char **lo
                     spec->name);
     return 0;
 }
+
+int sink_on_error(const RtSinkSpec *spec, bool *skip, WError *err)
+{
+    const char *v = rt_sink_option(spec, "on_error");
+    *skip = true;
+    if (!v || !strcasecmp(v, "skip"))
+        return 0;
+    if (!strcasecmp(v, "fail")) {
+        *skip = false;
+        return 0;
+    }
+    return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "sink \"%s\": option 'on_error' must be 'skip' or 'fail', not '%s'",
+                spec->name, v);
+}
+
+bool sink_row_level(const char *sqlstate)
+{
+    return sqlstate && (!strncmp(sqlstate, "22", 2) || !strncmp(sqlstate, "23", 2));
+}
+
+static void json_str(Buf *out, const char *p, size_t n)
+{
+    buf_putc(out, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"' || c == '\\')
+            buf_printf(out, "\\%c", c);
+        else if (c < 0x20)
+            buf_printf(out, "\\u%04x", c);
+        else
+            buf_putc(out, (char)c);
+    }
+    buf_putc(out, '"');
+}
+
+void sink_row_json(Buf *out, int n_cols, const char *const *names, const Value *row)
+{
+    Buf t = BUF_INIT;
+    buf_putc(out, '{');
+    for (int i = 0; i < n_cols; i++) {
+        if (i)
+            buf_puts(out, ", ");
+        json_str(out, names[i], strlen(names[i]));
+        buf_puts(out, ": ");
+        if (row[i].null) {
+            buf_puts(out, "null");
+            continue;
+        }
+        buf_reset(&t);
+        value_to_text(&row[i], &t);
+        json_str(out, t.data ? t.data : "", t.len);
+    }
+    buf_putc(out, '}');
+    buf_free(&t);
+}

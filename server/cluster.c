@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "engine_int.h"
+#include "group.h"
 #include "pgwire.h"
 #include "row.h"
 
@@ -83,6 +84,9 @@ struct Cluster {
     bool cut_off;
     int64_t cut_off_since_us;
     bool catalog_lost;            /* the topic ends before what we applied: it was lost or recreated */
+    RtGroup *group;               /* the work group; subscribed by the members thread */
+    char **work_topics;           /* its subscription, sorted (members thread only) */
+    int n_work_topics;
     atomic_bool stop;
     pthread_t cat_thread, mem_thread;
     bool cat_started, mem_started;
@@ -233,28 +237,61 @@ static void catalog_position(Cluster *c, int64_t *next, uint64_t *digest)
     pthread_mutex_unlock(&c->e->lock);
 }
 
+/* This node's work partitions as "topic:0,3,6 t2:1" into out (cut at a
+ * whole entry with "..." when it does not fit); returns the count, -1
+ * while the node has no assignment from the group yet. */
+static int work_text(Cluster *c, char *out, size_t cap)
+{
+    out[0] = '\0';
+    RtGroupStats st;
+    if (!c->group || (rt_group_stats(c->group, &st), !st.joined))
+        return -1;
+    RtGroupPartition *a;
+    int n = rt_group_assignment(c->group, &a);
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        char ent[RT_GROUP_TOPIC_MAX + 16];
+        bool same = i > 0 && !strcmp(a[i].topic, a[i - 1].topic);
+        int k = same ? snprintf(ent, sizeof ent, ",%d", (int)a[i].partition)
+                     : snprintf(ent, sizeof ent, "%s%s:%d", i ? " " : "", a[i].topic, (int)a[i].partition);
+        if (len + (size_t)k + 4 >= cap) {
+            snprintf(out + len, cap - len, "...");
+            break;
+        }
+        memcpy(out + len, ent, (size_t)k + 1);
+        len += (size_t)k;
+    }
+    free(a);
+    return n;
+}
+
 static void heartbeat_encode(Cluster *c, Buf *b)
 {
     int64_t next;
     uint64_t digest;
     catalog_position(c, &next, &digest);
+    char work[CLUSTER_WORK_TEXT_MAX];
+    int n_work = work_text(c, work, sizeof work);
     pthread_mutex_lock(&c->mu);
-    Value v[12] = {value_int(TYPE_INT8, RECORD_FORMAT), txt(c->name),        txt(c->node_id),
+    Value v[14] = {value_int(TYPE_INT8, RECORD_FORMAT), txt(c->name),        txt(c->node_id),
                    txt(c->instance),                   txt(c->version),     txt(c->pg_addr),
                    txt(c->http_addr),                  value_int(TYPE_INT8, c->started_us),
                    value_int(TYPE_INT8, wall_now_us()), value_int(TYPE_INT8, next), txt(c->state),
-                   value_int(TYPE_INT8, (int64_t)digest)};
-    row_encode(b, v, 12);
+                   value_int(TYPE_INT8, (int64_t)digest), value_int(TYPE_INT8, n_work), txt(work)};
+    row_encode(b, v, 14);
     pthread_mutex_unlock(&c->mu);
 }
 
 /* A heartbeat record into *n; false when it is not one we understand. */
 static bool heartbeat_decode(const void *p, size_t len, ClusterNode *n, char *cluster, size_t cluster_n)
 {
-    Value v[12];
-    int64_t fmt = 0, digest = 0;
-    if (!p || row_decode(p, len, v, 12) || !get_int(&v[0], &fmt) || fmt != RECORD_FORMAT)
+    Value v[14];
+    int64_t fmt = 0, digest = 0, n_work = -1;
+    size_t used = 0;
+    if (!p || row_decode_prefix(p, len, v, 12, &used) || !get_int(&v[0], &fmt) || fmt != RECORD_FORMAT)
         return false;
+    /* The work group's fields came later: a heartbeat without them is a node with no group. */
+    bool work = used < len && row_decode((const char *)p + used, len - used, v + 12, 2) == 0;
     memset(n, 0, sizeof *n);
     bool ok = get_text(&v[1], cluster, cluster_n) && get_text(&v[2], n->node_id, sizeof n->node_id) &&
               get_text(&v[3], n->instance, sizeof n->instance) && get_text(&v[4], n->version, sizeof n->version) &&
@@ -263,6 +300,9 @@ static bool heartbeat_decode(const void *p, size_t len, ClusterNode *n, char *cl
               get_int(&v[9], &n->catalog_next) && get_text(&v[10], n->state, sizeof n->state) &&
               get_int(&v[11], &digest);
     n->catalog_digest = (uint64_t)digest;
+    n->work_partitions = -1;
+    if (ok && work && get_int(&v[12], &n_work) && get_text(&v[13], n->work, sizeof n->work))
+        n->work_partitions = (int)n_work;
     return ok;
 }
 
@@ -465,6 +505,82 @@ static void heartbeat_send(Cluster *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* ---- the work group ------------------------------------------------------------------------ */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Subscribes the work group to the topics of the catalog's Kafka sources
+ * and tables (those on the cluster's own Kafka) when they changed. Members
+ * thread. */
+static void work_subscribe(Cluster *c)
+{
+    char **t = NULL;
+    int n = 0;
+    pthread_mutex_lock(&c->e->lock);
+    t = xcalloc((size_t)c->e->n_objs + 1, sizeof *t);
+    for (int i = 0; i < c->e->n_objs; i++) {
+        CatObj *o = c->e->objs[i];
+        const char *conn = cat_option(&o->rel, "connector"), *topic = cat_option(&o->rel, "topic");
+        if ((o->kind == CAT_SOURCE || o->kind == CAT_TABLE) && conn && !strcmp(conn, "kafka") && topic &&
+            *topic && !cat_option(&o->rel, "properties.bootstrap.servers"))
+            t[n++] = xstrdup(topic);
+    }
+    pthread_mutex_unlock(&c->e->lock);
+    qsort(t, (size_t)n, sizeof *t, cmp_str);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (k > 0 && !strcmp(t[i], t[k - 1]))
+            free(t[i]);
+        else
+            t[k++] = t[i];
+    }
+    n = k;
+    bool same = n == c->n_work_topics;
+    for (int i = 0; same && i < n; i++)
+        same = !strcmp(t[i], c->work_topics[i]);
+    WError err = {0};
+    if (same) {
+        for (int i = 0; i < n; i++)
+            free(t[i]);
+        free(t);
+        return;
+    }
+    /* A refused set is kept too, so it is logged once and retried when the catalog changes. */
+    if (rt_group_subscribe(c->group, (const char *const *)t, n, &err))
+        fprintf(stderr, "weir: cluster: work group: %s\n", err.msg);
+    for (int i = 0; i < c->n_work_topics; i++)
+        free(c->work_topics[i]);
+    free(c->work_topics);
+    c->work_topics = t;
+    c->n_work_topics = n;
+}
+
+/* Logs the assignment changes. Phase 1 does not act on them: every node
+ * runs every view over every partition; the group is shown, not obeyed. */
+static void work_drain(Cluster *c)
+{
+    RtGroupChange ch[64];
+    int n;
+    static const char *what[] = {"", "assigned", "revoked", "lost"};
+    while ((n = rt_group_poll(c->group, ch, 64)) > 0) {
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, "weir: cluster: work group: %s %s[%d]\n", what[ch[i].event], ch[i].topic,
+                    (int)ch[i].partition);
+        rt_group_changes_free(ch, n);
+    }
+}
+
+bool cluster_work_stats(Cluster *c, RtGroupStats *out)
+{
+    if (!c->group)
+        return false;
+    rt_group_stats(c->group, out);
+    return true;
+}
+
 static void *members_main(void *arg)
 {
     Cluster *c = arg;
@@ -474,6 +590,8 @@ static void *members_main(void *arg)
         int64_t now = now_ms();
         if (now - last >= CLUSTER_HEARTBEAT_MS) {
             last = now;
+            work_subscribe(c);
+            work_drain(c);
             heartbeat_send(c);
         }
         nodes_poll(c, 100, 0, NULL, NULL, NULL, NULL);
@@ -632,6 +750,9 @@ int cluster_open(Engine *e, const char *name, const char *node, const char *vers
                           OPEN_TIMEOUT_MS, &c->cat_src, err) ||
         catch_up(c, err))
         goto fail;
+    RtGroupOptions gopt = {.session_timeout_ms = CLUSTER_WORK_SESSION_MS};
+    if (rt_group_open(e->kafka_bootstrap, name, node, NULL, 0, &gopt, &c->group, err))
+        goto fail;
     snprintf(c->state, sizeof c->state, "running");
     if (pthread_create(&c->cat_thread, NULL, catalog_main, c) != 0)
         goto thread_fail;
@@ -676,6 +797,10 @@ void cluster_close(Cluster *c)
         pthread_cond_broadcast(&c->cond);
     }
     pthread_mutex_unlock(&c->mu);
+    rt_group_close(c->group);
+    for (int i = 0; i < c->n_work_topics; i++)
+        free(c->work_topics[i]);
+    free(c->work_topics);
     rt_kafka_source_close(c->cat_src);
     rt_kafka_source_close(c->nodes_src);
     rt_kafka_producer_close(c->cat_prod);
@@ -810,6 +935,7 @@ int cluster_nodes(Cluster *c, ClusterNode **out, int64_t *catalog_end)
     me->sent_us = wall_now_us();
     me->catalog_next = c->applied_next;
     me->self = true; /* catalog_digest: the caller's, under the engine lock (cluster_catalog_digest) */
+    me->work_partitions = work_text(c, me->work, sizeof me->work);
     int k = 1;
     for (int i = 0; i < c->n_nodes; i++)
         if (strcmp(c->nodes[i].node_id, c->node_id) != 0)

@@ -14,7 +14,14 @@
  *                       planning (row.h encoding; key "node/instance/req").
  *   _weir.NAME.nodes    one heartbeat per node per second, keyed by node id:
  *                       identity, version, addresses, start time, catalog
- *                       position, state. weir_cluster reads it.
+ *                       position, state, its work group partitions.
+ *                       weir_cluster and weir_cluster_assignment read it.
+ *
+ * And one consumer group, _weir.NAME.work (runtime/group.h): each node is a
+ * static member (group.instance.id = node id) subscribed to the topics of
+ * the Kafka sources in the catalog. In phase 1 the assignment is shown
+ * (weir_cluster_assignment, /metrics), not acted on: every node still runs
+ * every view over every partition.
  *
  * The engine lock is never held while a session waits for its record: the
  * apply thread needs it. A record is applied by running its statement
@@ -41,6 +48,12 @@
 #define CLUSTER_SUBMIT_TIMEOUT_MS 30000 /* a statement waits this long for its record to apply */
 #define CLUSTER_MAX_SETTINGS 16       /* session settings carried by a record */
 #define CLUSTER_MAX_RECORD (900 * 1024) /* a catalog record's bytes: under Kafka's default 1 MB message.max.bytes */
+#define CLUSTER_WORK_SESSION_MS 10000 /* work group session.timeout.ms: a silent node's partitions move after this */
+/* A heartbeat's list of the node's work partitions ("topic:0,3,6 t2:1"):
+ * at most this many bytes, so a heartbeat stays small; beyond it the list
+ * is cut at a whole entry and ends with "..." (work_partitions, the count,
+ * is always whole). 8 KiB holds about 1,500 partitions of a short topic. */
+#define CLUSTER_WORK_TEXT_MAX 8192
 
 typedef struct Engine Engine;
 typedef struct Cluster Cluster;
@@ -58,6 +71,11 @@ typedef struct ClusterNode {
     int64_t catalog_next;         /* catalog offsets it has applied: the next one it will */
     uint64_t catalog_digest;      /* of its catalog at catalog_next (cluster_catalog_digest) */
     bool self;
+    /* Its partitions in the work group _weir.NAME.work (runtime/group.h):
+     * the count, -1 while it is no member (before its first assignment or
+     * subscribed to nothing); and the list, "topic:0,3,6 t2:1". */
+    int work_partitions;
+    char work[CLUSTER_WORK_TEXT_MAX];
 } ClusterNode;
 
 /* Checks a cluster name or node id (what = "cluster name" / "node id"):
@@ -111,6 +129,11 @@ uint64_t cluster_catalog_digest(Engine *e);
 /* True when this node could not reach Kafka for its last heartbeats; since:
  * wall clock microseconds when that began. */
 bool cluster_cut_off(Cluster *c, int64_t *since_us);
+
+/* The work group's counters (runtime/group.h); false when this node has
+ * no group (not started). Any thread. */
+typedef struct RtGroupStats RtGroupStats;
+bool cluster_work_stats(Cluster *c, RtGroupStats *out);
 
 const char *cluster_name(const Cluster *c);
 const char *cluster_node_id(const Cluster *c);

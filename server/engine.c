@@ -319,12 +319,19 @@ static int64_t wall_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* Errors after which retrying cannot help: the view waits for RESUME (or
+ * for ALTER SOURCE to change the policy), instead of the 2 s retry. */
+static bool waits_for_resume(const WError *err)
+{
+    return strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0 || strcmp(err->sqlstate, RT_SQLSTATE_OFFSET_GAP) == 0;
+}
+
 int engine_start_view(Engine *e, CatObj *v, WError *err)
 {
     if (rt_dataflow_open(&e->rt, v->plan, &v->df, err)) {
         snprintf(v->stop_error, sizeof v->stop_error, "%s", err->msg);
-        /* A deleted or shrunk topic waits for RESUME, not the 2 s retry. */
-        if (strcmp(err->sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0 && !v->failed) {
+        /* A deleted or shrunk topic, or an offset gap, waits for RESUME, not the 2 s retry. */
+        if (waits_for_resume(err) && !v->failed) {
             v->failed = true;
             memset(&v->fail, 0, sizeof v->fail);
             fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n", v->name,
@@ -608,8 +615,8 @@ static void *engine_main(void *arg)
                  * stopped until RESUME; anything else is retried. */
                 o->failed = rt_dataflow_failed_record(o->df, &o->fail);
                 snprintf(o->stop_error, sizeof o->stop_error, "%s", err.msg);
-                if (!o->failed && strcmp(err.sqlstate, RT_SQLSTATE_SOURCE_LOST) == 0) {
-                    /* Its topic was deleted or shrunk: stopped until RESUME. */
+                if (!o->failed && waits_for_resume(&err)) {
+                    /* Its topic was deleted or shrunk, or records it had not read were: stopped until RESUME. */
                     o->failed = true;
                     memset(&o->fail, 0, sizeof o->fail);
                     fprintf(stderr, "weir: view %s stopped: %s (ALTER MATERIALIZED VIEW %s RESUME retries)\n",

@@ -14,7 +14,8 @@
  *
  * Limits: a request body over max_body is refused with 413 from its
  * Content-Length before anything is read (and cut off if a chunked body
- * grows past it), at most max_connections connections and max_streams SSE
+ * grows past it), at most max_connections connections (http_door.c: past
+ * it 503, a malformed request line 400, none within 10 s 408) and max_streams SSE
  * streams at once; errors are JSON {"error": {"message": ...}} with a 4xx
  * or 5xx status.
  */
@@ -35,11 +36,17 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
+#include <dirent.h>
 
 #include "cluster.h"
+#include "http_door.h"
+#include "group.h"
 #include "engine_int.h"
 
 #define DEFAULT_MAX_CONNECTIONS 64
+#define HTTP_LINE_TIMEOUT_MS 10000 /* a connection must send its request line within this (else 408) */
+#define HTTP_IDLE_TIMEOUT_S 15     /* a kept-alive connection idle this long is closed */
 #define DEFAULT_MAX_STREAMS 32
 #define DEFAULT_MAX_BODY (1024 * 1024)
 #define SSE_POLL_MS 200            /* how often a stream checks for a gone client and shutdown */
@@ -59,7 +66,20 @@ struct SrvHttp {
     int port;
     atomic_bool stopping;
     atomic_int n_streams;
+    atomic_int n_open;        /* connections MHD holds (notify_connection) */
+    atomic_long n_refused;    /* answered 503/400/408 by the door */
+    HttpDoor *door;
+    /* What /metrics, /api/status and /api/views last read under the engine
+     * lock: served when the lock is busy past ENGINE_WAIT_MS (a long ad hoc
+     * query, DDL, a backfill), so monitoring never waits behind them. */
+    pthread_mutex_t cache_mu;
+    Buf cache[4];
+    int64_t cache_at_us[4];
+    char version[32];
 };
+
+enum { CACHE_METRICS, CACHE_STATUS, CACHE_VIEWS, CACHE_READY, N_CACHES };
+#define ENGINE_WAIT_MS 250
 
 /* Per request: the body being read. */
 typedef struct Req {
@@ -209,7 +229,7 @@ static void prom_head(Buf *b, const char *name, const char *type, const char *he
 }
 
 /* One metric family over the views: the value of field `what` per view. */
-enum { VM_RECORDS, VM_BAD, VM_LATE, VM_EVAL, VM_CHANGES, VM_WATERMARK, VM_RUNNING, VM_FAILED };
+enum { VM_RECORDS, VM_BAD, VM_LATE, VM_EVAL, VM_GAPS, VM_CHANGES, VM_WATERMARK, VM_RUNNING, VM_FAILED };
 
 static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const char *name, const char *type,
                         const char *help)
@@ -227,6 +247,7 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
         case VM_BAD: snprintf(val, sizeof val, "%llu", (unsigned long long)s->bad_records); break;
         case VM_LATE: snprintf(val, sizeof val, "%llu", (unsigned long long)s->late_rows); break;
         case VM_EVAL: snprintf(val, sizeof val, "%llu", (unsigned long long)s->eval_errors); break;
+        case VM_GAPS: snprintf(val, sizeof val, "%llu", (unsigned long long)s->offset_gaps); break;
         case VM_CHANGES: snprintf(val, sizeof val, "%llu", (unsigned long long)s->rows_out); break;
         case VM_RUNNING: snprintf(val, sizeof val, "%d", o->df != NULL); break;
         case VM_FAILED: snprintf(val, sizeof val, "%d", !o->df && o->failed); break;
@@ -242,11 +263,156 @@ static void view_family(Buf *b, Engine *e, const RtStats *st, int what, const ch
     }
 }
 
+static int64_t wall_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Takes the engine lock, waiting at most ENGINE_WAIT_MS. */
+static bool engine_lock_briefly(Engine *e)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)ENGINE_WAIT_MS * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    return pthread_mutex_timedlock(&e->lock, &until) == 0;
+}
+
+static void cache_put(SrvHttp *h, int which, const Buf *b)
+{
+    pthread_mutex_lock(&h->cache_mu);
+    buf_reset(&h->cache[which]);
+    buf_append(&h->cache[which], b->data ? b->data : "", b->len);
+    h->cache_at_us[which] = wall_now_us();
+    pthread_mutex_unlock(&h->cache_mu);
+}
+
+/* Copies the cached text into b; returns its age in µs, or -1 if none yet. */
+static int64_t cache_get(SrvHttp *h, int which, Buf *b)
+{
+    pthread_mutex_lock(&h->cache_mu);
+    int64_t age = -1;
+    if (h->cache_at_us[which]) {
+        buf_append(b, h->cache[which].data ? h->cache[which].data : "", h->cache[which].len);
+        age = wall_now_us() - h->cache_at_us[which];
+    }
+    pthread_mutex_unlock(&h->cache_mu);
+    return age;
+}
+
+static enum MHD_Result engine_busy(struct MHD_Connection *c)
+{
+    return respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "55P03",
+                         "the engine is busy (a long statement holds it) and nothing was read before; retry");
+}
+
+/* Prometheus's standard process_* metrics, from /proc (no engine lock). */
+static void process_metrics(Buf *b)
+{
+    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/stat", "r");
+    unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
+    long rss = 0, threads = 0;
+    if (f) {
+        char line[1024];
+        if (fgets(line, sizeof line, f)) {
+            /* Fields after the command name, which may hold spaces: from the last ')'. */
+            const char *p = strrchr(line, ')');
+            if (p && sscanf(p + 2,
+                            "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %ld %*d %llu "
+                            "%llu %ld",
+                            &utime, &stime, &threads, &start, &vsize, &rss) != 6)
+                utime = stime = start = vsize = 0, rss = threads = 0;
+        }
+        fclose(f);
+    }
+    double boot = 0;
+    f = fopen("/proc/stat", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "btime %lf", &boot) == 1)
+                break;
+        fclose(f);
+    }
+    int fds = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        for (struct dirent *de; (de = readdir(d));)
+            fds += de->d_name[0] != '.';
+        closedir(d);
+        fds--; /* the directory's own descriptor */
+    }
+    prom_head(b, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.");
+    buf_printf(b, "process_cpu_seconds_total %.2f\n", tick > 0 ? (double)(utime + stime) / (double)tick : 0.0);
+    prom_head(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    buf_printf(b, "process_resident_memory_bytes %lld\n", (long long)rss * page);
+    prom_head(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+    buf_printf(b, "process_virtual_memory_bytes %llu\n", vsize);
+    prom_head(b, "process_open_fds", "gauge", "Open file descriptors.");
+    buf_printf(b, "process_open_fds %d\n", fds);
+    prom_head(b, "process_threads", "gauge", "Threads of the process.");
+    buf_printf(b, "process_threads %ld\n", threads);
+    prom_head(b, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.");
+    buf_printf(b, "process_start_time_seconds %.2f\n", tick > 0 ? boot + (double)start / (double)tick : 0.0);
+}
+
+/* ---- /healthz, /readyz -------------------------------------------------------------- */
+
+/* Ready: every view and table is running (none stopped by an error, none
+ * waiting to start) and, in a cluster, the node reaches Kafka. The body
+ * lists what is not. A busy engine answers what it last found. */
+static enum MHD_Result get_ready(SrvHttp *h, struct MHD_Connection *c)
+{
+    Engine *e = h->e;
+    Buf b = BUF_INIT;
+    if (!engine_lock_briefly(e)) {
+        if (cache_get(h, CACHE_READY, &b) < 0) {
+            buf_free(&b);
+            return engine_busy(c);
+        }
+        bool ok = strstr(b.data, "\"ready\": true") != NULL;
+        return respond_json(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &b);
+    }
+    Buf why = BUF_INIT;
+    int n = 0;
+    for (int i = 0; i < e->n_objs; i++) {
+        CatObj *o = e->objs[i];
+        if ((o->kind != CAT_VIEW && o->kind != CAT_TABLE) || o->df)
+            continue;
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s %s is not running%s%s", o->kind == CAT_VIEW ? "view" : "table", o->name,
+                 o->stop_error[0] ? ": " : "", o->stop_error);
+        buf_puts(&why, n++ ? ", " : "");
+        json_str(&why, msg, -1);
+    }
+    if (e->cluster && cluster_cut_off(e->cluster, NULL)) {
+        buf_puts(&why, n++ ? ", " : "");
+        json_str(&why, "this node is cut off from the cluster's Kafka", -1);
+    }
+    pthread_mutex_unlock(&e->lock);
+    buf_printf(&b, "{\"ready\": %s, \"not_ready\": [%s]}\n", n ? "false" : "true", why.data ? why.data : "");
+    buf_free(&why);
+    cache_put(h, CACHE_READY, &b);
+    return respond_json(c, n ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK, &b);
+}
+
 static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
 {
     Engine *e = h->e;
     Buf b = BUF_INIT;
-    pthread_mutex_lock(&e->lock);
+    int64_t stale = -1;
+    if (!engine_lock_briefly(e)) {
+        stale = cache_get(h, CACHE_METRICS, &b);
+        if (stale < 0) {
+            buf_free(&b);
+            return engine_busy(c);
+        }
+        goto process;
+    }
     int nv = 0;
     for (int i = 0; i < e->n_objs; i++)
         nv += e->objs[i]->kind == CAT_VIEW;
@@ -272,6 +438,8 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
                 "Rows dropped as late by window operators since start.");
     view_family(&b, e, st, VM_EVAL, "weir_view_eval_errors_total", "counter",
                 "Rows dropped by expression errors since start.");
+    view_family(&b, e, st, VM_GAPS, "weir_view_offset_gaps_total", "counter",
+                "Kafka offset ranges deleted before the view read them and skipped (on_offset_gap = 'skip') since start.");
     view_family(&b, e, st, VM_CHANGES, "weir_view_changes_total", "counter",
                 "Changes applied to the view since start.");
     view_family(&b, e, st, VM_WATERMARK, "weir_view_watermark_seconds", "gauge",
@@ -301,8 +469,10 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
         {"weir_sink_pending_epochs", "gauge", "Epochs sealed or committed, not yet delivered."},
         {"weir_sink_changes_delivered_total", "counter", "Changes delivered since start."},
         {"weir_sink_state", "gauge", "1 for the sink's current state (starting, running, retrying, unreachable, stopped)."},
+        {"weir_sink_rows_rejected_total", "counter",
+         "Rows the target refused since start, kept in its weir_sink_rejects table (on_error = 'skip')."},
     };
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < 5; f++) {
         prom_head(&b, sink_fams[f].name, sink_fams[f].type, sink_fams[f].help);
         for (int k = 0; k < ns; k++) {
             buf_printf(&b, "%s{sink=", sink_fams[f].name);
@@ -313,8 +483,10 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
                 buf_puts(&b, "} 1\n");
                 continue;
             }
-            unsigned long long v = f == 0 ? ss[k].delivered_epoch : f == 1 ? (unsigned long long)ss[k].pending_epochs
-                                                                           : ss[k].rows_delivered;
+            unsigned long long v = f == 0   ? ss[k].delivered_epoch
+                                   : f == 1 ? (unsigned long long)ss[k].pending_epochs
+                                   : f == 2 ? ss[k].rows_delivered
+                                            : ss[k].rows_rejected;
             buf_printf(&b, "} %llu\n", v);
         }
     }
@@ -359,13 +531,41 @@ static enum MHD_Result get_metrics(SrvHttp *h, struct MHD_Connection *c)
                   "Live nodes at this node's catalog position whose catalog differs (a statement failed on one "
                   "of them for a reason of its own; docs/cluster.md).");
         buf_printf(&b, "weir_cluster_catalog_disagreements %d\n", disagree);
+        RtGroupStats gs;
+        if (cluster_work_stats(e->cluster, &gs)) {
+            prom_head(&b, "weir_cluster_work_partitions", "gauge",
+                      "Partitions this node holds in the cluster's work group (weir_cluster_assignment).");
+            buf_printf(&b, "weir_cluster_work_partitions %d\n", gs.n_assigned);
+            prom_head(&b, "weir_cluster_work_rebalances_total", "counter",
+                      "Assignment changes (partitions added or revoked) this node took part in.");
+            buf_printf(&b, "weir_cluster_work_rebalances_total %lld\n", (long long)gs.rebalances);
+            prom_head(&b, "weir_cluster_work_commit_failures_total", "counter",
+                      "Offset commits to the work group the broker refused.");
+            buf_printf(&b, "weir_cluster_work_commit_failures_total %lld\n", (long long)gs.commit_failures);
+        }
         free(nodes);
     }
     pthread_mutex_unlock(&e->lock);
+    cache_put(h, CACHE_METRICS, &b);
+process:
+    prom_head(&b, "weir_metrics_engine_busy", "gauge",
+              "1 when the engine's figures above were read earlier (weir_metrics_age_seconds ago): a long statement "
+              "held the engine past 250 ms; the process figures below are current.");
+    buf_printf(&b, "weir_metrics_engine_busy %d\n", stale >= 0);
+    prom_head(&b, "weir_metrics_age_seconds", "gauge", "Age of the engine's figures in this answer.");
+    buf_printf(&b, "weir_metrics_age_seconds %.3f\n", stale >= 0 ? (double)stale / 1e6 : 0.0);
+    prom_head(&b, "weir_build_info", "gauge", "Always 1; the version of this weir in its label.");
+    buf_printf(&b, "weir_build_info{version=\"%s\"} 1\n", h->version);
+    process_metrics(&b);
     prom_head(&b, "weir_pgwire_connections", "gauge", "Open Postgres protocol sessions.");
     buf_printf(&b, "weir_pgwire_connections %d\n", atomic_load(&e->n_sessions));
     prom_head(&b, "weir_http_streams", "gauge", "Open Server-Sent Events streams.");
     buf_printf(&b, "weir_http_streams %d\n", atomic_load(&h->n_streams));
+    prom_head(&b, "weir_http_connections", "gauge", "Open HTTP connections past their request line.");
+    buf_printf(&b, "weir_http_connections %d\n", atomic_load(&h->n_open));
+    prom_head(&b, "weir_http_refused_total", "counter",
+              "HTTP connections answered 503 (full), 400 (malformed request line) or 408 (no request line in time).");
+    buf_printf(&b, "weir_http_refused_total %ld\n", atomic_load(&h->n_refused));
     return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &b);
 }
 
@@ -415,7 +615,25 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
     Engine *e = h->e;
     Buf b = BUF_INIT;
     int64_t now = wall_us();
-    pthread_mutex_lock(&e->lock);
+    int which = views_only ? CACHE_VIEWS : CACHE_STATUS;
+    if (!engine_lock_briefly(e)) {
+        /* Busy: the last answer, marked with its age in a header. */
+        int64_t age = cache_get(h, which, &b);
+        if (age < 0) {
+            buf_free(&b);
+            return engine_busy(c);
+        }
+        size_t len = b.len;
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, buf_take(&b), MHD_RESPMEM_MUST_FREE);
+        char agebuf[32];
+        snprintf(agebuf, sizeof agebuf, "%.3f", (double)age / 1e6);
+        MHD_add_response_header(r, "Content-Type", "application/json; charset=utf-8");
+        MHD_add_response_header(r, "Cache-Control", "no-store");
+        MHD_add_response_header(r, "X-Weir-Stale-Seconds", agebuf);
+        enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+        MHD_destroy_response(r);
+        return rc;
+    }
     if (!views_only) {
         const CkptRecord *last = e->n_history ? &e->history[(e->n_history - 1) % CKPT_HISTORY] : NULL;
         buf_printf(&b, "{\"epoch\":%llu,\"now\":", (unsigned long long)e->epoch);
@@ -525,6 +743,7 @@ static enum MHD_Result get_status(SrvHttp *h, struct MHD_Connection *c, bool vie
     }
     pthread_mutex_unlock(&e->lock);
     buf_putc(&b, '\n');
+    cache_put(h, which, &b);
     return respond_json(c, MHD_HTTP_OK, &b);
 }
 
@@ -1006,6 +1225,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         MHD_destroy_response(r);
         return rc;
     }
+    if (strcmp(url, "/healthz") == 0) {
+        Buf b = BUF_INIT;
+        buf_puts(&b, "{\"status\": \"ok\"}\n");
+        return respond_json(c, MHD_HTTP_OK, &b);
+    }
+    if (strcmp(url, "/readyz") == 0)
+        return get_ready(h, c);
     if (strcmp(url, "/metrics") == 0)
         return get_metrics(h, c);
     if (strcmp(url, "/api/status") == 0)
@@ -1039,6 +1265,18 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
+static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    (void)c;
+    (void)socket_ctx;
+    SrvHttp *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add(&h->n_open, 1);
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        atomic_fetch_sub(&h->n_open, 1);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     fputs("weir: http: ", stderr);
@@ -1051,6 +1289,8 @@ int srv_http_start(const HttpConfig *cfg, Engine *e, SrvHttp **out, WError *err)
 {
     SrvHttp *h = xcalloc(1, sizeof *h);
     h->e = e;
+    pthread_mutex_init(&h->cache_mu, NULL);
+    snprintf(h->version, sizeof h->version, "%s", cfg->version ? cfg->version : "unknown");
     h->cfg = *cfg;
     h->host = xstrdup(cfg->host ? cfg->host : "127.0.0.1");
     h->sql_conninfo = xstrdup(cfg->sql_conninfo ? cfg->sql_conninfo : "");
@@ -1071,25 +1311,52 @@ int srv_http_start(const HttpConfig *cfg, Engine *e, SrvHttp **out, WError *err)
         werr(err, SQLSTATE_IO_ERROR, 0, "cannot resolve HTTP address %s: %s", h->host, gai_strerror(gai));
         goto fail;
     }
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-                            MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg.max_connections,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                            MHD_OPTION_NOTIFY_COMPLETED, request_done, h,
-                            MHD_OPTION_END);
-    int saved = errno;
-    freeaddrinfo(ai);
-    if (!h->d) {
-        werr(err, SQLSTATE_IO_ERROR, 0, "cannot listen for HTTP on %s:%d: %s", h->host, cfg->port,
-             saved ? strerror(saved) : "libmicrohttpd refused to start");
+    /* Our own listening socket: the door (http_door.c) accepts, MHD serves. */
+    int lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (lfd >= 0)
+        setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (lfd < 0 || bind(lfd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(lfd, 128) != 0) {
+        int saved = errno;
+        freeaddrinfo(ai);
+        if (lfd >= 0)
+            close(lfd);
+        werr(err, SQLSTATE_IO_ERROR, 0, "cannot listen for HTTP on %s:%d: %s", h->host, cfg->port, strerror(saved));
         goto fail;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = di ? di->port : cfg->port;
+    freeaddrinfo(ai);
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof bound;
+    h->port = cfg->port;
+    if (getsockname(lfd, (struct sockaddr *)&bound, &blen) == 0)
+        h->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                    : ((struct sockaddr_in *)&bound)->sin_port);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    /* MHD's own limit is one above the door's, so a connection the door let
+     * in is never closed unanswered by MHD; the idle timeout frees a slot a
+     * kept-alive client no longer uses (an SSE stream writes a heartbeat
+     * every SSE_HEARTBEAT_MS, well within it). */
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg.max_connections + 1,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S,
+                            MHD_OPTION_NOTIFY_COMPLETED, request_done, h,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
+                            MHD_OPTION_END);
+    if (!h->d) {
+        close(lfd);
+        werr(err, SQLSTATE_IO_ERROR, 0, "cannot start the HTTP server on %s:%d: libmicrohttpd refused to start",
+             h->host, cfg->port);
+        goto fail;
+    }
+    if (http_door_start(lfd, h->d, h->cfg.max_connections, HTTP_LINE_TIMEOUT_MS, &h->n_open, &h->n_refused,
+                        &h->door) != 0) {
+        close(lfd);
+        MHD_stop_daemon(h->d);
+        werr(err, SQLSTATE_IO_ERROR, 0, "cannot start the HTTP listener thread");
+        goto fail;
+    }
     *out = h;
     return 0;
 fail:
@@ -1107,7 +1374,11 @@ void srv_http_stop(SrvHttp *h)
         return;
     /* Streams notice within SSE_POLL_MS and end; MHD then joins every thread. */
     atomic_store(&h->stopping, true);
+    http_door_stop(h->door);
     MHD_stop_daemon(h->d);
+    for (int i = 0; i < N_CACHES; i++)
+        buf_free(&h->cache[i]);
+    pthread_mutex_destroy(&h->cache_mu);
     free(h->host);
     free(h->sql_conninfo);
     free(h);

@@ -2,6 +2,8 @@
  * http.h: the HTTP endpoint (libmicrohttpd, loopback by default).
  *
  *   GET  /                          the live dashboard (one embedded HTML page)
+ *   GET  /healthz                   200 while the process serves (liveness)
+ *   GET  /readyz                    200 when it serves its views, else 503 with the reasons
  *   GET  /metrics                   Prometheus text exposition
  *   GET  /api/status                sources, views, sinks, checkpoints as JSON
  *   GET  /api/views                 the materialized views and their columns
@@ -28,9 +30,10 @@ typedef struct HttpConfig {
     int port;                  /* 0 = pick a free port (srv_http_port tells which) */
     bool enable_sql;           /* POST /api/sql answers 403 unless set */
     const char *sql_conninfo;  /* libpq conninfo of this server's pgwire port, for /api/sql */
-    int max_connections;       /* [64]; more are refused by the listener */
+    int max_connections;       /* [64]; one more is answered 503 (http_door.c) */
     int max_streams;           /* [32] SSE streams at once; beyond: 503 */
     size_t max_body;           /* [1 MiB] request body; larger: 413, checked before reading */
+    const char *version;       /* weir's version, for weir_build_info ["unknown"] */
 } HttpConfig;
 
 typedef struct SrvHttp SrvHttp;

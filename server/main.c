@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "broker.h"
 #include "cluster.h"
 #include "nexmark_cli.h"
@@ -74,6 +75,10 @@ static void usage(FILE *f)
             "  --http-host ADDR            address for HTTP: dashboard, /metrics, /api (default 127.0.0.1)\n"
             "  --http-port N               port for HTTP (default %d; 0 = no HTTP)\n"
             "  --http-sql                  enable POST /api/sql (runs any SQL: keep HTTP on loopback)\n"
+            "  --config FILE               read settings from FILE (name = value lines, # comments);\n"
+            "                              every option can also be --name=value, or the environment\n"
+            "                              variable WEIR_NAME (WEIR_DATA_DIR=...); the command line\n"
+            "                              wins over the environment, which wins over the file\n"
             "  --version                   print the version\n"
             "  -h, --help                  this text\n",
             DEFAULT_PORT, DEFAULT_HTTP_PORT);
@@ -166,8 +171,15 @@ static void format_addr(char *out, size_t n, const char *host, int port)
     snprintf(out, n, "%s%.200s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
 }
 
-static int serve(int argc, char **argv)
+static int serve(int argc_in, char **argv_in)
 {
+    int argc;
+    char **argv;
+    WError cerr = {0};
+    if (config_args(argc_in, argv_in, &argc, &argv, &cerr)) {
+        fprintf(stderr, "weir: %s\n", cerr.msg);
+        return 2;
+    }
     const char *data_dir = "./data", *host = "127.0.0.1", *kafka = NULL;
     const char *http_host = "127.0.0.1";
     const char *cluster = NULL, *node_id = NULL, *advertise = NULL;
@@ -326,7 +338,8 @@ static int serve(int argc, char **argv)
         const char *pg_host = strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : strcmp(host, "::") == 0 ? "::1" : host;
         snprintf(conninfo, sizeof conninfo, "host='%s' port=%d dbname=weir user=weir sslmode=disable "
                  "application_name=weir_http", pg_host, srv_server_port(srv));
-        HttpConfig hc = {.host = http_host, .port = http_port, .enable_sql = http_sql, .sql_conninfo = conninfo};
+        HttpConfig hc = {.host = http_host, .port = http_port, .enable_sql = http_sql, .sql_conninfo = conninfo,
+                         .version = WEIR_VERSION};
         if (srv_http_start(&hc, e, &http, &err)) {
             if (http_port_set) {
                 fprintf(stderr, "weir: %s\n", err.msg);

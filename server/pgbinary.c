@@ -10,6 +10,7 @@
 #include "pgwire.h"
 #include "types.h"
 #include "numeric.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <math.h>
@@ -235,8 +236,9 @@ static void fmt_float4(char *out, size_t n, float v)
 
 static char *copy_text(int idx, const unsigned char *v, size_t len, WError *err)
 {
-    if (memchr(v, 0, len)) {
-        werr(err, "22021", 0, "invalid byte sequence for encoding \"UTF8\": 0x00 (parameter $%d)", idx + 1);
+    size_t bad = utf8_invalid_at((const char *)v, len);
+    if (bad < len) {
+        werr(err, "22021", 0, "invalid byte sequence for encoding \"UTF8\": 0x%02x (parameter $%d)", v[bad], idx + 1);
         return NULL;
     }
     char *s = malloc(len + 1);

@@ -31,6 +31,7 @@
 #include "crypto.h"
 #include "fault.h"
 #include "pgbinary.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,6 +128,7 @@ struct SrvConn {
     Buf in;                    /* body of the current message */
     Buf out;                   /* pending output */
     size_t msg_start;          /* offset in out of the message being built */
+    bool spilling;             /* out is a portal's spill buffer for now: never sent */
     void *sess;                /* engine session state */
     bool sess_open;
     char *user, *database, *app_name;
@@ -164,6 +166,13 @@ struct Portal {
     char **params;        /* n_params entries, NULL = SQL NULL; owned */
     int n_rfmt;           /* result format codes from Bind: 0 = all text, */
     int16_t *rfmt;        /* 1 = one code for every column, else one per column */
+    /* An Execute with a row limit (pgjdbc's setFetchSize, postgres.js
+     * cursors): the rows past the limit, as framed DataRow messages, sent by
+     * the next Executes, PortalSuspended after each until the last. */
+    bool suspended;
+    bool exhausted;       /* its last rows were fetched: another Execute gets none */
+    Buf spill;
+    size_t spill_at;      /* the next unsent message in spill */
 };
 
 typedef enum { RES_SIMPLE, RES_EXECUTE, RES_DESCRIBE } ResMode;
@@ -186,6 +195,9 @@ struct SrvResult {
     const int16_t *rfmt;
     bool *binary;         /* per column of the current statement: send binary */
     uint32_t *oids;       /* per column: its type, for the binary encoding */
+    long limit;           /* Execute's row limit (0: none); rows past it go to spill */
+    Buf *spill;           /* the portal's spill buffer, with limit */
+    long spilled;         /* rows put in spill */
 };
 
 /* ---- output: message framing and sending ---- */
@@ -230,9 +242,9 @@ static void msg_end(SrvConn *c)
     p[1] = (unsigned char)(len >> 16);
     p[2] = (unsigned char)(len >> 8);
     p[3] = (unsigned char)len;
-    if (c->dead)
+    if (c->dead && !c->spilling)
         buf_reset(&c->out);
-    else if (c->out.len >= FLUSH_AT)
+    else if (c->out.len >= FLUSH_AT && !c->spilling)
         conn_flush(c);
 }
 
@@ -570,6 +582,7 @@ static void portal_free(Portal *p)
     free(p->rfmt);
     free(p->name);
     free(p->sql);
+    buf_free(&p->spill);
     free(p);
 }
 
@@ -611,7 +624,8 @@ static void portal_drop(SrvConn *c, const char *name)
     }
 }
 
-/* Portals live until the end of the (implicit) transaction, i.e. Sync. */
+/* Portals live until the end of their transaction: the Sync of an implicit
+ * one, or past COMMIT/ROLLBACK of a BEGIN block. */
 static void portals_drop_all(SrvConn *c)
 {
     while (c->portals) {
@@ -740,7 +754,30 @@ void srv_result_columns(SrvResult *r, int n_cols, const char *const *names,
     msg_end(c);
 }
 
+static int row_message(SrvResult *r, const char *const *values, const int *lens);
+
 int srv_result_row(SrvResult *r, const char *const *values, const int *lens)
+{
+    SrvConn *c = r->c;
+    if (!r->spill || r->n_rows < r->limit || r->cap || r->errored || r->mode != RES_EXECUTE)
+        return row_message(r, values, lens);
+    /* Past an Execute's row limit: the DataRow is framed into the portal's
+     * spill buffer instead, for the Executes that follow. */
+    Buf saved = c->out;
+    size_t saved_start = c->msg_start;
+    c->out = *r->spill;
+    c->spilling = true;
+    int rc = row_message(r, values, lens);
+    *r->spill = c->out;
+    c->out = saved;
+    c->msg_start = saved_start;
+    c->spilling = false;
+    if (rc == 0)
+        r->spilled++;
+    return rc;
+}
+
+static int row_message(SrvResult *r, const char *const *values, const int *lens)
 {
     SrvConn *c = r->c;
     if (r->cap)
@@ -794,6 +831,8 @@ void srv_result_complete(SrvResult *r, const char *tag)
     r->any = true;
     r->completed = true;
     r->n_cols = -1;
+    if (r->spilled > 0)
+        return; /* the portal is suspended: its last Execute completes it */
     if (r->cap) {
         snprintf(r->cap->tag, sizeof r->cap->tag, "%s", tag ? tag : "");
         return;
@@ -1216,12 +1255,31 @@ static bool query_is_empty(const char *sql)
     return true;
 }
 
+/* The client encoding is UTF8 (the only one weir speaks), so a statement
+ * with other bytes is refused before it is parsed, as PostgreSQL does
+ * (common/utf8.h: nothing that is not UTF-8 is ever stored). */
+static bool bad_encoding(const char *sql, unsigned char *byte)
+{
+    size_t n = strlen(sql), at = utf8_invalid_at(sql, n);
+    *byte = at < n ? (unsigned char)sql[at] : 0;
+    return at < n;
+}
+
 static int on_query(SrvConn *c)
 {
     Rd rd = rd_of(&c->in, 0);
     const char *sql = rd_str(&rd);
     if (!rd_done(&rd))
         return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Query message");
+    unsigned char bad;
+    if (bad_encoding(sql, &bad)) {
+        WError e;
+        werr_clear(&e);
+        werr(&e, SQLSTATE_BAD_ENCODING, 0, "invalid byte sequence for encoding \"UTF8\": 0x%02x", bad);
+        send_error_fields(c, 'E', "ERROR", &e);
+        send_ready(c);
+        return 0;
+    }
     /* A simple query ends the unnamed statement and portal, as in Postgres. */
     stmt_drop(c, "");
     portal_drop(c, "");
@@ -1238,6 +1296,9 @@ static int on_query(SrvConn *c)
         if (!r.any)
             send_simple(c, 'I');
     }
+    /* A COMMIT or ROLLBACK ends the portals kept open by BEGIN. */
+    if (!in_transaction(c))
+        portals_drop_all(c);
     send_ready(c);
     return 0;
 }
@@ -1255,6 +1316,9 @@ static int on_parse(SrvConn *c)
     const unsigned char *types = rd_bytes(&rd, (size_t)(n_types > 0 ? n_types : 0) * 4);
     if (!rd_done(&rd))
         return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Parse message");
+    unsigned char bad;
+    if (bad_encoding(sql, &bad))
+        return ext_error(c, SQLSTATE_BAD_ENCODING, "invalid byte sequence for encoding \"UTF8\": 0x%02x", bad);
     if (name[0] && *stmt_find(c, name))
         return ext_error(c, "42P05", "prepared statement \"%s\" already exists", name);
     stmt_drop(c, "");
@@ -1464,6 +1528,37 @@ static int on_describe(SrvConn *c)
     return 0;
 }
 
+/* An Execute of a suspended portal: the next max_rows (0: all) spilled
+ * rows, then PortalSuspended, or CommandComplete after the last. */
+static int portal_resume(SrvConn *c, Portal *p, int32_t max_rows)
+{
+    long sent = 0;
+    while (p->spill_at < p->spill.len && (max_rows <= 0 || sent < max_rows)) {
+        const unsigned char *m = (const unsigned char *)p->spill.data + p->spill_at;
+        size_t len = 1 + ((size_t)m[1] << 24 | (size_t)m[2] << 16 | (size_t)m[3] << 8 | (size_t)m[4]);
+        buf_append(&c->out, (const char *)m, len);
+        p->spill_at += len;
+        sent++;
+        if (c->out.len >= FLUSH_AT)
+            conn_flush(c);
+    }
+    if (p->spill_at < p->spill.len) {
+        send_simple(c, 's');
+        return 0;
+    }
+    p->suspended = false;
+    p->exhausted = true;
+    buf_free(&p->spill);
+    p->spill_at = 0;
+    /* As PostgreSQL: the tag counts the rows of this Execute. */
+    char tag[48];
+    snprintf(tag, sizeof tag, "SELECT %ld", sent);
+    msg_begin(c, 'C');
+    put_str(c, tag);
+    msg_end(c);
+    return 0;
+}
+
 static int on_execute(SrvConn *c)
 {
     Rd rd = rd_of(&c->in, 0);
@@ -1478,15 +1573,40 @@ static int on_execute(SrvConn *c)
         send_simple(c, 'I');
         return 0;
     }
+    if (p->suspended)
+        return portal_resume(c, p, max_rows);
+    if (p->exhausted) {
+        msg_begin(c, 'C'); /* as PostgreSQL: a finished portal runs no more */
+        put_str(c, "SELECT 0");
+        msg_end(c);
+        return 0;
+    }
     const SrvEngine *eng = &c->srv->eng;
     SrvResult r;
     result_init(&r, c, RES_EXECUTE);
     r.n_rfmt = p->n_rfmt;
     r.rfmt = p->rfmt;
+    if (max_rows > 0) {
+        r.limit = max_rows;
+        r.spill = &p->spill;
+        buf_reset(&p->spill);
+        p->spill_at = 0;
+    }
     atomic_store(&c->cancel, false);
     eng->execute(eng->ctx, c->sess, p->sql, p->n_params, (const char *const *)p->params,
                  false, max_rows > 0 ? max_rows : 0, &r);
     result_fini(&r);
+    if (r.spilled > 0) {
+        if (r.errored) {
+            /* The rows past the limit came before the error: all now, in order. */
+            buf_append(&c->out, p->spill.data, p->spill.len);
+            buf_reset(&p->spill);
+            return 0;
+        }
+        p->suspended = true;
+        send_simple(c, 's'); /* PortalSuspended: Execute again for more */
+        return 0;
+    }
     if (r.in_copy)
         srv_result_copy_end(&r, "COPY");
     if (!r.errored && !r.completed) {
@@ -1536,7 +1656,11 @@ static int dispatch(SrvConn *c, int type)
         if (c->in.len != 0)
             return fatal(c, SQLSTATE_PROTOCOL_VIOLATION, "invalid Sync message");
         c->skip_till_sync = false;
-        portals_drop_all(c);
+        /* Portals live until the end of their transaction: an explicit
+         * BEGIN keeps them (a client fetching a cursor in pieces) until
+         * the Sync after COMMIT or ROLLBACK. */
+        if (!in_transaction(c))
+            portals_drop_all(c);
         send_ready(c);
         return 0;
     case 'H':

@@ -177,9 +177,10 @@ typedef struct SrvEngine {
      * ($1..$n; NULL = SQL NULL; binary parameters were already decoded to
      * text). describe_only: emit only srv_result_columns (or nothing if the
      * statement returns no rows), run nothing; the params are then all NULL
-     * when a prepared statement (not a portal) is described. max_rows 0 = all;
-     * the server never sends PortalSuspended, so an engine that honours
-     * max_rows simply completes after that many rows. */
+     * when a prepared statement (not a portal) is described. max_rows 0 = all.
+     * The engine may ignore max_rows: the server keeps the rows past it in
+     * the portal and sends them to the next Executes, PortalSuspended
+     * between (an engine that stops after max_rows loses nothing either). */
     void (*execute)(void *ctx, void *sess, const char *sql, int n_params,
                     const char *const *params, bool describe_only, long max_rows,
                     SrvResult *out);

@@ -336,6 +336,9 @@ static int check_error_options(const CatRelation *r, int pos, WError *err)
     if (oe && strcasecmp(oe, "skip") != 0 && strcasecmp(oe, "fail") != 0 && strcasecmp(oe, "dead_letter") != 0)
         return werr(err, SQLSTATE_INVALID_PARAMETER, pos, "on_error must be 'skip', 'fail' or 'dead_letter', not '%s'",
                     oe);
+    const char *og = cat_option(r, "on_offset_gap");
+    if (og && strcasecmp(og, "fail") != 0 && strcasecmp(og, "skip") != 0)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, pos, "on_offset_gap must be 'fail' or 'skip', not '%s'", og);
     if (et && (!*et || (oe && strcasecmp(oe, "dead_letter") != 0)))
         return werr(err, SQLSTATE_INVALID_PARAMETER, pos, *et ? "error.topic needs on_error = 'dead_letter' (or no on_error)"
                                                              : "error.topic must name a topic");
@@ -367,10 +370,12 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
     memcpy(opts, o->rel.options, sizeof(CatOption) * (size_t)n);
     for (int i = 0; i < n_set; i++) {
         const AstOption *op = AST_AT(as->options, i);
-        if (strcasecmp(op->key, "on_error") != 0 && strcasecmp(op->key, "error.topic") != 0) {
+        if (strcasecmp(op->key, "on_error") != 0 && strcasecmp(op->key, "error.topic") != 0 &&
+            strcasecmp(op->key, "on_offset_gap") != 0) {
             werr(err, SQLSTATE_NOT_SUPPORTED, op->pos, "feature not supported: changing option \"%s\" of a source",
                  op->key);
-            werr_hint(err, "ALTER SOURCE changes on_error and error.topic; other options need DROP and CREATE.");
+            werr_hint(err, "ALTER SOURCE changes on_error, error.topic and on_offset_gap; other options need DROP and "
+                           "CREATE.");
             return -1;
         }
         const char *v = arena_strdup(o->arena, op->value ? op->value : "");
@@ -397,9 +402,9 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
      * checkpoint and applied again after the CREATE at start. */
     Buf b = BUF_INIT;
     buf_printf(&b, "ALTER %s \"%s\" SET (", o->kind == CAT_TABLE ? "TABLE" : "SOURCE", o->name);
-    const char *keys[2] = {"on_error", "error.topic"};
+    const char *keys[3] = {"on_error", "error.topic", "on_offset_gap"};
     int w = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         const char *v = cat_option(&o->rel, keys[k]);
         if (!v)
             continue;
@@ -524,7 +529,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         goto fail;
     }
     static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions", "scan.bounded.mode",
-                                  "idle_timeout", "max_future", "far_future", "on_error", "error.topic",
+                                  "idle_timeout", "max_future", "far_future", "on_error", "error.topic", "on_offset_gap",
                                   "skew.send_time", "skew.receive_time", "topic.lost_after"};
     for (int i = 0; i < n_opts; i++) {
         bool ok = strncasecmp(opts[i].key, "properties.", 11) == 0;
@@ -1417,6 +1422,8 @@ static int send_row(void *arg, int n, const char *const *vals, const int *lens)
     return srv_result_row(s->out, vals, lens) < 0;
 }
 
+static bool query_cancelled(void *out) { return srv_result_cancelled(out); }
+
 static void query_columns(const PlanQuery *q, SrvResult *out)
 {
     const char *names[WEIR_MAX_COLUMNS + 1];
@@ -1446,10 +1453,14 @@ static int run_select(Engine *e, const AstStmt *st, bool describe_only, SrvResul
         return 0;
     }
     RowSink sink = {out};
-    long n = rt_query_run(&e->rt, q, send_row, &sink, err);
+    RtCancel cancel = {query_cancelled, out};
+    long n = rt_query_run_cancel(&e->rt, q, &cancel, send_row, &sink, err);
     arena_free(a);
-    if (n < 0)
+    if (n < 0) {
+        if (!strcmp(err->sqlstate, SQLSTATE_QUERY_CANCELED) && srv_result_cancelled(out))
+            snprintf(err->msg, sizeof err->msg, "%s", srv_result_cancel_message(out));
         return -1;
+    }
     if (srv_result_cancelled(out))
         return werr(err, SQLSTATE_QUERY_CANCELED, 0, "%s", srv_result_cancel_message(out));
     char tag[64];

@@ -17,6 +17,7 @@
  *   weir_backfills    per view created WITH (backfill_from = ...), source and
  *                     partition: read position, end offset, lag, watermark,
  *                     and whether the whole view has caught up
+ *   weir_cluster_assignment  per node, its partitions in the cluster's work group
  *   weir_cluster      the nodes of this weir's cluster: alive or gone, state,
  *                     version, addresses, catalog position and lag
  *
@@ -25,6 +26,7 @@
  * one consistent moment.
  */
 #include "cluster.h"
+#include "group.h"
 #include "engine_int.h"
 
 #include <stdio.h>
@@ -117,16 +119,18 @@ static const CatRelation *views(Engine *e, Arena *a)
  * shutdown); "gone" otherwise. This node's own row says "cut off" while its
  * heartbeats cannot be delivered. catalog_lag: records of the catalog topic the node
  * has not applied. catalog_agrees: its catalog digest equals this node's
- * (NULL when the two are at different positions of the catalog topic). */
+ * (NULL when the two are at different positions of the catalog topic).
+ * work_partitions: how many partitions the node holds in the work group
+ * (weir_cluster_assignment lists them); NULL before its first assignment. */
 static const CatRelation *cluster(Engine *e, Arena *a)
 {
     static const char *names[] = {"cluster", "node_id", "self", "alive", "state", "version", "postgres_address",
                                   "http_address", "started_at", "last_heartbeat", "catalog_applied",
-                                  "catalog_lag", "instance", "catalog_digest", "catalog_agrees"};
+                                  "catalog_lag", "instance", "catalog_digest", "catalog_agrees", "work_partitions"};
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_BOOL, TYPE_BOOL, TYPE_TEXT, TYPE_TEXT, TYPE_TEXT,
                                    TYPE_TEXT, TYPE_TIMESTAMPTZ, TYPE_TIMESTAMPTZ, TYPE_INT8, TYPE_INT8, TYPE_TEXT,
-                                   TYPE_TEXT, TYPE_BOOL};
-    SysBuild b = {a, sys_new(a, "weir_cluster", 15, names, types), 0};
+                                   TYPE_TEXT, TYPE_BOOL, TYPE_INT4};
+    SysBuild b = {a, sys_new(a, "weir_cluster", 16, names, types), 0};
     if (!e->cluster) {
         Value *row = sys_row(&b);
         row[0] = value_null(TYPE_TEXT);
@@ -134,7 +138,7 @@ static const CatRelation *cluster(Engine *e, Arena *a)
         row[2] = value_bool(true);
         row[3] = value_bool(true);
         row[4] = text(a, "standalone");
-        for (int k = 5; k < 15; k++)
+        for (int k = 5; k < 16; k++)
             row[k] = value_null(types[k]);
         return b.r;
     }
@@ -170,6 +174,59 @@ static const CatRelation *cluster(Engine *e, Arena *a)
         /* Comparable only at the same position: NULL while one is behind. */
         row[14] = nd->catalog_next == nodes[0].catalog_next ? value_bool(nd->catalog_digest == nodes[0].catalog_digest)
                                                             : value_null(TYPE_BOOL);
+        row[15] = nd->work_partitions >= 0 ? value_int(TYPE_INT4, nd->work_partitions) : value_null(TYPE_INT4);
+    }
+    free(nodes);
+    return b.r;
+}
+
+/* weir_cluster_assignment: per node, the partitions it holds in the
+ * cluster's work group (_weir.NAME.work, runtime/group.h), one row each:
+ * this node's live, the others' from their last heartbeat (a node gone
+ * keeps its last list until its session expires and the others report
+ * its partitions). Empty outside a cluster and for a node with no
+ * assignment yet. A list cut at CLUSTER_WORK_TEXT_MAX ends in a row with
+ * topic '...' and partition NULL: weir_cluster's work_partitions has the
+ * whole count. Phase 1 shows the assignment; every node still runs every
+ * view over every partition. */
+static const CatRelation *cluster_assignment(Engine *e, Arena *a)
+{
+    static const char *names[] = {"node_id", "self", "alive", "topic", "partition"};
+    static const TypeId types[] = {TYPE_TEXT, TYPE_BOOL, TYPE_BOOL, TYPE_TEXT, TYPE_INT4};
+    SysBuild b = {a, sys_new(a, "weir_cluster_assignment", 5, names, types), 0};
+    if (!e->cluster)
+        return b.r;
+    ClusterNode *nodes;
+    int64_t end = 0;
+    int n = cluster_nodes(e->cluster, &nodes, &end);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    for (int i = 0; i < n; i++) {
+        const ClusterNode *nd = &nodes[i];
+        bool alive = nd->self || (strcmp(nd->state, "stopped") != 0 && now - nd->sent_us < (int64_t)CLUSTER_GONE_MS * 1000);
+        /* "topic:0,3,6 t2:1" (cluster.c work_text) */
+        char topic[RT_GROUP_TOPIC_MAX + 1] = "";
+        for (const char *p = nd->work; *p;) {
+            const char *q = p + strcspn(p, ":, ");
+            if (*q == ':') {
+                snprintf(topic, sizeof topic, "%.*s", (int)(q - p), p);
+                p = q + 1;
+                continue;
+            }
+            Value *row = sys_row(&b);
+            row[0] = text(a, nd->node_id);
+            row[1] = value_bool(nd->self);
+            row[2] = value_bool(alive);
+            if (!strncmp(p, "...", 3)) {
+                row[3] = text(a, "...");
+                row[4] = value_null(TYPE_INT4);
+                break;
+            }
+            row[3] = text(a, topic);
+            row[4] = value_int(TYPE_INT4, atoi(p));
+            p = *q ? q + 1 : q;
+        }
     }
     free(nodes);
     return b.r;
@@ -178,10 +235,10 @@ static const CatRelation *cluster(Engine *e, Arena *a)
 static const CatRelation *sinks(Engine *e, Arena *a)
 {
     static const char *names[] = {"name", "view", "connector", "state", "delivered_epoch", "pending_epochs",
-                                  "changes_delivered", "last_error"};
+                                  "changes_delivered", "last_error", "rows_rejected"};
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_TEXT, TYPE_TEXT,
-                                   TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_TEXT};
-    SysBuild b = {a, sys_new(a, "weir_sinks", 8, names, types), 0};
+                                   TYPE_INT8, TYPE_INT8, TYPE_INT8, TYPE_TEXT, TYPE_INT8};
+    SysBuild b = {a, sys_new(a, "weir_sinks", 9, names, types), 0};
     for (int i = 0; i < e->n_objs; i++) {
         CatObj *o = e->objs[i];
         if (o->kind != CAT_SINK)
@@ -200,6 +257,7 @@ static const CatRelation *sinks(Engine *e, Arena *a)
         row[5] = value_int(TYPE_INT8, st.pending_epochs);
         row[6] = value_int(TYPE_INT8, (int64_t)st.rows_delivered);
         row[7] = st.last_error[0] ? text(a, st.last_error) : value_null(TYPE_TEXT);
+        row[8] = value_int(TYPE_INT8, (int64_t)st.rows_rejected);
     }
     return b.r;
 }
@@ -404,7 +462,7 @@ static const struct {
     {"weir_views", views},         {"weir_sinks", sinks},           {"weir_checkpoints", checkpoints},
     {"weir_state", state},         {"weir_operators", operators},   {"weir_watermarks", watermarks},
     {"weir_source_errors", source_errors}, {"weir_verifications", verify_sysview},
-    {"weir_backfills", backfills}, {"weir_cluster", cluster},
+    {"weir_backfills", backfills}, {"weir_cluster", cluster}, {"weir_cluster_assignment", cluster_assignment},
 };
 
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a)

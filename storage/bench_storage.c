@@ -6,7 +6,9 @@
  * a view's rows (Nexmark q0): 10 checkpoints that each append n/2 rows
  * under increasing 8-byte row ids to one table and rewrite one row of a
  * table with a higher id, reporting the writer's CPU per row. Last, the
- * cold gets again with BENCH_DBS (default 250) more tables' databases open.
+ * same again with a changelog's capture (the ratio is the capture's cost),
+ * then the cold gets again with BENCH_DBS (default 250) more tables'
+ * databases open.
  *   bench_storage [n_keys] [dir]
  */
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdbool.h>
 
 #include "storage.h"
 
@@ -31,16 +34,40 @@ static double cpu_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* What a changelog producer does at each checkpoint (runtime/changelog.c,
+ * rt_changelog_capture): every change serialized (16-byte header, key,
+ * value) into one blob the checkpoint stores as metadata. */
+static int capture_cb(void *arg, const StorChange *c)
+{
+    Buf *b = arg;
+    uint8_t h[16] = {0};
+    memcpy(h, &c->table_id, 8);
+    uint32_t kl = (uint32_t)c->klen, vl = c->del ? 0xffffffffu : (uint32_t)c->vlen;
+    memcpy(h + 8, &kl, 4);
+    memcpy(h + 12, &vl, 4);
+    buf_append(b, h, sizeof h);
+    buf_append(b, c->key, c->klen);
+    if (!c->del)
+        buf_append(b, c->val, c->vlen);
+    return 0;
+}
+
 /* Append-only rows (a view's rows under row ids) beside a small table
- * with a higher id rewritten every checkpoint (a row-id counter). */
-static int bench_append(StorEnv *env, uint64_t n, uint64_t epoch)
+ * with a higher id rewritten every checkpoint (a row-id counter). With
+ * capture, each checkpoint also captures its changes as a changelog
+ * producer would, and the stored copy is deleted after the write (the
+ * producer does that once Kafka confirmed; timed apart). */
+static double append_wall[2];
+static int bench_append(StorEnv *env, uint64_t n, uint64_t epoch, uint64_t tid, bool capture)
 {
     StorTable *rows, *ctr;
     WError err = {0};
     char v[40];
     uint8_t k[8];
     memset(v, 'r', sizeof v);
-    if (stor_table_open(env, 2, &rows, &err) < 0 || stor_table_open(env, 3, &ctr, &err) < 0) {
+    Buf blob = {0};
+    double cap_t = 0, del_t = 0;
+    if (stor_table_open(env, tid, &rows, &err) < 0 || stor_table_open(env, tid + 1, &ctr, &err) < 0) {
         fprintf(stderr, "open: %s %s\n", err.sqlstate, err.msg);
         return -1;
     }
@@ -61,10 +88,23 @@ static int bench_append(StorEnv *env, uint64_t n, uint64_t epoch)
             return -1;
         }
         double t0 = now(), c0 = cpu_now();
+        char name[64];
+        snprintf(name, sizeof name, "cl.bench.p.%llu", (unsigned long long)(epoch + (uint64_t)c));
+        if (capture) {
+            buf_reset(&blob);
+            stor_checkpoint_changes(ck, capture_cb, &blob);
+            stor_checkpoint_put_meta(ck, name, blob.data, blob.len, &err);
+            cap_t += now() - t0;
+        }
         int rc = stor_checkpoint_write(ck, &err);
         wall += now() - t0;
         cpu += cpu_now() - c0;
         stor_checkpoint_finish(ck);
+        if (capture) {
+            double d0 = now();
+            stor_meta_delete(env, name, &err);
+            del_t += now() - d0;
+        }
         if (rc < 0) {
             fprintf(stderr, "checkpoint: %s %s\n", err.sqlstate, err.msg);
             return -1;
@@ -74,8 +114,13 @@ static int bench_append(StorEnv *env, uint64_t n, uint64_t epoch)
     StorStats st;
     stor_stats(env, &st);
     printf("%-28s %8.1f ms  writer CPU %.1f ms, %.2f us/row  (10 x %llu rows)  file %.1f MB\n",
-           "append checkpoints (avg)", wall / 10 * 1e3, cpu / 10 * 1e3, cpu / (double)total * 1e6,
-           (unsigned long long)n, st.used_bytes / 1e6);
+           capture ? "append ckpts + capture (avg)" : "append checkpoints (avg)", wall / 10 * 1e3, cpu / 10 * 1e3,
+           cpu / (double)total * 1e6, (unsigned long long)n, st.used_bytes / 1e6);
+    append_wall[capture] = wall;
+    if (capture)
+        printf("%-28s %8.2fx  (capture %.1f ms, stored copy's delete %.1f ms per checkpoint)\n",
+               "changelog capture cost", append_wall[1] / append_wall[0], cap_t / 10 * 1e3, del_t / 10 * 1e3);
+    buf_free(&blob);
     stor_table_close(rows);
     stor_table_close(ctr);
     return 0;
@@ -177,7 +222,7 @@ int main(int argc, char **argv)
         return 1;
     printf("table size_bytes             %.1f MB\n", stor_table_size_bytes(t) / 1e6);
     stor_table_close(t);
-    if (bench_append(env, n / 2, 3) < 0)
+    if (bench_append(env, n / 2, 3, 2, false) < 0 || bench_append(env, n / 2, 13, 4, true) < 0)
         return 1;
 
     /* Every read transaction's begin loops over the open databases: gets
@@ -185,7 +230,7 @@ int main(int argc, char **argv)
     int N_MANY = getenv("BENCH_DBS") ? atoi(getenv("BENCH_DBS")) : 250;
     StorTable **many = malloc(N_MANY * sizeof *many);
     StorCheckpoint *ck;
-    if (stor_checkpoint_begin(env, 20, &ck, &err) < 0)
+    if (stor_checkpoint_begin(env, 30, &ck, &err) < 0)
         return 1;
     for (int i = 0; i < N_MANY; i++) {
         if (stor_table_open(env, 100 + (uint64_t)i, &many[i], &err) < 0) {

@@ -491,3 +491,26 @@ void stor_checkpoint_abort(StorCheckpoint *ck)
     if (ck)
         ck_free(ck, false);
 }
+
+int stor_checkpoint_changes(StorCheckpoint *ck, int (*fn)(void *arg, const StorChange *c), void *arg)
+{
+    for (size_t i = 0; i < ck->n_tabs; i++) {
+        const CkTable *c = &ck->tabs[i];
+        StorChange ch = {.table_id = c->id};
+        for (size_t j = 0; j < c->n_rows; j++) {
+            const SnapRec *r = &c->recs[j];
+            /* The entries are spread over the heap (as in sort_recs). */
+            if (j + 8 < c->n_rows)
+                __builtin_prefetch(c->recs[j + 8].data);
+            ch.key = r->data;
+            ch.klen = r->klen;
+            ch.val = r->data + r->klen;
+            ch.vlen = r->vlen;
+            ch.del = r->del;
+            int rc = fn(arg, &ch);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}

@@ -373,4 +373,55 @@ int stor_meta_scan(StorEnv *env, const char *prefix,
                    int (*fn)(void *arg, const char *name, const void *val, size_t len),
                    void *arg, WError *err);
 
+/* ---------------------------------------------------------------------------
+ * Change capture and restore (a changelog's two ends: runtime/changelog.c).
+ * ------------------------------------------------------------------------- */
+
+/* One change of a state table: key set to val, or deleted. */
+typedef struct StorChange {
+    uint64_t table_id;
+    const void *key;       /* 0..STOR_MAX_KEY bytes */
+    size_t klen;
+    const void *val;       /* the new value; ignored when del */
+    size_t vlen;
+    int del;               /* 1 = the key was deleted */
+} StorChange;
+
+/* Calls fn for every change the checkpoint ck writes (or wrote): each
+ * added table's frozen dirty entries, one per key (the last put or
+ * delete of the epoch), in no particular order. Nothing is copied or kept for checkpoints nobody asks: the
+ * records are the ones the checkpoint froze at add time. Call it any time
+ * between the last stor_checkpoint_add_table and stor_checkpoint_finish
+ * (or commit/abort), on the coordinator thread or on the thread that runs
+ * stor_checkpoint_write (not both at once). The StorChange and its
+ * pointers are valid during the call only. A nonzero return from fn stops
+ * the walk and is returned. @return 0 or fn's value. */
+int stor_checkpoint_changes(StorCheckpoint *ck, int (*fn)(void *arg, const StorChange *c), void *arg);
+
+/* Applies changes[0..n) in order, in one durable LMDB write transaction
+ * (grown and re-run after MDB_MAP_FULL like a checkpoint): a put writes
+ * the row, a delete removes it if present. A table with no database yet
+ * gets one (or rows in `state` past StorOptions.max_table_dbs), as a
+ * checkpoint would. For restoring state from a changelog: the tables
+ * named must not be open (an open StorTable caches what it read and
+ * whether it has committed rows); the environment's epoch is not changed.
+ * Keep a batch under LMDB's dirty-page limit (~512 MiB of pages).
+ * @return 0, or <0 (54000 key too long or transaction too large, 53100,
+ *         58030). On failure nothing was written. */
+int stor_changes_apply(StorEnv *env, const StorChange *changes, size_t n, WError *err);
+
+/* Durably deletes the committed metadata entry name (absent is fine) in
+ * its own write transaction, outside any checkpoint. Any thread; it waits
+ * for a checkpoint being written. For records whose end is decided after
+ * their checkpoint (a changelog epoch confirmed by Kafka).
+ * @return 0, or <0 (54000 bad name, 53100, 58030). */
+int stor_meta_delete(StorEnv *env, const char *name, WError *err);
+
+/* Durably deletes every committed row of table_id whose key begins with
+ * one of the n prefixes (each plen bytes: a key group is 2 bytes), in one
+ * transaction: a key group's old local range before a restore. The table
+ * must not be open. @return 0, or <0 (54000, 53100, 58030). */
+int stor_table_drop_prefixes(StorEnv *env, uint64_t table_id, const void *prefixes, size_t plen, size_t n,
+                             WError *err);
+
 #endif

@@ -119,7 +119,7 @@ static void x(const char *sql)
 /* ---- specs ---- */
 
 typedef struct Spec {
-    CatOption opts[4];
+    CatOption opts[5];
     RtSinkSpec s;
 } Spec;
 
@@ -377,10 +377,11 @@ static void test_values_and_epochs(const RtSinkConnector *c)
     ok(wr(c, w, 9, 1, e3b, &e) == 0, "a retried epoch 9 after reconnecting is a no-op");
     is_str(q("SELECT count(*) FROM wide WHERE id = 1"), "1", "(its changes were not applied)");
 
-    /* Atomicity: a failing row rolls back the whole epoch, progress included. */
+    /* Atomicity under on_error = 'fail': a failing row rolls back the whole epoch, progress included. */
     x("CREATE TABLE strict_kv (k int PRIMARY KEY, v text NOT NULL)");
     Spec sp2;
     spec_init(&sp2, "strict", g_url, "strict_kv", NULL, true, 2, KV_NAMES, KV_TYPES);
+    sp2.opts[sp2.s.n_options++] = (CatOption){"on_error", "fail"};
     RtSinkWriter *w2 = open_ok(c, &sp2, "second writer, open at the same time");
     Value k1[] = {I4(1), T("one")}, k2[] = {I4(2), value_null(TYPE_TEXT)};
     RtSinkChange bad[] = {{NULL, k1}, {NULL, k2}};
@@ -395,6 +396,41 @@ static void test_values_and_epochs(const RtSinkConnector *c)
     is_int(last(c, w), 9, "the other sink's progress is untouched");
     if (w2)
         c->close(w2);
+
+    /* on_error = 'skip' (the default): the epoch's batch is refused, so it
+     * is applied again a row at a time; the refused rows are kept in
+     * weir_sink_rejects in the same transaction, the rest applies. */
+    x("CREATE TABLE checked_kv (k int PRIMARY KEY, v varchar(4) NOT NULL CHECK (v <> 'nope'))");
+    Spec sp5;
+    spec_init(&sp5, "checked", g_url, "checked_kv", NULL, true, 2, KV_NAMES, KV_TYPES);
+    RtSinkWriter *w5 = open_ok(c, &sp5, "a writer over a table with a CHECK and a varchar(4)");
+    Value c1[] = {I4(1), T("ok")}, c2[] = {I4(2), T("too long")}, c3[] = {I4(3), T("nope")},
+          c4[] = {I4(4), value_null(TYPE_TEXT)}, c5[] = {I4(5), T("fine")};
+    RtSinkChange mixed[] = {{NULL, c1}, {NULL, c2}, {NULL, c3}, {NULL, c4}, {NULL, c5}};
+    ok(w5 && wr(c, w5, 1, 5, mixed, &e) == 0, "skip: the epoch with three refused rows is delivered");
+    is_str(q("SELECT string_agg(k || '=' || v, ',' ORDER BY k) FROM checked_kv"), "1=ok,5=fine",
+           "the rows the target accepts are applied");
+    is_str(q("SELECT string_agg(epoch || ' ' || op || ' ' || sqlstate || ' ' || row_data, ' | ' ORDER BY row_data) "
+             "FROM weir_sink_rejects WHERE sink = 'checked'"),
+           "1 insert 22001 {\"k\": \"2\", \"v\": \"too long\"} | 1 insert 23514 {\"k\": \"3\", \"v\": \"nope\"} | "
+           "1 insert 23502 {\"k\": \"4\", \"v\": null}",
+           "the refused ones are in weir_sink_rejects with the server's SQLSTATE and the row");
+    RtSinkRejects rj = {0};
+    if (w5)
+        c->rejects(w5, &rj);
+    ok(rj.rows == 3 && strstr(rj.last, "epoch 1: insert"), "rejects() counts them and names the last");
+    is_int(last(c, w5), 1, "progress moved to the epoch");
+    ok(w5 && wr(c, w5, 1, 5, mixed, &e) == 0, "the same epoch delivered again");
+    is_str(q("SELECT count(*) FROM weir_sink_rejects WHERE sink = 'checked'"), "3",
+           "is a no-op: no rejected row recorded twice");
+    Value u1[] = {I4(1), T("nope")};
+    RtSinkChange upd[] = {{c1, u1}, {c5, NULL}};
+    ok(w5 && wr(c, w5, 2, 2, upd, &e) == 0, "an update the CHECK refuses, beside a delete");
+    is_str(q("SELECT string_agg(k || '=' || v, ',' ORDER BY k) FROM checked_kv"), "1=ok",
+           "the delete applied, the refused update left the old row");
+    is_str(q("SELECT op FROM weir_sink_rejects WHERE sink = 'checked' AND epoch = 2"), "update", "recorded as an update");
+    if (w5)
+        c->close(w5);
     c->close(w);
 }
 

@@ -58,7 +58,7 @@ static void x(const char *sql)
 /* ---- specs ---- */
 
 typedef struct Spec {
-    CatOption opts[4];
+    CatOption opts[5];
     RtSinkSpec s;
 } Spec;
 
@@ -276,10 +276,11 @@ int main(void)
     is_str(q("SELECT group_concat(id || ':' || ifnull(name, '-'), ',') FROM (SELECT * FROM wide ORDER BY id)"),
            "1:updated,3:,9:-,10:second", "insert+update -> last, insert+delete -> gone, delete+insert -> present");
 
-    /* Atomicity: a failing row rolls back the whole epoch. */
+    /* Atomicity under on_error = 'fail': a failing row rolls back the whole epoch. */
     x("CREATE TABLE strict_kv (k INT PRIMARY KEY, v TEXT NOT NULL)");
     Spec sp2;
     spec_init(&sp2, "strict", "strict_kv", NULL, true, 2, KV_NAMES, KV_TYPES);
+    sp2.opts[sp2.s.n_options++] = (CatOption){"on_error", "fail"};
     RtSinkWriter *w2 = open_ok(c, &sp2, "second sink in the same file");
     Value k1[] = {I4(1), T("one")}, k2[] = {I4(2), value_null(TYPE_TEXT)};
     RtSinkChange bad[] = {{NULL, k1}, {NULL, k2}};
@@ -292,6 +293,31 @@ int main(void)
     is_int(last(c, w2), 1, "its progress is its own");
     is_int(last(c, w), 8, "the other sink's progress is untouched");
     c->close(w2);
+
+    /* on_error = 'skip' (the default): a row the target refuses is kept in
+     * weir_sink_rejects, in the epoch's transaction, and the rest applies. */
+    x("CREATE TABLE checked_kv (k INT PRIMARY KEY, v TEXT NOT NULL CHECK (length(v) < 5))");
+    Spec sp5;
+    spec_init(&sp5, "checked", "checked_kv", NULL, true, 2, KV_NAMES, KV_TYPES);
+    RtSinkWriter *w5 = open_ok(c, &sp5, "a sink over a table with a CHECK");
+    Value c1[] = {I4(1), T("ok")}, c2[] = {I4(2), T("too long")}, c3[] = {I4(3), value_null(TYPE_TEXT)},
+          c4[] = {I4(4), T("fine")};
+    RtSinkChange mixed[] = {{NULL, c1}, {NULL, c2}, {NULL, c3}, {NULL, c4}};
+    ok(wr(c, w5, 1, 4, mixed, &e) == 0, "skip: the epoch with two refused rows is delivered");
+    is_str(q("SELECT group_concat(k || '=' || v, ',') FROM (SELECT * FROM checked_kv ORDER BY k)"), "1=ok,4=fine",
+           "the rows the target accepts are applied");
+    is_str(q("SELECT group_concat(epoch || ' ' || op || ' ' || sqlstate || ' ' || row_data, ' | ') FROM "
+             "(SELECT * FROM weir_sink_rejects WHERE sink = 'checked' ORDER BY row_data)"),
+           "1 insert 23514 {\"k\": \"2\", \"v\": \"too long\"} | 1 insert 23502 {\"k\": \"3\", \"v\": null}",
+           "the refused ones are in weir_sink_rejects with their SQLSTATE and row");
+    RtSinkRejects rj = {0};
+    c->rejects(w5, &rj);
+    ok(rj.rows == 2 && strstr(rj.last, "epoch 1: insert"), "rejects() counts them and names the last");
+    is_int(last(c, w5), 1, "progress moved to the epoch");
+    ok(wr(c, w5, 1, 4, mixed, &e) == 0, "the same epoch delivered again");
+    is_str(q("SELECT count(*) FROM weir_sink_rejects WHERE sink = 'checked'"), "2",
+           "is a no-op: no rejected row recorded twice");
+    c->close(w5);
 
     /* ---- append-only ---- */
     Spec sp3;

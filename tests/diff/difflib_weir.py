@@ -260,6 +260,23 @@ def run(conn, sql, timeout_ms=None):
         return Result(state=e.pgcode, msg=(e.pgerror or "").strip().splitlines()[0] if e.pgerror else str(e))
 
 
+def check_doc_quote(path, name, doc):
+    """An intended difference cites the docs that state it: `FILE[, section]: "quoted text"`.
+    The quoted text (each `...` part of it) must still be in FILE, so an entry cannot outlive
+    the documentation that made it intended (avg of integers became numeric at planner revision
+    4 and its entry stayed, hiding any avg(int) difference)."""
+    m = re.match(r'\s*([\w./-]+\.md)\b[^"]*"(.*)"', doc, re.S)
+    if not m:
+        raise ValueError('%s [%s]: doc must be FILE: "quoted text"' % (path, name))
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), "..", ".."))
+    with open(os.path.join(root, m.group(1))) as f:
+        text = " ".join(f.read().split())
+    for part in m.group(2).split("..."):
+        part = " ".join(part.split())
+        if part and part not in text:
+            raise ValueError('%s [%s]: the quoted docs text is no longer in %s: "%s"' % (path, name, m.group(1), part))
+
+
 class Expectations:
     """intended.txt and known_defects.txt: sections whose `match` regex (Python, re.S) is searched
     in a difference's signature text. known_defects.txt entries carry `issue` (an issue-17 item
@@ -278,6 +295,8 @@ class Expectations:
                     raise ValueError("%s [%s]: no match" % (path, name))
                 if kind == "intended" and not ("reason" in sec and "doc" in sec):
                     raise ValueError("%s [%s]: an intended difference needs reason and doc" % (path, name))
+                if kind == "intended":
+                    check_doc_quote(path, name, sec["doc"])
                 if kind == "known" and "issue" not in sec:
                     raise ValueError("%s [%s]: a known defect needs issue" % (path, name))
                 self.entries.append((kind, name, re.compile(sec["match"].strip(), re.S | re.M), dict(sec)))
