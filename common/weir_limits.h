@@ -33,6 +33,17 @@
  * any key that fits. */
 #define WEIR_MAX_KEY_COLUMNS 64
 
+/* Key groups of a view (CREATE MATERIALIZED VIEW ... WITH (key_groups = N),
+ * planner revision 6): the unit keyed state is split into, listed, handed
+ * over and restored by (common/keygroup.h). Stored as the 2-byte big-endian
+ * prefix of every key of a key-grouped state table, so at most 65536 could
+ * be addressed; 4096 keeps a cluster's per-group bookkeeping (one Kafka
+ * partition per key group in the repartition and changelog topics) within
+ * what a broker handles per topic. The default is Flink's default maximum
+ * parallelism (128): enough to spread over a few dozen nodes. */
+#define WEIR_MAX_KEY_GROUPS 4096
+#define WEIR_DEFAULT_KEY_GROUPS 128
+
 /* State values of one aggregation group: the group columns, a count and a
  * fired flag, and one to three per aggregate (plan_agg_slots()). Also bounds
  * the output: group columns plus aggregates. */

@@ -564,6 +564,12 @@ static void explain_text(Shared *sh, const PlanNode *n, const char *prefix, bool
         dist_text(n, out);
         buf_putc(out, ')');
     }
+    /* Keyed state split into key groups (plan_dist.c "Key groups"); an
+     * exchange routes by them but holds no state. */
+    if (n->key_groups && n->kind != PN_EXCHANGE) {
+        buf_printf(out, ", key groups: %d by ", n->key_groups);
+        cols_list(&n->inputs[0]->out, n->n_kg_cols[0], n->kg_cols[0], out);
+    }
     Buf st = BUF_INIT;
     node_state(n, &st);
     if (st.len)
@@ -630,6 +636,8 @@ static void explain_json(Shared *sh, const PlanNode *n, Buf *out)
         buf_printf(out, ", \"parallelism\": %d, \"distribution\": ", n->parallelism);
         json_str(out, tmp.data);
     }
+    if (n->key_groups && n->kind != PN_EXCHANGE)
+        buf_printf(out, ", \"key_groups\": %d", n->key_groups);
     if (n->kind == PN_AGG && n->agg_phase != PLAN_AGG_ONE)
         buf_printf(out, ", \"phase\": \"%s\"", n->agg_phase == PLAN_AGG_LOCAL ? "local" : "global");
     if (n->kind == PN_EXCHANGE) {

@@ -521,7 +521,133 @@ static void unsplit_materialize(PlanCtx *p, PlanView *v)
     v->changes = NULL;
 }
 
+/* ---- Key groups (planner revision 6; common/keygroup.h) ----
+ *
+ * A view's keyed state is split into G key groups: a row's group is
+ * weir_key_group(hash of its key columns, G), and every key of a keyed
+ * operator's state table begins with it (2 bytes, big-endian), so one group
+ * is one contiguous key range that storage can list, export, import and
+ * drop alone (stor_kg_*), the unit a cluster hands over. A parallel view's
+ * HASH exchanges route group kg to shard kg % P, so a shard holds whole
+ * groups and an operator's groups are the ones its exchange sent it.
+ *
+ * Keyed here: the view's materialize with a key (its key columns, the whole
+ * row of a counted view), the unwindowed grouped aggregations (their
+ * group columns; the global phase of a two-phase one), Top-N with a
+ * PARTITION BY (its partition columns; a windowed one too: it expires
+ * windows by a full scan, not in time order) and regular and interval
+ * joins with an equality key (each side's key columns; the interval join's
+ * time index stays one index across groups, op_join.c), INTERSECT and
+ * EXCEPT (the whole row) and correlated IN/EXISTS/scalar subqueries (the
+ * correlation key). Their key columns
+ * are those of the exchange before them when there is one (a materialize
+ * whose input is already hashed on some of its key columns: those), else
+ * the ones it would hash. Not keyed (their state keeps the layout of
+ * revision 5, EXPLAIN says nothing): state ordered by time first (windowed,
+ * pane and session aggregations close windows by scanning keys in window
+ * end order), aggregations and Top-N WITH (state_ttl) (their access-time
+ * index spans every key), the local phase of a two-phase aggregation (partial
+ * rows of whatever reached the instance), a join broadcasting its small
+ * side (the other side's rows stay where they are), keyless and table
+ * materializes, uncorrelated subqueries (single), and temporal joins (not
+ * yet). */
+
+int plan_key_groups_option(PlanCtx *p, const AstOption *o, WError *err)
+{
+    const char *s = o->value ? o->value : "";
+    while (*s == ' ')
+        s++;
+    long v = 0;
+    int digits = 0;
+    for (; *s >= '0' && *s <= '9'; s++, digits++)
+        if (v <= WEIR_MAX_KEY_GROUPS)
+            v = v * 10 + (*s - '0');
+    while (*s == ' ')
+        s++;
+    if (!digits || *s || v < 1)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "key_groups must be an integer from 1 to %d, not '%s'",
+                    WEIR_MAX_KEY_GROUPS, o->value ? o->value : "");
+    if (v > WEIR_MAX_KEY_GROUPS)
+        return werr(err, SQLSTATE_PROGRAM_LIMIT, o->pos, "key_groups %s exceeds the limit of %d key groups",
+                    o->value, WEIR_MAX_KEY_GROUPS),
+               werr_hint(err, "Each key group is a unit of state (and in a cluster one partition of a topic)."), -1;
+    p->key_groups = (int)v;
+    return 0;
+}
+
+/* Whether node n's operator prefixes its state keys with key groups (see above). */
+static bool kg_capable(const PlanNode *n)
+{
+    switch (n->kind) {
+    case PN_AGG:
+        return n->agg_phase != PLAN_AGG_LOCAL && n->n_group > 0 && n->win_group_idx < 0 && !n->session &&
+               !n->pane_us && !n->state_ttl_us;
+    case PN_MATERIALIZE:
+        return !n->upsert && !n->row_id_key && (n->n_keys > 0 || n->counted);
+    case PN_TOPN:
+        return n->n_part > 0 && !n->state_ttl_us;
+    case PN_JOIN:
+        return n->n_join_keys > 0 && !n->state_ttl_us;
+    case PN_SETOP:
+        return true;
+    case PN_SEMI_JOIN:
+        return n->n_join_keys > 0;
+    default:
+        return false;
+    }
+}
+
+static void assign_key_groups(PlanCtx *p, PlanView *v)
+{
+    int G = p->key_groups ? p->key_groups : WEIR_DEFAULT_KEY_GROUPS;
+    v->key_groups = G;
+    for (int i = 0; i < v->n_nodes; i++) {
+        PlanNode *n = v->nodes[i];
+        if (n->kind == PN_EXCHANGE) {
+            if (n->dist == PLAN_DIST_HASH)
+                n->key_groups = G;
+            continue;
+        }
+        if (!kg_capable(n))
+            continue;
+        /* Every input hashed (a join's two sides on their keys; a join
+         * broadcasting its small side is not keyed). */
+        bool keyed = true;
+        for (int k = 0; k < n->n_inputs && k < 2; k++) {
+            Need d = need_of(p->b.a, n, k);
+            const PlanNode *in = n->inputs[k];
+            if (d.dist != PLAN_DIST_HASH) {
+                keyed = false;
+            } else if (n->parallelism > 1 && in->dist == PLAN_DIST_HASH) {
+                n->n_kg_cols[k] = in->n_dist_keys;
+                n->kg_cols[k] = in->dist_keys;
+            } else {
+                n->n_kg_cols[k] = d.n;
+                n->kg_cols[k] = d.cols;
+            }
+        }
+        if (!keyed) {
+            n->n_kg_cols[0] = n->n_kg_cols[1] = 0;
+            n->kg_cols[0] = n->kg_cols[1] = NULL;
+            continue;
+        }
+        n->key_groups = G;
+    }
+}
+
+/* The distribution pass proper (see the file comment). */
+static int distribute(PlanCtx *p, PlanView *v, int P);
+
 int plan_distribute(PlanCtx *p, PlanView *v, int P)
+{
+    if (distribute(p, v, P))
+        return -1;
+    if (p->plan_rev >= 6)
+        assign_key_groups(p, v);
+    return 0;
+}
+
+static int distribute(PlanCtx *p, PlanView *v, int P)
 {
     Arena *a = p->b.a;
     v->parallelism = 1;

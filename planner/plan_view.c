@@ -142,6 +142,11 @@ static int view_options(PlanCtx *p, const AstCreateView *cv, ViewOpts *vo)
             }
             continue;
         }
+        if (strcasecmp(o->key, "key_groups") == 0) {
+            if (plan_key_groups_option(p, o, err))
+                return -1;
+            continue;
+        }
         if (strcasecmp(o->key, "agg_phase_strategy") == 0) {
             /* Flink's table.optimizer.agg-phase-strategy (plan_dist.c, split_agg).
              * Kept in the view's text, so re-planning at start gives the same shape. */
@@ -159,7 +164,7 @@ static int view_options(PlanCtx *p, const AstCreateView *cv, ViewOpts *vo)
         }
         if (strcasecmp(o->key, "state_ttl") != 0) {
             werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
-            werr_hint(err, "View options: agg_phase_strategy, backfill_from, state_ttl, streaming_parallelism.");
+            werr_hint(err, "View options: agg_phase_strategy, backfill_from, key_groups, state_ttl, streaming_parallelism.");
             return -1;
         }
         Interval iv;

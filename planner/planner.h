@@ -341,6 +341,15 @@ typedef struct PlanNode {
     /* PN_EXCHANGE: a gather that sends rows only while its reader (a
      * PN_VIEW_CHANGES) has consumers; watermarks always. */
     bool ex_lazy;
+    /* Key groups (PlanView.key_groups > 0; plan_dist.c, common/keygroup.h):
+     * G on a node whose state keys begin with the row's 2-byte key group
+     * (and on a HASH exchange, which routes key group kg to shard kg % P),
+     * 0 elsewhere. kg_cols[k] (n_kg_cols[k] columns of input k): the
+     * columns whose weir_key_hash_value gives a row's group, the ones the
+     * exchange before the node hashed when there is one. */
+    int key_groups;
+    int n_kg_cols[2];
+    int *kg_cols[2];
 } PlanNode;
 
 /* WITH RECURSIVE stops with 54001 past these (the iterations of one CTE, its rows). */
@@ -373,6 +382,10 @@ typedef struct PlanView {
     /* Instances of the parallel nodes (streaming_parallelism); 1 when the
      * view runs on one thread, exactly as before parallelism existed. */
     int parallelism;
+    /* Key groups of the view's keyed state (WITH (key_groups), default
+     * WEIR_DEFAULT_KEY_GROUPS); 0 for a view planned before revision 6,
+     * whose state keys have no key-group prefix. */
+    int key_groups;
 } PlanView;
 
 /* An ad hoc query (SELECT) run once over materialized views. */
@@ -420,8 +433,13 @@ typedef struct PlanQuery {
  *      NULL-padded row replaced by its match) gives the small ones back
  *      instead of 0 (1e300 + 3 - 1e300); an older view keeps two values;
  *      INTERSECT and EXCEPT compare rows as GROUP BY does (key_encode), not
- *      by their bytes */
-#define PLAN_REV_CURRENT 5
+ *      by their bytes
+ *   6  keyed state is split into key groups (WITH (key_groups = N), default
+ *      128; plan_dist.c "Key groups"): the state keys of aggregations and
+ *      of the view's materialize begin with the row's 2-byte key group, and
+ *      a parallel view's exchanges route key group kg to shard kg % P; an
+ *      older view keeps its unprefixed keys and its hash % P routing */
+#define PLAN_REV_CURRENT 6
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */

@@ -137,6 +137,7 @@ typedef struct PlanCtx {
      * window bounds only), 'one_phase' (1: never), 'two_phase' (2: wherever it applies) */
     int agg_phase_strategy;
     int plan_rev;            /* PlanViewOptions.plan_rev (PLAN_REV_CURRENT outside views) */
+    int key_groups;          /* WITH (key_groups): 0 = WEIR_DEFAULT_KEY_GROUPS (plan_dist.c) */
     /* The WHERE conjuncts of the SELECT whose FROM is being planned that an
      * inner JOIN may take into its ON (plan_from, plan_tref); NULL when none. */
     const AstExpr **where_conj;
@@ -182,6 +183,10 @@ void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s);
  * distribution, inserts the exchanges and allocates the instances' state
  * tables; sets v->parallelism (1 when nothing splits). 0, or -1 with err. */
 int plan_distribute(PlanCtx *p, PlanView *v, int P);
+/* WITH (key_groups = N) of a view: an integer 1..WEIR_MAX_KEY_GROUPS into
+ * p->key_groups. 0, or -1 with err (22023 not an integer or below 1, 54000
+ * above the limit) at o's position. */
+int plan_key_groups_option(PlanCtx *p, const AstOption *o, WError *err);
 /* A fresh state table id (views only; 0 in ad hoc queries). */
 uint64_t new_table(PlanCtx *p);
 int plan_tref(PlanCtx *p, const AstTableRef *t, Rel *out);

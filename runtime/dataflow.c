@@ -37,6 +37,10 @@ struct RtDataflow {
     /* A split materialize (plan->changes): its instances' tables read as
      * one (rt_dataflow_view_table); root is then the ViewChanges operator. */
     StorTable *merged;
+    /* A materialize with key groups (planner revision 6): its table (or the
+     * merged one) read without the key-group prefix (stor_table_open_grouped),
+     * so readers decode the keys they always did. */
+    StorTable *grouped;
 };
 
 /* Shards: 1 on one thread; shard 0 is df's own ops and sources. */
@@ -185,6 +189,18 @@ static int open_merged(RtDataflow *df)
     return rc;
 }
 
+/* The view's rows without their key-group prefix (df->grouped). */
+static int open_grouped(RtDataflow *df)
+{
+    StorTable *base = df->merged;
+    for (int i = 0; i < df->n_ops && !base; i++)
+        if (df->plan->nodes[i] == df->plan->root && df->ops[i])
+            base = df->ops[i]->table;
+    if (!base)
+        return werr(&df->err, SQLSTATE_INTERNAL, 0, "a view's materialize without its table");
+    return stor_table_open_grouped(base, df->plan->root->key_groups, &df->grouped, &df->err);
+}
+
 static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of, RtDataflow **out, WError *err)
 {
     if (plan->parallelism > 1 && replay_of)
@@ -221,6 +237,11 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
             df->root = df->ops[i];
     }
     if (plan->changes && open_merged(df)) {
+        *err = df->err;
+        rt_dataflow_close(df);
+        return -1;
+    }
+    if (plan->root->key_groups && open_grouped(df)) {
         *err = df->err;
         rt_dataflow_close(df);
         return -1;
@@ -456,6 +477,15 @@ bool rt_dataflow_flushed(RtDataflow *df)
 }
 
 StorTable *rt_dataflow_view_table(RtDataflow *df)
+{
+    if (df->grouped)
+        return df->grouped;
+    if (df->merged)
+        return df->merged;
+    return df->root ? df->root->table : NULL;
+}
+
+StorTable *rt_dataflow_view_store(RtDataflow *df)
 {
     if (df->merged)
         return df->merged;
@@ -698,7 +728,8 @@ void rt_dataflow_close(RtDataflow *df)
         free(df->root->fan);
         df->root->fan = NULL;
     }
-    stor_table_close(df->merged); /* before the tables it reads */
+    stor_table_close(df->grouped); /* before the tables it reads */
+    stor_table_close(df->merged);
     /* Workers stop first; the other shards close before shard 0, whose
      * operators they never reference. */
     rt_par_free(df->par);

@@ -775,10 +775,20 @@ static void state_merge(AggOp *a, Value *st, const Value *o, bool o_first)
 }
 
 /* The state key of a group. A global aggregation has no group values; its
- * key is one zero byte, since storage keys are never empty. */
+ * key is one zero byte, since storage keys are never empty. With key groups
+ * (only unwindowed aggregations have them: plan_dist.c) the key begins with
+ * the group's key group, over the group values, which are the columns the
+ * exchange before it hashed, in that order; the multisets of
+ * count(DISTINCT) extend the key (ms_key), so they share its group. */
 static void make_key(AggOp *a, const Value *kv, int nk)
 {
+    const PlanNode *n = a->op.node;
     buf_reset(&a->kbuf);
+    if (n->key_groups) {
+        unsigned char pre[WEIR_KG_PREFIX];
+        weir_kg_put(pre, rt_row_kg(kv, nk, NULL, n->key_groups));
+        buf_append(&a->kbuf, pre, WEIR_KG_PREFIX);
+    }
     key_encode(&a->kbuf, kv, nk);
     if (a->kbuf.len == 0)
         buf_put_u8(&a->kbuf, 0);
@@ -1712,6 +1722,8 @@ static int agg_push(RtOp *op, Chunk *c)
         for (int i = 0; i < a->n_group; i++)
             kv[nk++] = group[i];
         make_key(a, kv, nk);
+        if (n->key_groups && rt_kg_check(op, weir_kg_get(a->kbuf.data)))
+            return -1;
         int created;
         ByteMapEntry *e = bytemap_get(&a->touched, a->kbuf.data, a->kbuf.len, 1, &created);
         /* Once per group and chunk (now is the chunk's): before its state is read. */

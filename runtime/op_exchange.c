@@ -9,7 +9,11 @@
  * rows of its own shard and hands them straight downstream, and copies the
  * others, per target shard, into chunks of their own arena that the
  * receiving shard owns (the sender's chunk arena is reset after its poll).
- * A gather (SINGLE) sends every row to shard 0.
+ * A gather (SINGLE) sends every row to shard 0. In a view with key groups
+ * (planner revision 6, common/keygroup.h) the hash picks the row's key
+ * group kg and the row goes to shard kg % P, so every key group is whole
+ * at one shard, the one whose operators keep its state; an older view
+ * keeps its hash % P, the routing its shards' state was built by.
  *
  * Watermarks: the sender forwards its input's watermark to every receiver;
  * a receiver keeps the last watermark of each sender and moves its own to
@@ -33,10 +37,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keygroup.h"
+
 typedef struct ExOp {
     RtOp op;
     int P;
-    bool hash;                /* HASH: rows go to hash(key) % P; else all to shard 0 */
+    bool hash;                /* HASH: rows go to weir_key_group(hash(key), G) % P (hash % P
+                               * when G is 0: a view before key groups); else all to shard 0 */
+    int G;                    /* the view's key groups (PlanNode.key_groups), 0 = none */
     bool broadcast;           /* BROADCAST: every row to every shard (a join's small side) */
     bool receiver;            /* this shard has the consumer */
     int64_t *last;            /* receiver: per sender shard, its last watermark */
@@ -115,29 +123,31 @@ int rt_exchange_receive(RtOp *op, int from, Chunk *c, int64_t wm)
     return rt_emit(op, c);
 }
 
-/* Each row's shard: value_hash over the key columns (a column at a time;
- * 64-bit integers and times, the common keys, without a Value per cell). */
+/* Each row's shard: the key hash of common/keygroup.h over the key columns
+ * (a column at a time; 64-bit integers and times, the common keys, without
+ * a Value per cell, which weir_key_hash_value matches bit for bit). */
 static void route(ExOp *x, const Chunk *c, int *counts)
 {
     const PlanNode *n = x->op.node;
     uint64_t *h = x->hashes;
     for (int r = 0; r < c->n_rows; r++)
-        h[r] = WEIR_HASH_SEED_SHARD_START;
+        h[r] = WEIR_KEY_HASH_SEED;
     for (int k = 0; k < n->n_dist_keys; k++) {
         const Column *col = &c->cols[n->dist_keys[k]];
         if (type_phys(col->type) == PHYS_I64) {
             for (int r = 0; r < c->n_rows; r++)
-                h[r] = col->nulls[r] ? hash_u64(h[r] ^ WEIR_HASH_NULL) : hash_u64(h[r] ^ (uint64_t)col->v.i[r]);
+                h[r] = col->nulls[r] ? hash_u64(h[r] ^ WEIR_KEY_HASH_NULL) : hash_u64(h[r] ^ (uint64_t)col->v.i[r]);
             continue;
         }
         for (int r = 0; r < c->n_rows; r++) {
             Value v;
             chunk_get(c, n->dist_keys[k], r, &v);
-            h[r] = value_hash(&v, h[r]);
+            h[r] = weir_key_hash_value(h[r], &v);
         }
     }
     for (int r = 0; r < c->n_rows; r++) {
-        int t = (int)(hash_u64(h[r] ^ WEIR_HASH_SEED_SHARD) % (uint64_t)x->P);
+        int t = x->G ? weir_key_group(h[r], x->G) % x->P
+                     : (int)(hash_u64(h[r] ^ WEIR_KEY_HASH_FINAL) % (uint64_t)x->P);
         x->target[r] = t;
         counts[t]++;
     }
@@ -312,6 +322,7 @@ RtOp *rt_op_exchange_new(RtCtx *rc, const PlanNode *n)
     x->op.wm = TS_MINUS_INF;
     x->P = rc->n_shards;
     x->hash = n->dist == PLAN_DIST_HASH;
+    x->G = n->key_groups;
     x->broadcast = n->dist == PLAN_DIST_BROADCAST;
     x->receiver = rc->shard == 0 || n->parallelism > 1;
     x->emitted = x->sent = TS_MINUS_INF;

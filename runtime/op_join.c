@@ -28,6 +28,15 @@
  * every probe) and sides with a state_ttl (a probe may expire rows) are
  * always scanned.
  *
+ * With key groups (planner revision 6; not with state_ttl, whose access
+ * index spans every key) a row's key begins with its join key's 2-byte key
+ * group (the exchange's columns), so the join-key prefix probed on the
+ * other side carries it too: equal keys have equal groups. The interval
+ * join's time index (TIME_IX) stays one index over every group, ordered by
+ * time as before: expiry reads only the rows due with one range scan,
+ * where an index per group would take G scans per watermark (the index of
+ * a group's rows can be rebuilt from them: their key holds the time).
+ *
  * A regular join with WITH (state_ttl) tracks each side's join keys in
  * processing time (state_ttl.c): a row arriving touches its key on its own
  * side (a write) and on the other side (a read of its rows); a key idle for
@@ -243,6 +252,11 @@ static void state_key(JoinOp *j, int s, const Value *vals, bool seq, Buf *out, s
     for (int k = 0; k < j->n_keys; k++)
         kv[k] = vals[sd->keys[k]];
     buf_reset(out);
+    if (j->op.node->key_groups) {
+        unsigned char pre[WEIR_KG_PREFIX];
+        weir_kg_put(pre, rt_row_kg(kv, j->n_keys, NULL, j->op.node->key_groups));
+        buf_append(out, pre, WEIR_KG_PREFIX);
+    }
     key_encode(out, kv, j->n_keys);
     *prefix_len = out->len;
     if (sd->time_col >= 0) {
@@ -486,6 +500,8 @@ static int apply_row(JoinOp *j, int s, const Value *vals, int sign)
     size_t plen;
     bool seq = me->seq && sign > 0;
     state_key(j, s, vals, seq, &j->kbuf, &plen, &j->vbuf);
+    if (n->key_groups && rt_kg_check(&j->op, weir_kg_get(j->kbuf.data)))
+        return -1;
     if (j->has_ttl) {
         /* Before reading: a key past its TTL must not be seen. A row writes
          * its own side's key (rows with a NULL key too: an outer join keeps
@@ -710,6 +726,11 @@ static void prefetch_row(JoinOp *j, Side *me, const Chunk *c, int r, uint64_t se
         chunk_get(c, me->keys[k], r, &kv[k]);
     Buf *b = &j->pbuf;
     buf_reset(b);
+    if (j->op.node->key_groups) {
+        unsigned char pre[WEIR_KG_PREFIX];
+        weir_kg_put(pre, rt_row_kg(kv, j->n_keys, NULL, j->op.node->key_groups));
+        buf_append(b, pre, WEIR_KG_PREFIX);
+    }
     key_encode(b, kv, j->n_keys);
     unsigned char tb[16];
     if (me->time_col >= 0) {

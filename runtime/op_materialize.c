@@ -14,6 +14,11 @@
  * so ids stay unique across instances); readers merge the tables
  * (rt_dataflow_view_table).
  *
+ * A keyed materialize of a view with key groups (planner revision 6,
+ * plan_dist.c) begins each key with the row's 2-byte key group (over its
+ * key columns, or the whole row of a counted view), so a key group is one
+ * key range; readers see the keys without it (rt_dataflow_view_table).
+ *
  * A table's materialize (upsert) turns whatever feeds the table into its
  * true changelog by looking up the stored row of each key (mat_upsert).
  */
@@ -187,6 +192,12 @@ static int mat_push(RtOp *op, Chunk *c)
             buf_reset(&m->kbuf);
             buf_put_u8(&m->kbuf, 0x01);
             buf_append(&m->kbuf, hb, 16);
+        }
+        if (n->key_groups) {
+            int kg = rt_row_kg(vals, n->n_kg_cols[0], n->kg_cols[0], n->key_groups);
+            if (rt_kg_check(op, kg))
+                return -1;
+            rt_kg_prepend(&m->kbuf, kg);
         }
         if (m->pending) {
             m->pending = false;

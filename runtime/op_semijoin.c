@@ -31,6 +31,11 @@
  * state but the inputs' sizes: the planner asks for the unbounded-state
  * opt-in when both inputs are append-only streams. The watermark is the
  * minimum of the two inputs', as for a join.
+ *
+ * With key groups (planner revision 6; correlated subqueries only, the
+ * others are single) every key of both tables begins with the correlation
+ * key's 2-byte key group (put_kg), before the tag: a group's counts and
+ * rows, and the left rows that read them, are one range per key group.
  */
 #include "runtime_int.h"
 #include "hash_seeds.h"
@@ -172,7 +177,20 @@ static int emit_change(SemiOp *s, const Value *left, int64_t count, int vb, int 
     return 0;
 }
 
-/* [tag][corr] (+ more by the caller) into out; false when a correlation key is NULL. */
+/* Resets out to the key group of correlation key kv, when the view has
+ * key groups (see the file comment); else empties it. */
+static void put_kg(SemiOp *s, const Value *kv, Buf *out)
+{
+    const PlanNode *n = s->op.node;
+    buf_reset(out);
+    if (!n->key_groups)
+        return;
+    unsigned char pre[WEIR_KG_PREFIX];
+    weir_kg_put(pre, rt_row_kg(kv, n->n_join_keys, NULL, n->key_groups));
+    buf_append(out, pre, WEIR_KG_PREFIX);
+}
+
+/* [kg][tag][corr] (+ more by the caller) into out; false when a correlation key is NULL. */
 static bool right_key(SemiOp *s, int tag, const Value *vals, const int *keys, Buf *out)
 {
     const PlanNode *n = s->op.node;
@@ -182,7 +200,7 @@ static bool right_key(SemiOp *s, int tag, const Value *vals, const int *keys, Bu
         kv[k] = vals[keys[k]];
         null |= kv[k].null;
     }
-    buf_reset(out);
+    put_kg(s, kv, out);
     buf_put_u8(out, (uint8_t)tag);
     key_encode(out, kv, n->n_join_keys);
     return !null;
@@ -320,6 +338,8 @@ static int apply_right(SemiOp *s, const Value *vals, int sign)
     Group gb, ga;
     if (!right_key(s, TAG_GROUP, vals, keys, &s->kbuf))
         return 0; /* a NULL correlation key equals no left row */
+    if (n->key_groups && rt_kg_check(&s->op, weir_kg_get(s->kbuf.data)))
+        return -1;
     if (get_group(s, vals, keys, &gb))
         return -1;
     if (sign < 0 && gb.total <= 0) {
@@ -396,7 +416,7 @@ static int apply_right(SemiOp *s, const Value *vals, int sign)
         Value kv[WEIR_MAX_KEY_COLUMNS];
         for (int k = 0; k < n->n_join_keys; k++)
             kv[k] = vals[keys[k]];
-        buf_reset(&s->ybuf);
+        put_kg(s, kv, &s->ybuf);
         key_encode(&s->ybuf, kv, n->n_join_keys);
         if (!group_wide)
             buf_append(&s->ybuf, y_enc.data, y_enc.len);
@@ -421,7 +441,9 @@ static int apply_left(SemiOp *s, const Value *vals, int sign)
         kv[k] = vals[n->left_keys[k]];
     if (s->is_in)
         kv[nk++] = vals[n->in_left_col];
-    buf_reset(&s->kbuf);
+    put_kg(s, kv, &s->kbuf);
+    if (n->key_groups && rt_kg_check(&s->op, weir_kg_get(s->kbuf.data)))
+        return -1;
     key_encode(&s->kbuf, kv, nk);
     buf_reset(&s->rbuf);
     row_encode(&s->rbuf, vals, s->n_left);

@@ -20,6 +20,8 @@
  * Nothing bounds the state but the inputs' own sizes: the planner asks for
  * the unbounded-state opt-in when an input is an append-only stream.
  * No watermark leaves this operator (its rows follow no event-time order).
+ * With key groups (planner revision 6) the key begins with the row's 2-byte
+ * key group, over the whole row as the exchange before it hashes it.
  */
 #include "runtime_int.h"
 #include "hash_seeds.h"
@@ -87,6 +89,14 @@ static int apply(SetOp *s, int side, const Value *vals, int sign)
     put_be64(hb, hash_bytes(h->data, h->len, WEIR_HASH_SEED_STATE0));
     put_be64(hb + 8, hash_bytes(h->data, h->len, WEIR_HASH_SEED_STATE1));
     buf_reset(&s->kbuf);
+    if (n->key_groups) {
+        unsigned char pre[WEIR_KG_PREFIX];
+        int kg = rt_row_kg(vals, ncols, NULL, n->key_groups);
+        if (rt_kg_check(&s->op, kg))
+            return -1;
+        weir_kg_put(pre, kg);
+        buf_append(&s->kbuf, pre, WEIR_KG_PREFIX);
+    }
     buf_append(&s->kbuf, hb, 16);
     const void *v;
     size_t vl;

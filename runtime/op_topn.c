@@ -22,6 +22,11 @@
 #include "runtime_int.h"
 #include "hash_seeds.h"
 
+/* With key groups (planner revision 6; not with state_ttl, whose access
+ * index spans every partition) every key begins with the partition's 2-byte
+ * key group (over the PARTITION BY values, the exchange's columns), so the
+ * partition key and the scans by it carry it too. */
+
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +85,11 @@ static void part_key(const PlanNode *n, const Value *vals, Buf *out)
     for (int i = 0; i < n->n_part; i++)
         pv[i] = vals[n->part_cols[i]];
     buf_reset(out);
+    if (n->key_groups) {
+        unsigned char pre[WEIR_KG_PREFIX];
+        weir_kg_put(pre, rt_row_kg(pv, n->n_part, NULL, n->key_groups));
+        buf_append(out, pre, WEIR_KG_PREFIX);
+    }
     key_encode(out, pv, n->n_part);
     buf_put_u8(out, 0x01);
 }
@@ -123,6 +133,8 @@ static int apply(TopOp *t, const Value *vals, int sign)
     RtCtx *rc = t->op.rc;
     int nin = n->inputs[0]->out.n;
     part_key(n, vals, &t->pbuf);
+    if (n->key_groups && rt_kg_check(&t->op, weir_kg_get(t->pbuf.data)))
+        return -1;
     if (t->has_ttl && rt_ttl_touch(&t->ttl, t->pbuf.data, t->pbuf.len, t->now, sign > 0, rc->err))
         return -1;
     Ranked before, after;
@@ -275,7 +287,9 @@ static int topn_watermark(RtOp *op, int64_t wm)
         Buf dead = BUF_INIT;
         Value pv[WEIR_MAX_KEY_COLUMNS];
         while ((got = stor_iter_next(it, &k, &kl, &v, &vl, rc->err)) == 1) {
-            if (key_decode(k, kl, types, n->win_group_idx + 1, rc->chunk_arena, pv) || pv[n->win_group_idx].null)
+            size_t skip = n->key_groups ? WEIR_KG_PREFIX : 0; /* the key group before the partition key */
+            if (kl < skip || key_decode((const char *)k + skip, kl - skip, types, n->win_group_idx + 1, rc->chunk_arena, pv) ||
+                pv[n->win_group_idx].null)
                 continue;
             int64_t end = pv[n->win_group_idx].u.i + n->win_end_offset_us;
             if (end <= wm) {

@@ -77,10 +77,17 @@ int rt_dataflow_flush_target(RtDataflow *df, WError *err);
 bool rt_dataflow_flushed(RtDataflow *df);
 /* The view's rows: the materialize operator's table, or for a split
  * materialize (a parallel view's) a read-only handle merging its
- * instances' tables in key order (stor_table_open_merged). Every reader of
+ * instances' tables in key order (stor_table_open_merged); with key groups
+ * (planner revision 6) a read-only handle over either that hides the
+ * keys' key-group prefix (stor_table_open_grouped). Every reader of
  * a view's rows goes through this, never the root operator's table. Owned
  * by df; valid until rt_dataflow_close. */
 StorTable *rt_dataflow_view_table(RtDataflow *df);
+/* The view's rows as stored: the materialize operator's own table, keys
+ * with their key-group prefix (the merged read-only handle for a split
+ * materialize). Only for tools that write a view's state behind its
+ * operator (VERIFY's testing_corrupt); readers use rt_dataflow_view_table. */
+StorTable *rt_dataflow_view_store(RtDataflow *df);
 /* Any open state table of the dataflow by id (e.g. its late-rows relation), or NULL. */
 StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id);
 void rt_dataflow_stats(RtDataflow *df, RtStats *out);

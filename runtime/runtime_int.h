@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "chunk.h"
+#include "keygroup.h"
 #include "weir_limits.h"
 #include "kafka.h"
 #include "row.h"
@@ -425,6 +426,39 @@ int rt_start_ops(int n, RtOp **ops);
 
 /* Opens the state table of node n for op (temporary tables for queries). */
 int rt_op_open_table(RtOp *op, WError *err);
+
+/* Key groups (planner/plan_dist.c "Key groups", common/keygroup.h): the key
+ * group of a row of G groups whose key cells are vals[cols[0..n)] (cols
+ * NULL: vals[0..n)), the one the exchange before the operator computed. */
+static inline int rt_row_kg(const Value *vals, int n, const int *cols, int G)
+{
+    uint64_t h = WEIR_KEY_HASH_SEED;
+    for (int i = 0; i < n; i++)
+        h = weir_key_hash_value(h, &vals[cols ? cols[i] : i]);
+    return weir_key_group(h, G);
+}
+
+/* A split operator's row of key group kg must be at instance kg % P, where
+ * the exchange sent it (op_exchange.c): a cluster hands a key group's state
+ * over by that rule, so a row elsewhere is a routing bug, reported (XX000)
+ * rather than stored under an instance that does not own its group. */
+static inline int rt_kg_check(const RtOp *op, int kg)
+{
+    const RtCtx *rc = op->rc;
+    if (op->node->parallelism > 1 && rc->n_shards > 1 && kg % rc->n_shards != rc->shard)
+        return werr(rc->err, SQLSTATE_INTERNAL, 0, "a row of key group %d reached instance %d of %d", kg,
+                    rc->shard, rc->n_shards);
+    return 0;
+}
+
+/* Puts the 2-byte key-group prefix of group kg in front of the key in b. */
+static inline void rt_kg_prepend(Buf *b, int kg)
+{
+    size_t n = b->len;
+    buf_append(b, "\0\0", 2);
+    memmove(b->data + 2, b->data, n);
+    weir_kg_put((unsigned char *)b->data, kg);
+}
 /* Opens state table table_id (a temporary one in an ad hoc query). */
 int rt_open_state(RtCtx *rc, uint64_t table_id, StorTable **out, WError *err);
 

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "keygroup.h"
 #include "pgwire.h"
 #include "row.h"
 #include "arena.h"
@@ -225,8 +226,10 @@ static int64_t count_late(StorTable *t, WError *err)
     return got < 0 ? -1 : n;
 }
 
-/* testing_corrupt: damages the first row of the running view's state. */
-static int corrupt(const PlanView *p, StorTable *t, bool del, WError *err)
+/* testing_corrupt: damages the first row (in key order, as t reads the
+ * view) of the running view's state, written to store (the table as
+ * stored: with key groups, the key is prefixed by the row's group). */
+static int corrupt(const PlanView *p, StorTable *t, StorTable *store, bool del, WError *err)
 {
     const PlanSchema *sc = &p->root->out;
     StorIter *it;
@@ -246,6 +249,26 @@ static int corrupt(const PlanView *p, StorTable *t, bool del, WError *err)
     int rc = got < 0 ? -1 : 0;
     if (!rc && !key.len)
         rc = werr(err, SQLSTATE_INVALID_PARAMETER, 0, "testing_corrupt: the view has no row to damage");
+    const PlanNode *m = p->root;
+    if (!rc && m->key_groups) {
+        /* The stored key: the row's key group (keygroup.h) before the key. */
+        int n = p->counted ? sc->n + 1 : sc->n;
+        Value *vals = xcalloc((size_t)n, sizeof(Value));
+        if (row_decode(val.data, val.len, vals, n))
+            rc = werr(err, SQLSTATE_INTERNAL, 0, "corrupt row");
+        uint64_t h = WEIR_KEY_HASH_SEED;
+        for (int i = 0; !rc && i < m->n_kg_cols[0]; i++)
+            h = weir_key_hash_value(h, &vals[m->kg_cols[0][i]]);
+        free(vals);
+        unsigned char pre[WEIR_KG_PREFIX];
+        weir_kg_put(pre, weir_key_group(h, m->key_groups));
+        Buf k2 = BUF_INIT;
+        buf_append(&k2, pre, WEIR_KG_PREFIX);
+        buf_append(&k2, key.data, key.len);
+        buf_free(&key);
+        key = k2;
+    }
+    t = store;
     if (!rc && del) {
         rc = stor_table_delete(t, key.data, key.len, err);
     } else if (!rc) {
@@ -413,7 +436,7 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
     }
     const PlanView *p = o->flow.plan;
     StorTable *live_t = rt_dataflow_view_table(o->flow.df);
-    if (corrupt_mode && corrupt(p, live_t, !strcasecmp(corrupt_mode, "delete"), err))
+    if (corrupt_mode && corrupt(p, live_t, rt_dataflow_view_store(o->flow.df), !strcasecmp(corrupt_mode, "delete"), err))
         return -1;
     RtDataflow *re = NULL;
     if (rt_dataflow_replay_open(&e->rt, p, o->flow.df, &re, err))

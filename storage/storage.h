@@ -221,6 +221,65 @@ void stor_iter_close(StorIter *it);
  *        which leaves the parts open). @return 0, or <0 (XX000 no parts). */
 int stor_table_open_merged(StorTable *const *parts, int n, StorTable **out, WError *err);
 
+/* ---------------------------------------------------------------------------
+ * Key groups (common/keygroup.h; storage/README.md "Key groups"). A
+ * key-grouped table is an ordinary state table whose keys begin with a
+ * 2-byte big-endian key group (0..STOR_MAX_KEY_GROUPS-1), so one group is
+ * one contiguous key range: listed, exported, imported and dropped alone
+ * (the unit a cluster hands over and changelogs). Keys an operator keeps
+ * outside any group (its own bookkeeping, lead byte >= 0xF0) are never
+ * touched by these calls. Same threading as the table's other calls.
+ * ------------------------------------------------------------------------- */
+
+/* Groups addressable by the 2-byte prefix; views use at most
+ * WEIR_MAX_KEY_GROUPS of them (common/weir_limits.h). */
+#define STOR_MAX_KEY_GROUPS 65536
+/* First byte of a stor_kg_export_buf buffer. */
+#define STOR_KG_EXPORT_VERSION 1
+
+/* A read-only handle that reads a key-grouped table (plain or merged) as
+ * if it had no groups: keys come back without their prefix, iterators
+ * (given prefixes and bounds without it) return every group's keys merged
+ * in key order, and get finds a key in whichever group holds it (it probes
+ * the G groups in turn). For readers of a view's rows (SELECT, SUBSCRIBE's
+ * snapshot, VERIFY, COPY, HTTP), which decode keys the operator wrote.
+ * @param base borrowed; must stay open while the handle or an iterator on it is.
+ * @param G    the table's key groups (1..STOR_MAX_KEY_GROUPS).
+ * @param out  receives the handle (stor_table_close leaves base open).
+ * @return 0, or <0 (XX000 bad arguments). put and delete on it fail (XX000). */
+int stor_table_open_grouped(StorTable *base, int G, StorTable **out, WError *err);
+
+/* The groups 0..G-1 of t that hold at least one key, ascending, into *out
+ * (malloc'd, caller frees; NULL when none). One prefix seek per group.
+ * @return the number of groups, or <0 (22023 G outside 1..STOR_MAX_KEY_GROUPS; 58030). */
+int stor_kg_list(StorTable *t, int G, int **out, WError *err);
+
+/* Calls fn for every entry of group kg in key order, on the merged view of
+ * the table (dirty entries included); key (with its prefix) and val are
+ * valid during the call only. A nonzero return from fn stops the scan and
+ * is returned. @return 0, fn's value, or <0 (22023 kg out of range; 58030). */
+int stor_kg_export(StorTable *t, int kg,
+                   int (*fn)(void *arg, const void *key, size_t klen, const void *val, size_t vlen),
+                   void *arg, WError *err);
+
+/* Group kg as one buffer (reset first): u8 STOR_KG_EXPORT_VERSION, then per
+ * entry u32 LE key length, the key (with its prefix), u32 LE value length,
+ * the value, in key order. @return 0 or <0 as stor_kg_export. */
+int stor_kg_export_buf(StorTable *t, int kg, Buf *out, WError *err);
+
+/* Replaces group kg of t by the entries of a stor_kg_export_buf buffer: its
+ * old entries are deleted, the buffer's put (dirty, durable at the next
+ * checkpoint like any write). The whole buffer is checked first (version,
+ * lengths, every key of group kg): on error nothing is written.
+ * @return 0, or <0 (22023 malformed buffer or another group's key; XX000
+ *         on a read-only handle). */
+int stor_kg_import(StorTable *t, int kg, const void *data, size_t len, WError *err);
+
+/* Deletes every entry of group kg (tombstones in the dirty map: the
+ * checkpoint after makes it durable; other groups and keys outside groups
+ * stay). @return 0, or <0 (22023 kg out of range; XX000 read-only handle; 58030). */
+int stor_kg_drop(StorTable *t, int kg, WError *err);
+
 /* Gets that had to read LMDB (missed the dirty map, the cache and the
  * committed-key filter), since open. */
 uint64_t stor_table_point_reads(const StorTable *t);

@@ -125,6 +125,9 @@ struct StorTable {
      * n_parts 0 for an ordinary table. Nothing below is used by a merged one. */
     StorTable **parts;
     int n_parts;
+    /* A grouped handle (stor_table_open_grouped): parts[0] is the base,
+     * n_groups its key groups; 0 for any other table. */
+    int n_groups;
     uint64_t id;
     uint8_t prefix[8];          /* the LMDB key prefix (table_location) */
     size_t pl;                  /* its length: 8 in `state` (the id, big-endian), 1 in an own database */
@@ -909,11 +912,16 @@ static int read_only(const StorTable *t, WError *err)
     return 0;
 }
 
+static int grouped_get(StorTable *t, const void *key, size_t klen, const void **val, size_t *vlen,
+                       WError *err);
+
 int stor_table_get(StorTable *t, const void *key, size_t klen, const void **val, size_t *vlen,
                    WError *err)
 {
     if (check_key(klen, err) < 0)
         return -1;
+    if (t->n_groups)
+        return grouped_get(t, key, klen, val, vlen, err);
     if (t->n_parts) {
         for (int p = 0; p < t->n_parts; p++) {
             int f = stor_table_get(t->parts[p], key, klen, val, vlen, err);
@@ -1333,6 +1341,7 @@ struct StorIter {
     StorIter **subs;
     int n_subs;
     MergeHead *heads;
+    size_t strip;       /* a grouped handle's iterator: bytes of key-group prefix cut off each key */
     char *upper;        /* keys at or above this are left out (NULL: none) */
     size_t ulen;
     uint8_t *lower;     /* table prefix ++ the first key to return, or NULL */
@@ -1450,9 +1459,14 @@ int stor_table_open_merged(StorTable *const *parts, int n, StorTable **out, WErr
     return 0;
 }
 
+static int grouped_open(StorTable *t, const void *prefix, size_t plen, const void *lower, size_t llen,
+                        const void *upper, size_t ulen, StorIter **out, WError *err);
+
 static int merged_open(StorTable *t, const void *prefix, size_t plen, const void *lower, size_t llen,
                        const void *upper, size_t ulen, StorIter **out, WError *err)
 {
+    if (t->n_groups)
+        return grouped_open(t, prefix, plen, lower, llen, upper, ulen, out, err);
     StorIter *it = xcalloc(1, sizeof *it);
     it->t = t;
     it->subs = xcalloc((size_t)t->n_parts, sizeof(StorIter *));
@@ -1494,7 +1508,9 @@ static int merged_next(StorIter *it, const void **key, size_t *klen, const void 
             best = i;
             continue;
         }
-        int c = key_cmp(h->key, h->klen, it->heads[best].key, it->heads[best].klen);
+        size_t sp = it->strip; /* compared without a grouped handle's prefix */
+        int c = key_cmp((const char *)h->key + sp, h->klen - sp, (const char *)it->heads[best].key + sp,
+                        it->heads[best].klen - sp);
         if (c < 0) {
             best = i;
         } else if (c == 0) {
@@ -1505,8 +1521,8 @@ static int merged_next(StorIter *it, const void **key, size_t *klen, const void 
         return 0;
     MergeHead *h = &it->heads[best];
     h->has = false;
-    *key = h->key;
-    *klen = h->klen;
+    *key = (const char *)h->key + it->strip;
+    *klen = h->klen - it->strip;
     *val = h->val;
     *vlen = h->vlen;
     return 1;
@@ -1609,4 +1625,229 @@ void stor_iter_close(StorIter *it)
     free(it->upper);
     free(it->lower);
     free(it);
+}
+
+/* ---------------------------------------------------------------------------
+ * Key groups (common/keygroup.h): a key-grouped table's keys begin with the
+ * 2-byte big-endian key group. The grouped handle reads it as the operator
+ * sees its rows without groups: G prefixed scans k-way merged in key order
+ * with the prefix cut off (the merge of the merged handle, so a scan costs
+ * a comparison per group per row), and a get probing each group (G lookups
+ * in the map and the committed-key filter; a group's miss reads LMDB only
+ * on a filter false positive). The handover calls below work on one group.
+ * ------------------------------------------------------------------------- */
+
+int stor_table_open_grouped(StorTable *base, int G, StorTable **out, WError *err)
+{
+    if (!base || G < 1 || G > STOR_MAX_KEY_GROUPS)
+        return werr(err, SQLSTATE_INTERNAL, 0, "storage: a grouped table needs a base and 1..%d groups",
+                    STOR_MAX_KEY_GROUPS);
+    StorTable *t = xcalloc(1, sizeof *t);
+    t->env = base->env;
+    t->parts = xmalloc(sizeof(StorTable *));
+    t->parts[0] = base;
+    t->n_parts = 1;
+    t->n_groups = G;
+    *out = t;
+    return 0;
+}
+
+/* kg ++ bytes (n of them) into b, reset first. */
+static void kg_key(Buf *b, int kg, const void *p, size_t n)
+{
+    uint8_t pre[2] = {(uint8_t)(kg >> 8), (uint8_t)kg};
+    buf_reset(b);
+    buf_append(b, pre, 2);
+    if (n)
+        buf_append(b, p, n);
+}
+
+static int grouped_get(StorTable *t, const void *key, size_t klen, const void **val, size_t *vlen,
+                       WError *err)
+{
+    if (check_key(klen + 2, err) < 0)
+        return -1;
+    uint8_t kb[STOR_MAX_KEY];
+    memcpy(kb + 2, key, klen);
+    for (int g = 0; g < t->n_groups; g++) {
+        kb[0] = (uint8_t)(g >> 8);
+        kb[1] = (uint8_t)g;
+        int f = stor_table_get(t->parts[0], kb, klen + 2, val, vlen, err);
+        if (f)
+            return f;
+    }
+    return 0;
+}
+
+static int grouped_open(StorTable *t, const void *prefix, size_t plen, const void *lower, size_t llen,
+                        const void *upper, size_t ulen, StorIter **out, WError *err)
+{
+    if (check_key(plen + 2, err) < 0 || (upper && check_key(ulen + 2, err) < 0) ||
+        (lower && check_key(llen + 2, err) < 0))
+        return -1;
+    StorIter *it = xcalloc(1, sizeof *it);
+    it->t = t;
+    it->strip = 2;
+    it->n_subs = t->n_groups;
+    it->subs = xcalloc((size_t)t->n_groups, sizeof(StorIter *));
+    it->heads = xcalloc((size_t)t->n_groups, sizeof(MergeHead));
+    Buf p = BUF_INIT, l = BUF_INIT, u = BUF_INIT;
+    int rc = 0;
+    for (int g = 0; g < t->n_groups && !rc; g++) {
+        kg_key(&p, g, prefix, plen);
+        kg_key(&l, g, lower, llen);
+        kg_key(&u, g, upper, ulen);
+        rc = stor_iter_open_range(t->parts[0], p.data, p.len, lower ? l.data : NULL, l.len, upper ? u.data : NULL,
+                                  u.len, &it->subs[g], err);
+    }
+    buf_free(&p);
+    buf_free(&l);
+    buf_free(&u);
+    if (rc) {
+        stor_iter_close(it);
+        return -1;
+    }
+    *out = it;
+    return 0;
+}
+
+static int check_kg(int kg, WError *err)
+{
+    if (kg < 0 || kg >= STOR_MAX_KEY_GROUPS)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "storage: key group %d outside 0..%d", kg,
+                    STOR_MAX_KEY_GROUPS - 1);
+    return 0;
+}
+
+int stor_kg_list(StorTable *t, int G, int **out, WError *err)
+{
+    *out = NULL;
+    if (G < 1 || G > STOR_MAX_KEY_GROUPS)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "storage: %d key groups outside 1..%d", G,
+                    STOR_MAX_KEY_GROUPS);
+    int *v = xmalloc(sizeof(int) * (size_t)G), n = 0;
+    for (int g = 0; g < G; g++) {
+        uint8_t pre[2] = {(uint8_t)(g >> 8), (uint8_t)g};
+        StorIter *it;
+        const void *k, *val;
+        size_t kl, vl;
+        if (stor_iter_open(t, pre, 2, &it, err)) {
+            free(v);
+            return -1;
+        }
+        int f = stor_iter_next(it, &k, &kl, &val, &vl, err);
+        stor_iter_close(it);
+        if (f < 0) {
+            free(v);
+            return -1;
+        }
+        if (f)
+            v[n++] = g;
+    }
+    *out = v;
+    return n;
+}
+
+int stor_kg_export(StorTable *t, int kg, int (*fn)(void *arg, const void *key, size_t klen, const void *val,
+                                                   size_t vlen),
+                   void *arg, WError *err)
+{
+    if (check_kg(kg, err))
+        return -1;
+    uint8_t pre[2] = {(uint8_t)(kg >> 8), (uint8_t)kg};
+    StorIter *it;
+    if (stor_iter_open(t, pre, 2, &it, err))
+        return -1;
+    const void *k, *v;
+    size_t kl, vl;
+    int f, rc = 0;
+    while ((f = stor_iter_next(it, &k, &kl, &v, &vl, err)) == 1)
+        if ((rc = fn(arg, k, kl, v, vl)))
+            break;
+    stor_iter_close(it);
+    return f < 0 ? -1 : rc;
+}
+
+static void put_le32(Buf *b, uint32_t x)
+{
+    uint8_t v[4] = {(uint8_t)x, (uint8_t)(x >> 8), (uint8_t)(x >> 16), (uint8_t)(x >> 24)};
+    buf_append(b, v, 4);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int export_one(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    Buf *b = arg;
+    put_le32(b, (uint32_t)klen);
+    buf_append(b, key, klen);
+    put_le32(b, (uint32_t)vlen);
+    buf_append(b, val, vlen);
+    return 0;
+}
+
+int stor_kg_export_buf(StorTable *t, int kg, Buf *out, WError *err)
+{
+    buf_reset(out);
+    buf_put_u8(out, STOR_KG_EXPORT_VERSION);
+    return stor_kg_export(t, kg, export_one, out, err);
+}
+
+int stor_kg_drop(StorTable *t, int kg, WError *err)
+{
+    if (check_kg(kg, err) || read_only(t, err))
+        return -1;
+    /* The keys first, then the deletes: a scan's snapshot would not see
+     * them, but collecting keeps the iterator's and the map's work apart. */
+    Buf keys = BUF_INIT;
+    if (stor_kg_export(t, kg, export_one, &keys, err)) {
+        buf_free(&keys);
+        return -1;
+    }
+    int rc = 0;
+    const uint8_t *p = (const uint8_t *)keys.data, *end = p + keys.len;
+    while (p < end && !rc) {
+        uint32_t kl = get_le32(p), vl = get_le32(p + 4 + kl);
+        rc = stor_table_delete(t, p + 4, kl, err);
+        p += 8 + kl + vl;
+    }
+    buf_free(&keys);
+    return rc;
+}
+
+int stor_kg_import(StorTable *t, int kg, const void *data, size_t len, WError *err)
+{
+    if (check_kg(kg, err) || read_only(t, err))
+        return -1;
+    const uint8_t *p = data, *end = p + len;
+    if (len < 1 || p[0] != STOR_KG_EXPORT_VERSION)
+        return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "storage: not a key-group export (version %d expected)",
+                    STOR_KG_EXPORT_VERSION);
+    /* Everything is checked before anything is written. */
+    for (const uint8_t *q = p + 1; q < end;) {
+        if ((size_t)(end - q) < 4)
+            return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "storage: key-group export truncated");
+        uint32_t kl = get_le32(q);
+        if (kl < 2 || kl > STOR_MAX_KEY || (size_t)(end - q) < 8 + (size_t)kl)
+            return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "storage: key-group export has a bad key length");
+        if (((q[4] << 8) | q[5]) != kg)
+            return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "storage: key-group export holds a key of group %d, not %d",
+                        (q[4] << 8) | q[5], kg);
+        uint32_t vl = get_le32(q + 4 + kl);
+        if ((size_t)(end - q) - 8 - kl < vl)
+            return werr(err, SQLSTATE_INVALID_PARAMETER, 0, "storage: key-group export truncated");
+        q += 8 + (size_t)kl + vl;
+    }
+    if (stor_kg_drop(t, kg, err))
+        return -1;
+    for (const uint8_t *q = p + 1; q < end;) {
+        uint32_t kl = get_le32(q), vl = get_le32(q + 4 + kl);
+        if (stor_table_put(t, q + 4, kl, q + 8 + kl, vl, err))
+            return -1;
+        q += 8 + (size_t)kl + vl;
+    }
+    return 0;
 }

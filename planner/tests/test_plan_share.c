@@ -67,10 +67,18 @@ static PlanView *plan(const char *sql, bool share, Cat *c, Arena *a)
     return v;
 }
 
+/* The text EXPLAIN without its key-group notes: the plan at revision 1 (no
+ * sharing) has no key groups (revision 6), and the comparisons are about
+ * sharing only. */
 static char *explain(const PlanView *v)
 {
     Buf b = BUF_INIT;
     plan_explain_view(v, false, &b);
+    char *p;
+    while (b.data && (p = strstr(b.data, ", key groups: "))) {
+        char *e = strchr(p, ']');
+        memmove(p, e + 1, strlen(e + 1) + 1);
+    }
     return b.data;
 }
 
