@@ -23,4 +23,8 @@ extern const char *const CONFIG_SETTINGS[];
  * name = value, an unknown name, a switch whose value is not a boolean. */
 int config_args(int argc, char **argv, int *out_argc, char ***out_argv, WError *err);
 
+/* The last list config_args handed out (reachable for the process's life:
+ * not a leak to LeakSanitizer at exit). */
+extern char **config_kept_args;
+
 #endif
