@@ -269,7 +269,14 @@ static int parse_ts_parts(const char *s, size_t len, int64_t *local, int *zone, 
         return -1;
     if (range)
         return range;   /* well formed: a field out of range */
-    *local = days * USECS_PER_DAY + ((hh * 60 + mi) * 60 + ss) * USECS_PER_SEC + frac;
+    /* A date can be later than a timestamp can hold ('405226-01-01' is a
+     * date, not a timestamp): out of range, never an overflow (found by
+     * fuzz_json through a source's record). */
+    int64_t at;
+    if (__builtin_mul_overflow(days, USECS_PER_DAY, &at) ||
+        __builtin_add_overflow(at, ((hh * 60 + mi) * 60 + ss) * USECS_PER_SEC + frac, &at))
+        return -3;
+    *local = at;
     return 0;
 }
 
@@ -281,8 +288,7 @@ int parse_timestamp(const char *s, size_t len, int64_t *usecs)
     int r = parse_ts_parts(s, len, &local, &zone, &off, &zs, &ze);
     if (r || zone == 2)
         return r ? r : -1;
-    *usecs = local - off;
-    return 0;
+    return __builtin_sub_overflow(local, off, usecs) ? -3 : 0;
 }
 
 /* Text to a timestamptz: an offset or zone name in the text wins, else the
@@ -295,10 +301,11 @@ static int parse_timestamptz(const char *s, size_t len, int64_t *usecs, WError *
     int r = parse_ts_parts(s, len, &local, &zone, &off, &zs, &ze);
     if (r)
         return r;
-    if (zone == 1) {
-        *usecs = local - off;
-        return 0;
-    }
+    if (zone == 1)
+        return __builtin_sub_overflow(local, off, usecs) ? -3 : 0;
+    /* A zone moves the time by less than a day either way. */
+    if (local > INT64_MAX - 2 * USECS_PER_DAY || local < INT64_MIN + 2 * USECS_PER_DAY)
+        return -3;
     const WTz *z = tz_current();
     if (zone == 2) {
         char name[101];
