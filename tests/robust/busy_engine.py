@@ -7,7 +7,7 @@ over 6,000 x 6,000 rows takes minutes. Before: statement_timeout = '2s' ended it
 waited 156 s behind it. Checks:
 - statement_timeout = '2s' ends that query within a few seconds (57014, "statement timeout");
 - a client's CancelRequest ends it within a few seconds (57014, "user request");
-- during such a query /metrics answers within 2 s, with weir_metrics_engine_busy 1 and the
+- during such a query /metrics answers within 3 s, with weir_metrics_engine_busy 1 and the
   engine's figures as last read; /api/status answers 200 with X-Weir-Stale-Seconds;
 - afterwards /metrics is current again (weir_metrics_engine_busy 0) and the server serves SQL.
 
@@ -75,10 +75,10 @@ def main():
         time.sleep(1.5)
         body, _, took = get(base + "/metrics")
         busy = [ln for ln in body.splitlines() if ln.startswith("weir_metrics_engine_busy ")]
-        tap(took < 2 and busy == ["weir_metrics_engine_busy 1"] and "weir_checkpoints_total" in body,
+        tap(took < 3 and busy == ["weir_metrics_engine_busy 1"] and "weir_checkpoints_total" in body,
             "during the query /metrics answers at once (%.2f s) with the engine's last figures" % took, repr(busy))
         _, headers, took = get(base + "/api/status")
-        tap(took < 2 and "X-Weir-Stale-Seconds" in headers, "/api/status too, marked stale (%.2f s)" % took,
+        tap(took < 3 and "X-Weir-Stale-Seconds" in headers, "/api/status too, marked stale (%.2f s)" % took,
             repr(headers))
         c.cancel()
         th.join(30)
