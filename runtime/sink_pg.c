@@ -742,6 +742,22 @@ static void net_changes(RtSinkWriter *w, int n, const RtSinkChange *changes)
     }
 }
 
+/* Moves the sink's progress row to epoch, in the open transaction. */
+static int record_progress(RtSinkWriter *w, uint64_t epoch, WError *err)
+{
+    char ep[24];
+    snprintf(ep, sizeof ep, "%" PRIu64, epoch);
+    const char *params[] = {w->sink, ep};
+    PGresult *res = pg_query(w,
+                             "INSERT INTO weir_sink_progress (sink, epoch) VALUES ($1, $2)"
+                             " ON CONFLICT (sink) DO UPDATE SET epoch = EXCLUDED.epoch",
+                             2, params, "recording the epoch", err);
+    if (!res)
+        return -1;
+    PQclear(res);
+    return 0;
+}
+
 /* One attempt at write_epoch on the current connection. */
 static int write_once(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkChange *changes, WError *err)
 {
@@ -784,18 +800,10 @@ static int write_once(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkChange
                      pg_exec(w, w->sql_merge_up, "upserting rows", err)))
             goto fail;
     }
-    char ep[24];
-    snprintf(ep, sizeof ep, "%" PRIu64, epoch);
-    const char *params[] = {w->sink, ep};
-    PGresult *res = pg_query(w,
-                             "INSERT INTO weir_sink_progress (sink, epoch) VALUES ($1, $2)"
-                             " ON CONFLICT (sink) DO UPDATE SET epoch = EXCLUDED.epoch",
-                             2, params, "recording the epoch", err);
-    if (!res)
+    if (record_progress(w, epoch, err))
         goto fail;
-    PQclear(res);
     fault_break(w);
-    res = PQexec(w->conn, "COMMIT");
+    PGresult *res = PQexec(w->conn, "COMMIT");
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
         return pg_fail(w, res, "COMMIT", err);
     /* COMMIT of a failed transaction reports ROLLBACK. */
@@ -919,16 +927,8 @@ static int write_rowwise(RtSinkWriter *w, uint64_t epoch, int n, const RtSinkCha
         PQclear(res);
     }
     free(params);
-    char ep[24];
-    snprintf(ep, sizeof ep, "%" PRIu64, epoch);
-    const char *pp[] = {w->sink, ep};
-    PGresult *res = pg_query(w,
-                             "INSERT INTO weir_sink_progress (sink, epoch) VALUES ($1, $2)"
-                             " ON CONFLICT (sink) DO UPDATE SET epoch = EXCLUDED.epoch",
-                             2, pp, "recording the epoch", err);
-    if (!res)
+    if (record_progress(w, epoch, err))
         goto fail;
-    PQclear(res);
     return pg_exec(w, "COMMIT", "COMMIT", err);
 fail_params:
     free(params);
