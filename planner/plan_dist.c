@@ -597,9 +597,20 @@ static bool kg_capable(const PlanNode *n)
     }
 }
 
+/* The key-group count of a view created without WITH (key_groups): see
+ * revision 7 in planner.h. On one node the count only has to let the
+ * exchanges route group kg to shard kg % P, and more groups than shards
+ * cost checkpoint writes; in a cluster they are the unit that moves. */
+static int default_key_groups(const PlanCtx *p, const PlanView *v)
+{
+    if (p->plan_rev < 7 || p->cluster)
+        return WEIR_DEFAULT_KEY_GROUPS;
+    return v->parallelism > 1 ? v->parallelism : 1;
+}
+
 static void assign_key_groups(PlanCtx *p, PlanView *v)
 {
-    int G = p->key_groups ? p->key_groups : WEIR_DEFAULT_KEY_GROUPS;
+    int G = p->key_groups ? p->key_groups : default_key_groups(p, v);
     v->key_groups = G;
     for (int i = 0; i < v->n_nodes; i++) {
         PlanNode *n = v->nodes[i];

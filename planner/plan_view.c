@@ -300,8 +300,10 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
     PlanCtx p;
     init_ctx(&p, cat, a, err, true);
     p.allow_unbounded = opt && opt->allow_unbounded;
-    if (opt)
+    if (opt) {
         p.plan_rev = p.b.plan_rev = opt->plan_rev;
+        p.cluster = opt->cluster;
+    }
     if (!cv->materialized) {
         werr(err, SQLSTATE_NOT_SUPPORTED, cv->query_pos, "feature not supported: non-materialized views");
         werr_hint(err, "Use CREATE MATERIALIZED VIEW.");

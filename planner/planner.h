@@ -438,14 +438,22 @@ typedef struct PlanQuery {
  *      128; plan_dist.c "Key groups"): the state keys of aggregations and
  *      of the view's materialize begin with the row's 2-byte key group, and
  *      a parallel view's exchanges route key group kg to shard kg % P; an
- *      older view keeps its unprefixed keys and its hash % P routing */
-#define PLAN_REV_CURRENT 6
+ *      older view keeps its unprefixed keys and its hash % P routing
+ *   7  the default key-group count depends on where the view runs: 128 in a
+ *      cluster (key groups are what moves between nodes), and on a single
+ *      node the view's parallelism P (1 without): one key group per shard,
+ *      so each shard's keys keep the order they grow in (LMDB appends at the
+ *      end of each table; 128 groups scattered a checkpoint's writes over
+ *      128 places and cost q4 and q7 a quarter of their speed, bench/README.md
+ *      "Key groups"); WITH (key_groups = N) still sets any count */
+#define PLAN_REV_CURRENT 7
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */
     bool allow_unbounded;       /* session setting streaming_allow_unbounded_state */
     int parallelism;            /* session setting streaming_parallelism (0 = 1); WITH (streaming_parallelism) overrides */
     int plan_rev;               /* the rules to plan by: PLAN_REV_CURRENT for a new view, the recorded one at start */
+    bool cluster;               /* the server is a node of a cluster (--cluster): fixed for a data directory */
 } PlanViewOptions;
 
 /* Parses a streaming_parallelism value (an integer 1..PLAN_MAX_PARALLELISM,

@@ -137,7 +137,8 @@ typedef struct PlanCtx {
      * window bounds only), 'one_phase' (1: never), 'two_phase' (2: wherever it applies) */
     int agg_phase_strategy;
     int plan_rev;            /* PlanViewOptions.plan_rev (PLAN_REV_CURRENT outside views) */
-    int key_groups;          /* WITH (key_groups): 0 = WEIR_DEFAULT_KEY_GROUPS (plan_dist.c) */
+    int key_groups;          /* WITH (key_groups): 0 = the default (plan_dist.c, default_key_groups) */
+    bool cluster;            /* PlanViewOptions.cluster */
     /* The WHERE conjuncts of the SELECT whose FROM is being planned that an
      * inner JOIN may take into its ON (plan_from, plan_tref); NULL when none. */
     const AstExpr **where_conj;

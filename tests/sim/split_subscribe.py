@@ -71,7 +71,7 @@ def run(st, P):
          f"SELECT k, count(*) AS n, sum(x) AS s FROM ev GROUP BY k")
     plan = "\n".join(r[0] for r in st.q(f"EXPLAIN CREATE MATERIALIZED VIEW x WITH (streaming_parallelism = {P}) AS "
                                          f"SELECT k, count(*) AS n, sum(x) AS s FROM ev GROUP BY k"))
-    check(f"parallelism: {P} (hash(k)), key groups: 128 by [k], state: the view's rows" in plan, f"P={P}: the view's rows are split", plan)
+    check(f"parallelism: {P} (hash(k)), key groups: {P} by [k], state: the view's rows" in plan, f"P={P}: the view's rows are split", plan)
     rows = [(i % 29, i) for i in range(1, 401)]
     insert(st, rows)
     st.q("FLUSH")
