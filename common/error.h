@@ -69,6 +69,8 @@
 #define SQLSTATE_DEPENDENT_OBJECTS   "2BP01"       /* dependent_objects_still_exist */
 /* Class 34: invalid cursor name. */
 #define SQLSTATE_INVALID_CURSOR_NAME "34000"       /* invalid_cursor_name: no such cursor or portal */
+/* Class 40: transaction rollback. */
+#define SQLSTATE_SERIALIZATION_FAILURE "40001"     /* serialization_failure: a cluster rebalance under a read; retry */
 /* Class 42: syntax error or access rule violation. */
 #define SQLSTATE_SYNTAX_ERROR        "42601"       /* syntax_error */
 #define SQLSTATE_INVALID_NAME        "42602"       /* invalid_name */
@@ -107,6 +109,7 @@
 /* Class 57: operator intervention. */
 #define SQLSTATE_QUERY_CANCELED      "57014"       /* query_canceled */
 #define SQLSTATE_ADMIN_SHUTDOWN      "57P01"       /* admin_shutdown */
+#define SQLSTATE_CANNOT_CONNECT_NOW  "57P03"       /* cannot_connect_now: a key group of a view has no live node */
 #define SQLSTATE_IDLE_SESSION_TIMEOUT "57P05"      /* idle_session_timeout */
 /* Class 58: system error (errors external to weir). */
 #define SQLSTATE_IO_ERROR            "58030"       /* io_error */

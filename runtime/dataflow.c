@@ -91,9 +91,11 @@ int rt_emit_watermark(RtOp *op, int64_t wm)
  * never checkpointed, so nothing of them reaches the disk. */
 static _Atomic uint64_t next_temp_table = UINT64_C(1) << 62;
 
+uint64_t rt_temp_table_id(void) { return atomic_fetch_add(&next_temp_table, 1); }
+
 int rt_open_state(RtCtx *rc, uint64_t table_id, StorTable **out, WError *err)
 {
-    uint64_t id = rc->batch ? atomic_fetch_add(&next_temp_table, 1) : table_id;
+    uint64_t id = rc->batch ? rt_temp_table_id() : table_id;
     if (!id)
         return werr(err, SQLSTATE_INTERNAL, 0, "an operator has no state table");
     return stor_table_open(rc->env->stor, id, out, err);

@@ -90,6 +90,10 @@ StorTable *rt_dataflow_view_table(RtDataflow *df);
 StorTable *rt_dataflow_view_store(RtDataflow *df);
 /* Any open state table of the dataflow by id (e.g. its late-rows relation), or NULL. */
 StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id);
+/* A state table id for a temporary table (ad hoc query state, a cluster
+ * read's gathered rows): from a range no view uses, never checkpointed, so
+ * nothing of it reaches the disk. Any thread. */
+uint64_t rt_temp_table_id(void);
 void rt_dataflow_stats(RtDataflow *df, RtStats *out);
 
 /* One source record a view could not use (undecodable, a NOT NULL column

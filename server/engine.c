@@ -185,6 +185,9 @@ static RtDataflow *view_dataflow(void *ctx, uint64_t table_id)
 static StorTable *view_table(void *ctx, uint64_t table_id)
 {
     Engine *e = ctx;
+    StorTable *gathered = e->gather ? cluster_gather_table(e->gather, table_id) : NULL;
+    if (gathered)
+        return gathered; /* a distributed view's whole rows, read from every node for this SELECT */
     CAT_FOREACH(e->cat, CAT_ANY, o) {
         if (o->flow.df && o->rel.table_id == table_id)
             return rt_dataflow_view_table(o->flow.df);

@@ -96,6 +96,11 @@ struct Engine {
     struct Cluster *cluster;
     int64_t catalog_next;
     char *cluster_name, *node_id;  /* the identity recorded in the data directory; NULL outside a cluster */
+    /* For the one statement running under the lock (cluster_gather.c): the
+     * session's weir.read_key_groups (another node reading our key groups),
+     * and the gathered rows of the distributed views a SELECT scans. */
+    const char *read_key_groups;
+    struct ClusterGather *gather;
 };
 
 /* A client session: settings, and nothing shared. */

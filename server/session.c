@@ -61,6 +61,9 @@ static const struct {
     {"streaming_allow_unbounded_state", "false"},
     {"streaming_parallelism", "1"},
     {"password_encryption", "scram-sha-256"},
+    /* Set by another node of the cluster that gathers a distributed view's
+     * rows (cluster_gather.c): "<view table id>:<key group>,...". */
+    {"weir.read_key_groups", ""},
 };
 
 static int setting_index(const char *name)
@@ -398,9 +401,19 @@ static int exec_stmt(Engine *e, Session *s, const char *sql, const AstStmt *st, 
         return 0;
     }
     switch (st->kind) {
-    case STMT_SELECT:
+    case STMT_SELECT: {
+        /* Another node reading some of our key groups (cluster_gather.c):
+         * they must all still be here, and the query sees only them. */
+        const char *kgs = setting_get(s, "weir.read_key_groups");
+        if (kgs && *kgs && cluster_gather_check_request(e, kgs, err)) {
+            rc = -1;
+            break;
+        }
+        e->read_key_groups = kgs && *kgs ? kgs : NULL;
         rc = cmd_select(e, st, describe_only, out, err);
+        e->read_key_groups = NULL;
         break;
+    }
     case STMT_CREATE_SOURCE:
         rc = cmd_create_source(e, st, text, out, err);
         break;
@@ -767,7 +780,19 @@ static int run_weir(Session *s, const char *sql, bool describe_only, int n_param
             k != STMT_CLOSE)
             engine_checkpoint_wait(e, NULL);
         srv_result_set_timeout(out, setting_ms(s, "statement_timeout"));
-        rc = exec_stmt(e, s, sql, stmts[i], describe_only, out, &err);
+        ClusterGather *gather = NULL;
+        if (e->cluster && k == STMT_SELECT && !describe_only) {
+            /* A distributed view's rows live on several nodes: fetched
+             * first, without the lock (cluster_gather.c). */
+            pthread_mutex_unlock(&e->lock);
+            rc = cluster_gather_prepare(e, stmts[i], s->user, &gather, &err);
+            pthread_mutex_lock(&e->lock);
+        }
+        e->gather = gather;
+        if (!rc)
+            rc = exec_stmt(e, s, sql, stmts[i], describe_only, out, &err);
+        e->gather = NULL;
+        cluster_gather_free(e, gather);
         pthread_mutex_unlock(&e->lock);
         if (rc) {
             if (!err.set)

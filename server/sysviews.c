@@ -448,6 +448,7 @@ static const struct {
     {"weir_state", state},         {"weir_operators", operators},   {"weir_watermarks", watermarks},
     {"weir_source_errors", source_errors}, {"weir_verifications", verify_sysview},
     {"weir_backfills", backfills}, {"weir_cluster", cluster}, {"weir_cluster_assignment", cluster_assignment},
+    {"weir_key_group_rows", cluster_key_group_rows},
 };
 
 const CatRelation *sysview_lookup(Engine *e, const char *name, Arena *a)
