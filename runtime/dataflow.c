@@ -587,20 +587,28 @@ static void excerpt(char *dst, size_t cap, const char *src, size_t len)
     dst[w] = 0;
 }
 
-int rt_source_error(RtOp *op, const CatRelation *src, int32_t partition, int64_t offset, const char *record,
-                    size_t record_len, const char *fmt, ...)
+/* The next entry of the ring of kept source errors (weir_source_errors),
+ * filled with what both kinds share; the caller writes the message. */
+static RtSourceError *source_error_entry(RtCtx *rc, const CatRelation *src, int32_t partition, int64_t offset)
 {
-    const char *source = src ? src->name : "";
-    RtCtx *rc = op->rc;
-    rc->stats.bad_records++;
-    op->counters.bad_records++;
     if (!rc->src_errs)
         rc->src_errs = xcalloc(RT_SOURCE_ERRORS_KEPT, sizeof *rc->src_errs);
     RtSourceError *e = &rc->src_errs[rc->n_src_errs++ % RT_SOURCE_ERRORS_KEPT];
     e->at_us = clock_wall_us();
-    snprintf(e->source, sizeof e->source, "%s", source ? source : "");
+    snprintf(e->source, sizeof e->source, "%s", src && src->name ? src->name : "");
     e->partition = partition;
     e->offset = offset;
+    e->record[0] = 0;
+    return e;
+}
+
+int rt_source_error(RtOp *op, const CatRelation *src, int32_t partition, int64_t offset, const char *record,
+                    size_t record_len, const char *fmt, ...)
+{
+    RtCtx *rc = op->rc;
+    rc->stats.bad_records++;
+    op->counters.bad_records++;
+    RtSourceError *e = source_error_entry(rc, src, partition, offset);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
@@ -616,20 +624,11 @@ void rt_source_gap(RtOp *op, const CatRelation *src, int32_t partition, int64_t 
     (void)to;
     RtCtx *rc = op->rc;
     rc->stats.offset_gaps++;
-    if (!rc->src_errs)
-        rc->src_errs = xcalloc(RT_SOURCE_ERRORS_KEPT, sizeof *rc->src_errs);
-    RtSourceError *e = &rc->src_errs[rc->n_src_errs++ % RT_SOURCE_ERRORS_KEPT];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    e->at_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-    snprintf(e->source, sizeof e->source, "%s", src ? src->name : "");
-    e->partition = partition;
-    e->offset = from;
+    RtSourceError *e = source_error_entry(rc, src, partition, from);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
-    e->record[0] = 0;
     snprintf(rc->stats.last_error, sizeof rc->stats.last_error, "%s", e->message);
     wlog_info("dataflow", "%s", e->message);
 }

@@ -138,34 +138,4 @@ bool cluster_work_stats(Cluster *c, RtGroupStats *out);
 const char *cluster_name(const Cluster *c);
 const char *cluster_node_id(const Cluster *c);
 
-/* ---- reads of distributed views (cluster_gather.c) ---- */
-
-/* The rows of every distributed view a SELECT scans, gathered from their
- * owners before the query runs (see cluster_gather.c). */
-typedef struct ClusterGather ClusterGather;
-
-/* Called WITHOUT the engine lock (it takes it twice, briefly, and waits on
- * other nodes in between). For a SELECT in a cluster that scans distributed
- * views, *out gets their whole rows (NULL when there is nothing to gather:
- * no cluster, not a SELECT, no distributed view, or a query that does not
- * plan, which the normal path then reports). user is the session's, used to
- * connect to the other nodes. Errors: 57P03 a key group without a live
- * owner, 08006 an owner unreachable, 40001 a rebalance under the read,
- * 54000 more than 1 GiB to gather. */
-int cluster_gather_prepare(Engine *e, const AstStmt *st, const char *user, ClusterGather **out, WError *err);
-/* The gathered rows of the view whose rows are table_id, or NULL. Lock held. */
-StorTable *cluster_gather_table(ClusterGather *g, uint64_t table_id);
-/* Lock held. NULL is allowed. */
-void cluster_gather_free(Engine *e, ClusterGather *g);
-
-/* The remote side: checks a weir.read_key_groups request ("<view table
- * id>:<kg>,...") against what this node owns (lock held): 22023 malformed,
- * 42P01 no such view, 55000 not running, 40001 a group not (any more) here. */
-int cluster_gather_check_request(Engine *e, const char *setting, WError *err);
-int cluster_gather_parse_request(const char *s, uint64_t *table_id, uint16_t *kgs, int max, int *n, WError *err);
-/* The system relation weir_key_group_rows (kg, key, value): the stored
- * entries of the requested key groups (e->read_key_groups), empty without
- * a request. */
-const CatRelation *cluster_key_group_rows(Engine *e, Arena *a);
-
 #endif

@@ -304,12 +304,18 @@ static int map_owners(GatherView *v, const ClusterNode *nodes, int n_nodes, WErr
     return 0;
 }
 
+/* v->remote's entries: u32 BE key length, key, u32 BE value length, value. */
 static void put_entry(Buf *b, const void *k, size_t kl, const void *v, size_t vl)
 {
-    buf_put_u32(b, (uint32_t)kl);
+    buf_put_u32be(b, (uint32_t)kl);
     buf_append(b, k, kl);
-    buf_put_u32(b, (uint32_t)vl);
+    buf_put_u32be(b, (uint32_t)vl);
     buf_append(b, v, vl);
+}
+
+static uint32_t get_u32be(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* Reads the groups v->owner[] gives node j from it, into v->remote. */
@@ -368,7 +374,7 @@ static int fetch_node(ClusterGather *g, GatherView *v, const ClusterNode *nd, in
     int rows = PQntuples(r);
     for (int i = 0; i < rows && !rc; i++) {
         const unsigned char *kgp = (const unsigned char *)PQgetvalue(r, i, 0);
-        int kg = PQgetlength(r, i, 0) == 4 ? (int)((uint32_t)kgp[0] << 24 | kgp[1] << 16 | kgp[2] << 8 | kgp[3]) : -1;
+        int kg = PQgetlength(r, i, 0) == 4 ? (int)get_u32be(kgp) : -1;
         const unsigned char *key = (const unsigned char *)PQgetvalue(r, i, 1);
         size_t kl = (size_t)PQgetlength(r, i, 1), vl = (size_t)PQgetlength(r, i, 2);
         if (kg < 0 || kg >= v->G || v->owner[kg] != j || kl < 2 || (key[0] << 8 | key[1]) != kg) {
@@ -433,9 +439,7 @@ static int build_tables(Engine *e, ClusterGather *g, WError *err)
                 return -1;
         for (size_t off = 0; off + 8 <= v->remote.len;) {
             const unsigned char *b = (const unsigned char *)v->remote.data + off;
-            uint32_t kl, vl;
-            memcpy(&kl, b, 4);
-            memcpy(&vl, b + 4 + kl, 4);
+            uint32_t kl = get_u32be(b), vl = get_u32be(b + 4 + kl);
             if (stor_table_put(v->temp, b + 4, kl, b + 8 + kl, vl, err))
                 return -1;
             off += 8 + (size_t)kl + vl;

@@ -16,7 +16,6 @@ Prints TAP; exits 1 if a check failed.
 import argparse
 import json
 import os
-import socket
 import struct
 import subprocess
 import sys
@@ -25,44 +24,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from weirtest import Stack, Tap  # noqa: E402
+from rawpg import RawPg as Raw  # noqa: E402
 
 tap = Tap()
 KCAT = "/usr/bin/kcat"
-
-
-class Raw:
-    """A minimal pgwire client that sends bytes as they are."""
-
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        body = struct.pack("!i", 196608) + b"user\0weir\0database\0weir\0\0"
-        self.s.sendall(struct.pack("!i", len(body) + 4) + body)
-        self.until_ready()
-
-    def msg(self, t, body):
-        self.s.sendall(t + struct.pack("!i", len(body) + 4) + body)
-
-    def read(self):
-        head = b""
-        while len(head) < 5:
-            head += self.s.recv(5 - len(head))
-        t, n = head[:1], struct.unpack("!i", head[1:])[0]
-        body = b""
-        while len(body) < n - 4:
-            body += self.s.recv(n - 4 - len(body))
-        return t, body
-
-    def until_ready(self):
-        """Messages up to ReadyForQuery: the SQLSTATEs of the errors among them."""
-        codes = []
-        while True:
-            t, b = self.read()
-            if t == b"E":
-                for f in b.split(b"\0"):
-                    if f[:1] == b"C":
-                        codes.append(f[1:].decode())
-            if t == b"Z":
-                return codes
 
 
 def main():

@@ -16,45 +16,17 @@ Prints TAP; exits 1 if a check failed.
 """
 import argparse
 import os
-import socket
 import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from weirtest import Stack, Tap  # noqa: E402
+from rawpg import RawPg  # noqa: E402
 
 tap = Tap()
 
 
-class Raw:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        body = struct.pack("!i", 196608) + b"user\0weir\0database\0weir\0\0"
-        self.s.sendall(struct.pack("!i", len(body) + 4) + body)
-        self.until(b"Z")
-
-    def msg(self, t, body=b""):
-        self.s.sendall(t + struct.pack("!i", len(body) + 4) + body)
-
-    def read(self):
-        head = b""
-        while len(head) < 5:
-            head += self.s.recv(5 - len(head))
-        t, n = head[:1], struct.unpack("!i", head[1:])[0]
-        body = b""
-        while len(body) < n - 4:
-            body += self.s.recv(n - 4 - len(body))
-        return t, body
-
-    def until(self, *ends):
-        """Messages up to one of type in ends: [(type, body)], the end one included."""
-        out = []
-        while True:
-            t, b = self.read()
-            out.append((t, b))
-            if t in ends:
-                return out
-
+class Raw(RawPg):
     def execute(self, portal, limit, flush=True):
         self.msg(b"E", portal + b"\0" + struct.pack("!i", limit))
         self.msg(b"H" if flush else b"S")
