@@ -127,6 +127,17 @@ static int produce_scan(RtOp *op)
     RtCtx *rc = op->rc;
     const PlanNode *n = op->node;
     StorTable *t = rc->env->view_table ? rc->env->view_table(rc->env->ctx, n->scan_rel->table_id) : NULL;
+    if (!t && rc->env->view_dataflow && rc->env->view_dataflow(rc->env->ctx, n->scan_rel->table_id))
+        /* Running, but its rows are spread over a cluster's nodes and this
+         * read did not gather them (server/cluster_gather.c). */
+        return werr(rc->err, SQLSTATE_NOT_SUPPORTED, 0,
+                    "feature not supported: this read of materialized view \"%s\", whose rows are spread over the "
+                    "cluster's nodes",
+                    n->scan_rel->name),
+               werr_hint(rc->err, "SELECT (and a cursor's SELECT) gathers a distributed view from every node; "
+                                  "SUBSCRIBE, COPY, VERIFY and the HTTP row endpoints read it only on a node that "
+                                  "holds all of its key groups."),
+               -1;
     if (!t)
         return werr(rc->err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "materialized view \"%s\" is not running", n->scan_rel->name);
     if (n->n_scan_eq == 0 && !n->scan_lo && !n->scan_hi)

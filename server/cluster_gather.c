@@ -463,6 +463,14 @@ void cluster_gather_free(Engine *e, ClusterGather *g)
     (void)e;
 }
 
+bool cluster_view_whole_here(RtDataflow *df, const PlanView *plan)
+{
+    if (!plan->distributed)
+        return true;
+    uint16_t kgs[WEIR_MAX_KEY_GROUPS];
+    return rt_dataflow_owned_kgs(df, kgs, WEIR_MAX_KEY_GROUPS) == plan->key_groups;
+}
+
 StorTable *cluster_gather_table(ClusterGather *g, uint64_t table_id)
 {
     for (int i = 0; g && i < g->n; i++)
@@ -514,6 +522,9 @@ static int gather_once(Engine *e, const AstStmt *st, const char *user, ClusterGa
 int cluster_gather_prepare(Engine *e, const AstStmt *st, const char *user, ClusterGather **out, WError *err)
 {
     *out = NULL;
+    /* A SELECT, or the SELECT of a cursor (run at DECLARE). */
+    if (st->kind == STMT_DECLARE && st->u.declare->query && st->u.declare->query->kind == STMT_SELECT)
+        st = st->u.declare->query;
     if (!e->cluster || st->kind != STMT_SELECT)
         return 0;
     /* A rebalance between the two looks at this node's groups: try again

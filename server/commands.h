@@ -123,6 +123,10 @@ typedef struct ClusterGather ClusterGather;
  * owner, 08006 an owner unreachable, 40001 a rebalance under the read,
  * 54000 more than 1 GiB to gather. */
 int cluster_gather_prepare(Engine *e, const AstStmt *st, const char *user, ClusterGather **out, WError *err);
+/* Whether df (of plan) holds every key group of its view on this node: a
+ * view not distributed always; a distributed one only while this node owns
+ * all of its key groups. Lock held. */
+bool cluster_view_whole_here(RtDataflow *df, const PlanView *plan);
 /* The gathered rows of the view whose rows are table_id, or NULL. Lock held. */
 StorTable *cluster_gather_table(ClusterGather *g, uint64_t table_id);
 /* Lock held. NULL is allowed. */

@@ -189,8 +189,11 @@ static StorTable *view_table(void *ctx, uint64_t table_id)
     if (gathered)
         return gathered; /* a distributed view's whole rows, read from every node for this SELECT */
     CAT_FOREACH(e->cat, CAT_ANY, o) {
+        /* A distributed view's rows here are only this node's key groups:
+         * a reader that did not gather them gets none (the scan then says
+         * so), never a part presented as the whole view. */
         if (o->flow.df && o->rel.table_id == table_id)
-            return rt_dataflow_view_table(o->flow.df);
+            return cluster_view_whole_here(o->flow.df, o->flow.plan) ? rt_dataflow_view_table(o->flow.df) : NULL;
         StorTable *t = o->flow.df ? rt_dataflow_find_table(o->flow.df, table_id) : NULL;
         if (t)
             return t; /* a late-rows relation, kept by the view's window operator */

@@ -781,7 +781,7 @@ static int run_weir(Session *s, const char *sql, bool describe_only, int n_param
             engine_checkpoint_wait(e, NULL);
         srv_result_set_timeout(out, setting_ms(s, "statement_timeout"));
         ClusterGather *gather = NULL;
-        if (e->cluster && k == STMT_SELECT && !describe_only) {
+        if (e->cluster && (k == STMT_SELECT || k == STMT_DECLARE) && !describe_only) {
             /* A distributed view's rows live on several nodes: fetched
              * first, without the lock (cluster_gather.c). */
             pthread_mutex_unlock(&e->lock);
