@@ -435,6 +435,13 @@ int srv_verify_view(Engine *e, const AstStmt *st, bool describe_only, SrvResult 
         return 0;
     }
     const PlanView *p = o->flow.plan;
+    if (!cluster_view_whole_here(o->flow.df, p))
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                    "feature not supported: VERIFY of materialized view \"%s\", whose rows are spread over the "
+                    "cluster's nodes",
+                    o->name),
+               werr_hint(err, "VERIFY recomputes the whole view; it runs on a node that holds all of its key groups."),
+               -1;
     StorTable *live_t = rt_dataflow_view_table(o->flow.df);
     if (corrupt_mode && corrupt(p, live_t, rt_dataflow_view_store(o->flow.df), !strcasecmp(corrupt_mode, "delete"), err))
         return -1;
