@@ -338,7 +338,8 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         p.nodes = v->nodes;
         p.n_nodes = v->n_nodes;
     }
-    if (plan_distribute(&p, v, vo.parallelism) || check_widths(v->nodes, v->n_nodes, err) ||
+    if (plan_distribute(&p, v, vo.parallelism) || plan_place(&p, v, opt && opt->cluster, vo.parallelism) ||
+        check_widths(v->nodes, v->n_nodes, err) ||
         check_limits(v->nodes, v->n_nodes, cv->query_pos, err))
         return NULL;
     return v;

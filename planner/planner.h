@@ -350,6 +350,10 @@ typedef struct PlanNode {
     int key_groups;
     int n_kg_cols[2];
     int *kg_cols[2];
+    /* PN_EXCHANGE of a distributed view (PlanView.distributed; plan_place.c):
+     * the one exchange whose two sides may run on different nodes, written
+     * through the view's repartition topic (partition = key group). */
+    bool repartition;
 } PlanNode;
 
 /* WITH RECURSIVE stops with 54001 past these (the iterations of one CTE, its rows). */
@@ -386,6 +390,14 @@ typedef struct PlanView {
      * WEIR_DEFAULT_KEY_GROUPS); 0 for a view planned before revision 6,
      * whose state keys have no key-group prefix. */
     int key_groups;
+    /* Cluster placement (plan_place.c, revision 7): distributed = the source
+     * fragment runs per source partition and the keyed stage per key group,
+     * on the nodes the work group assigns them to, across the one exchange
+     * marked repartition; else every node runs the whole view (replicated).
+     * placement: the EXPLAIN line ("distributed over key groups" or "every
+     * node (replicated): <why>"); NULL outside a cluster. */
+    bool distributed;
+    const char *placement;
 } PlanView;
 
 /* An ad hoc query (SELECT) run once over materialized views. */
@@ -438,14 +450,19 @@ typedef struct PlanQuery {
  *      128; plan_dist.c "Key groups"): the state keys of aggregations and
  *      of the view's materialize begin with the row's 2-byte key group, and
  *      a parallel view's exchanges route key group kg to shard kg % P; an
- *      older view keeps its unprefixed keys and its hash % P routing */
-#define PLAN_REV_CURRENT 6
+ *      older view keeps its unprefixed keys and its hash % P routing
+ *   7  in a cluster (PlanViewOptions.cluster), a view of one Kafka source, one
+ *      keyed stage and its keyed materialize is distributed over key groups
+ *      (plan_place.c): a repartition exchange goes before the keyed stage; an
+ *      older view stays replicated. Standalone plans are those of revision 6 */
+#define PLAN_REV_CURRENT 7
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */
     bool allow_unbounded;       /* session setting streaming_allow_unbounded_state */
     int parallelism;            /* session setting streaming_parallelism (0 = 1); WITH (streaming_parallelism) overrides */
     int plan_rev;               /* the rules to plan by: PLAN_REV_CURRENT for a new view, the recorded one at start */
+    bool cluster;               /* planned for a cluster (--cluster): decide the placement (plan_place.c) */
 } PlanViewOptions;
 
 /* Parses a streaming_parallelism value (an integer 1..PLAN_MAX_PARALLELISM,
