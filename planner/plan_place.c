@@ -65,6 +65,15 @@ static const char *source_reason(const PlanNode *n)
         return "its source is not a Kafka topic";
     if (onerr && !strcasecmp(onerr, "dead_letter"))
         return "its source dead-letters bad records (written once per view)";
+    /* A partition handed to another node is read there from that node's
+     * own last position for it, its first offset if it never had one:
+     * rows replayed from there are dropped by their (task, seq), but a
+     * start at 'latest' would skip the rows before it. */
+    const char *mode = cat_option(n->source, "scan.startup.mode");
+    if (mode && !strcasecmp(mode, "latest"))
+        return "its source starts at 'latest' (a partition moved to another node would skip rows)";
+    if (cat_option(n->source, "scan.bounded.mode") || cat_option(n->source, "backfill_from"))
+        return "its source is bounded or backfilled from a time";
     return NULL;
 }
 
@@ -260,6 +269,10 @@ int plan_place(PlanCtx *p, PlanView *v, bool cluster, int P)
     e->dist_keys = k->kg_cols[0];
     e->key_groups = v->key_groups;
     e->repartition = true;
+    /* Its state (runtime op_repart.c): each task's next row number, the
+     * reader's position and the key groups owned, checkpointed with the
+     * source offsets and the keyed state. The last id asked for. */
+    e->table_id = new_table(p);
     e->ex_reason = "rows to the node owning their key group";
     k->inputs[0] = e;
     v->nodes = p->nodes;

@@ -23,13 +23,15 @@ typedef struct Cat {
 static const char *COLS[] = {"k", "v", "ts"};
 static const TypeId TYPES[] = {TYPE_INT8, TYPE_INT8, TYPE_TIMESTAMP};
 static const CatOption OPTS[] = {{"connector", "kafka"}, {"topic", "t"}};
+static const CatOption OPTS_LATEST[] = {{"connector", "kafka"}, {"topic", "t"}, {"scan.startup.mode", "latest"}};
 static PlanExpr WM = {.kind = PE_COL, .col = 2, .type = TYPE_TIMESTAMP};
 
 static const CatRelation *lookup(void *ctx, const char *name)
 {
     static CatRelation src;
     bool wm = !strcmp(name, "wsrc"); /* the same source with a watermark on ts */
-    if (strcmp(name, "src") && !wm)
+    bool latest = !strcmp(name, "lsrc"); /* ... starting at 'latest' */
+    if (strcmp(name, "src") && !wm && !latest)
         return NULL;
     memset(&src, 0, sizeof src);
     src.id = 1;
@@ -42,8 +44,8 @@ static const CatRelation *lookup(void *ctx, const char *name)
     src.wm_delay_us = wm ? 0 : -1;
     src.wm_expr = wm ? &WM : NULL;
     src.append_only = true;
-    src.n_options = 2;
-    src.options = OPTS;
+    src.n_options = latest ? 3 : 2;
+    src.options = latest ? OPTS_LATEST : OPTS;
     return &src;
 }
 
@@ -182,7 +184,8 @@ static void check_distributed(const char *what, const char *sql, int n_mkg, cons
             n_ex++;
             ex = v->nodes[i];
         }
-    ok(n_ex == 1 && ex->repartition && ex->dist == PLAN_DIST_HASH && ex->key_groups == v->key_groups,
+    ok(n_ex == 1 && ex->repartition && ex->dist == PLAN_DIST_HASH && ex->key_groups == v->key_groups &&
+           ex->table_id == 100 + c1.next - 1,
        nm(what, "one repartition exchange, hashed, over the view's key groups"));
     const PlanNode *k = NULL;
     bool order_ok = true;
@@ -214,7 +217,7 @@ static void check_distributed(const char *what, const char *sql, int n_mkg, cons
     for (int i = 0; s7 && i < s7->n_nodes; i++)
         no_ex &= s7->nodes[i]->kind != PN_EXCHANGE;
     ok(s7 && s6 && !s7->distributed && !s7->placement && no_ex && e7 && e6 && !strcmp(e7, e6) && c2.next == c3.next &&
-           s7->n_nodes == s6->n_nodes && s7->n_nodes + 1 == v->n_nodes && c1.next == c2.next,
+           s7->n_nodes == s6->n_nodes && s7->n_nodes + 1 == v->n_nodes && c1.next == c2.next + 1,
        nm(what, "standalone, the plan of revision 6 (and the same tables)"));
     free(e7);
     free(e6);
@@ -274,6 +277,8 @@ int main(void)
                       2, (int[]){0, 1});
     check_replicated("keyless append-only view", "CREATE MATERIALIZED VIEW v AS SELECT k, v FROM src WHERE v > 1", 1,
                      PLAN_REV_CURRENT, "not split into key groups");
+    check_replicated("source at 'latest'", "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n FROM lsrc GROUP BY k",
+                     1, PLAN_REV_CURRENT, "'latest'");
     check_replicated("parallel view", "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n FROM src GROUP BY k", 2,
                      PLAN_REV_CURRENT, "streaming_parallelism");
     check_replicated("planned at revision 6",
