@@ -68,7 +68,8 @@ int cmd_view_build(Engine *e, Session *s, const AstStmt *st, const char *sql, Ca
         goto fail;
     }
     PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || session_allow_unbounded(s),
-                           .parallelism = o->view.parallelism, .plan_rev = o->view.plan_rev};
+                           .parallelism = o->view.parallelism, .plan_rev = o->view.plan_rev,
+                           .cluster = e->rt_cluster != NULL};
     o->flow.plan = plan_view(cv, &cat, &opt, o->arena, err);
     if (!o->flow.plan || engine_plan_ids_ok(&pcx, err))
         goto fail;
