@@ -29,7 +29,12 @@
  * > 1: this phase keeps them replicated), and views recorded before
  * revision 7.
  *
- * Standalone planning (cluster false) never comes here: its plans are
+ * WITH (placement = 'replicated') keeps a view replicated whatever its
+ * shape. A view over a distributed view is refused (0A000): its input, the
+ * distributed view's changes on this node, holds only this node's key
+ * groups.
+ *
+ * Standalone planning (cluster false) changes nothing: its plans are
  * exactly those of revision 6.
  */
 #include "planner_int.h"
@@ -235,8 +240,20 @@ int plan_place(PlanCtx *p, PlanView *v, bool cluster, int P)
     Arena *a = p->b.a;
     const char *why = NULL;
     PlanNode *k = NULL;
+    for (int i = 0; i < v->n_nodes; i++) {
+        const CatRelation *r = v->nodes[i]->scan_rel;
+        if ((v->nodes[i]->kind == PN_VIEW_SOURCE || v->nodes[i]->kind == PN_VIEW_SCAN) && r && r->distributed) {
+            werr(p->b.err, SQLSTATE_NOT_SUPPORTED, 0,
+                 "feature not supported: a view over \"%s\", a view distributed over the cluster's nodes", r->name);
+            werr_hint(p->b.err, "Each node holds only its key groups of \"%s\". Create it WITH (placement = "
+                                "'replicated') to read it from other views.", r->name);
+            return -1;
+        }
+    }
     if (p->plan_rev < 7)
         why = "planned before revision 7";
+    else if (p->placement_replicated)
+        why = "WITH (placement = 'replicated')";
     else if (P > 1)
         why = "parallel views (streaming_parallelism > 1) stay replicated";
     else if ((k = find_keyed(v, &why)) && (!v->root->key_groups || v->root->upsert)) {

@@ -74,6 +74,7 @@ typedef struct CatRelation {
     const char *encode;
     uint64_t table_id;          /* CAT_VIEW materialized: the state table holding its rows */
     bool counted;               /* CAT_VIEW: rows stored with a multiplicity (a trailing BIGINT) */
+    bool distributed;           /* CAT_VIEW: PlanView.distributed (each node holds its key groups' rows) */
     int n_rows;                 /* CAT_SYSTEM: the rows, computed when the statement is planned */
     Value **rows;
 } CatRelation;

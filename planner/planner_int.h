@@ -138,6 +138,7 @@ typedef struct PlanCtx {
     int agg_phase_strategy;
     int plan_rev;            /* PlanViewOptions.plan_rev (PLAN_REV_CURRENT outside views) */
     int key_groups;          /* WITH (key_groups): 0 = WEIR_DEFAULT_KEY_GROUPS (plan_dist.c) */
+    bool placement_replicated; /* WITH (placement = 'replicated'): never distributed (plan_place.c) */
     /* The WHERE conjuncts of the SELECT whose FROM is being planned that an
      * inner JOIN may take into its ON (plan_from, plan_tref); NULL when none. */
     const AstExpr **where_conj;
@@ -187,8 +188,9 @@ int plan_distribute(PlanCtx *p, PlanView *v, int P);
  * with parallelism P) is distributed over key groups or replicated
  * (v->distributed, v->placement), inserting the repartition exchange of a
  * distributed one into p's nodes (and v's). Outside a cluster it leaves
- * the plan as it is. 0 (it has no errors of its own: a view that cannot be
- * distributed is replicated, with the reason). */
+ * the plan as it is. 0, or -1 with err: 0A000 for a view over a
+ * distributed view (a view that cannot be distributed is replicated, with
+ * the reason). */
 int plan_place(PlanCtx *p, PlanView *v, bool cluster, int P);
 /* WITH (key_groups = N) of a view: an integer 1..WEIR_MAX_KEY_GROUPS into
  * p->key_groups. 0, or -1 with err (22023 not an integer or below 1, 54000

@@ -41,6 +41,7 @@ static void rel_from_view(CatObj *o)
     r->pk = v->pk;
     r->append_only = v->append_only;
     r->counted = v->counted;
+    r->distributed = v->distributed;
     r->table_id = v->root->table_id;
 }
 

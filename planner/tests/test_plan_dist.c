@@ -26,9 +26,30 @@ static const CatOption OPTS[] = {{"connector", "kafka"}, {"topic", "t"}};
 static const CatOption OPTS_LATEST[] = {{"connector", "kafka"}, {"topic", "t"}, {"scan.startup.mode", "latest"}};
 static PlanExpr WM = {.kind = PE_COL, .col = 2, .type = TYPE_TIMESTAMP};
 
+static const char *VCOLS[] = {"k", "n"};
+static const TypeId VTYPES[] = {TYPE_INT8, TYPE_INT8};
+static const int VPK[] = {0};
+
 static const CatRelation *lookup(void *ctx, const char *name)
 {
-    static CatRelation src;
+    static CatRelation src, view;
+    if (!strcmp(name, "dview")) { /* a view distributed over a cluster */
+        memset(&view, 0, sizeof view);
+        view.id = 2;
+        view.kind = CAT_VIEW;
+        view.name = "dview";
+        view.materialized = true;
+        view.n_cols = 2;
+        view.col_names = VCOLS;
+        view.col_types = VTYPES;
+        view.wm_col = -1;
+        view.wm_delay_us = -1;
+        view.n_pk = 1;
+        view.pk = VPK;
+        view.table_id = 50;
+        view.distributed = true;
+        return &view;
+    }
     bool wm = !strcmp(name, "wsrc"); /* the same source with a watermark on ts */
     bool latest = !strcmp(name, "lsrc"); /* ... starting at 'latest' */
     if (strcmp(name, "src") && !wm && !latest)
@@ -279,6 +300,35 @@ int main(void)
                      PLAN_REV_CURRENT, "not split into key groups");
     check_replicated("source at 'latest'", "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n FROM lsrc GROUP BY k",
                      1, PLAN_REV_CURRENT, "'latest'");
+    check_replicated("WITH (placement = 'replicated')",
+                     "CREATE MATERIALIZED VIEW v WITH (placement = 'replicated') AS SELECT k, count(*) AS n FROM src "
+                     "GROUP BY k",
+                     1, PLAN_REV_CURRENT, "placement = 'replicated'");
+    {
+        Arena *a = arena_new(0);
+        Cat c = {0, 1000};
+        AstStmt **st;
+        int n;
+        WError err = {0};
+        PlanCatalog cat = {.ctx = &c, .lookup = lookup, .new_table_id = new_table_id};
+        PlanViewOptions opt = {.name = "w", .allow_unbounded = true, .cluster = true, .plan_rev = PLAN_REV_CURRENT};
+        PlanView *w = NULL;
+        if (!parse_sql("CREATE MATERIALIZED VIEW w AS SELECT k, n FROM dview WHERE n > 1", a, &st, &n, &err))
+            w = plan_view(st[0]->u.create_view, &cat, &opt, a, &err);
+        ok(!w && !strcmp(err.sqlstate, "0A000") && strstr(err.msg, "dview"),
+           "a view over a distributed view: 0A000 in a cluster");
+        opt.cluster = false;
+        werr_clear(&err);
+        w = plan_view(st[0]->u.create_view, &cat, &opt, a, &err);
+        ok(w != NULL, "... planned as before outside a cluster");
+        werr_clear(&err);
+        w = NULL;
+        if (!parse_sql("CREATE MATERIALIZED VIEW w WITH (placement = 'somewhere') AS SELECT k FROM src", a, &st, &n,
+                       &err))
+            w = plan_view(st[0]->u.create_view, &cat, &opt, a, &err);
+        ok(!w && !strcmp(err.sqlstate, "22023"), "placement must be 'auto' or 'replicated': 22023");
+        arena_free(a);
+    }
     check_replicated("parallel view", "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n FROM src GROUP BY k", 2,
                      PLAN_REV_CURRENT, "streaming_parallelism");
     check_replicated("planned at revision 6",
