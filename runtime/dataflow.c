@@ -225,6 +225,9 @@ static RtDist *dist_of(const RtEnv *env, const PlanView *plan)
         if (plan->nodes[i]->kind == PN_SOURCE)
             src = plan->nodes[i];
     const char *topic = src ? cat_option(src->source, "topic") : NULL;
+    /* A source on a Kafka of its own is not the cluster's to assign. */
+    if (!topic || cat_option(src->source, "properties.bootstrap.servers"))
+        return NULL;
     RtDist *d = xcalloc(1, sizeof *d);
     d->src = xcalloc(RT_REPART_MAX_TASKS, sizeof(int32_t));
     d->kgs = xcalloc((size_t)plan->key_groups + 1, sizeof(int32_t));
@@ -297,6 +300,23 @@ int rt_dataflow_owned_kgs(RtDataflow *df, uint16_t *out, int max)
     for (int k = 0; k < G && n < max; k++)
         out[n++] = (uint16_t)k;
     return n;
+}
+
+static bool same_ints(const int32_t *a, int na, const int32_t *b, int nb)
+{
+    return na == nb && (!na || !memcmp(a, b, sizeof(int32_t) * (size_t)na));
+}
+
+bool rt_dataflow_assignment_changed(RtDataflow *df)
+{
+    if (!df->plan->distributed || df->rc.replay_of)
+        return false;
+    RtDist *now = dist_of(df->rc.env, df->plan), *was = df->rc.dist;
+    bool changed = !now != !was ||
+                   (now && (!same_ints(now->src, now->n_src, was->src, was->n_src) ||
+                            !same_ints(now->kgs, now->n_kgs, was->kgs, was->n_kgs)));
+    dist_free(now);
+    return changed;
 }
 
 static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of, RtDataflow **out, WError *err)

@@ -112,6 +112,11 @@ int rt_plan_repart_topics(const PlanView *plan, const char *cluster, char (*out)
  * others: lost ones are dropped at open); otherwise every key group
  * 0..G-1 (0 for a view without key groups). */
 int rt_dataflow_owned_kgs(RtDataflow *df, uint16_t *out, int max);
+/* A distributed view: whether the assignment RtEnv.owned_partitions gives
+ * now (its source partitions, its key groups) differs from the one df was
+ * opened with; the server then reopens it (stop, start). False for other
+ * views. Engine thread, between steps. */
+bool rt_dataflow_assignment_changed(RtDataflow *df);
 
 /* One source record a view could not use (undecodable, a NOT NULL column
  * missing or null, an event time too far ahead of the clock), kept for the
