@@ -244,7 +244,11 @@ static void node_params(const PlanNode *n, Buf *out)
     if (n->kind == PN_EXCHANGE) {
         buf_puts(out, "to: ");
         dist_text(n, out);
-        buf_printf(out, ", parallelism: %d, why: %s", n->parallelism, n->ex_reason ? n->ex_reason : "");
+        if (n->repartition) /* across nodes, through the view's repartition topic (plan_place.c) */
+            buf_printf(out, ", key groups: %d, through: repartition topic", n->key_groups);
+        else
+            buf_printf(out, ", parallelism: %d", n->parallelism);
+        buf_printf(out, ", why: %s", n->ex_reason ? n->ex_reason : "");
         return;
     }
     const PlanSchema *in = n->n_inputs ? &n->inputs[0]->out : NULL;
@@ -640,6 +644,8 @@ static void explain_json(Shared *sh, const PlanNode *n, Buf *out)
         buf_printf(out, ", \"key_groups\": %d", n->key_groups);
     if (n->kind == PN_AGG && n->agg_phase != PLAN_AGG_ONE)
         buf_printf(out, ", \"phase\": \"%s\"", n->agg_phase == PLAN_AGG_LOCAL ? "local" : "global");
+    if (n->kind == PN_EXCHANGE && n->repartition)
+        buf_printf(out, ", \"repartition\": true, \"key_groups\": %d", n->key_groups);
     if (n->kind == PN_EXCHANGE) {
         buf_puts(out, ", \"exchange_reason\": ");
         json_str(out, n->ex_reason ? n->ex_reason : "");
@@ -680,6 +686,16 @@ void plan_explain_view(const PlanView *v, bool json, Buf *out)
     else
         explain_text(&sh, v->changes ? v->changes : v->root, "", true, true, out);
     shared_free(&sh);
+    /* In a cluster: where the view runs (plan_place.c), after the tree so
+     * that the tree reads as on one node. In JSON a member of the root. */
+    if (v->placement && json && out->len && out->data[out->len - 1] == '}') {
+        out->len--;
+        buf_puts(out, ", \"placement\": ");
+        json_str(out, v->placement);
+        buf_printf(out, ", \"distributed\": %s}", v->distributed ? "true" : "false");
+    } else if (v->placement) {
+        buf_printf(out, "placement: %s\n", v->placement);
+    }
 }
 
 void plan_explain_query(const PlanQuery *q, bool json, Buf *out)

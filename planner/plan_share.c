@@ -35,7 +35,7 @@
 /* Added a field to PlanNode? Teach node_same about it, then update the size
  * (checked on 64-bit builds, where it was counted). */
 #if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
-_Static_assert(sizeof(PlanNode) == 688, "PlanNode changed: teach plan_share.c node_same the new field");
+_Static_assert(sizeof(PlanNode) == 696, "PlanNode changed: teach plan_share.c node_same the new field");
 #endif
 
 static bool ints_same(int n, const int *x, const int *y)
@@ -215,7 +215,7 @@ static bool node_same(const PlanNode *x, const PlanNode *y)
         x->work_id != y->work_id || x->rec_union_all != y->rec_union_all || x->n_rows || y->n_rows || x->rows ||
         y->rows || x->parallelism || y->parallelism || x->shard_tables || y->shard_tables || x->n_dist_keys ||
         y->n_dist_keys || x->dist != y->dist || x->ex_reason || y->ex_reason || x->ex_lazy || y->ex_lazy ||
-        x->key_groups || y->key_groups)
+        x->key_groups || y->key_groups || x->repartition || y->repartition)
         return false;
     return true;
 }

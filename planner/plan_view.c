@@ -147,6 +147,20 @@ static int view_options(PlanCtx *p, const AstCreateView *cv, ViewOpts *vo)
                 return -1;
             continue;
         }
+        if (strcasecmp(o->key, "placement") == 0) {
+            /* In a cluster (plan_place.c): 'auto' distributes the views of
+             * the one shape that can be, 'replicated' keeps this one on
+             * every node (views over it, whole reads on every node). Kept
+             * in the text; ignored outside a cluster. */
+            bool repl = o->value && !strcasecmp(o->value, "replicated");
+            if (!repl && (!o->value || strcasecmp(o->value, "auto"))) {
+                werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "placement must be 'auto' or 'replicated', not '%s'",
+                     o->value ? o->value : "");
+                return -1;
+            }
+            p->placement_replicated = repl;
+            continue;
+        }
         if (strcasecmp(o->key, "agg_phase_strategy") == 0) {
             /* Flink's table.optimizer.agg-phase-strategy (plan_dist.c, split_agg).
              * Kept in the view's text, so re-planning at start gives the same shape. */
@@ -164,7 +178,8 @@ static int view_options(PlanCtx *p, const AstCreateView *cv, ViewOpts *vo)
         }
         if (strcasecmp(o->key, "state_ttl") != 0) {
             werr(err, SQLSTATE_INVALID_PARAMETER, o->pos, "unknown view option \"%s\"", o->key);
-            werr_hint(err, "View options: agg_phase_strategy, backfill_from, key_groups, state_ttl, streaming_parallelism.");
+            werr_hint(err, "View options: agg_phase_strategy, backfill_from, key_groups, placement, state_ttl, "
+                           "streaming_parallelism.");
             return -1;
         }
         Interval iv;
@@ -340,7 +355,8 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
         p.nodes = v->nodes;
         p.n_nodes = v->n_nodes;
     }
-    if (plan_distribute(&p, v, vo.parallelism) || check_widths(v->nodes, v->n_nodes, err) ||
+    if (plan_distribute(&p, v, vo.parallelism) || plan_place(&p, v, opt && opt->cluster, vo.parallelism) ||
+        check_widths(v->nodes, v->n_nodes, err) ||
         check_limits(v->nodes, v->n_nodes, cv->query_pos, err))
         return NULL;
     return v;

@@ -74,6 +74,7 @@ typedef struct CatRelation {
     const char *encode;
     uint64_t table_id;          /* CAT_VIEW materialized: the state table holding its rows */
     bool counted;               /* CAT_VIEW: rows stored with a multiplicity (a trailing BIGINT) */
+    bool distributed;           /* CAT_VIEW: PlanView.distributed (each node holds its key groups' rows) */
     int n_rows;                 /* CAT_SYSTEM: the rows, computed when the statement is planned */
     Value **rows;
 } CatRelation;
@@ -350,6 +351,10 @@ typedef struct PlanNode {
     int key_groups;
     int n_kg_cols[2];
     int *kg_cols[2];
+    /* PN_EXCHANGE of a distributed view (PlanView.distributed; plan_place.c):
+     * the one exchange whose two sides may run on different nodes, written
+     * through the view's repartition topic (partition = key group). */
+    bool repartition;
 } PlanNode;
 
 /* WITH RECURSIVE stops with 54001 past these (the iterations of one CTE, its rows). */
@@ -386,6 +391,14 @@ typedef struct PlanView {
      * WEIR_DEFAULT_KEY_GROUPS); 0 for a view planned before revision 6,
      * whose state keys have no key-group prefix. */
     int key_groups;
+    /* Cluster placement (plan_place.c, revision 7): distributed = the source
+     * fragment runs per source partition and the keyed stage per key group,
+     * on the nodes the work group assigns them to, across the one exchange
+     * marked repartition; else every node runs the whole view (replicated).
+     * placement: the EXPLAIN line ("distributed over key groups" or "every
+     * node (replicated): <why>"); NULL outside a cluster. */
+    bool distributed;
+    const char *placement;
 } PlanView;
 
 /* An ad hoc query (SELECT) run once over materialized views. */
@@ -445,7 +458,11 @@ typedef struct PlanQuery {
  *      so each shard's keys keep the order they grow in (LMDB appends at the
  *      end of each table; 128 groups scattered a checkpoint's writes over
  *      128 places and cost q4 and q7 a quarter of their speed, bench/README.md
- *      "Key groups"); WITH (key_groups = N) still sets any count */
+ *      "Key groups"); WITH (key_groups = N) still sets any count. In a
+ *      cluster (PlanViewOptions.cluster), a view of one Kafka source, one
+ *      keyed stage and its keyed materialize is distributed over key groups
+ *      (plan_place.c): a repartition exchange goes before the keyed stage; an
+ *      older view stays replicated */
 #define PLAN_REV_CURRENT 7
 
 typedef struct PlanViewOptions {
@@ -453,7 +470,7 @@ typedef struct PlanViewOptions {
     bool allow_unbounded;       /* session setting streaming_allow_unbounded_state */
     int parallelism;            /* session setting streaming_parallelism (0 = 1); WITH (streaming_parallelism) overrides */
     int plan_rev;               /* the rules to plan by: PLAN_REV_CURRENT for a new view, the recorded one at start */
-    bool cluster;               /* the server is a node of a cluster (--cluster): fixed for a data directory */
+    bool cluster;               /* planned for a cluster (--cluster): decide the placement (plan_place.c) */
 } PlanViewOptions;
 
 /* Parses a streaming_parallelism value (an integer 1..PLAN_MAX_PARALLELISM,

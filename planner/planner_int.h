@@ -139,6 +139,7 @@ typedef struct PlanCtx {
     int plan_rev;            /* PlanViewOptions.plan_rev (PLAN_REV_CURRENT outside views) */
     int key_groups;          /* WITH (key_groups): 0 = the default (plan_dist.c, default_key_groups) */
     bool cluster;            /* PlanViewOptions.cluster */
+    bool placement_replicated; /* WITH (placement = 'replicated'): never distributed (plan_place.c) */
     /* The WHERE conjuncts of the SELECT whose FROM is being planned that an
      * inner JOIN may take into its ON (plan_from, plan_tref); NULL when none. */
     const AstExpr **where_conj;
@@ -184,6 +185,14 @@ void schema_from_scope(Arena *a, PlanSchema *out, const Scope *s);
  * distribution, inserts the exchanges and allocates the instances' state
  * tables; sets v->parallelism (1 when nothing splits). 0, or -1 with err. */
 int plan_distribute(PlanCtx *p, PlanView *v, int P);
+/* plan_place.c: in a cluster (cluster true), decides whether v (planned
+ * with parallelism P) is distributed over key groups or replicated
+ * (v->distributed, v->placement), inserting the repartition exchange of a
+ * distributed one into p's nodes (and v's). Outside a cluster it leaves
+ * the plan as it is. 0, or -1 with err: 0A000 for a view over a
+ * distributed view (a view that cannot be distributed is replicated, with
+ * the reason). */
+int plan_place(PlanCtx *p, PlanView *v, bool cluster, int P);
 /* WITH (key_groups = N) of a view: an integer 1..WEIR_MAX_KEY_GROUPS into
  * p->key_groups. 0, or -1 with err (22023 not an integer or below 1, 54000
  * above the limit) at o's position. */

@@ -14,6 +14,7 @@
  */
 #include "runtime_int.h"
 #include "clock.h"
+#include "repart.h"
 #include "log.h"
 
 #include <stdarg.h>
@@ -125,7 +126,7 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_SEMI_JOIN: return rt_op_semijoin_new(rc, n);
     case PN_RECURSIVE:
     case PN_WORK_TABLE: return rt_op_recursive_new(rc, n);
-    case PN_EXCHANGE: return rt_op_exchange_new(rc, n);
+    case PN_EXCHANGE: return n->repartition ? rt_op_repart_new(rc, n) : rt_op_exchange_new(rc, n);
     case PN_VIEW_CHANGES: return rt_op_view_changes_new(rc, n);
     }
     werr(rc->err, SQLSTATE_INTERNAL, 0, "unknown plan node");
@@ -203,6 +204,123 @@ static int open_grouped(RtDataflow *df)
     return stor_table_open_grouped(base, df->plan->root->key_groups, &df->grouped, &df->err);
 }
 
+int rt_plan_repart_topics(const PlanView *plan, const char *cluster, char (*out)[256], int max)
+{
+    int n = 0;
+    WError e = {0};
+    for (int i = 0; cluster && plan->distributed && i < plan->n_nodes && n < max; i++)
+        if (plan->nodes[i]->repartition &&
+            !rt_repart_topic_name(out[n], sizeof out[n], cluster, plan->root->table_id, (uint32_t)plan->nodes[i]->id, &e))
+            n++;
+    return n;
+}
+
+/* A distributed view in a cluster that manages its source topic: the
+ * node's source partitions and key groups (RtDist), else NULL (the view
+ * runs whole here). Read once: the server reopens the view when they change. */
+static RtDist *dist_of(const RtEnv *env, const PlanView *plan)
+{
+    if (!plan->distributed || !env || !env->cluster || !env->owned_partitions)
+        return NULL;
+    const PlanNode *src = NULL;
+    for (int i = 0; i < plan->n_nodes && !src; i++)
+        if (plan->nodes[i]->kind == PN_SOURCE)
+            src = plan->nodes[i];
+    const char *topic = src ? cat_option(src->source, "topic") : NULL;
+    /* A source on a Kafka of its own is not the cluster's to assign. */
+    if (!topic || cat_option(src->source, "properties.bootstrap.servers"))
+        return NULL;
+    RtDist *d = xcalloc(1, sizeof *d);
+    d->src = xcalloc(RT_REPART_MAX_TASKS, sizeof(int32_t));
+    d->kgs = xcalloc((size_t)plan->key_groups + 1, sizeof(int32_t));
+    char topics[1][256];
+    if (!topic || rt_plan_repart_topics(plan, env->cluster, topics, 1) != 1 ||
+        (d->n_src = env->owned_partitions(env->ctx, topic, d->src, RT_REPART_MAX_TASKS)) < 0) {
+        free(d->src);
+        free(d->kgs);
+        free(d);
+        return NULL;
+    }
+    memcpy(d->topic, topics[0], sizeof d->topic);
+    d->bootstrap = rt_source_bootstrap(src->source, env);
+    /* Not managed yet (the work group has not subscribed it): none owned. */
+    d->n_kgs = env->owned_partitions(env->ctx, d->topic, d->kgs, plan->key_groups);
+    if (d->n_kgs < 0)
+        d->n_kgs = 0;
+    return d;
+}
+
+static void dist_free(RtDist *d)
+{
+    if (d) {
+        free(d->src);
+        free(d->kgs);
+        free(d);
+    }
+}
+
+/* The key groups the repartition exchange's last checkpoint owned and this
+ * node does not own now: dropped from every keyed state table (their rows,
+ * their state), so a later regain starts them clean from offset 0. */
+static int drop_lost_kgs(RtDataflow *df)
+{
+    RtOp *rp = NULL;
+    for (int i = 0; i < df->n_ops; i++)
+        if (df->ops[i] && rt_op_is_repart_source(df->ops[i]))
+            rp = df->ops[i];
+    if (!rp)
+        return 0;
+    int G = df->plan->key_groups;
+    int32_t *lost = xcalloc((size_t)G + 1, sizeof(int32_t));
+    int n = rt_repart_lost_kgs(rp, lost, G, &df->err);
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < df->n_ops; i++) {
+            RtOp *op = df->ops[i];
+            if (!op->node->key_groups || op == rp || op->node->kind == PN_EXCHANGE)
+                continue;
+            if ((op->table && stor_kg_drop(op->table, lost[k], &df->err)) ||
+                (op->table2 && stor_kg_drop(op->table2, lost[k], &df->err))) {
+                n = -1;
+                break;
+            }
+        }
+    if (n > 0)
+        wlog_info("cluster", "view %s: dropped %d key group%s this node no longer owns", df->plan->root->view_name, n,
+                  n == 1 ? "" : "s");
+    free(lost);
+    return n < 0 ? -1 : 0;
+}
+
+int rt_dataflow_owned_kgs(RtDataflow *df, uint16_t *out, int max)
+{
+    int G = df->plan->key_groups, n = 0;
+    if (df->rc.dist) {
+        for (int i = 0; i < df->rc.dist->n_kgs && n < max; i++)
+            out[n++] = (uint16_t)df->rc.dist->kgs[i];
+        return n;
+    }
+    for (int k = 0; k < G && n < max; k++)
+        out[n++] = (uint16_t)k;
+    return n;
+}
+
+static bool same_ints(const int32_t *a, int na, const int32_t *b, int nb)
+{
+    return na == nb && (!na || !memcmp(a, b, sizeof(int32_t) * (size_t)na));
+}
+
+bool rt_dataflow_assignment_changed(RtDataflow *df)
+{
+    if (!df->plan->distributed || df->rc.replay_of)
+        return false;
+    RtDist *now = dist_of(df->rc.env, df->plan), *was = df->rc.dist;
+    bool changed = !now != !was ||
+                   (now && (!same_ints(now->src, now->n_src, was->src, was->n_src) ||
+                            !same_ints(now->kgs, now->n_kgs, was->kgs, was->n_kgs)));
+    dist_free(now);
+    return changed;
+}
+
 static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of, RtDataflow **out, WError *err)
 {
     if (plan->parallelism > 1 && replay_of)
@@ -221,6 +339,8 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
     df->n_ops = plan->n_nodes;
     df->ops = xcalloc((size_t)df->n_ops, sizeof(RtOp *));
     df->sources = xcalloc((size_t)df->n_ops, sizeof(RtOp *));
+    if (!replay_of)
+        df->rc.dist = dist_of(env, plan);
     /* A parallel view: shard 0 is this dataflow's operators (every node);
      * the other shards' come next, and start before shard 0's, whose start
      * hooks may already send them rows. */
@@ -233,12 +353,12 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
     }
     for (int i = 0; i < df->n_ops; i++) {
         if (plan->nodes[i]->kind == PN_SOURCE || plan->nodes[i]->kind == PN_VIEW_SOURCE ||
-            plan->nodes[i]->kind == PN_TABLE_WRITE)
+            plan->nodes[i]->kind == PN_TABLE_WRITE || rt_op_is_repart_source(df->ops[i]))
             df->sources[df->n_sources++] = df->ops[i];
         if (plan->nodes[i] == (plan->changes ? plan->changes : plan->root))
             df->root = df->ops[i];
     }
-    if (plan->changes && open_merged(df)) {
+    if ((plan->changes && open_merged(df)) || drop_lost_kgs(df)) {
         *err = df->err;
         rt_dataflow_close(df);
         return -1;
@@ -265,7 +385,14 @@ int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err
         return rt_par_step(df->par, timeout_ms, did_work, err);
     int rcode = 0;
     for (int i = 0; i < df->n_sources && !rcode; i++)
-        rcode = ((RtSource *)df->sources[i])->src->poll(df->sources[i], i == 0 ? timeout_ms : 0, did_work);
+        /* A distributed view's repartition reader waits a little too: its
+         * source may read no partition on this node. */
+        rcode = ((RtSource *)df->sources[i])
+                    ->src->poll(df->sources[i],
+                                i == 0                                ? timeout_ms
+                                : rt_op_is_repart_source(df->sources[i]) ? (timeout_ms < 20 ? timeout_ms : 20)
+                                                                         : 0,
+                                did_work);
     /* Every chunk of this step has gone all the way down. */
     arena_reset(df->rc.chunk_arena);
     if (rcode) {
@@ -739,6 +866,7 @@ void rt_dataflow_close(RtDataflow *df)
     free(df->rc.src_errs);
     free(df->ops);
     free(df->sources);
+    dist_free(df->rc.dist);
     arena_free(df->rc.chunk_arena);
     free(df);
 }

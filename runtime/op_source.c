@@ -77,6 +77,8 @@ typedef struct SourceOp {
     RtKafkaRecord recs[POLL_BATCH];
 } SourceOp;
 
+static bool owns(const SourceOp *s, int p);
+
 static void put_be32(unsigned char *p, uint32_t v)
 {
     p[0] = (unsigned char)(v >> 24);
@@ -136,7 +138,7 @@ static int source_save(RtOp *op)
 {
     SourceOp *s = (SourceOp *)(void *)op;
     for (int p = 0; p < s->n_parts; p++) {
-        if (s->next[p] < 0 || !rt_op_owns(op, p))
+        if (s->next[p] < 0 || !owns(s, p))
             continue;
         unsigned char k[4], v[8];
         put_be32(k, (uint32_t)p);
@@ -500,10 +502,14 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
         free(ids);
         goto fail;
     }
-    /* A parallel view's instance reads its share of the partitions only. */
+    /* A parallel view's instance reads its share of the partitions only, a
+     * distributed view's node those the cluster assigned it (every task of
+     * the repartition topic is one partition). */
+    if (rc->dist)
+        rc->dist->n_src_total = s->n_parts;
     int64_t *from = xcalloc((size_t)s->n_parts + 1, sizeof(int64_t));
     for (int p = 0; p < s->n_parts; p++)
-        if (rt_op_owns(&s->base.op, p)) {
+        if (owns(s, p)) {
             ids[s->n_owned] = p;
             from[s->n_owned++] = s->next[p];
         }
@@ -727,6 +733,19 @@ static int64_t *grow_array(int64_t *a, int from, int to, int64_t fill)
     return a;
 }
 
+/* Whether this instance reads partition p: a parallel view's share, or in a
+ * distributed view the partitions the cluster assigned to this node. */
+static bool owns(const SourceOp *s, int p)
+{
+    const RtDist *d = s->base.op.rc->dist;
+    if (!d)
+        return rt_op_owns(&s->base.op, p);
+    for (int i = 0; i < d->n_src; i++)
+        if (d->src[i] == p)
+            return true;
+    return false;
+}
+
 /* Assigns the partitions this instance reads again, at s->next. */
 static int reassign_owned(SourceOp *s)
 {
@@ -734,7 +753,7 @@ static int reassign_owned(SourceOp *s)
     int64_t *from = xcalloc((size_t)s->n_parts + 1, sizeof(int64_t));
     int n = 0;
     for (int p = 0; p < s->n_parts; p++)
-        if (rt_op_owns(&s->base.op, p)) {
+        if (owns(s, p)) {
             ids[n] = p;
             from[n++] = s->next[p];
         }
@@ -751,6 +770,12 @@ static int grow(SourceOp *s, int n)
 {
     const CatRelation *r = s->base.op.node->source;
     int old = s->n_parts;
+    if (s->base.op.rc->dist)
+        /* The repartition topic's readers count the tasks (the partitions)
+         * they were opened with: the view restarts with the new count. */
+        return werr(s->base.op.rc->err, SQLSTATE_OBJECT_NOT_IN_STATE, 0,
+                    "topic \"%s\" of source \"%s\" grew from %d to %d partitions; the distributed view restarts "
+                    "from its last checkpoint", cat_option(r, "topic"), r->name, old, n);
     if (rt_op_shards(&s->base.op) > 1)
         /* Instances split the partitions p % P: the new ones belong to other
          * instances too, and one that had none has already told the exchanges
@@ -989,7 +1014,7 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
     if (s->bound && !s->ended) {
         bool done = true;
         for (int p = 0; p < s->n_parts && done; p++)
-            done = !rt_op_owns(op, p) || s->bound[p] <= 0 || (s->next[p] >= 0 && s->next[p] >= s->bound[p]);
+            done = !owns(s, p) || s->bound[p] <= 0 || (s->next[p] >= 0 && s->next[p] >= s->bound[p]);
         if (done) {
             /* The end of a bounded input is a watermark of +infinity: every window fires
              * (a replay stops where its live twin is, which saw +infinity only if it ended). */
@@ -1020,7 +1045,7 @@ static bool source_flushed(RtOp *op)
     if (!s->target)
         return true;
     for (int p = 0; p < s->n_parts; p++) {
-        if (!rt_op_owns(op, p))
+        if (!owns(s, p))
             continue;
         int64_t t = s->target[p];
         if (s->bound && s->bound[p] < t)
@@ -1039,7 +1064,7 @@ void rt_source_positions(RtOp *op, Buf *out)
     if (op->node->kind != PN_SOURCE || op->vt != &SOURCE_VT)
         return;
     for (int p = 0, k = 0; p < s->n_parts; p++)
-        if (rt_op_owns(op, p))
+        if (owns(s, p))
             buf_printf(out, "%s%d:%lld", k++ ? " " : "", p, (long long)(s->next[p] > 0 ? s->next[p] : 0));
 }
 
@@ -1050,7 +1075,7 @@ int rt_source_progress(RtOp *op, RtSourceProgress *out, int max)
     SourceOp *s = (SourceOp *)(void *)op;
     int n = 0;
     for (int p = 0; p < s->n_parts && n < max; p++) {
-        if (!rt_op_owns(op, p))
+        if (!owns(s, p))
             continue;
         RtSourceProgress *o = &out[n++];
         memset(o, 0, sizeof *o);

@@ -39,6 +39,15 @@ typedef struct RtEnv {
     /* The running dataflow of the materialized view whose rows are in table_id, or NULL. */
     RtDataflow *(*view_dataflow)(void *ctx, uint64_t table_id);
     void *ctx;
+    /* A cluster (issue 16 phase 2, README-cluster.md "Distributed views"):
+     * the cluster's name, NULL standalone. */
+    const char *cluster;
+    /* The partitions of `topic` this node owns now, sorted, into out (at
+     * most max); returns the count (0 = none), or -1 = "not managed: read
+     * every partition" (standalone, or a topic not on the cluster's Kafka).
+     * Any thread. Read by rt_dataflow_open only: the server reopens a
+     * distributed view when its assignment changes. NULL = not managed. */
+    int (*owned_partitions)(void *ctx, const char *topic, int32_t *out, int max);
 } RtEnv;
 
 /* Counters of one dataflow, for system views and tests. */
@@ -95,6 +104,23 @@ StorTable *rt_dataflow_find_table(RtDataflow *df, uint64_t table_id);
  * nothing of it reaches the disk. Any thread. */
 uint64_t rt_temp_table_id(void);
 void rt_dataflow_stats(RtDataflow *df, RtStats *out);
+/* A distributed view (PlanView.distributed) in a cluster: the names of the
+ * repartition topics the work group must subscribe to, into out (at most
+ * max; one per repartition exchange, today one), each with the view's
+ * PlanView.key_groups partitions. Returns the count, 0 for a view that is
+ * not distributed or without a cluster. */
+int rt_plan_repart_topics(const PlanView *plan, const char *cluster, char (*out)[256], int max);
+/* The key groups whose rows df's view table holds for readers, sorted,
+ * into out (at most max); returns the count. A distributed view run with
+ * an assignment: the key groups this node owns (the view table holds no
+ * others: lost ones are dropped at open); otherwise every key group
+ * 0..G-1 (0 for a view without key groups). */
+int rt_dataflow_owned_kgs(RtDataflow *df, uint16_t *out, int max);
+/* A distributed view: whether the assignment RtEnv.owned_partitions gives
+ * now (its source partitions, its key groups) differs from the one df was
+ * opened with; the server then reopens it (stop, start). False for other
+ * views. Engine thread, between steps. */
+bool rt_dataflow_assignment_changed(RtDataflow *df);
 
 /* One source record a view could not use (undecodable, a NOT NULL column
  * missing or null, an event time too far ahead of the clock), kept for the

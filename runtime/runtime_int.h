@@ -152,7 +152,32 @@ struct RtCtx {
     bool (*cancel)(void *arg);
     void *cancel_arg;
     uint32_t cancel_tick;
+    /* A distributed view run under the cluster's assignment (op_repart.c),
+     * NULL when it runs whole here (standalone, or not managed). */
+    struct RtDist *dist;
 };
+
+/* What a distributed view's operators need of the node's assignment, read
+ * once at rt_dataflow_open (dataflow.c; README-cluster.md "Distributed
+ * views"). Owned by the dataflow. */
+typedef struct RtDist {
+    int32_t *src;             /* the source partitions (tasks) this node reads, sorted */
+    int n_src;
+    int n_src_total;          /* the source topic's partitions (every task), set by the source */
+    int32_t *kgs;             /* the key groups (repartition partitions) this node owns, sorted */
+    int n_kgs;
+    char topic[256];          /* the view's repartition topic */
+    const char *bootstrap;    /* the source's (the cluster's) Kafka */
+} RtDist;
+
+/* The repartition exchange (op_repart.c): pass-through without rc->dist. */
+RtOp *rt_op_repart_new(RtCtx *rc, const PlanNode *n);
+/* Whether op is a repartition exchange that reads its topic (a source of the step). */
+bool rt_op_is_repart_source(const RtOp *op);
+/* The key groups the repartition exchange op's last checkpoint owned and
+ * this node does not own now, into out (at most max); returns the count,
+ * or -1 with err. */
+int rt_repart_lost_kgs(RtOp *op, int32_t *out, int max, WError *err);
 
 #define RT_CANCEL_EVERY 1024
 

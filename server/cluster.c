@@ -89,6 +89,7 @@ struct Cluster {
     bool catalog_lost;            /* the topic ends before what we applied: it was lost or recreated */
     RtGroup *group;               /* the work group; subscribed by the members thread */
     char **work_topics;           /* its subscription, sorted (members thread only) */
+    _Atomic int64_t work_changed_ms; /* clock_mono_ms() of the last assignment change, 0 none */
     int n_work_topics;
     atomic_bool stop;
     pthread_t cat_thread, mem_thread;
@@ -516,8 +517,22 @@ static void work_subscribe(Cluster *c)
     int n = 0;
     pthread_mutex_lock(&c->e->lock);
     t = xcalloc((size_t)cat_count(c->e->cat) + 1, sizeof *t);
+    size_t cap = (size_t)cat_count(c->e->cat) + 1;
+    CAT_FOREACH(c->e->cat, CAT_KINDS(CAT_VIEW), o) {
+        /* A distributed view's key groups are the partitions of its
+         * repartition topic (phase 2): assigned like source partitions. */
+        char rp[4][256];
+        int nrp = o->flow.plan ? rt_plan_repart_topics(o->flow.plan, c->name, rp, 4) : 0;
+        for (int i = 0; i < nrp; i++) {
+            if ((size_t)n + 1 >= cap)
+                t = xrealloc(t, sizeof *t * (cap *= 2));
+            t[n++] = xstrdup(rp[i]);
+        }
+    }
     CAT_FOREACH(c->e->cat, CAT_KINDS(CAT_SOURCE) | CAT_KINDS(CAT_TABLE), o) {
         const char *conn = cat_option(&o->rel, "connector"), *topic = cat_option(&o->rel, "topic");
+        if ((size_t)n + 1 >= cap)
+            t = xrealloc(t, sizeof *t * (cap *= 2));
         if ((o->kind == CAT_SOURCE || o->kind == CAT_TABLE) && conn && !strcmp(conn, "kafka") && topic &&
             *topic && !cat_option(&o->rel, "properties.bootstrap.servers"))
             t[n++] = xstrdup(topic);
@@ -552,20 +567,35 @@ static void work_subscribe(Cluster *c)
     c->n_work_topics = n;
 }
 
-/* Logs the assignment changes. Phase 1 does not act on them: every node
- * runs every view over every partition; the group is shown, not obeyed. */
+/* Logs the assignment changes and notes when the last came: the engine
+ * reopens the distributed views whose share changed (engine.c). Views
+ * that stay replicated run every partition and ignore the group. */
 static void work_drain(Cluster *c)
 {
     RtGroupChange ch[64];
     int n;
     static const char *what[] = {"", "assigned", "revoked", "lost"};
     while ((n = rt_group_poll(c->group, ch, 64)) > 0) {
+        atomic_store(&c->work_changed_ms, clock_mono_ms());
         for (int i = 0; i < n; i++)
             wlog_info("cluster", "work group: %s %s[%d]", what[ch[i].event], ch[i].topic,
                     (int)ch[i].partition);
         rt_group_changes_free(ch, n);
     }
 }
+
+int cluster_owned_partitions(Cluster *c, const char *topic, int32_t *out, int max)
+{
+    RtGroupPartition *a = NULL;
+    int n = c && c->group ? rt_group_assignment(c->group, &a) : 0, k = 0;
+    for (int i = 0; i < n && k < max; i++)
+        if (!strcmp(a[i].topic, topic))
+            out[k++] = a[i].partition;
+    free(a);
+    return k;
+}
+
+int64_t cluster_work_changed_ms(Cluster *c) { return c ? atomic_load(&c->work_changed_ms) : 0; }
 
 bool cluster_work_stats(Cluster *c, RtGroupStats *out)
 {

@@ -135,6 +135,18 @@ bool cluster_cut_off(Cluster *c, int64_t *since_us);
 typedef struct RtGroupStats RtGroupStats;
 bool cluster_work_stats(Cluster *c, RtGroupStats *out);
 
+/* The partitions of topic the work group assigns this node now, sorted,
+ * into out (at most max): RtEnv.owned_partitions (phase 2, distributed
+ * views). 0 before the group has joined. Any thread. */
+int cluster_owned_partitions(Cluster *c, const char *topic, int32_t *out, int max);
+/* clock_mono_ms() of the last change of this node's assignment (0 none):
+ * the engine reopens the distributed views whose assignment changed once
+ * it has been quiet for CLUSTER_REBALANCE_QUIET_MS. Any thread. */
+int64_t cluster_work_changed_ms(Cluster *c);
+/* One rebalance moves partitions in several rounds (revoke, then assign):
+ * a view is reopened once, this long after the last change. */
+#define CLUSTER_REBALANCE_QUIET_MS 300
+
 const char *cluster_name(const Cluster *c);
 const char *cluster_node_id(const Cluster *c);
 

@@ -103,7 +103,7 @@ int cmd_explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
     if (ex->stmt->kind == STMT_CREATE_VIEW) {
         PlanViewOptions opt = {.name = ex->stmt->u.create_view->name, .allow_unbounded = session_allow_unbounded(s),
                                .parallelism = session_parallelism(s), .plan_rev = PLAN_REV_CURRENT,
-                               .cluster = e->cluster_name != NULL};
+                               .cluster = e->rt_cluster != NULL};
         PlanView *v = plan_view(ex->stmt->u.create_view, &cat, &opt, a, err);
         if (v)
             plan_explain_view(v, json, &b);
@@ -118,7 +118,7 @@ int cmd_explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError
         cmd_sink_query_stmt(cs, ex->stmt, arena_strdup(a, vname), &cv, &vst);
         free(vname);
         PlanViewOptions opt = {.name = cv.name, .allow_unbounded = session_allow_unbounded(s), .plan_rev = PLAN_REV_CURRENT,
-                               .cluster = e->cluster_name != NULL};
+                               .cluster = e->rt_cluster != NULL};
         PlanView *v = plan_view(&cv, &cat, &opt, a, err);
         if (v) {
             if (!json)

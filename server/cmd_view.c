@@ -41,6 +41,7 @@ static void rel_from_view(CatObj *o)
     r->pk = v->pk;
     r->append_only = v->append_only;
     r->counted = v->counted;
+    r->distributed = v->distributed;
     r->table_id = v->root->table_id;
 }
 
@@ -69,7 +70,7 @@ int cmd_view_build(Engine *e, Session *s, const AstStmt *st, const char *sql, Ca
     }
     PlanViewOptions opt = {.name = o->name, .allow_unbounded = replay || session_allow_unbounded(s),
                            .parallelism = o->view.parallelism, .plan_rev = o->view.plan_rev,
-                           .cluster = e->cluster_name != NULL};
+                           .cluster = e->rt_cluster != NULL};
     o->flow.plan = plan_view(cv, &cat, &opt, o->arena, err);
     if (!o->flow.plan || engine_plan_ids_ok(&pcx, err))
         goto fail;

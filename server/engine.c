@@ -182,6 +182,41 @@ static RtDataflow *view_dataflow(void *ctx, uint64_t table_id)
     return NULL;
 }
 
+/* RtEnv.owned_partitions: the work group's assignment (cluster.c). Before
+ * the cluster is open (views started by the local catalog's replay) a
+ * node owns nothing yet; the group's first assignment reopens them. */
+static int owned_partitions(void *ctx, const char *topic, int32_t *out, int max)
+{
+    Engine *e = ctx;
+    if (!e->rt_cluster)
+        return -1;
+    return e->cluster ? cluster_owned_partitions(e->cluster, topic, out, max) : 0;
+}
+
+/* After a rebalance has been quiet for CLUSTER_REBALANCE_QUIET_MS: reopens
+ * the distributed views whose share (source partitions, key groups)
+ * changed. Stopped without a checkpoint, a view restarts from its last
+ * one, with the new share: rows replayed are dropped by (task, seq), key
+ * groups lost are dropped, key groups gained are read from offset 0.
+ * Engine lock held. */
+static void follow_assignment(Engine *e, int64_t now)
+{
+    int64_t changed = cluster_work_changed_ms(e->cluster);
+    if (!changed || changed == e->work_seen_ms || now - changed < CLUSTER_REBALANCE_QUIET_MS)
+        return;
+    e->work_seen_ms = changed;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
+        if (!o->flow.df || !rt_dataflow_assignment_changed(o->flow.df))
+            continue;
+        WError err = {0};
+        engine_stop_view(e, o);
+        if (engine_start_view(e, o, &err))
+            wlog_warn("engine", "view %s: cannot reopen with its new key groups: %s (retried)", o->name, err.msg);
+        else
+            wlog_info("engine", "view %s reopened with its new share of the cluster's work", o->name);
+    }
+}
+
 static StorTable *view_table(void *ctx, uint64_t table_id)
 {
     Engine *e = ctx;
@@ -575,6 +610,8 @@ static void *engine_main(void *arg)
                 checkpoint_failed(e, cerr.msg);
         }
         update_pause(e);
+        if (e->cluster)
+            follow_assignment(e, now);
         /* Views whose dataflow could not start (broker down at start) are retried. */
         if (now - last_retry > 2000) {
             last_retry = now;
@@ -756,13 +793,21 @@ int engine_open(const EngineConfig *cfg, Engine **out, WError *err)
         return -1;
     }
     e->rt = (RtEnv){.stor = e->stor, .kafka_bootstrap = e->kafka_bootstrap, .view_table = view_table,
-                     .view_dataflow = view_dataflow, .ctx = e};
+                     .view_dataflow = view_dataflow, .ctx = e, .owned_partitions = owned_partitions};
     e->last_checkpoint_ms = clock_mono_ms();
     /* A data directory serves one node of one cluster (or none): checked
      * before anything is written. */
     if (cluster_check_dir(e, cfg->cluster, cfg->node_id, err)) {
         engine_close(e);
         return -1;
+    }
+    /* Distributed views run under the work group's assignment (phase 2).
+     * Known before the local catalog's replay, which plans the views as
+     * the cluster does (e->cluster_name is set only once the node is
+     * accepted into the cluster). */
+    if (cfg->cluster) {
+        e->rt_cluster = xstrdup(cfg->cluster);
+        e->rt.cluster = e->rt_cluster;
     }
     pthread_mutex_lock(&e->lock);
     int rc = replay_catalog(e, err);
@@ -822,6 +867,7 @@ void engine_close(Engine *e)
     free(e->data_dir);
     free(e->kafka_bootstrap);
     free(e->cluster_name);
+    free(e->rt_cluster);
     free(e->node_id);
     pthread_cond_destroy(&e->progress);
     pthread_mutex_destroy(&e->lock);

@@ -54,6 +54,7 @@ struct Engine {
     uint64_t epoch;                /* last committed checkpoint */
     int checkpoint_interval_ms;
     int64_t last_checkpoint_ms;
+    int64_t work_seen_ms;          /* cluster_work_changed_ms already followed (follow_assignment) */
     bool dirty;                    /* work since the last checkpoint */
     uint64_t checkpoints;          /* taken since start */
     char last_checkpoint_error[512];
@@ -95,6 +96,7 @@ struct Engine {
      * the cluster's name and this node's id. */
     struct Cluster *cluster;
     int64_t catalog_next;
+    char *rt_cluster;              /* --cluster from the start (RtEnv.cluster, views planned for it); NULL outside */
     char *cluster_name, *node_id;  /* the identity recorded in the data directory; NULL outside a cluster */
     /* For the one statement running under the lock (cluster_gather.c): the
      * session's weir.read_key_groups (another node reading our key groups),

@@ -214,7 +214,10 @@ def run(args, tmp, kafka, nodes):
     c.q("CREATE MATERIALIZED VIEW win AS SELECT window_start, count(*) AS n, sum(v) AS s "
         "FROM TUMBLE(ev, ts, INTERVAL '%d' SECOND) GROUP BY window_start" % WINDOW)
     a.q("CREATE MATERIALIZED VIEW joined AS SELECT e.id, e.k, r.name FROM ev e JOIN ref r ON e.k = r.k")
-    b.q("CREATE MATERIALIZED VIEW top AS SELECT g, id, v FROM (SELECT g, id, v, ROW_NUMBER() OVER "
+    # Replicated: every node must hold all of it (a distributed view's rows are spread over
+    # the nodes; cluster_dist.py tests those).
+    b.q("CREATE MATERIALIZED VIEW top WITH (placement = 'replicated') AS SELECT g, id, v FROM (SELECT g, id, v, "
+        "ROW_NUMBER() OVER "
         "(PARTITION BY g ORDER BY v DESC) AS rn FROM ev) WHERE rn <= %d" % TOPN)
     ok = eventually(lambda: all({"win", "joined", "top"} <= {r[0] for r in n.q("SELECT name FROM weir_views")} and
                                 n.q("SELECT count(*) FROM ref") == [(REFKEYS,)] for n in (a, b, c)), timeout=60)

@@ -256,7 +256,9 @@ def run(weir, tmp, kafka, broker, nodes):
     # DDL on different nodes, each answered with the result of applying it.
     a.q("CREATE SOURCE ev (k BIGINT, v BIGINT) WITH (connector = 'kafka', topic = 'cl_ev', "
         "topic.partitions = '2', scan.startup.mode = 'earliest')")
-    b.q("CREATE MATERIALIZED VIEW sums AS SELECT k, sum(v) AS s, count(*) AS c FROM ev GROUP BY k")
+    # Replicated (phase 1's behaviour): `named` reads it, and every node must show all of it.
+    b.q("CREATE MATERIALIZED VIEW sums WITH (placement = 'replicated') AS "
+        "SELECT k, sum(v) AS s, count(*) AS c FROM ev GROUP BY k")
     plan = "\n".join(r[0] for r in a.q("EXPLAIN CREATE MATERIALIZED VIEW x AS SELECT k, count(*) FROM ev GROUP BY k"))
     tap("key groups: 128 by [k]" in plan, "in a cluster a view has 128 key groups by default", plan)
     c.q("CREATE TABLE ref (k BIGINT, name TEXT, PRIMARY KEY (k))")

@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""cluster_dist.py --weir PATH: a distributed view (issue 16 phase 2) on two nodes.
+
+One `weir broker`, nodes a and b of cluster "d", a source over a topic of 4 partitions, and a
+GROUP BY view with 8 key groups, which the cluster plans distributed: each node reads the
+source partitions the work group assigns it, writes every row to the view's repartition topic,
+and keeps the key groups (repartition partitions) assigned to it. Until reads gather the
+other nodes' key groups, a SELECT on a node answers that node's own rows. Checks:
+
+- EXPLAIN says "placement: distributed over key groups";
+- weir_cluster_assignment: the repartition topic's 8 partitions are split between a and b;
+- each node's rows are a non-empty strict subset, disjoint from the other's, and their union
+  equals a Python oracle;
+- b killed with kill -9: a takes b's source partitions and key groups, and a's rows alone equal
+  the oracle (nothing lost, nothing counted twice).
+
+Prints TAP; exits 1 if a check failed. About 60-80 s (most of it the work group's rebalances).
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster_test  # noqa: E402
+from cluster_test import Node, eventually, tap  # noqa: E402
+
+TOPIC = "dist_ev"
+VIEW = ("CREATE MATERIALIZED VIEW dv WITH (key_groups = 8) AS "
+        "SELECT k, count(*) AS n, sum(v) AS s FROM dev GROUP BY k")
+
+
+def rows(n):
+    return {k: (c, int(s)) for k, c, s in n.q("SELECT k, n, s FROM dv")}
+
+
+def rp_assignment(n):
+    """{node_id: set of repartition partitions} as n shows it (live nodes only)."""
+    out = {}
+    for node, alive, topic, part in n.q("SELECT node_id, alive, topic, partition FROM weir_cluster_assignment"):
+        if alive and topic and topic.startswith("_weir.d.rp."):
+            out.setdefault(node, set()).add(part)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weir", required=True)
+    args = ap.parse_args()
+    broker, kafka = cluster_test.start_broker(args.weir)
+    tmp = tempfile.mkdtemp(prefix="weir-cdist-", dir="/tmp")
+    nodes = []
+    t0 = time.time()
+    try:
+        a, b = (Node(args.weir, tmp, kafka, x, cluster="d") for x in "ab")
+        nodes += [a, b]
+        a.start(wait=False)
+        b.start(wait=False)
+        a.wait_ready()
+        b.wait_ready()
+        a.q("CREATE SOURCE dev (k BIGINT, v BIGINT) WITH (connector = 'kafka', topic = '%s', "
+            "topic.partitions = '4')" % TOPIC)
+        plan = "\n".join(r[0] for r in a.q("EXPLAIN " + VIEW))
+        tap("placement: distributed over key groups" in plan, "EXPLAIN: distributed over key groups", plan)
+        b.q(VIEW)
+        oracle = {}
+        for i in range(0, 400, 50):
+            vals = []
+            for j in range(i, i + 50):
+                k = (j * 7) % 40
+                vals.append("(%d, %d)" % (k, j))
+                c, s = oracle.get(k, (0, 0))
+                oracle[k] = (c + 1, s + j)
+            a.q("INSERT INTO dev VALUES " + ", ".join(vals))
+
+        split = eventually(lambda: (lambda x: x if set(x) == {"a", "b"} and
+                                    sorted(p for s in x.values() for p in s) == list(range(8)) else None)(
+            rp_assignment(a)), timeout=60, every=0.5)
+        tap(split is not None, "the repartition topic's 8 partitions are split between a and b",
+            repr(rp_assignment(a)))
+
+        def exact():
+            ra, rb = rows(a), rows(b)
+            union = dict(ra)
+            union.update(rb)
+            ok = (ra and rb and not set(ra) & set(rb) and union == oracle)
+            return (ra, rb) if ok else None
+        got = eventually(exact, timeout=60, every=0.5)
+        ra, rb = got if got else (rows(a), rows(b))
+        tap(got is not None, "each node's rows are its own key groups; the union equals the oracle",
+            "a %d rows, b %d rows, overlap %r, oracle %d" % (len(ra), len(rb), sorted(set(ra) & set(rb)),
+                                                           len(oracle)))
+        tap(0 < len(ra) < len(oracle) and 0 < len(rb) < len(oracle), "both nodes hold a strict subset",
+            "%d and %d of %d" % (len(ra), len(rb), len(oracle)))
+
+        b.kill9()
+        t1 = time.time()
+        alone = eventually(lambda: rows(a) == oracle or None, timeout=70, every=0.5)
+        tap(alone is not None, "b killed with kill -9: a's rows alone equal the oracle",
+            "a has %d rows of %d, %r" % (len(rows(a)), len(oracle), rp_assignment(a)))
+        print("# a whole after %.0f s" % (time.time() - t1))
+    finally:
+        for n in nodes:
+            n.stop()
+        if tap.failed:
+            for n in nodes:
+                print("# ---- log of node %s" % n.node_id)
+                for line in n.output().splitlines()[-25:]:
+                    print("#   " + line)
+            print("# ---- broker")
+            print(cluster_test.broker_log(broker))
+        if broker.poll() is None:
+            broker.terminate()
+            broker.wait(10)
+        print("# took %.1f s" % (time.time() - t0))
+        shutil.rmtree(tmp, ignore_errors=True)
+    tap.end()
+
+
+if __name__ == "__main__":
+    main()
