@@ -486,8 +486,9 @@ static int gather_once(Engine *e, const AstStmt *st, const char *user, ClusterGa
     int n_nodes = 0;
     pthread_mutex_lock(&e->lock);
     int rc = find_views(e, st, g, err);
+    int64_t catalog_end;
     if (rc == 0 && g->n)
-        n_nodes = cluster_nodes(e->cluster, &nodes, NULL);
+        n_nodes = cluster_nodes(e->cluster, &nodes, &catalog_end);
     pthread_mutex_unlock(&e->lock);
     if (rc == 1) { /* the query does not plan: no gather, the normal path reports it */
         *err = (WError){0};

@@ -143,6 +143,8 @@ def main():
         tap(final == want2, "a alone, once it owns b's key groups: the whole view with the rows sent after the "
             "kill", "errors on the way %r; last %r" % (sorted(errors), view_rows(a)[:5] if final is None else ""))
         print("# errors seen during the move: %r; %.0f s" % (sorted(errors), time.time() - t1))
+    except Exception as e:  # a node that died: its log below says why
+        tap(False, "the test ran to its end", "%s: %s" % (type(e).__name__, e))
     finally:
         for n in nodes:
             n.stop()
