@@ -315,6 +315,17 @@ static int open_sub(Engine *e, CatObj *v, bool snapshot, Subscription **out, WEr
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, 0, "\"%s\" is not a materialized view", v->name);
     if (!v->flow.df)
         return werr(err, SQLSTATE_OBJECT_NOT_IN_STATE, 0, "materialized view \"%s\" is not running", v->name);
+    /* A distributed view's changes happen on the nodes that own its key
+     * groups, each on its own: a changefeed from one node would miss the
+     * others' (and the groups it owns change in a rebalance). */
+    if (v->flow.plan && v->flow.plan->distributed)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                    "feature not supported: SUBSCRIBE to materialized view \"%s\", whose rows are spread over the "
+                    "cluster's nodes",
+                    v->name),
+               werr_hint(err, "Create the view WITH (placement = 'replicated') to subscribe to it on any node, or "
+                              "read it with SELECT, which gathers it from every node."),
+               -1;
     Subscription *s = xcalloc(1, sizeof *s);
     s->e = e;
     s->view = v;

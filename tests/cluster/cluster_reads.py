@@ -105,6 +105,9 @@ def main():
             tap(view_rows(n, "SELECT k, c, s FROM sums ORDER BY k DESC LIMIT 3") == want[::-1][:3],
                 "ORDER BY k DESC LIMIT 3 on %s" % n.node_id)
 
+        code = sqlstate(a, "SUBSCRIBE sums")
+        tap(code == "0A000", "SUBSCRIBE to a distributed view: 0A000 (a changefeed from one node would miss the "
+            "others' key groups)", "got %r" % code)
         tid = a.q("SELECT table_id FROM weir_state WHERE view = 'sums' AND operator LIKE '%aterialize%'")[0][0]
         theirs = sorted(split.get("b", {0}))[0]
         for value, code, what in [("nonsense", "22023", "a malformed request"),
