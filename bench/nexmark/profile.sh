@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     --interval) interval=$2; shift 2 ;;
     --dwarf) cg="--call-graph dwarf,16384"; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) q=$1; shift ;;
     esac
