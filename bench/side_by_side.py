@@ -434,12 +434,15 @@ def main():
                 if "weir" in engines:
                     cells.append(f"{res['weir']['fresh'] * 1000:.0f}" if "fresh" in res["weir"] else "-")
                 bad = [e for e in engines if res[e].get("differs") or "error" in res[e]]
-                cells.append(("ref " + ref if ref else "no reference") + (", see " + " ".join(bad) if bad else ", all same"))
+                if not ref:
+                    cells.append("not checked (no reference engine ran)" + (", see " + " ".join(bad) if bad else ""))
+                else:
+                    cells.append("ref " + ref + (", see " + " ".join(bad) if bad else ", all same"))
                 print("| " + " | ".join(cells) + " |")
             for n in notes:
                 print(f"- {n}")
             sys.stdout.flush()
-        print(f"\n# {'; '.join(versions)}; load average at the end {os.getloadavg()[0]:.2f}")
+        print(f"\n# {'; '.join(versions + [f'load average at the end {os.getloadavg()[0]:.2f}'])}")
     finally:
         if pg:
             pg.close()
