@@ -330,6 +330,14 @@ def kfmt(x):
     return f"{x / 1e6:.2f}M" if x >= 999.5e3 else f"{x / 1e3:.0f}K"
 
 
+def rfmt(rate):
+    """A rate as 10M/s, 10K/s or 250/s."""
+    for div, unit in ((1000000, "M"), (1000, "K")):
+        if rate >= div and rate % div == 0:
+            return f"{rate // div}{unit}/s"
+    return f"{rate}/s"
+
+
 def machine():
     model = "?"
     with open("/proc/cpuinfo") as f:
@@ -365,7 +373,9 @@ def main():
         if "sqlite" in engines:
             versions.append("SQLite " + subprocess.run(["sqlite3", "--version"], capture_output=True,
                                                        text=True).stdout.split()[0])
-        for rate in [int(r) for r in a.rates.split()]:
+        rates = [int(r) for r in a.rates.split()]
+        rows, notes = [], []
+        for rate in rates:
             csvs = {}
             for t in TABLES:
                 csvs[t] = os.path.join(work, f"{t}.csv")
@@ -373,11 +383,8 @@ def main():
                     subprocess.run([a.weir, "nexmark", "--table", t, "--events", str(a.events), "--rate", str(rate),
                                     "--format", "csv"], stdout=f, check=True)
                 os.chmod(csvs[t], 0o644)
-            print(f"\n# {a.events} events at {rate} events/s of event time "
-                  f"({a.events / rate:g} s of event time); {machine()}")
-            print("# events/s per CPU-second: weir = server process, checkpoints every "
-                  f"{a.checkpoint_interval} ms; references = load + query")
-            rows, notes = [], []
+            print(f"# {a.events} events at {rate} events/s of event time "
+                  f"({a.events / rate:g} s of event time); {machine()} at the start", flush=True)
             weir = Weir(a.weir, work, a.events, rate, a.checkpoint_interval)
             for q in a.queries.split():
                 res = {}
@@ -404,7 +411,7 @@ def main():
                     r = res[e]
                     if "error" in r:
                         failed = True
-                        notes.append(f"{q} {e}: {r['error']}")
+                        notes.append(f"{q} at {rfmt(rate)} {e}: {r['error']}")
                         continue
                     r["evs"] = a.events / max(r["cpu"], 1.0 / HZ)
                     if e != ref and ref:
@@ -412,37 +419,41 @@ def main():
                         if d:
                             r["differs"] = True
                             failed = True
-                            notes.append(f"{q} {e} differs from {ref}: {d}")
-                rows.append((q, res, ref))
-            hdr = ["query"] + [f"{e} ev/s" for e in engines]
+                            notes.append(f"{q} at {rfmt(rate)} {e} differs from {ref}: {d}")
+                rows.append((q, rate, res, ref))
+        # One table: each query at each rate, side by side.
+        order = {q: i for i, q in enumerate(a.queries.split())}
+        rows.sort(key=lambda x: (order[x[0]], rates.index(x[1])))
+        print("# events/s per CPU-second: weir = server process, checkpoints every "
+              f"{a.checkpoint_interval} ms; references = load + query")
+        hdr = ["query", "rate"] + [f"{e} ev/s" for e in engines]
+        if "weir" in engines and "duckdb" in engines:
+            hdr.append("weir/duckdb")
+        if "weir" in engines:
+            hdr += ["weir fresh ms"]
+        hdr.append("answers")
+        print("| " + " | ".join(hdr) + " |")
+        print("|" + "---|" * len(hdr))
+        for q, rate, res, ref in rows:
+            cells = [q, rfmt(rate)]
+            for e in engines:
+                r = res[e]
+                cells.append("fail" if "error" in r else kfmt(r["evs"]) + ("!" if r.get("differs") else ""))
             if "weir" in engines and "duckdb" in engines:
-                hdr.append("weir/duckdb")
+                w, d = res["weir"], res["duckdb"]
+                ok = "evs" in w and "evs" in d
+                cells.append(f"{w['evs'] / d['evs']:.2f}x" if ok else "-")
             if "weir" in engines:
-                hdr += ["weir fresh ms"]
-            hdr.append("answers")
-            print("| " + " | ".join(hdr) + " |")
-            print("|" + "---|" * len(hdr))
-            for q, res, ref in rows:
-                cells = [q]
-                for e in engines:
-                    r = res[e]
-                    cells.append("fail" if "error" in r else kfmt(r["evs"]) + ("!" if r.get("differs") else ""))
-                if "weir" in engines and "duckdb" in engines:
-                    w, d = res["weir"], res["duckdb"]
-                    ok = "evs" in w and "evs" in d
-                    cells.append(f"{w['evs'] / d['evs']:.2f}x" if ok else "-")
-                if "weir" in engines:
-                    cells.append(f"{res['weir']['fresh'] * 1000:.0f}" if "fresh" in res["weir"] else "-")
-                bad = [e for e in engines if res[e].get("differs") or "error" in res[e]]
-                if not ref:
-                    cells.append("not checked (no reference engine ran)" + (", see " + " ".join(bad) if bad else ""))
-                else:
-                    cells.append("ref " + ref + (", see " + " ".join(bad) if bad else ", all same"))
-                print("| " + " | ".join(cells) + " |")
-            for n in notes:
-                print(f"- {n}")
-            sys.stdout.flush()
-        print(f"\n# {'; '.join(versions + [f'load average at the end {os.getloadavg()[0]:.2f}'])}")
+                cells.append(f"{res['weir']['fresh'] * 1000:.0f}" if "fresh" in res["weir"] else "-")
+            bad = [e for e in engines if res[e].get("differs") or "error" in res[e]]
+            if not ref:
+                cells.append("not checked (no reference engine ran)" + (", see " + " ".join(bad) if bad else ""))
+            else:
+                cells.append("ref " + ref + (", see " + " ".join(bad) if bad else ", all same"))
+            print("| " + " | ".join(cells) + " |")
+        for n in notes:
+            print(f"- {n}")
+        print(f"# {'; '.join(versions + [f'load average at the end {os.getloadavg()[0]:.2f}'])}")
     finally:
         if pg:
             pg.close()
