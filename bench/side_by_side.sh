@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/side_by_side.sh: Nexmark queries in weir, DuckDB, PostgreSQL and SQLite on the same events,
-# one table per rate: events per CPU-second of each engine, weir / DuckDB, weir's freshness, and
-# whether each answer equals DuckDB's (bench/side_by_side.py does the work; bench/README.md says
-# what each figure measures).
+# printed as one table with a row per query and rate: events per CPU-second of each engine,
+# weir / DuckDB, weir's freshness, and whether each answer equals DuckDB's (bench/side_by_side.py
+# does the work; bench/README.md says what each figure measures).
 #
 #   bench/side_by_side.sh [EVENTS [RATES]] [--weir PATH] [--queries "q0 q5"]
 #                         [--engines "weir duckdb postgresql sqlite"] [--keep DIR]
