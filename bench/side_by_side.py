@@ -248,13 +248,17 @@ class Postgres:
         os.makedirs(self.dir)
         url = subprocess.run([os.path.join(ROOT, "scripts", "pg-tmp.sh"), "start", self.dir, str(free_port())],
                              capture_output=True, text=True, check=True).stdout.strip()
-        self.conn = psycopg2.connect(url)
-        self.conn.autocommit = True
-        with open(os.path.join(self.dir, "pgdata", "postmaster.pid")) as f:
-            self.postmaster = int(f.readline())
-        cur = self.conn.cursor()
-        cur.execute("SELECT version()")
-        self.version = cur.fetchone()[0].split(" on ")[0]
+        try:
+            self.conn = psycopg2.connect(url)
+            self.conn.autocommit = True
+            with open(os.path.join(self.dir, "pgdata", "postmaster.pid")) as f:
+                self.postmaster = int(f.readline())
+            cur = self.conn.cursor()
+            cur.execute("SELECT version()")
+            self.version = cur.fetchone()[0].split(" on ")[0]
+        except (psycopg2.Error, OSError):
+            subprocess.run([os.path.join(ROOT, "scripts", "pg-tmp.sh"), "stop", self.dir], capture_output=True)
+            raise
 
     def cluster_cpu(self):
         """CPU seconds of the postmaster and all its children (backends and background workers)."""
@@ -368,8 +372,13 @@ def main():
     try:
         versions = []
         if "postgresql" in engines:
-            pg = Postgres(work)
-            versions.append(pg.version)
+            try:
+                pg = Postgres(work)
+                versions.append(pg.version)
+            except (subprocess.CalledProcessError, psycopg2.Error, OSError) as e:
+                # Not the end of the comparison: its column says fail and the status is 1.
+                log(f"# PostgreSQL did not start: {e}")
+                failed = True
         if "sqlite" in engines:
             versions.append("SQLite " + subprocess.run(["sqlite3", "--version"], capture_output=True,
                                                        text=True).stdout.split()[0])
@@ -400,7 +409,7 @@ def main():
                         if "version" in r and not any(v.startswith("DuckDB") for v in versions):
                             versions.append("DuckDB " + r["version"])
                     elif e == "postgresql":
-                        r = pg.run(csvs, q, out)
+                        r = pg.run(csvs, q, out) if pg else {"error": "PostgreSQL did not start"}
                     else:
                         r = run_sqlite(work, csvs, q, out)
                     r["out"] = out
