@@ -37,6 +37,12 @@ typedef struct RtNxConfig {
     int chunk_rows;            /* rows per chunk, 1..65536 */
 } RtNxConfig;
 
+/* Default rate, events per second of event time (all kinds): the Nexmark
+ * generator's own default (its suite runs at 10M/s by saying so). One
+ * default for the connector and `weir nexmark`, so a CSV printed without
+ * --rate holds the rows a source declared without the option reads. */
+#define RT_NX_DEFAULT_RATE 10000
+
 /* Default event time of event 0 (2026-01-01 00:00:00 UTC), when not pacing. */
 #define RT_NX_DEFAULT_BASE_MS INT64_C(1767225600000)
 

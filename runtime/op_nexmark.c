@@ -547,7 +547,7 @@ static int int_option(const CatRelation *r, const char *key, int64_t lo, int64_t
 
 int rt_nexmark_config(const CatRelation *r, RtNxConfig *cfg, int *fields, WError *err)
 {
-    *cfg = (RtNxConfig){.event_num = -1, .rate = 10000, .base_time_ms = RT_NX_DEFAULT_BASE_MS, .chunk_rows = 1024};
+    *cfg = (RtNxConfig){.event_num = -1, .rate = RT_NX_DEFAULT_RATE, .base_time_ms = RT_NX_DEFAULT_BASE_MS, .chunk_rows = 1024};
     for (int i = 0; i < r->n_options; i++) {
         bool known = false;
         for (size_t k = 0; k < sizeof OPTIONS / sizeof OPTIONS[0] && !known; k++)

@@ -19,7 +19,8 @@ static void usage(FILE *f)
     fprintf(f, "Usage: weir nexmark [options]\n"
                "  --table person|auction|bid   which events (default bid)\n"
                "  --events N                   events 0..N-1 of the stream, all kinds (default 1000000)\n"
-               "  --rate N                     events per second of event time (default 10000000)\n"
+               "  --rate N                     events per second of event time (default 10000,\n"
+               "                               as the connector's and the Nexmark generator's)\n"
                "  --format json|csv            one JSON object or CSV record per line (default json)\n"
                "  --header                     CSV: a header line first\n"
                "The rows are those of CREATE SOURCE ... WITH (connector = 'nexmark', nexmark.table.type = ...,\n"
@@ -76,7 +77,7 @@ static void csv_str(FILE *f, const char *s, size_t n)
 
 int weir_nexmark_main(int argc, char **argv)
 {
-    const char *table = "bid", *format = "json", *events = "1000000", *rate = "10000000";
+    const char *table = "bid", *format = "json", *events = "1000000", *rate = NULL;
     bool header = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -131,12 +132,13 @@ int weir_nexmark_main(int argc, char **argv)
         names[i] = cols[i].name;
         types[i] = cols[i].type;
     }
+    /* Without --rate the option is left out: the connector's default applies (one default). */
     CatOption opts[] = {{"connector", "nexmark"},
                         {"nexmark.table.type", table},
                         {"nexmark.event.num", events},
                         {"nexmark.events.per.second", rate}};
     CatRelation r = {.kind = CAT_SOURCE, .name = table, .n_cols = n, .col_names = names, .col_types = types,
-                     .wm_col = -1, .n_options = 4, .options = opts};
+                     .wm_col = -1, .n_options = rate ? 4 : 3, .options = opts};
     RtNxConfig cfg;
     int fields[16];
     WError err = {0};
