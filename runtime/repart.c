@@ -381,7 +381,7 @@ int rt_repart_reader_open(const char *bootstrap, const char *topic, int n_partit
     if (n_cols < 0 || n_cols > WEIR_MAX_COLUMNS)
         return werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "repartition reader: %d columns (at most %d)", n_cols,
                     WEIR_MAX_COLUMNS);
-    RtKafkaSource *src;
+    RtKafkaSource *src = NULL; /* set by topic_check on success (-O3 cannot see it) */
     if (topic_check(bootstrap, topic, n_partitions, timeout_ms, &src, err))
         return -1;
     RtRepartReader *r = xcalloc(1, sizeof *r);
