@@ -237,6 +237,9 @@ int64_t rt_exchange_row_wm(const int64_t *last, const bool *idle, int n, int sen
  * on (it may filter it in place): the sender must not touch it again. */
 int rt_emit(RtOp *op, Chunk *c);
 int rt_emit_watermark(RtOp *op, int64_t wm);
+/* One poll of source operator src (its RtSourceVt poll), timed into its
+ * busy_ns; every step polls through it. */
+int rt_source_poll(RtOp *src, int timeout_ms, bool *did_work);
 /* Records a per-row error (counted, message kept), never fatal. */
 void rt_row_error(RtCtx *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Records a source record that op (a source or watermark operator) could
