@@ -206,7 +206,7 @@ int srv_explain_view(Engine *e, const char *name, int pos, bool analyze, bool js
             else
                 buf_putc(out, *p);
         }
-        buf_printf(out, "\", \"window_s\": %.3f, \"plan\": ", w);
+        buf_printf(out, "\", \"window_s\": %.6f, \"plan\": ", w);
         plan_explain_view_annotated(o->flow.plan, true, annotate, &an, out);
         buf_putc(out, '}');
     } else {
