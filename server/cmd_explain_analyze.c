@@ -60,6 +60,15 @@ static double rate(uint64_t now, uint64_t then, double window_s)
     return window_s > 0 && now >= then ? (double)(now - then) / window_s : 0;
 }
 
+/* Its calls minus its readers' and (sources) the broker's; 0 where a part
+ * of its work is not timed (a view source's first read of its upstream's
+ * rows at start), rather than a wrapped-around difference. */
+static uint64_t own_ns(const RtOpCounters *c)
+{
+    uint64_t other = c->down_ns + c->wait_ns;
+    return c->busy_ns > other ? c->busy_ns - other : 0;
+}
+
 static bool figures(const Analyze *an, const PlanNode *n, Figures *f)
 {
     memset(f, 0, sizeof *f);
@@ -71,7 +80,7 @@ static bool figures(const Analyze *an, const PlanNode *n, Figures *f)
     f->in_rate = rate(c->rows_in, t->rows_in, f->window_s);
     f->out_rate = rate(c->rows_out, t->rows_out, f->window_s);
     /* Own time: its calls minus its readers' and (sources) the broker's. */
-    uint64_t own_now = c->busy_ns - c->down_ns - c->wait_ns, own_then = t->busy_ns - t->down_ns - t->wait_ns;
+    uint64_t own_now = own_ns(c), own_then = own_ns(t);
     f->busy = share(own_now, own_then, f->window_s);
     f->backpressure = share(c->down_ns, t->down_ns, f->window_s);
     f->wait = share(c->wait_ns, t->wait_ns, f->window_s);
@@ -210,7 +219,7 @@ int srv_explain_view(Engine *e, const char *name, int pos, bool analyze, bool js
         plan_explain_view_annotated(o->flow.plan, true, annotate, &an, out);
         buf_putc(out, '}');
     } else {
-        buf_printf(out, "EXPLAIN ANALYZE of %s: totals since the view started, rates over the last %.1f s\n", o->name, w);
+        buf_printf(out, "EXPLAIN ANALYZE of %s: totals since the view started, rates over the last %.3f s\n", o->name, w);
         plan_explain_view_annotated(o->flow.plan, false, annotate, &an, out);
     }
     return 0;
