@@ -70,7 +70,7 @@ static int push_timed(RtOp *op, RtOp *to, Chunk *c)
     int64_t t0 = clock_mono_ns();
     int rc = to->vt->push(to, c);
     uint64_t dt = (uint64_t)(clock_mono_ns() - t0);
-    to->counters.busy_ns += dt;
+    (to->owner ? to->owner : to)->counters.busy_ns += dt;
     op->counters.down_ns += dt;
     return rc;
 }
@@ -80,7 +80,7 @@ static int watermark_timed(RtOp *op, RtOp *to, int64_t wm)
     int64_t t0 = clock_mono_ns();
     int rc = to->vt->watermark(to, wm);
     uint64_t dt = (uint64_t)(clock_mono_ns() - t0);
-    to->counters.busy_ns += dt;
+    (to->owner ? to->owner : to)->counters.busy_ns += dt;
     op->counters.down_ns += dt;
     return rc;
 }
@@ -181,6 +181,8 @@ int rt_instantiate(RtCtx *rc, int n, PlanNode *const *nodes, RtOp **ops)
             for (int j = 0; j < i; j++)
                 if (nodes[j] == nodes[i]->inputs[k]) {
                     RtOp *to = ops[i]->vt->input ? ops[i]->vt->input(ops[i], k) : ops[i];
+                    if (to != ops[i])
+                        to->owner = ops[i];
                     if (!ops[j]->down) {
                         ops[j]->down = to;
                         continue;

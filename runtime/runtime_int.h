@@ -105,6 +105,8 @@ struct RtOp {
     StorTable *table2;        /* a second one (a join's right side), owned; checkpointed with table */
     int64_t wm;               /* last watermark seen on the input */
     RtOpCounters counters;    /* for weir_operators; rows_in/rows_out kept by rt_emit */
+    RtOp *owner;              /* an input port of a multi-input operator (RtOpVt.input): that operator,
+                               * whose busy time the port's calls are (rt_instantiate); else NULL */
     /* Optional: the source partitions this operator tracks the watermark of
      * (the watermark operator); fills at most max, returns how many. */
     int (*partitions)(RtOp *op, RtPartitionWatermark *out, int max);

@@ -155,6 +155,7 @@ def main():
             t.ok(x["probes"] == 6 and x["probe_hits"] == 2 and abs(x["probe_hit_rate"] - 2 / 6) < 1e-6,
                  "join: 6 probes, 2 hits", x)
             t.ok(x["rows_in"] == 6 and x["rows_out"] == 2, "join: 6 rows in, 2 out", x)
+            t.ok(x["busy"] > 0, "join: its ports' time is the join's", x)
         cur.execute("EXPLAIN ANALYZE MATERIALIZED VIEW j")
         text = "\n".join(r[0] for r in cur.fetchall())
         t.ok("probes: 6, hits: 2 (33.3%)" in text, "text: the join's hit rate", text)
