@@ -245,6 +245,7 @@ static int open_grouped(RtDataflow *df)
 }
 
 static void analyze_sample(RtDataflow *df, int64_t now_us);
+static void sum_counters(RtDataflow *df, int i, RtOpCounters *out);
 
 static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of, RtDataflow **out, WError *err)
 {
@@ -313,7 +314,7 @@ static void analyze_sample(RtDataflow *df, int64_t now_us)
         return;
     int k = df->next_sample;
     for (int i = 0; i < df->n_ops; i++)
-        rt_dataflow_op_counters(df, i, &df->samples[(size_t)k * (size_t)df->n_ops + (size_t)i]);
+        sum_counters(df, i, &df->samples[(size_t)k * (size_t)df->n_ops + (size_t)i]);
     df->sample_us[k] = now_us;
     df->next_sample = (k + 1) % RT_ANALYZE_SAMPLES;
 }
@@ -719,37 +720,43 @@ int rt_dataflow_watermarks(RtDataflow *df, RtPartitionWatermark *out, int max)
     return n;
 }
 
-void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out)
+/* Plan node i's counters, its instances added up (open_windows left -1). */
+static void sum_counters(RtDataflow *df, int i, RtOpCounters *out)
 {
     memset(out, 0, sizeof *out);
     out->open_windows = -1;
+    out->wm_out = TS_MINUS_INF;
     if (i < 0 || i >= df->n_ops)
         return;
-    /* A parallel node: its instances' counters added up. */
     for (int s = 0; s < n_shards(df); s++) {
         RtOp *op = shard_ops(df, s)[i];
         if (!op)
             continue;
-        if (s == 0) {
-            *out = op->counters;
-            out->open_windows = -1;
-        } else {
-            const RtOpCounters *c = &op->counters;
-            out->rows_in += c->rows_in;
-            out->rows_out += c->rows_out;
-            out->late_rows += c->late_rows;
-            out->bad_records += c->bad_records;
-            out->expired_keys += c->expired_keys;
-            out->busy_ns += c->busy_ns;
-            out->down_ns += c->down_ns;
-            out->wait_ns += c->wait_ns;
-            out->probes += c->probes;
-            out->probe_hits += c->probe_hits;
-            /* The least of the instances that emitted one, as for the view's. */
-            if (c->wm_out != TS_MINUS_INF && (out->wm_out == TS_MINUS_INF || c->wm_out < out->wm_out))
-                out->wm_out = c->wm_out;
-        }
-        if (op->open_windows) {
+        const RtOpCounters *c = &op->counters;
+        out->rows_in += c->rows_in;
+        out->rows_out += c->rows_out;
+        out->late_rows += c->late_rows;
+        out->bad_records += c->bad_records;
+        out->expired_keys += c->expired_keys;
+        out->busy_ns += c->busy_ns;
+        out->down_ns += c->down_ns;
+        out->wait_ns += c->wait_ns;
+        out->probes += c->probes;
+        out->probe_hits += c->probe_hits;
+        /* The least of the instances that emitted one, as for the view's. */
+        if (c->wm_out != TS_MINUS_INF && (out->wm_out == TS_MINUS_INF || c->wm_out < out->wm_out))
+            out->wm_out = c->wm_out;
+    }
+}
+
+void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out)
+{
+    sum_counters(df, i, out);
+    if (i < 0 || i >= df->n_ops)
+        return;
+    for (int s = 0; s < n_shards(df); s++) {
+        RtOp *op = shard_ops(df, s)[i];
+        if (op && op->open_windows) {
             int64_t w = op->open_windows(op);
             out->open_windows = out->open_windows < 0 ? w : out->open_windows + w;
         }
@@ -792,7 +799,7 @@ int rt_dataflow_analyze(RtDataflow *df, int i, RtOpAnalyze *out)
         if (old_enough ? (!best_old || t > b) : (!best_old && t < b))
             best = k;
     }
-    rt_dataflow_op_counters(df, i, &out->now);
+    sum_counters(df, i, &out->now);
     out->then = df->samples[(size_t)best * (size_t)df->n_ops + (size_t)i];
     out->window_us = now - df->sample_us[best];
     out->state_entries = -1;
