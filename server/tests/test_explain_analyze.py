@@ -4,7 +4,8 @@
 Views over writable tables (no Kafka), fed by INSERT, so the test knows
 every count: a filter's rows in and out and its view's state entries after
 the DML's checkpoint; a windowed aggregation's late rows after a late row
-and its watermark; a join's probes and hits with known matches. Rates times
+and its watermark; a join's probes and hits with known matches; a parallel view over the
+nexmark generator (its source's rows are the view's records). Rates times
 the window give the counts back (every view here is younger than the
 window). The text form has one figures line per operator; FORMAT JSON the
 same figures per node; GET /api/views/<v>/analyze the same document.
@@ -159,6 +160,28 @@ def main():
         cur.execute("EXPLAIN ANALYZE MATERIALIZED VIEW j")
         text = "\n".join(r[0] for r in cur.fetchall())
         t.ok("probes: 6, hits: 2 (33.3%)" in text, "text: the join's hit rate", text)
+
+        # A parallel view: a node's instances add up, exchanges in the tree.
+        cur.execute("CREATE SOURCE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, "
+                    "date_time TIMESTAMP, extra VARCHAR, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND) "
+                    "WITH (connector = 'nexmark', nexmark.table.type = 'bid', nexmark.event.num = '20000', "
+                    "nexmark.events.per.second = '200', nexmark.max.chunk.size = '256')")
+        cur.execute("CREATE MATERIALIZED VIEW per_auction WITH (streaming_parallelism = 2) AS "
+                    "SELECT auction, count(*) AS n FROM bid GROUP BY auction")
+        cur.execute("FLUSH")
+        cur.execute("SELECT records_in FROM weir_views WHERE name = 'per_auction'")
+        records = cur.fetchone()[0]
+        doc = analyze_json(cur, "per_auction")
+        src = by_operator(doc, "Source")
+        agg = by_operator(doc, "HashAgg")
+        t.ok(records > 0 and src and src[0]["analyze"]["rows_out"] == records and "broker_wait" in src[0]["analyze"],
+             "parallel: the source's rows out are the view's records", (records, src and src[0]["analyze"]))
+        t.ok(agg and agg[0]["analyze"]["rows_in"] == records and by_operator(doc, "Exchange"),
+             "parallel: the aggregation's rows in, through an exchange", [n["operator"] for n in nodes(doc["plan"])])
+        t.ok(all(0 <= n["analyze"]["busy"] <= 2 for n in nodes(doc["plan"]) if n.get("analyze")),
+             "parallel: busy shares of 2 instances", doc)
+        t.ok(agg and agg[0]["analyze"]["state_entries"] is not None and agg[0]["analyze"]["state_bytes"] > 0,
+             "parallel: the aggregation's state over its instances", agg and agg[0]["analyze"])
 
         # Errors.
         code, hint = error_of(cur, "EXPLAIN ANALYZE SELECT 1")
