@@ -1289,6 +1289,13 @@ AstStmt *ast_explain(ParseCtx *c, Token t, AstList *options, AstStmt *inner)
     return s;
 }
 
+AstStmt *ast_explain_view(ParseCtx *c, Token t, AstList *options, const char *view)
+{
+    AstStmt *s = ast_explain(c, t, options, NULL);
+    s->u.explain->view = view;
+    return s;
+}
+
 AstStmt *ast_show_isolation(ParseCtx *c, Token t, Token isolation, Token level)
 {
     if (strcmp(ast_ident(c, isolation), "isolation") != 0 || strcmp(ast_ident(c, level), "level") != 0)

@@ -99,6 +99,13 @@ cmd(A) ::= select(Q).                         { A = ast_stmt_select(ctx, Q); }
 cmd(A) ::= EXPLAIN(T) cmd(S).                 { A = ast_explain(ctx, T, NULL, S); }
 cmd(A) ::= EXPLAIN(T) nm(N) cmd(S).           { A = ast_explain(ctx, T, ast_list_append(ctx->a, NULL, ast_option(ctx, ast_ident(ctx, N), "true", N.pos)), S); }
 cmd(A) ::= EXPLAIN(T) LP explain_optlist(L) RP cmd(S). { A = ast_explain(ctx, T, L, S); }
+/* EXPLAIN [ANALYZE | (opts)] MATERIALIZED VIEW v: the plan a running view runs, with ANALYZE its live figures. */
+cmd(A) ::= EXPLAIN(T) MATERIALIZED VIEW dotted(N). { A = ast_explain_view(ctx, T, NULL, N); }
+cmd(A) ::= EXPLAIN(T) nm(W) MATERIALIZED VIEW dotted(N). { A = ast_explain_view(ctx, T, ast_list_append(ctx->a, NULL, ast_option(ctx, ast_ident(ctx, W), "true", W.pos)), N); }
+cmd(A) ::= EXPLAIN(T) LP explain_optlist(L) RP MATERIALIZED VIEW dotted(N). { A = ast_explain_view(ctx, T, L, N); }
+/* ANALYZE is a keyword (ANALYZE LATENESS), so it is not the nm above. */
+cmd(A) ::= EXPLAIN(T) ANALYZE(W) MATERIALIZED VIEW dotted(N). { A = ast_explain_view(ctx, T, ast_list_append(ctx->a, NULL, ast_option(ctx, "analyze", "true", W.pos)), N); }
+cmd(A) ::= EXPLAIN(T) ANALYZE(W) cmd(S).       { A = ast_explain(ctx, T, ast_list_append(ctx->a, NULL, ast_option(ctx, "analyze", "true", W.pos)), S); }
 explain_optlist(A) ::= explain_opt(O).         { A = ast_list_append(ctx->a, NULL, O); }
 explain_optlist(A) ::= explain_optlist(L) COMMA explain_opt(O). { A = ast_list_append(ctx->a, L, O); }
 explain_opt(A) ::= nm(N).                      { A = ast_option(ctx, ast_ident(ctx, N), "true", N.pos); }

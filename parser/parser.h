@@ -336,7 +336,8 @@ typedef struct AstDelete {
 
 typedef struct AstExplain {
     AstList *options;            /* AstOption*: EXPLAIN (FORMAT JSON, VERBOSE) -> key "format" value "json" */
-    struct AstStmt *stmt;
+    struct AstStmt *stmt;        /* NULL for EXPLAIN ... MATERIALIZED VIEW v */
+    const char *view;            /* that v (EXPLAIN ANALYZE of a running view), else NULL */
 } AstExplain;
 
 typedef struct AstShow {

@@ -199,6 +199,8 @@ AstStmt *ast_insert(ParseCtx *c, Token t, Token table, AstList *cols, AstSelect 
 AstStmt *ast_update(ParseCtx *c, Token t, Token table, AstList *sets, AstExpr *where);
 AstStmt *ast_delete(ParseCtx *c, Token t, Token table, AstExpr *where);
 AstStmt *ast_explain(ParseCtx *c, Token t, AstList *options, AstStmt *inner);
+/* EXPLAIN [opts] MATERIALIZED VIEW view: explains the running view (no inner statement). */
+AstStmt *ast_explain_view(ParseCtx *c, Token t, AstList *options, const char *view);
 /* (q) as a set operation's operand or a whole query: q itself when it is a
  * plain SELECT, else SELECT * FROM (q), so its own ORDER BY, LIMIT and set
  * operations stay inside. */

@@ -486,7 +486,29 @@ typedef struct Shared {
     int *readers;
     int *label;               /* 0 until printed */
     int next_label;
+    PlanExplainAnnotate annotate;  /* EXPLAIN ANALYZE's figures per node, or NULL */
+    void *annotate_arg;
 } Shared;
+
+/* EXPLAIN ANALYZE: a line of live figures under a node's properties. */
+static void annotate_text(const Shared *sh, const PlanNode *n, const char *indent, Buf *out)
+{
+    if (!sh->annotate)
+        return;
+    buf_puts(out, indent);
+    buf_puts(out, "      ");
+    sh->annotate(sh->annotate_arg, n, false, out);
+    buf_putc(out, '\n');
+}
+
+/* EXPLAIN ANALYZE (FORMAT JSON): the figures as member "analyze". */
+static void annotate_json(const Shared *sh, const PlanNode *n, Buf *out)
+{
+    if (!sh->annotate)
+        return;
+    buf_puts(out, ", \"analyze\": ");
+    sh->annotate(sh->annotate_arg, n, true, out);
+}
 
 static void shared_init(Shared *sh, PlanNode *const *nodes, int n)
 {
@@ -580,6 +602,7 @@ static void explain_text(Shared *sh, const PlanNode *n, const char *prefix, bool
         buf_printf(out, ", state: %s", st.data);
     buf_free(&st);
     buf_putc(out, '\n');
+    annotate_text(sh, n, child.data, out);
     for (int i = 0; i < n->n_inputs; i++)
         explain_text(sh, n->inputs[i], child.data, false, i == n->n_inputs - 1, out);
     if (n->kind == PN_RECURSIVE) {
@@ -667,7 +690,9 @@ static void explain_json(Shared *sh, const PlanNode *n, Buf *out)
         json_str(out, type_name(n->out.types[i]));
         buf_putc(out, '}');
     }
-    buf_puts(out, "], \"inputs\": [");
+    buf_putc(out, ']');
+    annotate_json(sh, n, out);
+    buf_puts(out, ", \"inputs\": [");
     for (int i = 0; i < n->n_inputs; i++) {
         if (i)
             buf_puts(out, ", ");
@@ -696,6 +721,19 @@ void plan_explain_view(const PlanView *v, bool json, Buf *out)
     } else if (v->placement) {
         buf_printf(out, "placement: %s\n", v->placement);
     }
+}
+
+void plan_explain_view_annotated(const PlanView *v, bool json, PlanExplainAnnotate fn, void *arg, Buf *out)
+{
+    Shared sh;
+    shared_init(&sh, v->nodes, v->n_nodes);
+    sh.annotate = fn;
+    sh.annotate_arg = arg;
+    if (json)
+        explain_json(&sh, v->changes ? v->changes : v->root, out);
+    else
+        explain_text(&sh, v->changes ? v->changes : v->root, "", true, true, out);
+    shared_free(&sh);
 }
 
 void plan_explain_query(const PlanQuery *q, bool json, Buf *out)

@@ -502,6 +502,12 @@ int plan_const_expr(const AstExpr *e, TypeId want, Arena *a, Value *out, WError 
 /* EXPLAIN: appends the indented operator tree (text) or JSON to out. */
 void plan_explain_view(const PlanView *v, bool json, Buf *out);
 void plan_explain_query(const PlanQuery *q, bool json, Buf *out);
+/* EXPLAIN ANALYZE: plan_explain_view with fn called once for every node
+ * drawn in full (not where a shared node is shown again). In text fn writes
+ * one line's figures (the indentation is written); in JSON one object, the
+ * node's member "analyze". arg is fn's. */
+typedef void (*PlanExplainAnnotate)(void *arg, const PlanNode *n, bool json, Buf *out);
+void plan_explain_view_annotated(const PlanView *v, bool json, PlanExplainAnnotate fn, void *arg, Buf *out);
 
 const char *plan_node_kind_name(PlanNodeKind k);
 /* Looks up a WITH option (case-insensitive key); NULL if absent. */

@@ -42,6 +42,12 @@ struct RtDataflow {
      * merged one) read without the key-group prefix (stor_table_open_grouped),
      * so readers decode the keys they always did. */
     StorTable *grouped;
+    /* EXPLAIN ANALYZE's window (analyze_sample): every op's counters, taken
+     * at most once a second at the start of a step, the last
+     * RT_ANALYZE_SAMPLES of them; samples[k * n_ops + i] is op i's in slot k. */
+    RtOpCounters *samples;
+    int64_t sample_us[RT_ANALYZE_SAMPLES];   /* clock_mono_us of slot k; 0 = empty */
+    int next_sample;
 };
 
 /* Shards: 1 on one thread; shard 0 is df's own ops and sources. */
@@ -55,6 +61,29 @@ static int shard_sources(RtDataflow *df, int s, RtOp ***out)
         return df->n_sources;
     }
     return rt_par_sources(df->par, s, out);
+}
+
+/* Each reader's call is timed (two clock reads per chunk, not per row): it
+ * is the reader's busy time and the emitter's time blocked downstream, so an
+ * operator's own time is busy_ns - down_ns (EXPLAIN ANALYZE). */
+static int push_timed(RtOp *op, RtOp *to, Chunk *c)
+{
+    int64_t t0 = clock_mono_ns();
+    int rc = to->vt->push(to, c);
+    uint64_t dt = (uint64_t)(clock_mono_ns() - t0);
+    (to->owner ? to->owner : to)->counters.busy_ns += dt;
+    op->counters.down_ns += dt;
+    return rc;
+}
+
+static int watermark_timed(RtOp *op, RtOp *to, int64_t wm)
+{
+    int64_t t0 = clock_mono_ns();
+    int rc = to->vt->watermark(to, wm);
+    uint64_t dt = (uint64_t)(clock_mono_ns() - t0);
+    (to->owner ? to->owner : to)->counters.busy_ns += dt;
+    op->counters.down_ns += dt;
+    return rc;
 }
 
 int rt_emit(RtOp *op, Chunk *c)
@@ -74,18 +103,29 @@ int rt_emit(RtOp *op, Chunk *c)
     for (int i = 0; i < op->n_fan; i++) {
         Chunk *copy = arena_alloc(c->arena, sizeof *copy);
         *copy = *c;
-        if (op->fan[i]->vt->push(op->fan[i], copy))
+        if (push_timed(op, op->fan[i], copy))
             return -1;
     }
-    return op->down ? op->down->vt->push(op->down, c) : 0;
+    return op->down ? push_timed(op, op->down, c) : 0;
 }
 
 int rt_emit_watermark(RtOp *op, int64_t wm)
 {
+    /* RT_WM_IDLE is a message between shards, not a time. */
+    if (wm != RT_WM_IDLE && wm > op->counters.wm_out)
+        op->counters.wm_out = wm;
     for (int i = 0; i < op->n_fan; i++)
-        if (op->fan[i]->vt->watermark && op->fan[i]->vt->watermark(op->fan[i], wm))
+        if (op->fan[i]->vt->watermark && watermark_timed(op, op->fan[i], wm))
             return -1;
-    return op->down ? op->down->vt->watermark(op->down, wm) : 0;
+    return op->down ? watermark_timed(op, op->down, wm) : 0;
+}
+
+int rt_source_poll(RtOp *src, int timeout_ms, bool *did_work)
+{
+    int64_t t0 = clock_mono_ns();
+    int rc = ((RtSource *)src)->src->poll(src, timeout_ms, did_work);
+    src->counters.busy_ns += (uint64_t)(clock_mono_ns() - t0);
+    return rc;
 }
 
 /* Ad hoc queries keep their state in temporary tables from this id range:
@@ -139,10 +179,13 @@ int rt_instantiate(RtCtx *rc, int n, PlanNode *const *nodes, RtOp **ops)
     for (int i = 0; i < n; i++) {
         if (!(ops[i] = make_op(rc, nodes[i])))
             return -1;
+        ops[i]->counters.wm_out = TS_MINUS_INF;
         for (int k = 0; k < nodes[i]->n_inputs; k++)
             for (int j = 0; j < i; j++)
                 if (nodes[j] == nodes[i]->inputs[k]) {
                     RtOp *to = ops[i]->vt->input ? ops[i]->vt->input(ops[i], k) : ops[i];
+                    if (to != ops[i])
+                        to->owner = ops[i];
                     if (!ops[j]->down) {
                         ops[j]->down = to;
                         continue;
@@ -321,6 +364,9 @@ bool rt_dataflow_assignment_changed(RtDataflow *df)
     return changed;
 }
 
+static void analyze_sample(RtDataflow *df, int64_t now_us);
+static void sum_counters(RtDataflow *df, int i, RtOpCounters *out);
+
 static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of, RtDataflow **out, WError *err)
 {
     if (plan->parallelism > 1 && replay_of)
@@ -374,25 +420,42 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
         return -1;
     }
     arena_reset(df->rc.chunk_arena);
+    /* The first window starts at the open. */
+    df->samples = xcalloc((size_t)RT_ANALYZE_SAMPLES * (size_t)df->n_ops, sizeof *df->samples);
+    analyze_sample(df, clock_mono_us());
     *out = df;
     return 0;
+}
+
+/* Takes the counters of every op into the next slot of the ring when the
+ * last sample is a second old (between steps: no shard is running). */
+static void analyze_sample(RtDataflow *df, int64_t now_us)
+{
+    int last = (df->next_sample + RT_ANALYZE_SAMPLES - 1) % RT_ANALYZE_SAMPLES;
+    if (df->sample_us[last] && now_us - df->sample_us[last] < 1000000)
+        return;
+    int k = df->next_sample;
+    for (int i = 0; i < df->n_ops; i++)
+        sum_counters(df, i, &df->samples[(size_t)k * (size_t)df->n_ops + (size_t)i]);
+    df->sample_us[k] = now_us;
+    df->next_sample = (k + 1) % RT_ANALYZE_SAMPLES;
 }
 
 int rt_dataflow_step(RtDataflow *df, int timeout_ms, bool *did_work, WError *err)
 {
     *did_work = false;
+    analyze_sample(df, clock_mono_us());
     if (df->par)
         return rt_par_step(df->par, timeout_ms, did_work, err);
     int rcode = 0;
     for (int i = 0; i < df->n_sources && !rcode; i++)
         /* A distributed view's repartition reader waits a little too: its
          * source may read no partition on this node. */
-        rcode = ((RtSource *)df->sources[i])
-                    ->src->poll(df->sources[i],
-                                i == 0                                ? timeout_ms
-                                : rt_op_is_repart_source(df->sources[i]) ? (timeout_ms < 20 ? timeout_ms : 20)
-                                                                         : 0,
-                                did_work);
+        rcode = rt_source_poll(df->sources[i],
+                               i == 0                                   ? timeout_ms
+                               : rt_op_is_repart_source(df->sources[i]) ? (timeout_ms < 20 ? timeout_ms : 20)
+                                                                        : 0,
+                               did_work);
     /* Every chunk of this step has gone all the way down. */
     arena_reset(df->rc.chunk_arena);
     if (rcode) {
@@ -784,28 +847,43 @@ int rt_dataflow_watermarks(RtDataflow *df, RtPartitionWatermark *out, int max)
     return n;
 }
 
-void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out)
+/* Plan node i's counters, its instances added up (open_windows left -1). */
+static void sum_counters(RtDataflow *df, int i, RtOpCounters *out)
 {
     memset(out, 0, sizeof *out);
     out->open_windows = -1;
+    out->wm_out = TS_MINUS_INF;
     if (i < 0 || i >= df->n_ops)
         return;
-    /* A parallel node: its instances' counters added up. */
     for (int s = 0; s < n_shards(df); s++) {
         RtOp *op = shard_ops(df, s)[i];
         if (!op)
             continue;
-        if (s == 0) {
-            *out = op->counters;
-            out->open_windows = -1;
-        } else {
-            out->rows_in += op->counters.rows_in;
-            out->rows_out += op->counters.rows_out;
-            out->late_rows += op->counters.late_rows;
-            out->bad_records += op->counters.bad_records;
-            out->expired_keys += op->counters.expired_keys;
-        }
-        if (op->open_windows) {
+        const RtOpCounters *c = &op->counters;
+        out->rows_in += c->rows_in;
+        out->rows_out += c->rows_out;
+        out->late_rows += c->late_rows;
+        out->bad_records += c->bad_records;
+        out->expired_keys += c->expired_keys;
+        out->busy_ns += c->busy_ns;
+        out->down_ns += c->down_ns;
+        out->wait_ns += c->wait_ns;
+        out->probes += c->probes;
+        out->probe_hits += c->probe_hits;
+        /* The least of the instances that emitted one, as for the view's. */
+        if (c->wm_out != TS_MINUS_INF && (out->wm_out == TS_MINUS_INF || c->wm_out < out->wm_out))
+            out->wm_out = c->wm_out;
+    }
+}
+
+void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out)
+{
+    sum_counters(df, i, out);
+    if (i < 0 || i >= df->n_ops)
+        return;
+    for (int s = 0; s < n_shards(df); s++) {
+        RtOp *op = shard_ops(df, s)[i];
+        if (op && op->open_windows) {
             int64_t w = op->open_windows(op);
             out->open_windows = out->open_windows < 0 ? w : out->open_windows + w;
         }
@@ -824,6 +902,47 @@ uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i)
                    (op->table2 ? stor_table_size_bytes(op->table2) : 0);
     }
     return sum;
+}
+
+int rt_dataflow_analyze(RtDataflow *df, int i, RtOpAnalyze *out)
+{
+    memset(out, 0, sizeof *out);
+    if (i < 0 || i >= df->n_ops || !df->samples)
+        return -1;
+    int64_t now = clock_mono_us();
+    /* The newest sample at least RT_ANALYZE_WINDOW_S old, else the oldest. */
+    int best = -1;
+    for (int k = 0; k < RT_ANALYZE_SAMPLES; k++) {
+        int64_t t = df->sample_us[k];
+        if (!t)
+            continue;
+        bool old_enough = now - t >= (int64_t)RT_ANALYZE_WINDOW_S * 1000000;
+        if (best < 0) {
+            best = k;
+            continue;
+        }
+        int64_t b = df->sample_us[best];
+        bool best_old = now - b >= (int64_t)RT_ANALYZE_WINDOW_S * 1000000;
+        if (old_enough ? (!best_old || t > b) : (!best_old && t < b))
+            best = k;
+    }
+    sum_counters(df, i, &out->now);
+    out->then = df->samples[(size_t)best * (size_t)df->n_ops + (size_t)i];
+    out->window_us = now - df->sample_us[best];
+    out->state_entries = -1;
+    for (int s = 0; s < n_shards(df); s++) {
+        RtOp *op = shard_ops(df, s)[i];
+        StorTable *ts[2] = {op ? op->table : NULL, op ? op->table2 : NULL};
+        for (int k = 0; k < 2; k++) {
+            if (!ts[k])
+                continue;
+            out->state_bytes += stor_table_size_bytes(ts[k]);
+            out->state_entries = (out->state_entries < 0 ? 0 : out->state_entries) +
+                                 (int64_t)stor_table_committed_entries(ts[k]);
+            out->state_pending += stor_table_dirty_count(ts[k]);
+        }
+    }
+    return 0;
 }
 
 bool rt_dataflow_expiry_due(RtDataflow *df)
@@ -865,6 +984,7 @@ void rt_dataflow_close(RtDataflow *df)
     rt_bad_records_free(&df->rc);
     free(df->rc.src_errs);
     free(df->ops);
+    free(df->samples);
     free(df->sources);
     dist_free(df->rc.dist);
     arena_free(df->rc.chunk_arena);

@@ -911,7 +911,10 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
             return -1;
         *did_work = true;
     }
+    /* The wait for the broker is idle time, not the source's work (EXPLAIN ANALYZE). */
+    int64_t t0 = clock_mono_ns();
     int n = rt_kafka_source_poll(s->ks, timeout_ms, s->recs, POLL_BATCH);
+    op->counters.wait_ns += (uint64_t)(clock_mono_ns() - t0);
     if (n < 0)
         return 0; /* transient: the connector logs and retries */
     if (n == 0 && !s->ended) {

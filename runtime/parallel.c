@@ -457,7 +457,7 @@ static void run_shard(RtPar *par, int s)
             for (int i = 0; i < sh->n_sources; i++) {
                 RtOp *src = sh->sources[i];
                 int timeout = first && s == 0 && i == 0 ? par->timeout_ms : 0;
-                if (((RtSource *)src)->src->poll(src, timeout, &work)) {
+                if (rt_source_poll(src, timeout, &work)) {
                     fail(par, sh);
                     break;
                 }

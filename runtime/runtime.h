@@ -226,9 +226,35 @@ typedef struct RtOpCounters {
     uint64_t bad_records;       /* source records it rejected (sources and watermark operators) */
     int64_t open_windows;       /* windows it holds state for (not past end + lateness); -1 if not windowed */
     uint64_t expired_keys;      /* keys whose state it dropped after state_ttl without access (since start) */
+    /* EXPLAIN ANALYZE (rt_emit, rt_emit_watermark, rt_source_poll): read the
+     * clock twice per chunk or watermark handed to the operator, never per row. */
+    uint64_t busy_ns;           /* inside its push and watermark calls (sources: their polls), readers' time included */
+    uint64_t down_ns;           /* of busy_ns, inside its readers' calls: time it could not go on (backpressure) */
+    uint64_t wait_ns;           /* of busy_ns, sources only: waiting for the broker in a poll (idle, not busy) */
+    uint64_t probes;            /* joins: rows with a non-NULL key that looked up the other side */
+    uint64_t probe_hits;        /* of probes, those that found at least one partner (after the residual condition) */
+    int64_t wm_out;             /* the last watermark it emitted; TS_MINUS_INF before any */
 } RtOpCounters;
 /* The counters of the operator of plan node i (zeros if out of range). */
 void rt_dataflow_op_counters(RtDataflow *df, int i, RtOpCounters *out);
+/* EXPLAIN ANALYZE: rates are taken over a window of the last
+ * RT_ANALYZE_WINDOW_S seconds (since the open while the view is younger),
+ * from counters the dataflow samples once a second at the start of a step,
+ * the last RT_ANALYZE_SAMPLES of them (memory: that many RtOpCounters per
+ * operator, allocated at open). */
+#define RT_ANALYZE_WINDOW_S 10
+#define RT_ANALYZE_SAMPLES (RT_ANALYZE_WINDOW_S + 2)
+typedef struct RtOpAnalyze {
+    RtOpCounters now;           /* plan node i's counters since the view started (instances added up) */
+    RtOpCounters then;          /* the same at the start of the window */
+    int64_t window_us;          /* the window's length (monotonic clock) */
+    uint64_t state_bytes;       /* as rt_dataflow_state_bytes */
+    int64_t state_entries;      /* entries committed by the last checkpoint; -1 for a stateless node */
+    uint64_t state_pending;     /* changes (puts, deletes) since, not yet checkpointed */
+} RtOpAnalyze;
+/* Fills out for plan node i. Call between steps (engine lock held).
+ * Returns 0, or -1 when i is out of range. */
+int rt_dataflow_analyze(RtDataflow *df, int i, RtOpAnalyze *out);
 /* Approximate bytes of state held by plan node i (0 for stateless nodes). */
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i);
 /* True when some operator holds state that its view's state_ttl has expired

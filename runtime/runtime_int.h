@@ -105,6 +105,8 @@ struct RtOp {
     StorTable *table2;        /* a second one (a join's right side), owned; checkpointed with table */
     int64_t wm;               /* last watermark seen on the input */
     RtOpCounters counters;    /* for weir_operators; rows_in/rows_out kept by rt_emit */
+    RtOp *owner;              /* an input port of a multi-input operator (RtOpVt.input): that operator,
+                               * whose busy time the port's calls are (rt_instantiate); else NULL */
     /* Optional: the source partitions this operator tracks the watermark of
      * (the watermark operator); fills at most max, returns how many. */
     int (*partitions)(RtOp *op, RtPartitionWatermark *out, int max);
@@ -262,6 +264,9 @@ int64_t rt_exchange_row_wm(const int64_t *last, const bool *idle, int n, int sen
  * on (it may filter it in place): the sender must not touch it again. */
 int rt_emit(RtOp *op, Chunk *c);
 int rt_emit_watermark(RtOp *op, int64_t wm);
+/* One poll of source operator src (its RtSourceVt poll), timed into its
+ * busy_ns; every step polls through it. */
+int rt_source_poll(RtOp *src, int timeout_ms, bool *did_work);
 /* Records a per-row error (counted, message kept), never fatal. */
 void rt_row_error(RtCtx *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Records a source record that op (a source or watermark operator) could

@@ -67,6 +67,12 @@ int cmd_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 /* cmd_query.c: SELECT and EXPLAIN. */
 int cmd_select(Engine *e, const AstStmt *st, bool describe_only, SrvResult *out, WError *err);
 int cmd_explain(Engine *e, Session *s, const AstStmt *st, SrvResult *out, WError *err);
+/* cmd_explain_analyze.c: EXPLAIN [ANALYZE] MATERIALIZED VIEW name: the plan
+ * the view runs, with analyze each operator's live figures, as text lines
+ * or one JSON document appended to out (also GET /api/views/<v>/analyze).
+ * pos: the statement's, for errors. 42P01 no such object, 42809 not a
+ * materialized view, 55000 (ANALYZE) the view is not running. */
+int srv_explain_view(Engine *e, const char *name, int pos, bool analyze, bool json, Buf *out, WError *err);
 
 /* cmd_flush.c: FLUSH (waits with the lock released) and CHECKPOINT
  * (synchronous; with a directory, a savepoint copy of the data directory). */

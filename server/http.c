@@ -43,6 +43,7 @@
 #include "http_door.h"
 #include "group.h"
 #include "engine_int.h"
+#include "commands.h"
 #include "clock.h"
 #include "log.h"
 #include "pg_oids.h"
@@ -790,6 +791,30 @@ static enum MHD_Result get_view(SrvHttp *h, struct MHD_Connection *c, const char
     return res;
 }
 
+/* ---- /api/views/<v>/analyze --------------------------------------------------------- */
+
+/* EXPLAIN (ANALYZE, FORMAT JSON) MATERIALIZED VIEW v (cmd_explain_analyze.c):
+ * the same document, for the dashboard and monitoring. 404 no such view, 400
+ * not a materialized view, 503 not running. */
+static enum MHD_Result get_analyze(SrvHttp *h, struct MHD_Connection *c, const char *name)
+{
+    Engine *e = h->e;
+    Buf b = BUF_INIT;
+    WError err = {0};
+    pthread_mutex_lock(&e->lock);
+    int rc = srv_explain_view(e, name, 0, true, true, &b, &err);
+    pthread_mutex_unlock(&e->lock);
+    if (rc) {
+        buf_free(&b);
+        unsigned status = !strcmp(err.sqlstate, SQLSTATE_UNDEFINED_TABLE)        ? MHD_HTTP_NOT_FOUND
+                          : !strcmp(err.sqlstate, SQLSTATE_OBJECT_NOT_IN_STATE) ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                                                                 : MHD_HTTP_BAD_REQUEST;
+        return respond_error(c, status, err.sqlstate, "%s", err.msg);
+    }
+    buf_putc(&b, '\n');
+    return respond_json(c, MHD_HTTP_OK, &b);
+}
+
 /* ---- /api/views/<v>/stream: Server-Sent Events --------------------------------------------- */
 
 typedef struct Stream {
@@ -1227,6 +1252,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             return get_view(h, c, vname);
         if (strcmp(slash, "/stream") == 0)
             return get_stream(h, c, vname);
+        if (strcmp(slash, "/analyze") == 0)
+            return get_analyze(h, c, vname);
     }
     return respond_error(c, MHD_HTTP_NOT_FOUND, NULL, "no such endpoint: %s", url);
 }

@@ -9,6 +9,7 @@
  *   GET  /api/views                 the materialized views and their columns
  *   GET  /api/views/<v>             a snapshot of v as JSON
  *   GET  /api/views/<v>/stream      v's changefeed as Server-Sent Events
+ *   GET  /api/views/<v>/analyze     EXPLAIN (ANALYZE, FORMAT JSON) MATERIALIZED VIEW v
  *   POST /api/sql                   run SQL (only with HttpConfig.enable_sql)
  *
  * Every connection has its own thread, so a slow client (a dashboard on a

@@ -296,6 +296,10 @@ size_t stor_table_dirty_bytes(const StorTable *t);
  * part is recounted (a range scan, O(committed rows)) on the next call;
  * meant for system views, not the hot path. Errors count as 0. */
 uint64_t stor_table_size_bytes(StorTable *t);
+/* Entries committed by the last checkpoint that touched the table (the same
+ * cached scan as stor_table_size_bytes; the dirty entries on top are
+ * stor_table_dirty_count, not netted against them). Errors count as 0. */
+uint64_t stor_table_committed_entries(StorTable *t);
 
 /* Change the table's clean-cache byte budget (0 = cache nothing). */
 void stor_table_set_cache_budget(StorTable *t, size_t bytes);

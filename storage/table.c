@@ -146,6 +146,7 @@ struct StorTable {
     bool has_committed;         /* LMDB may hold rows of this table */
     bool in_ck;                 /* snapshotted by an open checkpoint */
     uint64_t committed_bytes;   /* size_bytes cache */
+    uint64_t committed_entries; /* counted by the same scan (EXPLAIN ANALYZE) */
     bool committed_bytes_ok;
     Buf scratch;                /* get's value when it could not be cached */
     /* An ordered index of the keys that became dirty since it was built, so
@@ -857,6 +858,37 @@ size_t stor_table_dirty_count(const StorTable *t) { return t->n_dirty; }
 
 size_t stor_table_dirty_bytes(const StorTable *t) { return t->dirty_bytes; }
 
+/* Recounts the committed bytes and entries of t when a checkpoint changed
+ * them (one range scan, O(committed rows)). */
+static void committed_recount(StorTable *t)
+{
+    if (!t->committed_bytes_ok && !t->has_committed) {
+        t->committed_bytes = t->committed_entries = 0;
+        t->committed_bytes_ok = true;
+    }
+    if (t->committed_bytes_ok)
+        return;
+    uint64_t sum = 0, entries = 0;
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    if (env_read_begin(t->env, &txn, NULL) < 0)
+        return;
+    if (mdb_cursor_open(txn, t->dbi, &cur) == 0) {
+        MDB_val k = {t->pl, t->prefix}, d;
+        for (int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+            if (k.mv_size < t->pl || memcmp(k.mv_data, t->prefix, t->pl) != 0)
+                break;
+            sum += k.mv_size - t->pl + d.mv_size;
+            entries++;
+        }
+        mdb_cursor_close(cur);
+    }
+    env_read_end(t->env, txn);
+    t->committed_bytes = sum;
+    t->committed_entries = entries;
+    t->committed_bytes_ok = true;
+}
+
 uint64_t stor_table_size_bytes(StorTable *t)
 {
     if (t->n_parts) {
@@ -865,31 +897,20 @@ uint64_t stor_table_size_bytes(StorTable *t)
             sum += stor_table_size_bytes(t->parts[i]);
         return sum;
     }
-    if (!t->committed_bytes_ok && !t->has_committed) {
-        t->committed_bytes = 0;
-        t->committed_bytes_ok = true;
-    }
-    if (!t->committed_bytes_ok) {
+    committed_recount(t);
+    return (t->committed_bytes_ok ? t->committed_bytes : 0) + t->dirty_bytes;
+}
+
+uint64_t stor_table_committed_entries(StorTable *t)
+{
+    if (t->n_parts) {
         uint64_t sum = 0;
-        MDB_txn *txn;
-        MDB_cursor *cur;
-        if (env_read_begin(t->env, &txn, NULL) < 0)
-            return t->dirty_bytes;
-        if (mdb_cursor_open(txn, t->dbi, &cur) == 0) {
-            MDB_val k = {t->pl, t->prefix}, d;
-            for (int rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE); rc == 0;
-                 rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
-                if (k.mv_size < t->pl || memcmp(k.mv_data, t->prefix, t->pl) != 0)
-                    break;
-                sum += k.mv_size - t->pl + d.mv_size;
-            }
-            mdb_cursor_close(cur);
-        }
-        env_read_end(t->env, txn);
-        t->committed_bytes = sum;
-        t->committed_bytes_ok = true;
+        for (int i = 0; i < t->n_parts; i++)
+            sum += stor_table_committed_entries(t->parts[i]);
+        return sum;
     }
-    return t->committed_bytes + t->dirty_bytes;
+    committed_recount(t);
+    return t->committed_bytes_ok ? t->committed_entries : 0;
 }
 
 /* ---------------------------------------------------------------------------

@@ -359,6 +359,19 @@ static void test_misc_statements(void)
         is_int(in->text_end, 54, "inner text_end");
         ok(!s->u.explain->options, "explain no options");
     }
+    /* EXPLAIN [ANALYZE | (opts)] MATERIALIZED VIEW v: a running view, no inner statement. */
+    s = one("EXPLAIN ANALYZE MATERIALIZED VIEW s1.v");
+    ok(s && s->kind == STMT_EXPLAIN && !s->u.explain->stmt && s->u.explain->view &&
+           !strcmp(s->u.explain->view, "s1.v") && ast_list_len(s->u.explain->options) == 1 &&
+           !strcmp(opt(s->u.explain->options, 0)->key, "analyze"),
+       "explain analyze materialized view");
+    s = one("EXPLAIN (ANALYZE, FORMAT JSON) MATERIALIZED VIEW v");
+    ok(s && s->u.explain->view && ast_list_len(s->u.explain->options) == 2, "explain (analyze, format json) view");
+    s = one("EXPLAIN MATERIALIZED VIEW v");
+    ok(s && s->u.explain->view && !s->u.explain->options, "explain materialized view");
+    s = one("EXPLAIN ANALYZE SELECT 1");
+    ok(s && s->u.explain->stmt && s->u.explain->stmt->kind == STMT_SELECT && ast_list_len(s->u.explain->options) == 1,
+       "explain analyze select parses (the server answers 0A000)");
     s = one("EXPLAIN (FORMAT JSON, VERBOSE) SELECT 1");
     ok(s && s->kind == STMT_EXPLAIN && s->u.explain->stmt->kind == STMT_SELECT, "explain options");
     if (s) {

@@ -219,6 +219,7 @@ static void test_table_basic(void)
     is_str(v, "empty key", "empty key works");
     commit_tables(env, 1, &t, 1);
     is_int(stor_table_dirty_count(t), 0, "clean after commit");
+    is_int((long long)stor_table_committed_entries(t), 2, "committed entries: a and the empty key");
     tget(t, "a", v, sizeof v);
     is_str(v, "11", "get after commit (cache)");
     stor_table_set_cache_budget(t, 0);
@@ -231,6 +232,7 @@ static void test_table_basic(void)
     commit_tables(env, 2, &t, 1);
     is_int(tget(t, "a", v, sizeof v), 0, "committed delete");
     ok(stor_table_size_bytes(t) > 0, "size_bytes counts committed rows");
+    is_int((long long)stor_table_committed_entries(t), 1, "committed entries recounted after a delete");
 
     char key[STOR_MAX_KEY + 1];
     memset(key, 'k', sizeof key);
