@@ -702,10 +702,12 @@ static void explain_json(Shared *sh, const PlanNode *n, Buf *out)
     buf_free(&tmp);
 }
 
-void plan_explain_view(const PlanView *v, bool json, Buf *out)
+void plan_explain_view_annotated(const PlanView *v, bool json, PlanExplainAnnotate fn, void *arg, Buf *out)
 {
     Shared sh;
     shared_init(&sh, v->nodes, v->n_nodes);
+    sh.annotate = fn;
+    sh.annotate_arg = arg;
     if (json)
         explain_json(&sh, v->changes ? v->changes : v->root, out);
     else
@@ -723,18 +725,7 @@ void plan_explain_view(const PlanView *v, bool json, Buf *out)
     }
 }
 
-void plan_explain_view_annotated(const PlanView *v, bool json, PlanExplainAnnotate fn, void *arg, Buf *out)
-{
-    Shared sh;
-    shared_init(&sh, v->nodes, v->n_nodes);
-    sh.annotate = fn;
-    sh.annotate_arg = arg;
-    if (json)
-        explain_json(&sh, v->changes ? v->changes : v->root, out);
-    else
-        explain_text(&sh, v->changes ? v->changes : v->root, "", true, true, out);
-    shared_free(&sh);
-}
+void plan_explain_view(const PlanView *v, bool json, Buf *out) { plan_explain_view_annotated(v, json, NULL, NULL, out); }
 
 void plan_explain_query(const PlanQuery *q, bool json, Buf *out)
 {
