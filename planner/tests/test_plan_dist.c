@@ -231,9 +231,12 @@ static void check_distributed(const char *what, const char *sql, int n_mkg, cons
        nm(what, "EXPLAIN shows the placement and the repartition exchange"));
     free(t);
     free(j);
-    /* Outside a cluster: revision 7 plans as revision 6, no placement. */
+    /* Outside a cluster: revision 7 plans as revision 6, no placement, but
+     * with one key group by default instead of 128 (planner.h, revision 7). */
     PlanView *s7 = plan_opt(sql, &c2, 1, false, PLAN_REV_CURRENT, a), *s6 = plan_opt(sql, &c3, 1, false, 6, a);
     char *e7 = s7 ? explain(s7, true) : NULL, *e6 = s6 ? explain(s6, true) : NULL;
+    for (char *p; e6 && (p = strstr(e6, "\"key_groups\": 128"));)
+        memmove(p + 15, p + 17, strlen(p + 17) + 1), p[14] = '1';
     bool no_ex = true;
     for (int i = 0; s7 && i < s7->n_nodes; i++)
         no_ex &= s7->nodes[i]->kind != PN_EXCHANGE;
