@@ -208,8 +208,11 @@ PlanExpr *coerce_expr(BindCtx *b, PlanExpr *e, TypeId t, int pos)
 static TypeId common_type(const PlanExpr *x, const PlanExpr *y)
 {
     TypeId a = x->type, c = y->type;
-    bool ua = x->kind == PE_CONST && (x->unknown || x->value.null);
-    bool uc = y->kind == PE_CONST && (y->unknown || y->value.null);
+    /* A NULL with a type (NULL::bigint, a prepared statement's $1::bigint
+     * described before its value is known) keeps it; only a bare NULL is
+     * untyped. */
+    bool ua = x->kind == PE_CONST && (x->unknown || (x->value.null && x->type == TYPE_NULL));
+    bool uc = y->kind == PE_CONST && (y->unknown || (y->value.null && y->type == TYPE_NULL));
     if (ua && !uc)
         return c;
     if (uc && !ua)

@@ -1664,8 +1664,14 @@ static bool known_type(int t) { return t && strchr("QPBDESHCXFdcf", t); }
 /* Handle the message in c->in. Returns 0 to go on, -1 to close. */
 static int dispatch(SrvConn *c, int type)
 {
-    if (c->skip_till_sync && type != 'S' && type != 'X')
+    if (c->skip_till_sync && type != 'S' && type != 'X') {
+        /* Messages are skipped until Sync, but the error itself must reach a
+         * client that sent Flush and now waits (asyncpg's Parse, Describe,
+         * Flush): Postgres flushes every ErrorResponse as it sends it. */
+        if (type == 'H')
+            conn_flush(c);
         return 0;
+    }
     switch (type) {
     case 'Q': return on_query(c);
     case 'P': return on_parse(c);
