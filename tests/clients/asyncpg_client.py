@@ -129,6 +129,7 @@ async def main():
         return await conn.fetchval("SELECT count(*) FROM apg WHERE k < $1", 4) == 3
     await attempt("asyncpg: errors (42P01, 22012 in a transaction) leave the session usable", error())
     await conn.close()
+    print("done")   # drivers_test.py: the program ran to its end
 
 
 if __name__ == "__main__":

@@ -113,6 +113,7 @@ def main():
             return tc.execute("SELECT %s::int + 1", [41], prepare=True).fetchone() == (42,)
     attempt("psycopg: an error in a transaction, ROLLBACK, then the session goes on", error_in_txn)
     conn.close()
+    print("done")   # drivers_test.py: the program ran to its end
 
 
 if __name__ == "__main__":
