@@ -10,6 +10,8 @@ NAME is one of:
            type, setFetchSize, DatabaseMetaData.getTables/getColumns
   libpq    Go's database/sql with lib/pq (golang-github-lib-pq-dev, golang-go), built offline
            from Debian's GOPATH
+  pgx      Go's pgx v4 (golang-github-jackc-pgx-v4-dev): binary parameters typed by
+           ParameterDescription, built the same way
 
 Starts an embedded broker and weir on free ports (tests/lib/weirtest.py), builds the client
 program if it is compiled (into --work), runs it with the server's port and passes its
@@ -34,7 +36,7 @@ except ImportError as e:  # pragma: no cover
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PGJDBC = "/usr/share/java/postgresql.jar"   # libpostgresql-jdbc-java
-GOPATH = "/usr/share/gocode"                # golang-github-lib-pq-dev
+GOPATH = "/usr/share/gocode"                # golang-github-lib-pq-dev, golang-github-jackc-pgx-v4-dev
 CLIENT_TIMEOUT = 60                         # s; each program takes a few seconds
 
 
@@ -54,14 +56,14 @@ def build(client, work):
         subprocess.run(["javac", "-d", out, "-cp", PGJDBC, os.path.join(HERE, "jdbc", "JdbcClient.java")],
                        check=True, capture_output=True, text=True, timeout=120)
         return ["java", "-cp", f"{out}:{PGJDBC}", "JdbcClient"]
-    if client == "libpq":
+    if client in ("libpq", "pgx"):
         if not shutil.which("go"):
             raise RuntimeError("go not found: install golang-go (scripts/deps.sh --test)")
-        exe = os.path.join(work, "libpq_client")
+        exe = os.path.join(work, f"{client}_client")
         # Offline: GOPATH mode over Debian's packaged sources, nothing fetched.
         env = dict(os.environ, GOPATH=GOPATH, GO111MODULE="off", GOFLAGS="", GOPROXY="off",
                    GOCACHE=os.path.join(work, "gocache"))
-        subprocess.run(["go", "build", "-o", exe, "."], cwd=os.path.join(HERE, "libpq"), env=env, check=True,
+        subprocess.run(["go", "build", "-o", exe, "."], cwd=os.path.join(HERE, client), env=env, check=True,
                        capture_output=True, text=True, timeout=300)
         return [exe]
     raise ValueError(f"unknown client {client}")
@@ -70,7 +72,7 @@ def build(client, work):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weir", required=True)
-    ap.add_argument("--client", required=True, choices=["psycopg", "asyncpg", "jdbc", "libpq"])
+    ap.add_argument("--client", required=True, choices=["psycopg", "asyncpg", "jdbc", "libpq", "pgx"])
     ap.add_argument("--work", default="/tmp/weir-drivers")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
