@@ -1355,9 +1355,15 @@ static int on_parse(SrvConn *c)
 static void stmt_infer(SrvConn *c, Stmt *s)
 {
     const SrvEngine *eng = &c->srv->eng;
-    if (s->inferred || s->n_types >= s->n_params || !eng->param_types)
+    if (s->inferred || !eng->param_types)
         return;
     s->inferred = true;
+    /* A declared 0 is "unspecified" (pgjdbc's setNull(i, Types.OTHER)), as an undeclared one. */
+    bool any = false;
+    for (int i = 0; i < s->n_params; i++)
+        any |= s->types[i] == 0;
+    if (!any)
+        return;
     eng->param_types(eng->ctx, c->sess, s->sql, s->n_params, s->types);
 }
 
