@@ -103,6 +103,8 @@ int main(void)
        "timestamp with time zone,date,interval,jsonb");
     IS("INSERT INTO t (s, k) VALUES ($1, $2), ($3, $4)", 4, "character varying,bigint,character varying,bigint");
     IS("INSERT INTO t (k, i2) VALUES ($1::int, $2 + 1)", 2, "integer,integer");
+    IS("INSERT INTO t (s, k) SELECT $1, $2", 2, "character varying,bigint");
+    IS("INSERT INTO t (k) SELECT k + $1 FROM t WHERE d = $2", 2, "bigint,date");
     IS("UPDATE t SET s = $1, n = n + $2 WHERE k = $3", 3, "character varying,numeric,bigint");
     IS("DELETE FROM t WHERE d < $1", 1, "date");
     IS("EXPLAIN SELECT k FROM t WHERE k = $1", 1, "bigint");
