@@ -15,6 +15,7 @@
  * SQLSTATE 54001 (statement_too_complex, as Postgres's stack depth limit);
  * an over-long input is 54000.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
@@ -1335,6 +1336,77 @@ AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k)
     AstStmt *s = new_stmt(c, STMT_TRANSACTION, t.pos, t.off);
     s->u.txn = k;
     return s;
+}
+
+/* ast_txn_word's flags: a word was taken; it was TRANSACTION or WORK. */
+#define TXN_WORDS_SEEN 0x100
+#define TXN_WORD_TXN 0x200
+
+/* Phases of ast_txn_word: what the next word may be. */
+enum {
+    TXN_MODE,          /* a mode's first word (or a comma between modes) */
+    TXN_ISOLATION,     /* after ISOLATION: LEVEL */
+    TXN_LEVEL,         /* after LEVEL: SERIALIZABLE | REPEATABLE | READ */
+    TXN_REPEATABLE,    /* after REPEATABLE: READ */
+    TXN_LEVEL_READ,    /* after LEVEL READ: COMMITTED | UNCOMMITTED */
+    TXN_READ,          /* after READ: WRITE | ONLY */
+    TXN_NOT,           /* after NOT: DEFERRABLE */
+};
+
+int ast_txn_word(ParseCtx *c, int state, Token w)
+{
+    int phase = state & 0xff, seen = state & TXN_WORDS_SEEN, flags = state & ~0xff;
+    char v[16];
+    snprintf(v, sizeof v, "%.*s", w.n < 15 ? w.n : 15, w.z);
+    for (char *p = v; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    int next = -1;
+    switch (phase) {
+    case TXN_MODE:
+        if (!strcmp(v, ","))
+            next = seen ? TXN_MODE : -1;
+        else if (!seen && (!strcmp(v, "transaction") || !strcmp(v, "work")))
+            next = TXN_MODE | TXN_WORD_TXN;
+        else if (!strcmp(v, "isolation"))
+            next = TXN_ISOLATION;
+        else if (!strcmp(v, "read"))
+            next = TXN_READ;
+        else if (!strcmp(v, "deferrable"))
+            next = TXN_MODE;
+        else if (!strcmp(v, "not"))
+            next = TXN_NOT;
+        break;
+    case TXN_ISOLATION: next = !strcmp(v, "level") ? TXN_LEVEL : -1; break;
+    case TXN_LEVEL:
+        next = !strcmp(v, "serializable") ? TXN_MODE : !strcmp(v, "repeatable") ? TXN_REPEATABLE
+             : !strcmp(v, "read") ? TXN_LEVEL_READ : -1;
+        break;
+    case TXN_REPEATABLE: next = !strcmp(v, "read") ? TXN_MODE : -1; break;
+    case TXN_LEVEL_READ: next = !strcmp(v, "committed") || !strcmp(v, "uncommitted") ? TXN_MODE : -1; break;
+    case TXN_READ:
+        if (!strcmp(v, "only")) {
+            werr(c->err, SQLSTATE_NOT_SUPPORTED, w.pos, "feature not supported: READ ONLY transactions");
+            werr_hint(c->err, "weir has no transactions: each statement applies on its own. Leave out READ ONLY.");
+            return state;
+        }
+        next = !strcmp(v, "write") ? TXN_MODE : -1;
+        break;
+    case TXN_NOT: next = !strcmp(v, "deferrable") ? TXN_MODE : -1; break;
+    }
+    if (next < 0) {
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, w.pos, "syntax error at or near \"%.*s\"", w.n, w.z);
+        return state;
+    }
+    return next | flags | TXN_WORDS_SEEN;
+}
+
+AstStmt *ast_txn_begin(ParseCtx *c, Token t, int state, bool start)
+{
+    if (start && (state & TXN_WORD_TXN))
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "syntax error at or near \"transaction\"");
+    else if ((state & 0xff) != TXN_MODE)
+        werr(c->err, SQLSTATE_SYNTAX_ERROR, t.pos, "syntax error at end of BEGIN's transaction modes");
+    return ast_txn(c, t, TXN_BEGIN);
 }
 
 AstStmt *ast_subscribe(ParseCtx *c, Token t, const char *view, AstList *options)

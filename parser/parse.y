@@ -187,8 +187,16 @@ cmd(A) ::= CLOSE(T) nm(N).                     { A = ast_close(ctx, T, &N); }
 cmd(A) ::= CLOSE(T) ALL.                       { A = ast_close(ctx, T, NULL); }
 
 /* transactions */
-cmd(A) ::= BEGIN(T) txn_opt.                   { A = ast_txn(ctx, T, TXN_BEGIN); }
-cmd(A) ::= START(T) TRANSACTION.               { A = ast_txn(ctx, T, TXN_BEGIN); }
+/* BEGIN [TRANSACTION | WORK] [mode [, ...]], START TRANSACTION [mode [, ...]]:
+ * the words (TRANSACTION, ISOLATION LEVEL ..., READ WRITE, [NOT] DEFERRABLE)
+ * are checked one by one by ast_txn_word; lib/pq sends BEGIN READ WRITE. */
+%type txn_words {int}
+cmd(A) ::= BEGIN(T) txn_words(W).              { A = ast_txn_begin(ctx, T, W, false); }
+cmd(A) ::= START(T) TRANSACTION txn_words(W).  { A = ast_txn_begin(ctx, T, W, true); }
+txn_words(A) ::= .                             { A = 0; }
+txn_words(A) ::= txn_words(L) nm(W).           { A = ast_txn_word(ctx, L, W); }
+txn_words(A) ::= txn_words(L) NOT(W).          { A = ast_txn_word(ctx, L, W); }
+txn_words(A) ::= txn_words(L) COMMA(W).        { A = ast_txn_word(ctx, L, W); }
 cmd(A) ::= COMMIT(T) txn_opt.                  { A = ast_txn(ctx, T, TXN_COMMIT); }
 cmd(A) ::= END(T) txn_opt.                     { A = ast_txn(ctx, T, TXN_COMMIT); }
 cmd(A) ::= ROLLBACK(T) txn_opt.                { A = ast_txn(ctx, T, TXN_ROLLBACK); }

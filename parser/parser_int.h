@@ -208,6 +208,15 @@ AstSelect *ast_paren_select(ParseCtx *c, Token lp, AstSelect *q);
 AstStmt *ast_show(ParseCtx *c, Token t, const char *what, AstObjectKind obj, const char *name);
 AstStmt *ast_set(ParseCtx *c, Token t, AstStmtKind k, const char *name, const char *value);
 AstStmt *ast_txn(ParseCtx *c, Token t, AstTxnKind k);
+/* BEGIN's transaction modes, a word at a time: the state (a phase, and
+ * flags: a word was taken, TRANSACTION or WORK was) after word w, with a
+ * syntax error on a word out of place. ISOLATION LEVEL <any level>, READ
+ * WRITE and [NOT] DEFERRABLE are accepted (each statement applies on its
+ * own, so none changes anything); READ ONLY is 0A000. ast_txn_begin checks
+ * that the last mode is complete, and for START TRANSACTION (start) that no
+ * second TRANSACTION came. */
+int ast_txn_word(ParseCtx *c, int state, Token w);
+AstStmt *ast_txn_begin(ParseCtx *c, Token t, int state, bool start);
 AstStmt *ast_subscribe(ParseCtx *c, Token t, const char *view, AstList *options);
 /* Cursors. ast_cursor_word folds DECLARE's words before CURSOR into flags
  * (refusing SCROLL and BINARY); ast_cursor_hold refuses WITH HOLD;

@@ -159,6 +159,10 @@ static bool implicit_ok(TypeId from, TypeId to)
 
 PlanExpr *coerce_expr(BindCtx *b, PlanExpr *e, TypeId t, int pos)
 {
+    /* Inferring parameter types: the first context that types $n decides. */
+    if (b->param_types && e->kind == PE_CONST && e->param_no > 0 && e->param_no <= b->n_param_types &&
+        (e->unknown || e->value.null) && t != TYPE_NULL && b->param_types[e->param_no - 1] == TYPE_NULL)
+        b->param_types[e->param_no - 1] = t;
     if (e->type == t && e->kind == PE_CONST && e->unknown) {
         /* An untyped literal coerced to text is text from now on ('x'::text). */
         PlanExpr *c = make_const(b, e->value);
@@ -204,8 +208,11 @@ PlanExpr *coerce_expr(BindCtx *b, PlanExpr *e, TypeId t, int pos)
 static TypeId common_type(const PlanExpr *x, const PlanExpr *y)
 {
     TypeId a = x->type, c = y->type;
-    bool ua = x->kind == PE_CONST && (x->unknown || x->value.null);
-    bool uc = y->kind == PE_CONST && (y->unknown || y->value.null);
+    /* A NULL with a type (NULL::bigint, a prepared statement's $1::bigint
+     * described before its value is known) keeps it; only a bare NULL is
+     * untyped. */
+    bool ua = x->kind == PE_CONST && (x->unknown || (x->value.null && x->type == TYPE_NULL));
+    bool uc = y->kind == PE_CONST && (y->unknown || (y->value.null && y->type == TYPE_NULL));
     if (ua && !uc)
         return c;
     if (uc && !ua)
@@ -273,6 +280,14 @@ static PlanExpr *bind_literal(BindCtx *b, const AstExpr *e)
     switch (e->lit_kind) {
     case LIT_NULL:
         r = make_const(b, value_null(TYPE_NULL));
+        if (b->param_types && e->param_no > 0) {
+            /* Inferring parameter types: $n is an untyped literal whose value
+             * is not known yet, so it binds along the same paths as the
+             * string Bind will give it ('...' is unknown, never NULL). */
+            r->type = TYPE_TEXT;
+            r->value.type = TYPE_TEXT;
+            r->unknown = true;
+        }
         break;
     case LIT_BOOL:
         r = make_const(b, value_bool(e->text[0] == 't'));
@@ -348,6 +363,7 @@ static PlanExpr *bind_literal(BindCtx *b, const AstExpr *e)
         return NULL;
     }
     r->pos = e->pos;
+    r->param_no = e->param_no;
     return r;
 }
 

@@ -107,6 +107,7 @@ typedef struct PlanExpr {
     const char *decimal_text;   /* PE_CONST from a decimal literal (1.5, a double): its text, so that
                                    next to a numeric it becomes an exact numeric, as Postgres types it */
     int col;                    /* PE_COL: input column index */
+    int param_no;               /* PE_CONST bound from the placeholder $n (n >= 1); 0 otherwise */
     ScalarFn fn;                /* PE_CALL */
     int n_args;
     struct PlanExpr **args;
@@ -492,6 +493,25 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
 PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCatalog *cat, Arena *a, WError *err);
 /* Plans a SELECT for one-off execution over materialized views. */
 PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WError *err);
+
+/* The most parameters a statement may have (the protocol's Int16 count). */
+#define PLAN_MAX_PARAMS 32767
+
+/* The types of a statement's parameters $1..$n, inferred from their context
+ * as PostgreSQL does before any value is known (Parse/Describe of a prepared
+ * statement): a comparison or arithmetic with a typed operand takes its
+ * type (`k = $1` is k's type, `$1 + 1` integer), a cast its target
+ * (`$1::bigint`), LIMIT/OFFSET bigint, a function argument the signature's
+ * type, an INSERT value or an UPDATE SET value its column's type. A
+ * parameter nothing decides stays TYPE_NULL (the caller describes it as
+ * text, as PostgreSQL does for `SELECT $1`). st's placeholders must have been
+ * bound with parse_bind_param(NULL) (they keep their param_no). Handles
+ * SELECT, EXPLAIN, DECLARE, INSERT, UPDATE and DELETE; other statements leave
+ * types alone. Planning errors are not reported: a statement that does not
+ * plan (yet) gets its types from whatever bound before the error, and
+ * Execute reports the error. types has n entries, the caller sets them to
+ * TYPE_NULL; a type already set is kept (the first context wins). */
+void plan_param_types(const AstStmt *st, const PlanCatalog *cat, Arena *a, int n, TypeId *types);
 /* Binds the column definitions and watermark of CREATE SOURCE into rel
  * (allocated in a; rel->id/name/options filled by the caller). */
 int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *err);

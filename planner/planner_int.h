@@ -63,6 +63,11 @@ typedef struct BindCtx {
     int n_subq, cap_subq;    /* subqueries planned so far (plan_subq.c), newest last */
     SubqMap *subq;
     int plan_rev;            /* PlanCtx.plan_rev: the planner revision whose typing rules apply */
+    /* Parameter type inference (plan_params.c), NULL otherwise: $n placeholders
+     * bind as untyped NULLs and coerce_expr records the type each is first
+     * coerced to in param_types[n-1] (n_param_types entries). */
+    TypeId *param_types;
+    int n_param_types;
 } BindCtx;
 
 /* plan_panes.c: makes a HOP window aggregation (win feeding agg) work in

@@ -16,7 +16,11 @@ PACKAGES=(
 )
 # clang + libclang-rt-14-dev: the libFuzzer targets (fuzz/), run by test.sh;
 # valgrind: the memcheck subset test.sh runs.
-TEST_PACKAGES=(chromium python3-websocket nodejs npm clang libclang-rt-14-dev valgrind)
+# The Postgres drivers of tests/clients/drivers_test.py: psycopg 3, asyncpg, pgjdbc with a
+# JDK, Go with lib/pq and pgx v4 (built offline from Debian's GOPATH).
+TEST_PACKAGES=(chromium python3-websocket nodejs npm clang libclang-rt-14-dev valgrind
+    python3-psycopg python3-asyncpg default-jdk-headless libpostgresql-jdbc-java golang-go golang-github-lib-pq-dev
+    golang-github-jackc-pgx-v4-dev)
 if [ "${1:-}" = "--test" ]; then
     PACKAGES+=("${TEST_PACKAGES[@]}")
 fi
@@ -29,6 +33,8 @@ command_of() {
     npm) echo npm ;;
     nodejs) echo node ;;
     chromium) echo chromium ;;
+    default-jdk-headless) echo javac ;;   # any JDK will do
+    golang-go) echo go ;;
     esac
 }
 

@@ -901,6 +901,7 @@ static void counted_session_close(void *ctx, void *sess)
 SrvEngine engine_srv(Engine *e)
 {
     return (SrvEngine){.ctx = e, .session_open = counted_session_open, .session_close = counted_session_close,
-                       .query = session_query, .execute = session_execute, .user_verifier = users_verifier,
+                       .query = session_query, .execute = session_execute,
+                       .param_types = session_param_types, .user_verifier = users_verifier,
                        .idle_timeout_ms = session_idle_timeout, .in_transaction = session_in_transaction};
 }

@@ -330,6 +330,9 @@ uint32_t pgcat_decltype_oid(const char *decl);
 void session_query(void *ctx, void *sess, const char *sql, SrvResult *out);
 void session_execute(void *ctx, void *sess, const char *sql, int n_params, const char *const *params,
                      bool describe_only, long max_rows, SrvResult *out);
+/* SrvEngine.param_types: the planner's inference (plan_param_types) for a
+ * prepared statement; statements over the system catalogs are left alone. */
+void session_param_types(void *ctx, void *sess, const char *sql, int n_params, uint32_t *oids);
 void *session_open(void *ctx, const char *user, const char *database, WError *err);
 void session_close(void *ctx, void *sess);
 

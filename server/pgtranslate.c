@@ -39,7 +39,7 @@
  *     and x = ANY(SELECT ...) is x IN (SELECT ...);
  *   - unnest(a) t, generate_series(a, b) t and pg_options_to_table(o) in a
  *     FROM list become subqueries over json_each with the column names
- *     Postgres gives them; any other call there, f(x) s, returns one value
+ *     Postgres gives them (t, or c of an alias with a column, t(c)); any other call there, f(x) s, returns one value
  *     and becomes (SELECT f(x) AS s) AS s (Grafana's search_path expansion);
  *   - IS [NOT] DISTINCT FROM is IS [NOT] with the sense inverted;
  *     trim(LEADING|TRAILING|BOTH c FROM s) is pg_trim('...', c, s);
@@ -600,15 +600,25 @@ static const char *const NOT_ALIAS[] = {
     "having", "limit", "offset", "union", "except", "intersect", "window", "using", "with", NULL};
 
 /* The alias after a FROM-list function call whose '(' is input token open
- * ([AS] name; the tokens are skipped), or fn when it has none. */
-static const char *from_alias(Tr *t, int open, const char *fn)
+ * ([AS] name [(column)]; the tokens are skipped), or fn when it has none.
+ * *col is the column's name: the one in parentheses (pgjdbc's type lookup
+ * writes generate_series(...) AS s(r)), else the alias, as Postgres names it. */
+static const char *from_alias(Tr *t, int open, const char *fn, const char **col)
 {
     int close = t->match[open];
     int k = close + 1;
+    *col = fn;
     if (at(t, k, "as"))
         k++;
     if (k < t->n_in && ((t->in[k].k == TK_IDENT && !in_list(t->in[k].text, NOT_ALIAS)) || t->in[k].k == TK_QIDENT)) {
-        for (int m = close + 1; m <= k; m++)
+        int last = k;
+        *col = t->in[k].text;
+        if (k + 3 < t->n_in && is_punct(&t->in[k + 1], '(') && t->match[k + 1] == k + 3 &&
+            (t->in[k + 2].k == TK_IDENT || t->in[k + 2].k == TK_QIDENT)) {
+            *col = t->in[k + 2].text;
+            last = k + 3;
+        }
+        for (int m = close + 1; m <= last; m++)
             t->skip[m] = true;
         return t->in[k].text;
     }
@@ -618,12 +628,12 @@ static const char *from_alias(Tr *t, int open, const char *fn)
 /* A set-returning function in a FROM list, at input token i (its name). */
 static void table_function(Tr *t, int i, int open)
 {
-    const char *fn = t->in[i].text;
-    const char *name = from_alias(t, open, fn);
+    const char *fn = t->in[i].text, *col;
+    const char *name = from_alias(t, open, fn, &col);
     if (!strcmp(fn, "pg_options_to_table")) {
         emit_words(t, "( SELECT key AS option_name , value AS option_value FROM json_each ( pg_options_json (");
     } else {
-        emit_words(t, arena_printf(t->a, "( SELECT value AS %s FROM json_each ( pg_%s_json (", name, fn));
+        emit_words(t, arena_printf(t->a, "( SELECT value AS %s FROM json_each ( pg_%s_json (", col, fn));
     }
     t->skip[open] = true;   /* the '(' is written above */
     push(t, '(', arena_printf(t->a, ") ) ) AS %s", name), NULL);
@@ -659,13 +669,13 @@ static bool in_from_list(const Tr *t, int i)
  * one-row relation whose column is named by the alias): a subquery. */
 static void scalar_in_from(Tr *t, int i, int open)
 {
-    const char *fn = t->in[i].text;
-    const char *name = from_alias(t, open, fn);
+    const char *fn = t->in[i].text, *col;
+    const char *name = from_alias(t, open, fn, &col);
     emit_words(t, "( SELECT");
     emit(t, fn);
     emit(t, "(");
     t->skip[open] = true;   /* the '(' is written above */
-    push(t, '(', arena_printf(t->a, ") AS %s ) AS %s", name, name), NULL);
+    push(t, '(', arena_printf(t->a, ") AS %s ) AS %s", col, name), NULL);
 }
 
 int pgt_translate(const char *sql, int len, Arena *a, char **out, WError *err)

@@ -156,7 +156,8 @@ struct Stmt {
     char *sql;
     int n_params;         /* >= n_types */
     int n_types;
-    uint32_t *types;      /* n_params entries; undeclared ones 0 */
+    uint32_t *types;      /* n_params entries; undeclared ones 0 until inferred */
+    bool inferred;        /* the engine filled the undeclared types it could (stmt_infer) */
 };
 
 /* A bound portal (Bind): the statement text with its parameters decoded to
@@ -1346,6 +1347,26 @@ static int on_parse(SrvConn *c)
     return 0;
 }
 
+/* Asks the engine for the types of s's undeclared parameters, once per
+ * statement and only when needed (Describe of the statement, or a Bind with
+ * a binary parameter of undeclared type): inferring plans the statement, a
+ * cost pgbench-style Parse/Bind/Execute of text parameters never pays. Types
+ * still undecided stay 0 and are described as text. */
+static void stmt_infer(SrvConn *c, Stmt *s)
+{
+    const SrvEngine *eng = &c->srv->eng;
+    if (s->inferred || !eng->param_types)
+        return;
+    s->inferred = true;
+    /* A declared 0 is "unspecified" (pgjdbc's setNull(i, Types.OTHER)), as an undeclared one. */
+    bool any = false;
+    for (int i = 0; i < s->n_params; i++)
+        any |= s->types[i] == 0;
+    if (!any)
+        return;
+    eng->param_types(eng->ctx, c->sess, s->sql, s->n_params, s->types);
+}
+
 static uint64_t be_u(const unsigned char *p, int n)
 {
     uint64_t v = 0;
@@ -1447,6 +1468,8 @@ static int on_bind(SrvConn *c)
         }
         if (lens[i] < 0)
             continue;
+        if (f == 1 && !s->types[i])
+            stmt_infer(c, s);
         params[i] = param_to_text(c, i, s->types[i], f, vals[i], (size_t)lens[i]);
         if (!params[i])
             goto out;
@@ -1514,6 +1537,7 @@ static int on_describe(SrvConn *c)
         Stmt *s = *stmt_find(c, name);
         if (!s)
             return ext_error(c, SQLSTATE_INVALID_SQL_STATEMENT_NAME, "prepared statement \"%s\" does not exist", name);
+        stmt_infer(c, s);
         msg_begin(c, 't');
         put_i16(c, s->n_params);
         for (int i = 0; i < s->n_params; i++)
@@ -1646,8 +1670,14 @@ static bool known_type(int t) { return t && strchr("QPBDESHCXFdcf", t); }
 /* Handle the message in c->in. Returns 0 to go on, -1 to close. */
 static int dispatch(SrvConn *c, int type)
 {
-    if (c->skip_till_sync && type != 'S' && type != 'X')
+    if (c->skip_till_sync && type != 'S' && type != 'X') {
+        /* Messages are skipped until Sync, but the error itself must reach a
+         * client that sent Flush and now waits (asyncpg's Parse, Describe,
+         * Flush): Postgres flushes every ErrorResponse as it sends it. */
+        if (type == 'H')
+            conn_flush(c);
         return 0;
+    }
     switch (type) {
     case 'Q': return on_query(c);
     case 'P': return on_parse(c);

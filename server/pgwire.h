@@ -171,6 +171,12 @@ typedef struct SrvEngine {
     void (*execute)(void *ctx, void *sess, const char *sql, int n_params,
                     const char *const *params, bool describe_only, long max_rows,
                     SrvResult *out);
+    /* Parse/Describe: the types of sql's parameters $1..$n as the engine
+     * infers them from their context (`k = $1` is k's type). Fills oids[i]
+     * with a type OID, or leaves the 0 the server put there when nothing
+     * decides (the server then describes text). Runs nothing and reports no
+     * error (Execute does). May be NULL (every undeclared parameter is text). */
+    void (*param_types)(void *ctx, void *sess, const char *sql, int n_params, uint32_t *oids);
     /* SCRAM authentication: copy user's stored SCRAM-SHA-256 verifier into
      * out[0..n) and return 0, or return -1 when the user is unknown or has no
      * password. Called during startup on the connection's thread. May be NULL

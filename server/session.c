@@ -869,3 +869,36 @@ void session_execute(void *ctx, void *sess, const char *sql, int n_params, const
     if (!describe_only)
         session_activity(sess, NULL, out);
 }
+
+void session_param_types(void *ctx, void *sess, const char *sql, int n_params, uint32_t *oids)
+{
+    Session *s = sess;
+    Engine *e = s->e;
+    if (n_params <= 0 || n_params > PLAN_MAX_PARAMS || pgt_names_catalog(sql, 0, (int)strlen(sql)))
+        return;
+    Arena *a = arena_new(0);
+    AstStmt **stmts;
+    AstExpr **ph;
+    int n = 0, n_ph = 0;
+    WError err = {0};
+    TypeId *types = arena_alloc(a, sizeof *types * (size_t)n_params);
+    for (int i = 0; i < n_params; i++)
+        types[i] = TYPE_NULL;
+    if (parse_sql_params(sql, a, &stmts, &n, &ph, &n_ph, &err) == 0 && n == 1) {
+        /* Unknown values: they bind as NULLs that keep their $n (bind.c). */
+        for (int i = 0; i < n_ph; i++)
+            parse_bind_param(a, ph[i], NULL);
+        tz_set_current(s->tz);
+        pthread_mutex_lock(&e->lock);
+        PlanCatCtx pcx;
+        PlanCatalog cat = engine_plan_catalog(e, &pcx, NULL, false, true, a);
+        plan_param_types(stmts[0], &cat, a, n_params, types);
+        pthread_mutex_unlock(&e->lock);
+        tz_set_current(NULL);
+    }
+    (void)ctx;
+    for (int i = 0; i < n_params; i++)
+        if (types[i] != TYPE_NULL && !oids[i])
+            oids[i] = type_oid(types[i]);
+    arena_free(a);
+}

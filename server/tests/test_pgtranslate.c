@@ -66,6 +66,11 @@ int main(void)
        "from (SELECT value AS x FROM json_each(pg_unnest_json(tc.reloptions))) AS x");
     tr("FROM pg_catalog.generate_series(0, 3) s WHERE true",
        "from (SELECT value AS s FROM json_each(pg_generate_series_json(0, 3))) AS s where true");
+    /* An alias with a column list names the column (pgjdbc's type lookup). */
+    tr("from generate_series(1, array_upper(current_schemas(false), 1)) as s(r)",
+       "from (SELECT value AS r FROM json_each(pg_generate_series_json(1, array_upper(current_schemas(false), 1)))) "
+       "AS s");
+    tr("FROM lower('X') AS l(v)", "from (SELECT lower('X') AS v) AS l");
     /* A function of one value in a FROM list is a one-row subquery named by its alias;
      * the same call among a function's arguments is left alone. */
     tr("FROM generate_series(1, 2) as i, string_to_array(current_setting('x'), ',') s",

@@ -10,7 +10,9 @@
  *   NULLS         one row ('x', NULL)
  *   COPY          COPY OUT of three lines, tag "SUBSCRIBE"
  *   CREATE ...    tag "CREATE SOURCE"
- *   ECHO ...      (extended) one row echoing every parameter, columns p1..pn
+ *   ECHO ...      (extended) one row echoing every parameter, columns p1..pn;
+ *                 the engine infers bigint for the undeclared parameters of
+ *                 "ECHO TYPED ..." (SrvEngine.param_types), text for the others
  * Simple queries split on ';'. User "nobody" is refused at session open.
  *
  * Run with `--serve PORT` to keep the fake server up for psql by hand.
@@ -185,8 +187,20 @@ static void f_execute(void *ctx, void *sess, const char *sql, int n_params,
     run_one(sql, n_params, params, describe_only, max_rows, out);
 }
 
+static atomic_int n_inferred;   /* param_types calls */
+
+static void f_param_types(void *ctx, void *sess, const char *sql, int n_params, uint32_t *oids)
+{
+    atomic_fetch_add(&n_inferred, 1);
+    if (strncmp(sql, "ECHO TYPED", 10) != 0)
+        return;
+    for (int i = 0; i < n_params; i++)
+        if (!oids[i])
+            oids[i] = PG_OID_INT8;
+}
+
 static const SrvEngine fake = {.ctx = NULL, .session_open = f_open, .session_close = f_close, .query = f_query,
-                               .execute = f_execute};
+                               .execute = f_execute, .param_types = f_param_types};
 
 static PGconn *connect_as(int port, const char *user)
 {
@@ -566,6 +580,60 @@ static void test_prepared(PGconn *c)
     is_int(PQntuples(r), 4, "execute SELECT");
     PQclear(r);
 
+}
+
+/* Parameter types the engine infers: described, and used to decode a binary
+ * parameter the client did not declare; asked for only when needed. */
+static void test_param_types(PGconn *c)
+{
+    int before = atomic_load(&n_inferred);
+    PGresult *r = PQexecParams(c, "ECHO TYPED $1", 1, NULL, (const char *[]){"7"}, NULL, NULL, 0);
+    is_str(PQgetvalue(r, 0, 0), "7", "text parameters: Parse, Bind, Execute");
+    PQclear(r);
+    is_int(atomic_load(&n_inferred), before, "no inference for text parameters that were never described");
+
+    Oid types[] = {0, 25};
+    r = PQprepare(c, "t1", "ECHO TYPED $1 $2 $3", 2, types);
+    PQclear(r);
+    r = PQdescribePrepared(c, "t1");
+    ok(PQnparams(r) == 3 && PQparamtype(r, 0) == 20 && PQparamtype(r, 1) == 25 && PQparamtype(r, 2) == 20,
+       "describe: inferred types for undeclared (and declared 0) parameters, declared ones kept");
+    PQclear(r);
+    r = PQdescribePrepared(c, "t1");
+    PQclear(r);
+    is_int(atomic_load(&n_inferred), before + 1, "inferred once per statement");
+
+    /* A binary bigint for an undeclared parameter, never described: Bind asks. */
+    r = PQprepare(c, "t2", "ECHO TYPED $1", 0, NULL);
+    PQclear(r);
+    unsigned char be[8] = {0, 0, 0, 0, 0, 0, 0x01, 0x02};
+    r = PQexecPrepared(c, "t2", 1, (const char *[]){(const char *)be}, (const int[]){8}, (const int[]){1}, 0);
+    ok(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "258") == 0,
+       "a binary parameter decoded by its inferred type");
+    PQclear(r);
+}
+
+/* After an error in the extended protocol the server skips to Sync, but a
+ * Flush still sends the ErrorResponse (asyncpg sends Parse, Describe, Flush
+ * and waits for the answer before any Sync). */
+static void test_error_flush(int port)
+{
+    int fd = raw_connect(port);
+    ok(fd >= 0 && raw_startup(fd, "weir") == 0, "flush after error: connected");
+    unsigned char parse[] = {0, 'E', 'R', 'R', 0, 0, 0};
+    unsigned char describe[] = {'S', 0};
+    send_msg(fd, 'P', parse, sizeof parse);
+    send_msg(fd, 'D', describe, sizeof describe);
+    send_msg(fd, 'H', NULL, 0);
+    char body[1024];
+    int t, seen = 0;
+    while ((t = read_msg(fd, body, sizeof body)) >= 0 && t != 'E')
+        seen = seen * 256 + t;
+    ok(t == 'E' && seen == ('1' * 256 + 't'), "ParseComplete, ParameterDescription, then the error, before Sync");
+    send_msg(fd, 'S', NULL, 0);
+    t = read_msg(fd, body, sizeof body);
+    is_int(t, 'Z', "Sync: ReadyForQuery");
+    close(fd);
 }
 
 typedef struct {
@@ -1116,7 +1184,9 @@ int main(int argc, char **argv)
     test_notice_copy(c);
     test_extended(c);
     test_prepared(c);
+    test_param_types(c);
     PQfinish(c);
+    test_error_flush(port);
     test_cancel(port);
     test_result_formats(port);
     test_hostile(port);
