@@ -438,8 +438,12 @@ typedef struct PlanQuery {
  *      128; plan_dist.c "Key groups"): the state keys of aggregations and
  *      of the view's materialize begin with the row's 2-byte key group, and
  *      a parallel view's exchanges route key group kg to shard kg % P; an
- *      older view keeps its unprefixed keys and its hash % P routing */
-#define PLAN_REV_CURRENT 6
+ *      older view keeps its unprefixed keys and its hash % P routing
+ *   7  a decimal literal (1.5, 1e3) and an integer literal past bigint are
+ *      numeric, as in Postgres (bind.c numeric_literal), so 7.0 / 2 is
+ *      3.5000000000000000 and 0.908 * bigint is numeric; before, double
+ *      precision, and an older view keeps those types */
+#define PLAN_REV_CURRENT 7
 
 typedef struct PlanViewOptions {
     const char *name;           /* the view's name */
