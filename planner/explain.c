@@ -367,7 +367,8 @@ static void node_state(const PlanNode *n, Buf *out)
         buf_puts(out, "whether the upstream view's rows were read");
         break;
     case PN_VALUES:
-        buf_puts(out, "whether the rows were emitted");
+        if (n->table_id) /* in a view; a query's VALUES has no state */
+            buf_puts(out, "whether the rows were emitted");
         break;
     case PN_TOPN:
         buf_puts(out, "rows per partition ");
