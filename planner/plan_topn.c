@@ -117,9 +117,12 @@ static bool same_input_col(const PlanNode *pr, int a, int b)
  * PARTITION BY expression that is also a selected column partitions by that
  * column (so the view's key is the visible column, not a hidden copy), and
  * ORDER BY the event-time column DESC keeps its watermark: every row the
- * Top-1 emits is an input row, and a row replaces the kept one only with a
- * later time, so the kept versions' times follow the input's watermark.
- * in is the Top-N's input (its PARTITION BY and ORDER BY copies from base). */
+ * Top-1 emits is an input row, and over an append-only input a row replaces
+ * the kept one only with a later time, so the kept versions' times follow
+ * the input's watermark. (Over a changelog, deleting the kept row brings an
+ * older one back: downstream that is a late row, as any input row behind
+ * the watermark.) in is the Top-N's input (its PARTITION BY and ORDER BY
+ * copies from base). */
 static void dedup_columns(PlanNode *t, const PlanNode *in, int base, const Scope *s)
 {
     t->wm_col = -1;

@@ -8,7 +8,8 @@ pools (so joins match and groups repeat) holding NULLs and extremes, creates the
 weir and in a throwaway PostgreSQL, and runs random queries in weir's dialect (docs/sql.md) in
 both: filters, projections with arithmetic, CASE, COALESCE and functions, joins (inner, outer,
 comma), GROUP BY aggregates with HAVING, DISTINCT, IN / EXISTS / scalar subqueries, UNION /
-INTERSECT / EXCEPT [ALL], ORDER BY over every output column with LIMIT / OFFSET. Results are
+INTERSECT / EXCEPT [ALL], ORDER BY over every output column with LIMIT / OFFSET, and bare number
+literals in arithmetic, extract and date_part, each with its pg_typeof. Results are
 compared as text per column type (floats to 12 significant digits, everything else exactly),
 as multisets unless the query is ordered; errors by SQLSTATE class. Every difference is looked
 up in intended.txt (documented) and known_defects.txt (open defects); any other fails the run
