@@ -10,8 +10,10 @@
  * expression and aggregate calls become columns of the aggregation output.
  */
 #include "planner_int.h"
+#include "numeric.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -273,6 +275,41 @@ static PlanExpr *bind_cast(BindCtx *b, PlanExpr *x, TypeId t, int pos)
 
 /* ---- literals ------------------------------------------------------------- */
 
+/* Whether the literal text (digits[.digits][e[sign]digits], as the tokenizer
+ * gives it) is a numeric: from planner revision 7, when weir's numeric holds
+ * it exactly (at most NUM_MAX_DIGITS digits, none of them dropped after the
+ * point); *out is then the value, with Postgres's display scale (1.50 keeps
+ * two digits, 1.5e1 one). Postgres's numeric holds any of them; a literal
+ * past weir's limit stays a double precision (docs/sql.md), never a
+ * rounded numeric or an error. */
+static bool numeric_literal(BindCtx *b, const char *text, Value *out)
+{
+    if (b->plan_rev < 7)
+        return false;
+    long frac = 0, exp = 0;
+    bool dot = false;
+    const char *p = text;
+    for (; *p && *p != 'e' && *p != 'E'; p++) {
+        if (*p == '.')
+            dot = true;
+        else
+            frac += dot;
+    }
+    if (*p) {
+        exp = strtol(p + 1, NULL, 10);
+        if (exp > 1000 || exp < -1000)
+            return false;
+    }
+    if (frac - exp > NUM_MAX_DIGITS)
+        return false;
+    WError tmp = {0};
+    if (value_from_text(TYPE_NUMERIC, text, strlen(text), b->a, out, &tmp)) {
+        werr_clear(&tmp);   /* more than NUM_MAX_DIGITS digits: a double */
+        return false;
+    }
+    return true;
+}
+
 static PlanExpr *bind_literal(BindCtx *b, const AstExpr *e)
 {
     Value v;
@@ -303,8 +340,13 @@ static PlanExpr *bind_literal(BindCtx *b, const AstExpr *e)
             r = make_const(b, v);
             break;
         }
-        /* Beyond bigint: Postgres would make a numeric; weir uses double
-         * (numeric next to a numeric operand, see decimal_text). */
+        /* Beyond bigint: a numeric, as in Postgres, from planner revision 7
+         * (when weir's 38 digits hold it); before, a double that becomes a
+         * numeric only next to a numeric operand (decimal_text). */
+        if (numeric_literal(b, e->text, &v)) {
+            r = make_const(b, v);
+            break;
+        }
         if (value_from_text(TYPE_FLOAT8, e->text, strlen(e->text), b->a, &v, b->err))
             return b->err->pos = e->pos, NULL;
         r = make_const(b, v);
@@ -312,9 +354,15 @@ static PlanExpr *bind_literal(BindCtx *b, const AstExpr *e)
         break;
     }
     case LIT_DECIMAL:
-        /* Decimal literals stay double precision, as weir has always typed
-         * them (existing results depend on it); next to a numeric operand the
-         * literal's text makes an exact numeric instead (coerce_expr). */
+        /* A decimal literal is numeric, as in Postgres, from planner revision
+         * 7. A view planned before keeps double precision (its state and
+         * results depend on it); there, next to a numeric operand, the
+         * literal's text makes an exact numeric instead (coerce_expr). So
+         * does a literal weir's numeric cannot hold exactly (1e300, 1e-50). */
+        if (numeric_literal(b, e->text, &v)) {
+            r = make_const(b, v);
+            break;
+        }
         if (value_from_text(TYPE_FLOAT8, e->text, strlen(e->text), b->a, &v, b->err))
             return b->err->pos = e->pos, NULL;
         r = make_const(b, v);

@@ -370,6 +370,10 @@ static void node_state(const PlanNode *n, Buf *out)
     case PN_VIEW_SOURCE:
         buf_puts(out, "whether the upstream view's rows were read");
         break;
+    case PN_VALUES:
+        if (n->table_id) /* in a view; a query's VALUES has no state */
+            buf_puts(out, "whether the rows were emitted");
+        break;
     case PN_TOPN:
         buf_puts(out, "rows per partition ");
         cols_list(in, n->n_part, n->part_cols, out);
@@ -546,7 +550,9 @@ static int shared_at(const Shared *sh, const PlanNode *n)
 
 static const char *kind_prefix(const PlanNode *n)
 {
-    return n->kind == PN_VIEW_SCAN || n->kind == PN_VALUES || n->kind == PN_RECURSIVE || n->kind == PN_WORK_TABLE
+    /* VALUES in a view (with its state table) is a stream input */
+    return n->kind == PN_VIEW_SCAN || (n->kind == PN_VALUES && !n->table_id) || n->kind == PN_RECURSIVE ||
+                   n->kind == PN_WORK_TABLE
                ? "Batch" : "Stream";
 }
 

@@ -105,6 +105,40 @@ int plan_topn_mark(PlanCtx *p, const AstSelect *sel)
     return 0;
 }
 
+/* Whether projection columns a and b of pr compute the same input column. */
+static bool same_input_col(const PlanNode *pr, int a, int b)
+{
+    const PlanExpr *x = pr->exprs[a], *y = pr->exprs[b];
+    return x->kind == PE_COL && y->kind == PE_COL && x->col == y->col;
+}
+
+/* A deduplication (Top-1 per partition, planner revision 7) keyed so that a
+ * view of it can be the versioned side of a temporal join, as in Flink: a
+ * PARTITION BY expression that is also a selected column partitions by that
+ * column (so the view's key is the visible column, not a hidden copy), and
+ * ORDER BY the event-time column DESC keeps its watermark: every row the
+ * Top-1 emits is an input row, and over an append-only input a row replaces
+ * the kept one only with a later time, so the kept versions' times follow
+ * the input's watermark. (Over a changelog, deleting the kept row brings an
+ * older one back: downstream that is a late row, as any input row behind
+ * the watermark.) in is the Top-N's input (its PARTITION BY and ORDER BY
+ * copies from base). */
+static void dedup_columns(PlanNode *t, const PlanNode *in, int base, const Scope *s)
+{
+    t->wm_col = -1;
+    if (in->kind != PN_PROJECT)
+        return;
+    for (int i = 0; i < t->n_part; i++)
+        for (int k = 0; k < base; k++)
+            if (!s->cols[k].hidden && same_input_col(in, k, base + i)) {
+                t->part_cols[i] = k;
+                break;
+            }
+    if (t->n_order_cols == 1 && t->order_desc[0] && in->wm_col >= 0 && in->wm_col != t->order_cols[0] &&
+        same_input_col(in, in->wm_col, t->order_cols[0]))
+        t->wm_col = in->wm_col;
+}
+
 int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
 {
     BindCtx *b = &p->b;
@@ -166,15 +200,26 @@ int plan_topn(PlanCtx *p, const AstSelect *inner, Rel *out)
         }
     }
     t->topn_limit = p->topn_n;
+    bool dedup = p->plan_rev >= 7 && p->topn_n == 1 && np > 0;
+    if (dedup)
+        dedup_columns(t, in.node, base, &in.scope);
+    else
+        t->wm_col = -1;
     topn_window_bound(t, &in.scope);
     t->table_id = new_table(p);
     t->append_only = false;
-    t->wm_col = -1;
     int n = in.scope.n;
     alloc_scope(b->a, &out->scope, n + 1);
     memcpy(out->scope.cols, in.scope.cols, sizeof(ScopeCol) * (size_t)n);
     out->scope.cols[n] = (ScopeCol){.name = rt->alias ? arena_strdup(b->a, rt->alias) : "row_number", .type = TYPE_INT8};
     schema_from_scope(b->a, &t->out, &out->scope);
+    if (dedup) {
+        /* rn is always 1: the partition alone is the key. */
+        t->n_keys = np;
+        t->keys = t->part_cols;
+        out->node = t;
+        return 0;
+    }
     /* Each (partition, rank) holds one row. */
     t->n_keys = np + 1;
     t->keys = arena_alloc(b->a, sizeof(int) * (size_t)(np + 1));

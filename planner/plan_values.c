@@ -1,5 +1,6 @@
 /*
- * plan_values.c: the VALUES kind (ad hoc queries only). Each row's
+ * plan_values.c: the VALUES kind, in queries and views (a view emits the
+ * rows once: runtime/op_values.c). Each row's
  * expressions are bound and folded to constants; a column's type is the
  * common type of its rows (bare NULLs and string literals take it), with
  * planner revision 4's number rule. The result is one PN_VALUES leaf.
@@ -14,13 +15,15 @@ int plan_values(PlanCtx *p, const AstSelect *sel, Rel *out)
     if (sel->order_by || sel->limit || sel->offset)
         return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos,
                     "feature not supported: ORDER BY or LIMIT directly on VALUES (select from it instead)");
-    if (p->streaming)
-        return werr(b->err, SQLSTATE_NOT_SUPPORTED, sel->pos, "feature not supported: VALUES in a materialized view");
     int nr = ast_list_len(sel->values);
     AstList *first = AST_AT(sel->values, 0);
     int nc = ast_list_len(first);
     PlanNode *v = new_node(p, PN_VALUES, NULL);
     v->append_only = true;
+    /* In a view, a bounded input: its rows are emitted once, and the state
+     * table records that they were (runtime/op_values.c). */
+    if (p->streaming)
+        v->table_id = new_table(p);
     v->n_rows = nr;
     v->rows = arena_alloc(b->a, sizeof(Value *) * (size_t)nr);
     alloc_schema(b->a, &v->out, nc);

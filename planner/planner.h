@@ -463,7 +463,11 @@ typedef struct PlanQuery {
  *      cluster (PlanViewOptions.cluster), a view of one Kafka source, one
  *      keyed stage and its keyed materialize is distributed over key groups
  *      (plan_place.c): a repartition exchange goes before the keyed stage; an
- *      older view stays replicated */
+ *      older view stays replicated;
+ *      and a decimal literal (1.5, 1e3) and an integer literal past bigint are
+ *      numeric, as in Postgres (bind.c numeric_literal), so 7.0 / 2 is
+ *      3.5000000000000000 and 0.908 * bigint is numeric; before, double
+ *      precision, and an older view keeps those types */
 #define PLAN_REV_CURRENT 7
 
 typedef struct PlanViewOptions {

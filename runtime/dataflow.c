@@ -158,7 +158,7 @@ static RtOp *make_op(RtCtx *rc, const PlanNode *n)
     case PN_TOPN: return rt_op_topn_new(rc, n);
     case PN_VIEW_SCAN: return rt_op_view_scan_new(rc, n);
     case PN_VIEW_SOURCE: return rt_op_view_source_new(rc, n);
-    case PN_VALUES: return rt_op_values_new(rc, n);
+    case PN_VALUES: return n->table_id ? rt_op_values_stream_new(rc, n) : rt_op_values_new(rc, n);
     case PN_TABLE_WRITE: return rt_op_table_write_new(rc, n);
     case PN_TEMPORAL_JOIN: return rt_op_temporal_join_new(rc, n);
     case PN_UNION: return rt_op_union_new(rc, n);

@@ -177,18 +177,22 @@ static int apply(TopOp *t, const Value *vals, int sign)
         if (hb && ha && before.lens[rank] == after.lens[rank] &&
             memcmp(before.rows[rank], after.rows[rank], after.lens[rank]) == 0)
             continue;
+        /* A rank whose row is replaced is an update of its key (partition,
+         * rank): -U/+U, so that a reader keeping versions of the key (a
+         * temporal join over a deduplication view) sees a new version, not
+         * the key deleted and inserted again. */
         if (hb) {
             if (row_decode(before.rows[rank], before.lens[rank], row, nin))
                 return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt Top-N state");
             row[nin] = value_int(TYPE_INT8, rank + 1);
-            if (emit_row(t, OP_DELETE, row))
+            if (emit_row(t, ha ? OP_UPDATE_BEFORE : OP_DELETE, row))
                 return -1;
         }
         if (ha) {
             if (row_decode(after.rows[rank], after.lens[rank], row, nin))
                 return werr(rc->err, SQLSTATE_INTERNAL, 0, "corrupt Top-N state");
             row[nin] = value_int(TYPE_INT8, rank + 1);
-            if (emit_row(t, OP_INSERT, row))
+            if (emit_row(t, hb ? OP_UPDATE_AFTER : OP_INSERT, row))
                 return -1;
         }
     }

@@ -396,6 +396,8 @@ int rt_emit_rows(RtOp *op, int n_rows, Value *const *rows, int ncols, const Type
 /* Batch leaves: produce all their rows on rt_op_produce(). */
 RtOp *rt_op_view_scan_new(RtCtx *rc, const PlanNode *n);
 RtOp *rt_op_values_new(RtCtx *rc, const PlanNode *n);
+/* VALUES in a view (a node with a state table): its rows once (op_values.c). */
+RtOp *rt_op_values_stream_new(RtCtx *rc, const PlanNode *n);
 int rt_op_produce(RtOp *leaf);
 /* Emits every row of a materialized view's table t as +I chunks (rows of a
  * counted view as often as they occur), skipping operator metadata keys. */

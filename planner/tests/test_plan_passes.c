@@ -50,7 +50,14 @@ static uint64_t new_table_id(void *ctx)
     return 100 + c->next++;
 }
 
+static PlanView *plan_rev(const char *sql, int rev, Cat *c, Arena *a, WError *err);
+
 static PlanView *plan(const char *sql, Cat *c, Arena *a, WError *err)
+{
+    return plan_rev(sql, PLAN_REV_CURRENT, c, a, err);
+}
+
+static PlanView *plan_rev(const char *sql, int rev, Cat *c, Arena *a, WError *err)
 {
     AstStmt **st;
     int n;
@@ -59,7 +66,7 @@ static PlanView *plan(const char *sql, Cat *c, Arena *a, WError *err)
         return NULL;
     }
     PlanCatalog cat = {.ctx = c, .lookup = lookup, .new_table_id = new_table_id};
-    PlanViewOptions opt = {.name = "v", .allow_unbounded = true, .plan_rev = PLAN_REV_CURRENT};
+    PlanViewOptions opt = {.name = "v", .allow_unbounded = true, .plan_rev = rev};
     return plan_view(st[0]->u.create_view, &cat, &opt, a, err);
 }
 
@@ -173,8 +180,43 @@ static void table_id_order(void)
     arena_free(a);
 }
 
+/* Planner revision 7: decimal literals are numeric, a deduplication is keyed
+ * by its partition; a view planned at revision 6 keeps both as they were. */
+static void revision_7(void)
+{
+    Arena *a = arena_new(0);
+    Cat c = {0};
+    WError err = {0};
+    const char *lit = "CREATE MATERIALIZED VIEW v AS SELECT 0.908 * v AS p, 7.0 / 2 AS h, 1e300 AS big FROM src";
+    const PlanView *v6 = plan_rev(lit, 6, &c, a, &err), *v7 = plan_rev(lit, 7, &c, a, &err);
+    const PlanNode *p6 = find(v6, PN_PROJECT), *p7 = find(v7, PN_PROJECT);
+    ok(p6 && p6->out.types[0] == TYPE_FLOAT8 && p6->out.types[1] == TYPE_FLOAT8, "rev 6: decimal literals are doubles");
+    ok(p7 && p7->out.types[0] == TYPE_NUMERIC && p7->out.types[1] == TYPE_NUMERIC, "rev 7: decimal literals are numeric");
+    ok(p7 && p7->out.types[2] == TYPE_FLOAT8, "rev 7: a literal past 38 digits stays a double");
+    const char *dd = "CREATE MATERIALIZED VIEW v AS SELECT k, v, ts FROM (SELECT *, ROW_NUMBER() OVER "
+                     "(PARTITION BY k ORDER BY ts DESC) AS rn FROM src) WHERE rn = 1";
+    v6 = plan_rev(dd, 6, &c, a, &err);
+    v7 = plan_rev(dd, 7, &c, a, &err);
+    const PlanNode *t6 = find(v6, PN_TOPN), *t7 = find(v7, PN_TOPN);
+    ok(t6 && t6->n_keys == 2 && t6->wm_col == -1, "rev 6: a dedup is keyed by (partition, rn), no watermark");
+    ok(t7 && t7->n_keys == 1 && t7->keys[0] == 0 && t7->wm_col == 2,
+       "rev 7: a dedup is keyed by the selected partition column and keeps the watermark of ORDER BY ts DESC");
+    const PlanNode *m7 = find(v7, PN_MATERIALIZE);
+    ok(m7 && m7->n_keys == 1 && m7->keys[0] == 0 && m7->wm_col == 2, "rev 7: the view's key is k, its watermark ts");
+    v7 = plan_rev("CREATE MATERIALIZED VIEW v AS SELECT k, v, ts FROM (SELECT *, ROW_NUMBER() OVER "
+                  "(PARTITION BY k ORDER BY ts) AS rn FROM src) WHERE rn = 1", 7, &c, a, &err);
+    t7 = find(v7, PN_TOPN);
+    ok(t7 && t7->n_keys == 1 && t7->wm_col == -1, "rev 7: the first row per key (ORDER BY ts) keeps no watermark");
+    v7 = plan_rev("CREATE MATERIALIZED VIEW v AS SELECT k, v, ts FROM (SELECT *, ROW_NUMBER() OVER "
+                  "(PARTITION BY k ORDER BY ts DESC) AS rn FROM src) WHERE rn <= 2", 7, &c, a, &err);
+    t7 = find(v7, PN_TOPN);
+    ok(t7 && t7->n_keys == 2, "rev 7: a Top-2 is still keyed by (partition, rn)");
+    arena_free(a);
+}
+
 int main(void)
 {
+    revision_7();
     join_classification();
     aggregate_and_lateness();
     table_id_order();
