@@ -144,10 +144,11 @@ static int bind_watermark(BindCtx *b, const AstCreateSource *cs, CatRelation *re
     return 0;
 }
 
-static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table, Arena *a, WError *err)
+static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table, int plan_rev, Arena *a, WError *err)
 {
     PlanCtx p;
     init_ctx(&p, NULL, a, err, false);
+    p.plan_rev = p.b.plan_rev = plan_rev;
     BindCtx *b = &p.b;
     const char *what = table ? "table" : "source";
     int n_decl = ast_list_len(cs->columns), n_inc = ast_list_len(cs->includes), n = n_decl + n_inc;
@@ -281,14 +282,15 @@ static int bind_columns(const AstCreateSource *cs, CatRelation *rel, bool table,
     return 0;
 }
 
-int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *err)
+int plan_source(const AstCreateSource *cs, CatRelation *rel, int plan_rev, Arena *a, WError *err)
 {
-    return bind_columns(cs, rel, false, a, err);
+    return bind_columns(cs, rel, false, plan_rev, a, err);
 }
 
-PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCatalog *cat, Arena *a, WError *err)
+PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCatalog *cat, int plan_rev, Arena *a,
+                     WError *err)
 {
-    if (bind_columns(cs, rel, true, a, err))
+    if (bind_columns(cs, rel, true, plan_rev, a, err))
         return NULL;
     bool writable = !cat_option(rel, "connector");
     rel->kind = CAT_TABLE;
@@ -298,6 +300,7 @@ PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCata
     rel->append_only = writable && cs->append_only;
     PlanCtx p;
     init_ctx(&p, cat, a, err, true);
+    p.plan_rev = p.b.plan_rev = plan_rev;
     PlanNode *in = new_node(&p, writable ? PN_TABLE_WRITE : PN_SOURCE, NULL);
     in->source = rel;
     in->append_only = rel->append_only; /* DML and upsert topics carry deletes */

@@ -494,7 +494,8 @@ PlanView *plan_view(const AstCreateView *cv, const PlanCatalog *cat, const PlanV
  * materialized view (table_id, pk, wm_col; wm_expr NULL since the table's
  * own dataflow generates the watermark; topic_wm_expr keeps it for a Kafka
  * table, whose topic event-time temporal joins replay). NULL with err on error. */
-PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCatalog *cat, Arena *a, WError *err);
+PlanView *plan_table(const AstCreateSource *cs, CatRelation *rel, const PlanCatalog *cat, int plan_rev, Arena *a,
+                     WError *err);
 /* Plans a SELECT for one-off execution over materialized views. */
 PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WError *err);
 
@@ -517,8 +518,12 @@ PlanQuery *plan_query(const AstSelect *sel, const PlanCatalog *cat, Arena *a, WE
  * TYPE_NULL; a type already set is kept (the first context wins). */
 void plan_param_types(const AstStmt *st, const PlanCatalog *cat, Arena *a, int n, TypeId *types);
 /* Binds the column definitions and watermark of CREATE SOURCE into rel
- * (allocated in a; rel->id/name/options filled by the caller). */
-int plan_source(const AstCreateSource *cs, CatRelation *rel, Arena *a, WError *err);
+ * (allocated in a; rel->id/name/options filled by the caller), by the rules
+ * of planner revision plan_rev: the one the source was created at (kept in
+ * the catalog), so that a restart under a newer weir gives its computed
+ * columns the types they had (a `price * 1.1` stays double precision for a
+ * source created before revision 7 made decimal literals numeric). */
+int plan_source(const AstCreateSource *cs, CatRelation *rel, int plan_rev, Arena *a, WError *err);
 /* Binds a constant expression (INSERT ... VALUES rows, WITH option values) to
  * the wanted type; errors carry positions. */
 int plan_const_expr(const AstExpr *e, TypeId want, Arena *a, Value *out, WError *err);

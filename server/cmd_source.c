@@ -180,6 +180,11 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
     return 0;
 }
 
+/* The planner revision a source's or table's columns are bound by: the one
+ * it was created at; 6 for one created before weir kept it (the rules all
+ * sources were bound by until revision 7). */
+int source_rev(const CatObj *o) { return o->view.plan_rev > 0 ? o->view.plan_rev : 6; }
+
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateSource *cs = st->u.create_source;
@@ -201,6 +206,13 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     if (!replay) {
         o->name = xstrdup(cs->name);
         o->sql = xstrdup(sql);
+        /* Kept in the catalog: a restart binds its columns by the same rules. */
+        o->view.plan_rev = PLAN_REV_CURRENT;
+    } else if (o->view.plan_rev > PLAN_REV_CURRENT) {
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                    "feature not supported: %s \"%s\" was created by a newer weir (planner revision %d, this one "
+                    "knows %d)",
+                    table ? "table" : "source", o->name, o->view.plan_rev, PLAN_REV_CURRENT);
     }
     o->kind = table ? CAT_TABLE : CAT_SOURCE;
     o->arena = arena_new(0);
@@ -256,7 +268,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     if (strcasecmp(conn, "nexmark") == 0) {
         /* The built-in generator: its options and the declared columns are checked now. */
         RtNxConfig nx;
-        if (plan_source(cs, r, o->arena, err) || rt_nexmark_config(r, &nx, NULL, err)) {
+        if (plan_source(cs, r, source_rev(o), o->arena, err) || rt_nexmark_config(r, &nx, NULL, err)) {
             if (!err->pos)
                 err->pos = st->pos;
             goto fail;
@@ -330,7 +342,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         werr_hint(err, "Use CREATE SOURCE for an append-only topic.");
         goto fail;
     }
-    if (!table && plan_source(cs, r, o->arena, err))
+    if (!table && plan_source(cs, r, source_rev(o), o->arena, err))
         goto fail;
     if (check_skew_options(r, table, st->pos, err))
         goto fail;

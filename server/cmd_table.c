@@ -36,7 +36,7 @@ int table_create(Engine *e, CatObj *o, const AstCreateSource *cs, bool replay, W
 {
     PlanCatCtx pcx;
     PlanCatalog cat = engine_plan_catalog(e, &pcx, o, replay, false, o->arena);
-    o->flow.plan = plan_table(cs, &o->rel, &cat, o->arena, err);
+    o->flow.plan = plan_table(cs, &o->rel, &cat, source_rev(o), o->arena, err);
     if (!o->flow.plan || engine_plan_ids_ok(&pcx, err))
         goto fail;
     if (!replay && stor_next_id(e->stor, &o->id, err))

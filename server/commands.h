@@ -114,6 +114,9 @@ int table_assign(Arena *a, const Value *v, TypeId t, int pos, Value *out, WError
 int table_update(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 int table_delete(Engine *e, const AstStmt *st, SrvResult *out, WError *err);
 
+/* The planner revision a source's or table's columns are bound by (cmd_source.c). */
+int source_rev(const CatObj *o);
+
 /* ---- reads of distributed views (cluster_gather.c) ---- */
 
 /* The rows of every distributed view a SELECT scans, gathered from their
