@@ -1440,10 +1440,18 @@ int rt_broker_main(int argc, char **argv)
         return usage(stderr);
     }
     if (registry_addr) {
-        if (!(reg = rt_schema_registry_start(registry_addr, &err)))
-            goto out;
-        printf("weir schema registry listening on http://%s\n", registry_addr);
-        fflush(stdout);
+        /* Without Kafka the registry is the whole job; beside it, a taken
+         * port leaves Kafka serving (the embedded set-up must not lose its
+         * broker to another registry on 8081). */
+        if (!(reg = rt_schema_registry_start(registry_addr, &err))) {
+            if (no_kafka)
+                goto out;
+            wlog_warn("broker", "no schema registry: %s", err.msg);
+            werr_clear(&err);
+        } else {
+            printf("weir schema registry listening on http://%s\n", registry_addr);
+            fflush(stdout);
+        }
     }
     if (!no_kafka) {
         if (rt_broker_start(listen_addr, partitions, &b, addr, sizeof addr, &err) < 0 ||
