@@ -83,10 +83,14 @@ typedef struct RtRegistry {
 int rt_registry_get(const RtRegistry *reg, const char *path, Buf *body, long *status, char *errbuf, size_t errlen);
 
 /* The embedded registry (registry.c): an HTTP listener on listen
- * ("host:port") serving the REST subset in docs/connectors.md, in memory.
- * Returns NULL with err (08006 cannot listen). */
+ * ("host:port") serving the REST subset in docs/connectors.md. file (or
+ * NULL: memory only) keeps the registered versions across restarts;
+ * userpass ("user:password", or NULL) asks every request for basic auth.
+ * Returns NULL with err (08006 cannot listen, 58030 the file, XX001 a
+ * corrupt file line, 22023 a bad address). */
 typedef struct RtSchemaRegistry RtSchemaRegistry;
-RtSchemaRegistry *rt_schema_registry_start(const char *listen, WError *err);
+RtSchemaRegistry *rt_schema_registry_start(const char *listen, const char *file, const char *userpass,
+                                           WError *err);
 void rt_schema_registry_stop(RtSchemaRegistry *r);
 
 #endif

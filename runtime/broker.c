@@ -1331,7 +1331,8 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: weir broker [--listen HOST:PORT] [--partitions N] [--topic NAME]...\n"
                "                   [--max-message-bytes N] [--no-static-members]\n"
-               "                   [--registry HOST:PORT] [--no-kafka]\n"
+               "                   [--registry HOST:PORT [--registry-file PATH] [--registry-user U:P]]\n"
+               "                   [--no-kafka]\n"
                "  --listen HOST:PORT  bootstrap address (default 127.0.0.1:9092; port 0 = any)\n"
                "  --partitions N      partitions of new topics: --topic, auto-created, and\n"
                "                      CreateTopics without a count (default 1)\n"
@@ -1342,6 +1343,9 @@ static int usage(FILE *f)
                "                      for the mock, which ignores it (for tests)\n"
                "  --registry HOST:PORT  also serve a Confluent-compatible schema registry there\n"
                "                      (in memory; docs/connectors.md lists its REST API)\n"
+               "  --registry-file PATH  keep the registered schemas in PATH (one JSON line each),\n"
+               "                      loaded again at start, so ids survive a restart\n"
+               "  --registry-user U:P ask every registry request for HTTP basic auth\n"
                "  --no-kafka          serve the registry only (with --registry)\n"
                "SIGUSR1 drops every client connection (as a broker restart would); the topics stay.\n");
     return 2;
@@ -1372,7 +1376,7 @@ int rt_broker_main(int argc, char **argv)
     int partitions = 1, n_topics = 0;
     long max_msg = BROKER_MAX_MESSAGE_BYTES_DEFAULT;
     bool static_members = true, no_kafka = false;
-    const char *registry_addr = NULL;
+    const char *registry_addr = NULL, *registry_file = NULL, *registry_user = NULL;
     RtSchemaRegistry *reg = NULL;
     const char **topics = xcalloc((size_t)argc + 1, sizeof *topics);
     char addr[300];
@@ -1412,6 +1416,10 @@ int rt_broker_main(int argc, char **argv)
             }
         } else if ((v = opt_value(argc, argv, &i, "--registry", &bad))) {
             registry_addr = v;
+        } else if ((v = opt_value(argc, argv, &i, "--registry-file", &bad))) {
+            registry_file = v;
+        } else if ((v = opt_value(argc, argv, &i, "--registry-user", &bad))) {
+            registry_user = v;
         } else if (!strcmp(argv[i], "--no-kafka")) {
             no_kafka = true;
         } else if (!strcmp(argv[i], "--no-static-members")) {
@@ -1443,7 +1451,7 @@ int rt_broker_main(int argc, char **argv)
         /* Without Kafka the registry is the whole job; beside it, a taken
          * port leaves Kafka serving (the embedded set-up must not lose its
          * broker to another registry on 8081). */
-        if (!(reg = rt_schema_registry_start(registry_addr, &err))) {
+        if (!(reg = rt_schema_registry_start(registry_addr, registry_file, registry_user, &err))) {
             if (no_kafka)
                 goto out;
             wlog_warn("broker", "no schema registry: %s", err.msg);

@@ -12,10 +12,14 @@
  *
  * Errors are Confluent's bodies: {"error_code": 40401, "message": "..."}.
  * Ids are global: the same schema (libavro's equality) registered under
- * two subjects has one id. Everything lives in memory, like the embedded
- * broker's topics: a restarted registry is empty, and schemas registered
- * again in the same order get the same ids. libmicrohttpd runs one internal
- * polling thread, and the lock guards the lists against any other caller.
+ * two subjects has one id. The lists live in memory; with a file
+ * (--registry-file) every new version is appended to it as one JSON line
+ * {"subject", "schema"} and fsync'ed before the answer, and the file is
+ * registered again in order at start, so a restarted registry gives the
+ * same ids (as Confluent's does from its _schemas topic). Basic auth
+ * (--registry-user user:password) guards every request when asked.
+ * libmicrohttpd runs one internal polling thread, and the lock guards the
+ * lists against any other caller.
  *
  * <microhttpd.h> is included here for the runtime (the server's HTTP API
  * has its own in server/http.c); <avro.h> and <jansson.h> as in avro.c.
@@ -31,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <avro.h>
 #include <jansson.h>
@@ -57,6 +62,8 @@ typedef struct Subject {
 
 struct RtSchemaRegistry {
     struct MHD_Daemon *d;
+    FILE *log;               /* --registry-file, or NULL */
+    char *user, *password;   /* basic auth, or NULL */
     pthread_mutex_t mu;
     Schema *schemas;
     int n_schemas;
@@ -198,6 +205,9 @@ static const char *body_schema(struct MHD_Connection *c, json_t *root, enum MHD_
     return s;
 }
 
+static int add_version(RtSchemaRegistry *g, Subject **subp, const char *subject, const char *text,
+                       avro_schema_t parsed);
+
 static enum MHD_Result do_register(RtSchemaRegistry *g, struct MHD_Connection *c, const char *subject, json_t *root)
 {
     enum MHD_Result res;
@@ -224,6 +234,21 @@ static enum MHD_Result do_register(RtSchemaRegistry *g, struct MHD_Connection *c
                  subject);
         return fail(c, 409, 409, msg);
     }
+    int idx = add_version(g, &sub, subject, text, parsed);
+    if (idx < 0)
+        return fail(c, 500, 50001, idx == -2 ? "could not write the registry file"
+                                             : "the embedded registry holds its maximum number of schemas");
+    wlog_info("registry", "subject %s version %d: schema id %d", subject, sub->n_versions, g->schemas[idx].id);
+    return answer(c, 200, json_pack("{s:i}", "id", g->schemas[idx].id));
+}
+
+/* Adds text (parsed; taken) as the next version of subject (*sub, created
+ * if NULL), and appends it to the file when there is one. Returns the
+ * schema's index, -1 (too many schemas) or -2 (the file write failed). */
+static int add_version(RtSchemaRegistry *g, Subject **subp, const char *subject, const char *text,
+                       avro_schema_t parsed)
+{
+    Subject *sub = *subp;
     int idx = -1;
     for (int i = 0; i < g->n_schemas && idx < 0; i++)
         if (avro_schema_equal(g->schemas[i].parsed, parsed))
@@ -231,7 +256,7 @@ static enum MHD_Result do_register(RtSchemaRegistry *g, struct MHD_Connection *c
     if (idx < 0) {
         if (g->n_schemas == WEIR_MAX_REGISTRY_SCHEMAS) {
             avro_schema_decref(parsed);
-            return fail(c, 500, 50001, "the embedded registry holds its maximum number of schemas");
+            return -1;
         }
         g->schemas = xrealloc(g->schemas, sizeof(Schema) * (size_t)(g->n_schemas + 1));
         g->schemas[g->n_schemas] = (Schema){g->n_schemas + 1, xstrdup(text), parsed};
@@ -246,8 +271,17 @@ static enum MHD_Result do_register(RtSchemaRegistry *g, struct MHD_Connection *c
     }
     sub->versions = xrealloc(sub->versions, sizeof(int) * (size_t)(sub->n_versions + 1));
     sub->versions[sub->n_versions++] = idx;
-    wlog_info("registry", "subject %s version %d: schema id %d", subject, sub->n_versions, g->schemas[idx].id);
-    return answer(c, 200, json_pack("{s:i}", "id", g->schemas[idx].id));
+    *subp = sub;
+    if (g->log) {
+        json_t *line = json_pack("{s:s,s:s}", "subject", subject, "schema", text);
+        char *t = json_dumps(line, JSON_COMPACT);
+        json_decref(line);
+        bool ok = fprintf(g->log, "%s\n", t) > 0 && fflush(g->log) == 0 && fsync(fileno(g->log)) == 0;
+        free(t);
+        if (!ok)
+            return -2;
+    }
+    return idx;
 }
 
 /* The version named by v ("latest" or 1..n) of sub, or -1 after answering. */
@@ -353,6 +387,20 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     if (rq->too_big)
         return fail(c, 413, 413, "request body too large");
+    if (g->user) {
+        char *pw = NULL, *u = MHD_basic_auth_get_username_password(c, &pw);
+        bool ok = u && pw && !strcmp(u, g->user) && !strcmp(pw, g->password);
+        MHD_free(u);
+        MHD_free(pw);
+        if (!ok) {
+            const char *msg = "{\"error_code\":401,\"message\":\"Unauthorized\"}";
+            struct MHD_Response *r = MHD_create_response_from_buffer(strlen(msg), (void *)msg, MHD_RESPMEM_PERSISTENT);
+            MHD_add_response_header(r, "Content-Type", CONTENT_TYPE);
+            enum MHD_Result res = MHD_queue_basic_auth_fail_response(c, "weir schema registry", r);
+            MHD_destroy_response(r);
+            return res;
+        }
+    }
     json_t *body = NULL;
     if (!strcmp(method, "POST")) {
         json_error_t e;
@@ -380,7 +428,35 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
-RtSchemaRegistry *rt_schema_registry_start(const char *listen, WError *err)
+/* Registers the lines of file f again, in order. Returns 0 or -1 (err). */
+static int load_file(RtSchemaRegistry *g, FILE *f, const char *path, WError *err)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int lineno = 0, rc = 0;
+    while (!rc && (n = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        json_error_t e;
+        json_t *j = json_loadb(line, (size_t)n, 0, &e);
+        const char *subject = json_string_value(json_object_get(j, "subject"));
+        const char *text = json_string_value(json_object_get(j, "schema"));
+        avro_schema_t parsed;
+        if (!subject || !text || avro_schema_from_json_length(text, strlen(text), &parsed)) {
+            rc = werr(err, SQLSTATE_DATA_CORRUPTED, 0, "%s line %d is not a registered schema", path, lineno);
+        } else {
+            Subject *sub = find_subject(g, subject);
+            if (add_version(g, &sub, subject, text, parsed) < 0)
+                rc = werr(err, SQLSTATE_PROGRAM_LIMIT, 0, "%s holds more than %d schemas", path,
+                          WEIR_MAX_REGISTRY_SCHEMAS);
+        }
+        json_decref(j);
+    }
+    free(line);
+    return rc;
+}
+
+RtSchemaRegistry *rt_schema_registry_start(const char *listen, const char *file, const char *userpass, WError *err)
 {
     char host[256];
     const char *colon = strrchr(listen, ':');
@@ -399,14 +475,39 @@ RtSchemaRegistry *rt_schema_registry_start(const char *listen, WError *err)
     }
     RtSchemaRegistry *g = xcalloc(1, sizeof *g);
     pthread_mutex_init(&g->mu, NULL);
+    if (userpass) {
+        const char *c = strchr(userpass, ':');
+        if (!c) {
+            werr(err, SQLSTATE_INVALID_PARAMETER, 0, "registry user must be user:password");
+            rt_schema_registry_stop(g);
+            return NULL;
+        }
+        g->user = xstrndup(userpass, (size_t)(c - userpass));
+        g->password = xstrdup(c + 1);
+    }
+    if (file) {
+        FILE *f = fopen(file, "r");
+        if (f) {
+            int rc = load_file(g, f, file, err);
+            fclose(f);
+            if (rc) {
+                rt_schema_registry_stop(g);
+                return NULL;
+            }
+        }
+        if (!(g->log = fopen(file, "a"))) {
+            werr(err, SQLSTATE_IO_ERROR, 0, "cannot open %s: %s", file, strerror(errno));
+            rt_schema_registry_stop(g);
+            return NULL;
+        }
+    }
     g->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, g, MHD_OPTION_SOCK_ADDR,
                             (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, request_done, g,
                             MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!g->d) {
         werr(err, SQLSTATE_CONNECTION_FAILURE, 0, "cannot serve the schema registry on %s: %s", listen,
              strerror(errno));
-        pthread_mutex_destroy(&g->mu);
-        free(g);
+        rt_schema_registry_stop(g);
         return NULL;
     }
     return g;
@@ -416,7 +517,12 @@ void rt_schema_registry_stop(RtSchemaRegistry *g)
 {
     if (!g)
         return;
-    MHD_stop_daemon(g->d);
+    if (g->d)
+        MHD_stop_daemon(g->d);
+    if (g->log)
+        fclose(g->log);
+    free(g->user);
+    free(g->password);
     for (int i = 0; i < g->n_schemas; i++) {
         free(g->schemas[i].text);
         avro_schema_decref(g->schemas[i].parsed);

@@ -112,7 +112,57 @@ def main():
     finally:
         p.terminate()
         p.wait(10)
+    restart_and_auth(weir)
     tap.end()
+
+
+def restart_and_auth(weir):
+    """--registry-file keeps ids across a restart; --registry-user asks for basic auth."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="weir-registry-")
+    path = os.path.join(d, "schemas.jsonl")
+    addr = "127.0.0.1:%d" % free_port()
+    args = [weir, "broker", "--no-kafka", "--registry", addr, "--registry-file", path,
+            "--registry-user", "ann:s3cret"]
+    import base64
+    basic = "Basic " + base64.b64encode(b"ann:s3cret").decode()
+
+    def start():
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        p.stdout.readline()
+        return p
+
+    def call(method, path_, body=None, creds=True):
+        h = {"Content-Type": CT}
+        if creds:
+            h["Authorization"] = basic
+        req = urllib.request.Request("http://" + addr + path_, method=method,
+                                     data=json.dumps(body).encode() if body is not None else None, headers=h)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    p = start()
+    try:
+        s, _ = call("GET", "/subjects", creds=False)
+        tap(s == 401, "--registry-user: a request without credentials gets 401", repr(s))
+        call("POST", "/subjects/a-value/versions", {"schema": V1})
+        s, b = call("POST", "/subjects/b-value/versions", {"schema": V2})
+        tap((s, b) == (200, {"id": 2}), "with credentials: registered", repr((s, b)))
+    finally:
+        p.terminate()
+        p.wait(10)
+    p = start()
+    try:
+        tap(call("GET", "/schemas/ids/2") == (200, {"schema": V2}), "--registry-file: ids survive a restart")
+        tap(call("GET", "/subjects") == (200, ["a-value", "b-value"]), "--registry-file: subjects survive")
+        s, b = call("POST", "/subjects/c-value/versions", {"schema": REMOVED})
+        tap((s, b) == (200, {"id": 3}), "the next id follows the loaded ones", repr((s, b)))
+    finally:
+        p.terminate()
+        p.wait(10)
 
 
 if __name__ == "__main__":
