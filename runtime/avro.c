@@ -693,7 +693,8 @@ int rt_avro_decode_row(RtAvroDecoder *d, const char *p, size_t n, Chunk *c, int 
         return snprintf(errbuf, errlen, "truncated or malformed Avro record (schema id %" PRId32 "): %s", w->id,
                         avro_strerror()),
                -1;
-    if (!avro_reader_is_eof(d->reader))
+    char extra; /* avro_reader_is_eof is for file readers; a memory reader refuses a read past its end */
+    if (avro_read(d->reader, &extra, 1) == 0)
         return snprintf(errbuf, errlen, "Avro record (schema id %" PRId32 ") has bytes after its end", w->id), -1;
     for (int i = 0; i < d->n_cols; i++) {
         const FieldMap *f = &w->fields[i];
