@@ -254,6 +254,18 @@ static void writer_fail(Writer *w, const char *fmt, const char *a, const char *b
     w->error = xstrdup(msg);
 }
 
+/* The index of field `name` of record schema s, or -1. (libavro's own
+ * lookup records an error for an absent field, which would then prefix the
+ * next real error's message.) */
+static int field_index(avro_schema_t s, const char *name)
+{
+    size_t n = avro_schema_record_size(s);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(avro_schema_record_field_name(s, (int)i), name))
+            return (int)i;
+    return -1;
+}
+
 /* Resolves the writer schema `json` against the columns: a Writer, bad
  * (w->error) when the schema does not parse or a field does not resolve. */
 static Writer *writer_new(const RtAvroDecoder *d, int32_t id, const char *json, size_t len)
@@ -275,7 +287,7 @@ static Writer *writer_new(const RtAvroDecoder *d, int32_t id, const char *json, 
     json_t *jfields = json_object_get(root, "fields");
     for (int i = 0; i < d->n_cols; i++) {
         FieldMap *f = &w->fields[i];
-        f->index = d->names[i] ? avro_schema_record_field_get_index(w->schema, d->names[i]) : -1;
+        f->index = d->names[i] ? field_index(w->schema, d->names[i]) : -1;
         if (f->index < 0)
             continue; /* missing in the writer: the reader's default, NULL */
         json_t *jt = json_object_get(json_array_get(jfields, (size_t)f->index), "type");

@@ -181,6 +181,10 @@ def run(st, reg):
 
     st.q(src % ("bids", "bids") + enc)
     st.q("CREATE MATERIALIZED VIEW v AS SELECT * FROM bids")
+    got = sqlstate(st, "INSERT INTO bids (auction) VALUES (1)")
+    tap(got == "0A000", "INSERT INTO an Avro source is refused with 0A000 (it would write JSON)", repr(got))
+    got = sqlstate(st, "ANALYZE LATENESS ON bids")
+    tap(got == "0A000", "ANALYZE LATENESS of an Avro source is refused with 0A000", repr(got))
     got = sqlstate(st, "CREATE SINK k FROM v WITH (connector = 'kafka', topic = 'out') "
                        "FORMAT PLAIN ENCODE AVRO (schema.registry = 'http://x')")
     tap(got == "0A000", "an Avro sink is refused with 0A000", repr(got))
