@@ -328,6 +328,121 @@ out:
     return w;
 }
 
+/* ---- validation before libavro reads -------------------------------------------------- */
+
+/* Nesting of one record's values (a recursive schema can nest without end). */
+#define MAX_VALUE_DEPTH 64
+/* Items of an array or map beyond the bytes left (only items that encode to
+ * no bytes, null or an empty record, can be that many). */
+#define MAX_EMPTY_ITEMS 1024
+
+static int varint(const unsigned char **p, const unsigned char *end, int64_t *out)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*p >= end)
+            return -1;
+        unsigned char b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Walks one value of schema s in [*p, end) without allocating, checking every
+ * length, count and index against what is there. libavro allocates a
+ * string's claimed length before reading it and leaks it when the read
+ * fails, and recurses as deep as the data goes; this pass makes sure it
+ * only ever reads a well-formed record. Returns 0, or -1 with *why. */
+static int skim(avro_schema_t s, const unsigned char **p, const unsigned char *end, int depth, const char **why)
+{
+    int64_t v;
+    if (depth > MAX_VALUE_DEPTH)
+        return *why = "values nested more than 64 levels deep", -1;
+    switch (avro_typeof(s)) {
+    case AVRO_NULL: return 0;
+    case AVRO_BOOLEAN:
+        if (*p >= end)
+            break;
+        (*p)++;
+        return 0;
+    case AVRO_INT32:
+    case AVRO_INT64: return varint(p, end, &v) ? (*why = "truncated", -1) : 0;
+    case AVRO_FLOAT:
+    case AVRO_DOUBLE: {
+        int64_t w = avro_typeof(s) == AVRO_FLOAT ? 4 : 8;
+        if (end - *p < w)
+            break;
+        *p += w;
+        return 0;
+    }
+    case AVRO_STRING:
+    case AVRO_BYTES:
+        if (varint(p, end, &v) || v < 0 || v > end - *p)
+            break;
+        *p += v;
+        return 0;
+    case AVRO_FIXED:
+        if (end - *p < avro_schema_fixed_size(s))
+            break;
+        *p += avro_schema_fixed_size(s);
+        return 0;
+    case AVRO_ENUM:
+        if (varint(p, end, &v))
+            break;
+        if (v < 0 || v >= avro_schema_enum_number_of_symbols(s))
+            return *why = "enum index out of range", -1;
+        return 0;
+    case AVRO_UNION:
+        if (varint(p, end, &v))
+            break;
+        if (v < 0 || (size_t)v >= avro_schema_union_size(s))
+            return *why = "union branch out of range", -1;
+        return skim(avro_schema_union_branch(s, (int)v), p, end, depth + 1, why);
+    case AVRO_RECORD:
+        for (size_t i = 0; i < avro_schema_record_size(s); i++)
+            if (skim(avro_schema_record_field_get_by_index(s, (int)i), p, end, depth + 1, why))
+                return -1;
+        return 0;
+    case AVRO_ARRAY:
+    case AVRO_MAP: {
+        bool map = avro_typeof(s) == AVRO_MAP;
+        avro_schema_t item = map ? avro_schema_map_values(s) : avro_schema_array_items(s);
+        for (;;) {
+            if (varint(p, end, &v))
+                break;
+            if (v == 0)
+                return 0;
+            if (v < 0) { /* a block with its byte size */
+                int64_t size;
+                if (v == INT64_MIN || varint(p, end, &size) || size < 0 || size > end - *p)
+                    break;
+                v = -v;
+            }
+            if (v > end - *p + MAX_EMPTY_ITEMS)
+                return *why = "more array or map items than the record holds", -1;
+            for (int64_t k = 0; k < v; k++) {
+                int64_t klen;
+                if (map) { /* the key: a string */
+                    if (varint(p, end, &klen) || klen < 0 || klen > end - *p)
+                        return *why = "truncated", -1;
+                    *p += klen;
+                }
+                if (skim(item, p, end, depth + 1, why))
+                    return -1;
+            }
+        }
+        break;
+    }
+    case AVRO_LINK: return skim(avro_schema_link_target(s), p, end, depth + 1, why);
+    default: return *why = "unknown Avro type", -1;
+    }
+    return *why = "truncated", -1;
+}
+
 /* ---- the decoder ------------------------------------------------------------------------- */
 
 RtAvroDecoder *rt_avro_decoder_new(const CatRelation *r, int n_cols, const char *const *names, WError *err)
@@ -699,15 +814,20 @@ int rt_avro_decode_row(RtAvroDecoder *d, const char *p, size_t n, Chunk *c, int 
     }
     if (w->error)
         return snprintf(errbuf, errlen, "schema id %" PRId32 ": %s", w->id, w->error), -1;
+    const unsigned char *q = (const unsigned char *)p, *qend = q + n;
+    const char *why = NULL;
+    if (skim(w->schema, &q, qend, 0, &why))
+        return (!strcmp(why, "truncated")
+                    ? snprintf(errbuf, errlen, "truncated Avro record (schema id %" PRId32 ")", w->id)
+                    : snprintf(errbuf, errlen, "malformed Avro record (schema id %" PRId32 "): %s", w->id, why)),
+               -1;
+    if (q != qend)
+        return snprintf(errbuf, errlen, "Avro record (schema id %" PRId32 ") has bytes after its end", w->id), -1;
     avro_reader_memory_set_source(d->reader, p, (int64_t)n);
     avro_value_reset(&w->value);
     if (avro_value_read(d->reader, &w->value))
-        return snprintf(errbuf, errlen, "truncated or malformed Avro record (schema id %" PRId32 "): %s", w->id,
-                        avro_strerror()),
+        return snprintf(errbuf, errlen, "malformed Avro record (schema id %" PRId32 "): %s", w->id, avro_strerror()),
                -1;
-    char extra; /* avro_reader_is_eof is for file readers; a memory reader refuses a read past its end */
-    if (avro_read(d->reader, &extra, 1) == 0)
-        return snprintf(errbuf, errlen, "Avro record (schema id %" PRId32 ") has bytes after its end", w->id), -1;
     for (int i = 0; i < d->n_cols; i++) {
         const FieldMap *f = &w->fields[i];
         if (!d->names[i] || f->index < 0) { /* computed, or the reader's default */

@@ -54,6 +54,8 @@ static int one_open(One *o, const char *type_json, TypeId t, WError *err)
     o->a = arena_new(0);
     o->c = chunk_new(o->a, 1, types, 4);
     o->d = rt_avro_decoder_new(&r, 1, names, err);
+    if (!o->d)
+        arena_free(o->a);
     return o->d ? 0 : -1;
 }
 
@@ -193,6 +195,54 @@ static void test_unions_and_malformed(void)
     one_close(&o);
 }
 
+/* Hostile lengths and nesting are refused before libavro allocates or
+ * recurses (under ASan a 1 TB allocation would abort the test). */
+static void test_hostile(void)
+{
+    One o;
+    WError err = {0};
+    ok(one_open(&o, "\"string\"", TYPE_TEXT, &err) == 0, "string");
+    Buf b = BUF_INIT;
+    Value v;
+    put_long(&b, INT64_C(1) << 40);
+    buf_append(&b, "abc", 3);
+    ok(decode(&o, &b, &v) != 0 && strstr(o.err, "truncated"), "a string claiming 1 TB: truncated, not allocated");
+    buf_reset(&b);
+    put_long(&b, -3);
+    ok(decode(&o, &b, &v) != 0, "a negative length");
+    buf_free(&b);
+    one_close(&o);
+
+    ok(one_open(&o, "{\"type\":\"array\",\"items\":\"null\"}", TYPE_JSONB, &err) == 0, "array of nulls");
+    b = (Buf)BUF_INIT;
+    put_long(&b, INT64_C(1) << 40);
+    put_long(&b, 0);
+    ok(decode(&o, &b, &v) != 0 && strstr(o.err, "more array or map items"), "2^40 nulls are refused");
+    buf_reset(&b);
+    put_long(&b, 3);
+    put_long(&b, 0);
+    ok(decode(&o, &b, &v) == 0 && v.u.s.len == 18 && !memcmp(v.u.s.p, "[null, null, null]", 18),
+       "three nulls read as JSON");
+    buf_free(&b);
+    one_close(&o);
+
+    /* A linked list: each node's next is null or another node. */
+    ok(one_open(&o, "{\"type\":\"record\",\"name\":\"node\",\"fields\":[{\"name\":\"next\","
+                    "\"type\":[\"null\",\"node\"]}]}", TYPE_JSONB, &err) == 0, "recursive schema");
+    b = (Buf)BUF_INIT;
+    for (int i = 0; i < 10; i++)
+        put_long(&b, 1);
+    put_long(&b, 0);
+    ok(decode(&o, &b, &v) == 0, "ten levels read");
+    buf_reset(&b);
+    for (int i = 0; i < 100000; i++)
+        put_long(&b, 1);
+    put_long(&b, 0);
+    ok(decode(&o, &b, &v) != 0 && strstr(o.err, "nested more than 64"), "100,000 levels refused, no deep recursion");
+    buf_free(&b);
+    one_close(&o);
+}
+
 static void test_options(void)
 {
     CatOption opts[2];
@@ -224,6 +274,7 @@ int main(void)
     test_ints();
     test_timestamps();
     test_unions_and_malformed();
+    test_hostile();
     test_options();
     return tap_done();
 }
