@@ -289,6 +289,23 @@ def run(st, reg):
     got = wait_for(lambda: (st.q("FLUSH"), st.q("SELECT * FROM raw_v ORDER BY auction"))[1] or None, 20)
     tap(got == [(2, "newer", "WEB"), (3, None, "WEB")], "schema.inline reads raw Avro binary", repr(got))
 
+    # A restart replays the catalog: the sources come back with their options, the one whose
+    # columns came from the registry with those columns, and go on reading.
+    st.q("CHECKPOINT")
+    st.conn.close()
+    server = st.procs.pop()
+    server.terminate()
+    server.wait(20)
+    st._start_server()
+    p.produce("bids", framed(v3, V3, {"auction": 13, "price": 13, "channel": "API", "dt": when, "note": "after",
+                                      "extra": 2}), partition=0)
+    p.flush(30)
+    got = wait_for(lambda: (st.q("FLUSH"), st.q("SELECT auction, note FROM v WHERE auction = 13"))[1] or None, 30)
+    tap(got == [(13, "after")], "after a restart the Avro source reads on", repr(got))
+    got = wait_for(lambda: (st.q("FLUSH"), st.q("SELECT auction, extra FROM auto_v WHERE auction = 13"))[1] or None,
+                   30)
+    tap(got == [(13, 2)], "and the source with registry columns keeps them", repr(got))
+
 
 if __name__ == "__main__":
     main()
