@@ -187,12 +187,14 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
 static long after_source_name(const char *sql)
 {
     const char *p = sql;
-    const char *words[] = {"create", "source"};
+    const char *words[] = {"create", "source", "stream"};
     for (int w = 0; w < 2; w++) {
         while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
             p++;
         size_t n = strlen(words[w]);
-        if (strncasecmp(p, words[w], n) != 0)
+        if (w == 1 && !strncasecmp(p, words[2], strlen(words[2])))
+            n = strlen(words[2]); /* CREATE STREAM, the synonym */
+        else if (strncasecmp(p, words[w], n) != 0)
             return -1;
         p += n;
     }
@@ -400,6 +402,11 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     if (table && strcasecmp(conn, "kafka") != 0) {
         werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: a table over connector '%s'", conn);
         werr_hint(err, "Tables read Kafka topics (connector = 'kafka') or are written with INSERT, UPDATE and DELETE.");
+        goto fail;
+    }
+    if (avro && strcasecmp(conn, "kafka") != 0) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE AVRO over connector '%s'", conn);
+        werr_hint(err, "Avro records are read from Kafka: WITH (connector = 'kafka', topic = '...').");
         goto fail;
     }
     if (strcasecmp(conn, "nexmark") == 0) {

@@ -168,6 +168,8 @@ def run(st, reg):
                   "FORMAT UPSERT ENCODE AVRO (schema.registry = 'http://x')"),
         ("0A000", src % ("e8", "bids") + "FORMAT UPSERT ENCODE AVRO (schema.registry = 'http://x')"),
         ("0A000", src % ("e9", "bids") + "FORMAT PLAIN ENCODE PROTOBUF"),
+        ("0A000", "CREATE SOURCE e10 (a BIGINT) WITH (connector = 'nexmark') "
+                  "FORMAT PLAIN ENCODE AVRO (schema.registry = 'http://x')"),
     ]
     for code, sql in bad:
         got = sqlstate(st, sql)
@@ -266,7 +268,7 @@ def run(st, reg):
     tap(n_errs == 5, "and none of them was bad", repr(n_errs))
 
     # Columns from the registry: the latest schema of bids-value (V3).
-    st.q("CREATE SOURCE auto WITH (connector = 'kafka', topic = 'bids', scan.startup.mode = 'earliest') " + enc)
+    st.q("CREATE STREAM auto WITH (connector = 'kafka', topic = 'bids', scan.startup.mode = 'earliest') " + enc)
     cur = st.conn.cursor()
     st.q("CREATE MATERIALIZED VIEW auto_v AS SELECT * FROM auto")
     cur.execute("SELECT * FROM auto_v LIMIT 0")
