@@ -13,7 +13,7 @@
  *
  * Columns are resolved against the writer schema by Avro's rules, with the
  * declared columns as the reader schema (every column nullable, default
- * null): a field is matched by name (or by an alias of the writer's field),
+ * null): a field is matched by name (aliases are not read),
  * a column the writer lacks is NULL, a field the reader lacks is skipped,
  * ints promote to longs, floats and doubles, and a writer type that does not
  * resolve to the column's type makes every record of that writer schema bad
