@@ -31,6 +31,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "utf8.h"
 #include "weir_limits.h"
 
 /* An id the registry did not know is asked again after this long (it may
@@ -383,6 +384,11 @@ static int skim(avro_schema_t s, const unsigned char **p, const unsigned char *e
     case AVRO_BYTES:
         if (varint(p, end, &v) || v < 0 || v > end - *p)
             break;
+        /* Strings anywhere in the record (nested ones go into JSONB, where
+         * libavro's JSON writer would cut a string at a NUL) are UTF-8
+         * without NUL, as JSON records' are. */
+        if (avro_typeof(s) == AVRO_STRING && utf8_invalid_at((const char *)*p, (size_t)v) != (size_t)v)
+            return *why = "invalid UTF-8 (or a NUL byte) in a string", -1;
         *p += v;
         return 0;
     case AVRO_FIXED:
@@ -614,6 +620,11 @@ static int put_text(Out *o, const char *p, size_t n)
 {
     Value v;
     WError e = {0};
+    /* Text is UTF-8 without NUL (common/utf8.h), as from the JSON decoder:
+     * libavro does not check Avro's strings, and a value no reader could
+     * decode later must be a bad record now. */
+    if (utf8_invalid_at(p, n) != n)
+        return bad(o, "invalid UTF-8 (or a NUL byte) in a string");
     if (value_from_text(o->c->cols[o->col].type, p, n, o->c->arena, &v, &e))
         return bad(o, e.msg);
     return put(o, v);
@@ -657,6 +668,11 @@ static int put_json(Out *o, avro_value_t *v)
         return bad(o, "value cannot be written as JSON");
     size_t n = strlen(j);
     int rc;
+    char why[120];
+    if (o->c->cols[o->col].type == TYPE_JSONB && json_text_check(j, n, why, sizeof why)) {
+        free(j); /* a \u0000 from a NUL in a string, say: what jsonb input refuses */
+        return bad(o, why);
+    }
     if (o->c->cols[o->col].type == TYPE_JSONB) {
         char *copy = arena_alloc(o->c->arena, n + 1);
         memcpy(copy, j, n + 1);

@@ -210,6 +210,25 @@ static void test_hostile(void)
     buf_reset(&b);
     put_long(&b, -3);
     ok(decode(&o, &b, &v) != 0, "a negative length");
+    buf_reset(&b);
+    put_bytes(&b, "a\xff", 2);
+    ok(decode(&o, &b, &v) != 0 && strstr(o.err, "invalid UTF-8"), "invalid UTF-8 in a string: a bad record");
+    ok(strstr(o.err, "malformed Avro record") != NULL, "found before libavro reads");
+    buf_reset(&b);
+    put_bytes(&b, "a\0b", 3);
+    ok(decode(&o, &b, &v) != 0 && strstr(o.err, "NUL"), "a NUL in a string: a bad record");
+    buf_reset(&b);
+    put_bytes(&b, "\xc3\xa9t\xc3\xa9", 5);
+    ok(decode(&o, &b, &v) == 0 && v.u.s.len == 5, "valid UTF-8 read");
+    buf_free(&b);
+    one_close(&o);
+
+    ok(one_open(&o, "{\"type\":\"array\",\"items\":\"string\"}", TYPE_JSONB, &err) == 0, "array of strings");
+    b = (Buf)BUF_INIT;
+    put_long(&b, 1);
+    put_bytes(&b, "a\0b", 3);
+    put_long(&b, 0);
+    ok(decode(&o, &b, &v) != 0 && strstr(o.err, "NUL"), "a NUL in a nested string: a bad record, not a cut string");
     buf_free(&b);
     one_close(&o);
 
