@@ -743,34 +743,40 @@ static int put_value(Out *o, avro_value_t *v, const FieldMap *f)
         return put_json(o, v);
     switch (at) {
     case AVRO_BOOLEAN: {
-        int b;
-        avro_value_get_boolean(v, &b);
+        int b = 0;
+        if (avro_value_get_boolean(v, &b))
+            return bad(o, "unreadable boolean");
         return put(o, value_bool(b != 0));
     }
     case AVRO_INT32: {
-        int32_t x;
-        avro_value_get_int(v, &x);
+        int32_t x = 0;
+        if (avro_value_get_int(v, &x))
+            return bad(o, "unreadable int");
         return put_int(o, x, lt);
     }
     case AVRO_INT64: {
-        int64_t x;
-        avro_value_get_long(v, &x);
+        int64_t x = 0;
+        if (avro_value_get_long(v, &x))
+            return bad(o, "unreadable long");
         return put_int(o, x, lt);
     }
     case AVRO_FLOAT: {
-        float x;
-        avro_value_get_float(v, &x);
+        float x = 0;
+        if (avro_value_get_float(v, &x))
+            return bad(o, "unreadable float");
         return put(o, value_float(t, (double)x));
     }
     case AVRO_DOUBLE: {
-        double x;
-        avro_value_get_double(v, &x);
+        double x = 0;
+        if (avro_value_get_double(v, &x))
+            return bad(o, "unreadable double");
         return put(o, value_float(t, x));
     }
     case AVRO_STRING: {
-        const char *s;
-        size_t n;
-        avro_value_get_string(v, &s, &n); /* n counts the NUL */
+        const char *s = NULL;
+        size_t n = 0;
+        if (avro_value_get_string(v, &s, &n) || !s) /* n counts the NUL */
+            return bad(o, "unreadable string");
         n = n ? n - 1 : 0;
         if (t == TYPE_BYTEA) {
             char *copy = arena_alloc(o->c->arena, n + 1);
@@ -781,12 +787,10 @@ static int put_value(Out *o, avro_value_t *v, const FieldMap *f)
     }
     case AVRO_BYTES:
     case AVRO_FIXED: {
-        const void *b;
-        size_t n;
-        if (at == AVRO_BYTES)
-            avro_value_get_bytes(v, &b, &n);
-        else
-            avro_value_get_fixed(v, &b, &n);
+        const void *b = NULL;
+        size_t n = 0;
+        if ((at == AVRO_BYTES ? avro_value_get_bytes(v, &b, &n) : avro_value_get_fixed(v, &b, &n)) || (!b && n))
+            return bad(o, "unreadable bytes");
         if (lt == LT_DECIMAL)
             return put_decimal(o, b, n, f->scale);
         char *copy = arena_alloc(o->c->arena, n + 1);
@@ -798,8 +802,9 @@ static int put_value(Out *o, avro_value_t *v, const FieldMap *f)
         return put_text(o, copy, n);
     }
     case AVRO_ENUM: {
-        int k;
-        avro_value_get_enum(v, &k);
+        int k = -1;
+        if (avro_value_get_enum(v, &k))
+            return bad(o, "unreadable enum");
         const char *sym = avro_schema_enum_get(avro_value_get_schema(v), k);
         if (!sym)
             return bad(o, "enum symbol out of range");
