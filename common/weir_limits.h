@@ -75,4 +75,18 @@
  * ast_binary): a 10,000-term OR is one level deep, as in PostgreSQL. */
 #define WEIR_MAX_EXPR_DEPTH 1000
 
+/* Avro (runtime/avro.c, registry_client.c, registry.c). A writer schema's
+ * JSON, as fetched from a schema registry or registered with the embedded
+ * one, is at most this many bytes (Confluent's default request limit is
+ * larger, but a row schema past 1 MiB is a mistake, and the response is
+ * read into memory before it is parsed). */
+#define WEIR_MAX_AVRO_SCHEMA_BYTES (1024 * 1024)
+/* Writer schemas one Avro source keeps decoded (by id): an evolving topic
+ * has a handful; past this the cache is emptied and refilled, so a topic
+ * written with thousands of ids stays correct, only slower. */
+#define WEIR_MAX_AVRO_CACHED_SCHEMAS 256
+/* Schemas the embedded registry holds (`weir broker --registry`): it keeps
+ * them in memory, so this bounds its memory at ~this times the schema limit. */
+#define WEIR_MAX_REGISTRY_SCHEMAS 10000
+
 #endif

@@ -126,6 +126,37 @@ def json_inputs():
     return good + bad
 
 
+def zz(v):
+    """An Avro long: zig-zag, then base-128 varint."""
+    z = (v << 1) ^ (v >> 63)
+    out = b""
+    while z & ~0x7F:
+        out += bytes([(z & 0x7F) | 0x80])
+        z >>= 7
+    return out + bytes([z])
+
+
+def avro_s(b):
+    return zz(len(b)) + b
+
+
+def avro_inputs():
+    """Records of fuzz_avro.c's schema: good ones with each union branch and a nested list,
+    and the bad kinds (truncated, a huge length, a bad union index)."""
+    def rec(t=b"\x00", m=b"\x00", l_depth=1, arr=(b"x",)):
+        node = b""
+        for i in range(l_depth):
+            node += avro_s(b"v%d" % i) + zz(1 if i < l_depth - 1 else 0)
+        a = (zz(len(arr)) + b"".join(avro_s(x) for x in arr) + zz(0)) if arr else zz(0)
+        return (zz(7) + zz(-3) + t + zz(1) + avro_s(b"\x04\xd2") + zz(1700000000000000) + zz(19000) +
+                b"\x00\x00\x00\x00\x00\x00\xf0\x3f" + a + m + node + b"abc")
+    good = [rec(), rec(t=zz(1) + avro_s("h\u00e9".encode())), rec(m=zz(1) + avro_s(b"k") + zz(1) + zz(5) + zz(0)),
+            rec(m=zz(2) + avro_s(b"a") + zz(2) + avro_s(b"s") + avro_s(b"b") + zz(0) + zz(0)), rec(l_depth=5),
+            rec(arr=())]
+    bad = [rec()[:-5], zz(1) + zz(1 << 40), rec(t=zz(9)), rec() + b"\x01", b"", rec(l_depth=70)]
+    return good + bad
+
+
 def main():
     mode, outdir, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
     os.makedirs(outdir, exist_ok=True)
@@ -136,8 +167,10 @@ def main():
         items = pgwire_inputs(stmts)
     elif mode == "json":
         items = json_inputs()
+    elif mode == "avro":
+        items = avro_inputs()
     else:
-        sys.exit("mode must be sql, pgwire or json")
+        sys.exit("mode must be sql, pgwire, json or avro")
     for i, data in enumerate(items):
         with open(os.path.join(outdir, "seed-%05d" % i), "wb") as f:
             f.write(data)

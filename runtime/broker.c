@@ -33,6 +33,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "arena.h"
+#include "avro_codec.h"
 #include "buf.h"
 #include "log.h"
 
@@ -1330,6 +1331,8 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: weir broker [--listen HOST:PORT] [--partitions N] [--topic NAME]...\n"
                "                   [--max-message-bytes N] [--no-static-members]\n"
+               "                   [--registry HOST:PORT [--registry-file PATH] [--registry-user U:P]]\n"
+               "                   [--no-kafka]\n"
                "  --listen HOST:PORT  bootstrap address (default 127.0.0.1:9092; port 0 = any)\n"
                "  --partitions N      partitions of new topics: --topic, auto-created, and\n"
                "                      CreateTopics without a count (default 1)\n"
@@ -1338,6 +1341,12 @@ static int usage(FILE *f)
                "                      MESSAGE_TOO_LARGE (default 1048588, at most 2621440)\n"
                "  --no-static-members do not emulate static group membership (group.instance.id)\n"
                "                      for the mock, which ignores it (for tests)\n"
+               "  --registry HOST:PORT  also serve a Confluent-compatible schema registry there\n"
+               "                      (in memory; docs/connectors.md lists its REST API)\n"
+               "  --registry-file PATH  keep the registered schemas in PATH (one JSON line each),\n"
+               "                      loaded again at start, so ids survive a restart\n"
+               "  --registry-user U:P ask every registry request for HTTP basic auth\n"
+               "  --no-kafka          serve the registry only (with --registry)\n"
                "SIGUSR1 drops every client connection (as a broker restart would); the topics stay.\n");
     return 2;
 }
@@ -1366,7 +1375,9 @@ int rt_broker_main(int argc, char **argv)
     const char *listen_addr = "127.0.0.1:9092";
     int partitions = 1, n_topics = 0;
     long max_msg = BROKER_MAX_MESSAGE_BYTES_DEFAULT;
-    bool static_members = true;
+    bool static_members = true, no_kafka = false;
+    const char *registry_addr = NULL, *registry_file = NULL, *registry_user = NULL;
+    RtSchemaRegistry *reg = NULL;
     const char **topics = xcalloc((size_t)argc + 1, sizeof *topics);
     char addr[300];
     WError err;
@@ -1403,6 +1414,14 @@ int rt_broker_main(int argc, char **argv)
                 free(topics);
                 return usage(stderr);
             }
+        } else if ((v = opt_value(argc, argv, &i, "--registry", &bad))) {
+            registry_addr = v;
+        } else if ((v = opt_value(argc, argv, &i, "--registry-file", &bad))) {
+            registry_file = v;
+        } else if ((v = opt_value(argc, argv, &i, "--registry-user", &bad))) {
+            registry_user = v;
+        } else if (!strcmp(argv[i], "--no-kafka")) {
+            no_kafka = true;
         } else if (!strcmp(argv[i], "--no-static-members")) {
             static_members = false;
         } else if ((v = opt_value(argc, argv, &i, "--topic", &bad))) {
@@ -1423,30 +1442,53 @@ int rt_broker_main(int argc, char **argv)
     sigaddset(&sigs, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-    if (rt_broker_start(listen_addr, partitions, &b, addr, sizeof addr, &err) < 0 ||
-        rt_broker_set_max_message_bytes(b, max_msg, &err) < 0)
-        goto out;
-    rt_broker_set_static_members(b, static_members);
-    for (int i = 0; i < n_topics; i++)
-        if (rt_broker_create_topic(b, topics[i], partitions, &err) < 0)
+    if (no_kafka && !registry_addr) {
+        fprintf(stderr, "weir broker: --no-kafka needs --registry\n");
+        free(topics);
+        return usage(stderr);
+    }
+    if (registry_addr) {
+        /* Without Kafka the registry is the whole job; beside it, a taken
+         * port leaves Kafka serving (the embedded set-up must not lose its
+         * broker to another registry on 8081). */
+        if (!(reg = rt_schema_registry_start(registry_addr, registry_file, registry_user, &err))) {
+            if (no_kafka)
+                goto out;
+            wlog_warn("broker", "no schema registry: %s", err.msg);
+            werr_clear(&err);
+        } else {
+            printf("weir schema registry listening on http://%s\n", registry_addr);
+            fflush(stdout);
+        }
+    }
+    if (!no_kafka) {
+        if (rt_broker_start(listen_addr, partitions, &b, addr, sizeof addr, &err) < 0 ||
+            rt_broker_set_max_message_bytes(b, max_msg, &err) < 0)
             goto out;
-
-    printf("weir broker listening on %s\n", addr);
-    fflush(stdout);
+        rt_broker_set_static_members(b, static_members);
+        for (int i = 0; i < n_topics; i++)
+            if (rt_broker_create_topic(b, topics[i], partitions, &err) < 0)
+                goto out;
+        printf("weir broker listening on %s\n", addr);
+        fflush(stdout);
+    }
     for (;;) {
         if (sigwait(&sigs, &sig) != 0)
             continue;
         if (sig != SIGUSR1)
             break;
         wlog_info("broker", "SIGUSR1: dropping every client connection");
-        rt_broker_drop_connections(b);
+        if (b)
+            rt_broker_drop_connections(b);
     }
     rc = 0;
 out:
     if (rc)
         fprintf(stderr, "weir broker: %s%s%s\n", err.msg, err.hint[0] ? "\nHINT: " : "",
                 err.hint);
-    rt_broker_stop(b);
+    if (b)
+        rt_broker_stop(b);
+    rt_schema_registry_stop(reg);
     free(topics);
     return rc;
 }

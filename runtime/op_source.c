@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "avro_codec.h"
 #include "kafka.h"
 #include "numeric.h"
 #include "nexmark.h"
@@ -74,10 +75,17 @@ typedef struct SourceOp {
     const bool *not_null;     /* NOT NULL columns, or NULL */
     int n_cols;
     SrcFormat format;
+    /* ENCODE AVRO: the decoder, and while the schema registry is down the
+     * time of the next try (the batch that needed it was sought back). */
+    RtAvroDecoder *avro;
+    int64_t avro_retry_ms;
+    bool avro_down_logged;
     RtKafkaRecord recs[POLL_BATCH];
 } SourceOp;
 
 static bool owns(const SourceOp *s, int p);
+/* A registry outage is retried this often (every record waits; none turns bad). */
+#define AVRO_RETRY_MS 1000
 
 static void put_be32(unsigned char *p, uint32_t v)
 {
@@ -180,6 +188,7 @@ static void source_close(RtOp *op)
     free(s->skipping);
     free(s->skip_saved);
     stor_table_close(op->table);
+    rt_avro_decoder_free(s->avro);
     if (s->names_owned)
         free(s->names);
     free(s);
@@ -352,6 +361,9 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
     s->format = r->format && !strcasecmp(r->format, "upsert")     ? FMT_UPSERT
               : r->format && !strcasecmp(r->format, "debezium") ? FMT_DEBEZIUM
                                                                  : FMT_PLAIN;
+    if (r->encode && !strcasecmp(r->encode, "avro") &&
+        !(s->avro = rt_avro_decoder_new(r, s->n_cols, (const char *const *)s->names, rc->err)))
+        goto fail;
     if (rt_op_open_table(&s->base.op, rc->err))
         goto fail;
     const char *topic = cat_option(r, "topic");
@@ -522,6 +534,48 @@ RtOp *rt_op_kafka_source_new(RtCtx *rc, const PlanNode *n)
 fail:
     source_close(&s->base.op);
     return NULL;
+}
+
+/* ENCODE AVRO: makes sure the writer schema of every record of the batch
+ * is known before any is decoded. While the schema registry cannot be
+ * reached the batch is not read: each of its partitions is sought back to
+ * its first record here, and the poll is retried after AVRO_RETRY_MS, so
+ * an outage delays the view rather than turning its records bad. Returns 0
+ * (decode the batch), 1 (paused) or -1 (the seek failed: err). */
+static int avro_prepare_batch(SourceOp *s, int n, WError *err)
+{
+    char eb[300];
+    int i = 0;
+    while (i < n && rt_avro_prepare(s->avro, s->recs[i].value, s->recs[i].value ? s->recs[i].value_len : 0, eb,
+                                    sizeof eb) == 0)
+        i++;
+    if (i == n) {
+        if (s->avro_down_logged)
+            wlog_info("avro", "source %s: the schema registry answers again; reading on",
+                      s->base.op.node->source->name);
+        s->avro_retry_ms = 0;
+        s->avro_down_logged = false;
+        return 0;
+    }
+    if (!s->avro_down_logged)
+        wlog_warn("avro", "source %s: %s; pausing until it answers", s->base.op.node->source->name, eb);
+    s->avro_down_logged = true;
+    s->avro_retry_ms = clock_mono_ms() + AVRO_RETRY_MS;
+    int32_t parts[POLL_BATCH];
+    int64_t offs[POLL_BATCH];
+    int np = 0;
+    for (int k = 0; k < n; k++) {
+        int j = 0;
+        while (j < np && parts[j] != s->recs[k].partition)
+            j++;
+        if (j == np) {
+            parts[np] = s->recs[k].partition;
+            offs[np++] = s->recs[k].offset;
+        } else if (s->recs[k].offset < offs[j]) {
+            offs[j] = s->recs[k].offset;
+        }
+    }
+    return rt_kafka_source_seek(s->ks, np, parts, offs, 5000, err) ? -1 : 1;
 }
 
 /* The INCLUDE columns of row from the record's metadata. */
@@ -911,12 +965,19 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
             return -1;
         *did_work = true;
     }
+    if (s->avro && s->avro_retry_ms && clock_mono_ms() < s->avro_retry_ms)
+        return 0; /* the schema registry is down: wait before asking again */
     /* The wait for the broker is idle time, not the source's work (EXPLAIN ANALYZE). */
     int64_t t0 = clock_mono_ns();
     int n = rt_kafka_source_poll(s->ks, timeout_ms, s->recs, POLL_BATCH);
     op->counters.wait_ns += (uint64_t)(clock_mono_ns() - t0);
     if (n < 0)
         return 0; /* transient: the connector logs and retries */
+    if (s->avro && n > 0) {
+        int rcode = avro_prepare_batch(s, n, rc->err);
+        if (rcode)
+            return rcode < 0 ? -1 : 0;
+    }
     if (n == 0 && !s->ended) {
         /* No data: a tick (every 100 ms) lets idle partitions stop holding the watermark back. */
         int64_t now = clock_mono_ms();
@@ -981,7 +1042,9 @@ static int source_poll(RtOp *op, int timeout_ms, bool *did_work)
                     return -1;
                 continue;
             }
-            if (rt_json_decode_row(rec->value, rec->value_len, s->n_cols, s->names, c, row, errbuf, sizeof errbuf) ||
+            if ((s->avro ? rt_avro_decode_row(s->avro, rec->value, rec->value_len, c, row, errbuf, sizeof errbuf)
+                         : rt_json_decode_row(rec->value, rec->value_len, s->n_cols, s->names, c, row, errbuf,
+                                              sizeof errbuf)) ||
                 apply_typmods(src, c, row, errbuf, sizeof errbuf)) {
                 if (rt_source_error(op, src, part, rec->offset, rec->value, rec->value_len,
                                     "partition %d offset %lld: %s", part, (long long)rec->offset, errbuf))

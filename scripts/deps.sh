@@ -11,6 +11,8 @@ set -euo pipefail
 PACKAGES=(
     build-essential pkg-config meson ninja-build lemon
     librdkafka-dev liblmdb-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libssl-dev libicu-dev libpcre2-dev
+    libavro-dev libjansson-dev libcurl4-openssl-dev  # ENCODE AVRO and the schema registry (runtime/avro.c)
+    python3-avro  # Avro records for tests/avro and bench/avro_decode
     postgresql postgresql-client kcat python3-confluent-kafka sqlite3 python3-psycopg2 python3-sqlalchemy openssl
     gettext-base iproute2  # envsubst and ss, for the benchmarks (bench/)
 )

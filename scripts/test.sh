@@ -82,7 +82,7 @@ run_fuzz() {
             return
         fi
     fi
-    if ! ninja -C "$dir" fuzz/fuzz_parser fuzz/fuzz_pgwire fuzz/fuzz_json >"$log" 2>&1; then
+    if ! ninja -C "$dir" fuzz/fuzz_parser fuzz/fuzz_pgwire fuzz/fuzz_json fuzz/fuzz_avro >"$log" 2>&1; then
         grep -E 'error|FAILED' "$log" | head -n 60
         printf 'FAIL\t%s\tbuild\n' "$dir" >>"$SUMMARY"
         return

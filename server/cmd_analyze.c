@@ -385,6 +385,11 @@ int srv_analyze_lateness(Engine *e, const AstStmt *st, bool describe_only, SrvRe
         return werr(err, SQLSTATE_UNDEFINED_TABLE, st->pos, "source \"%s\" does not exist", a->source);
     if (o->kind != CAT_SOURCE)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos, "\"%s\" is not a source", a->source);
+    if (o->rel.encode && !strcasecmp(o->rel.encode, "avro"))
+        /* The analysis reads the topic with the JSON decoder (runtime/lateness_analyze.c). */
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ANALYZE LATENESS of Avro source \"%s\"",
+                    a->source),
+               werr_hint(err, "It reads JSON sources only, for now."), -1;
     RtWindowDef w;
     AnalyzeOpts opts;
     int64_t bounds[ANALYZE_MAX_CANDIDATES + 8], lateness[ANALYZE_MAX_CANDIDATES + 8];

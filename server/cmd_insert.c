@@ -79,6 +79,12 @@ int cmd_insert(Engine *e, const AstStmt *st, SrvResult *out, WError *err)
         return werr(err, SQLSTATE_WRONG_OBJECT_TYPE, st->pos,
                     "cannot insert into source \"%s\": its connector '%s' makes its own rows", o->name,
                     connector ? connector : "");
+    if (r->encode && !strcasecmp(r->encode, "avro"))
+        /* INSERT writes JSON records; in an Avro topic they would be bad records. */
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: INSERT INTO Avro source \"%s\"",
+                    o->name),
+               werr_hint(err, "Produce its records with an Avro producer (Confluent's wire format with "
+                              "schema.registry, raw Avro binary with schema.inline)."), -1;
     int ncols = r->n_cols, nphys = 0;
     for (int k = 0; k < ncols; k++)
         nphys += cat_col_in_value(r, k);

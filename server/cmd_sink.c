@@ -169,7 +169,9 @@ int cmd_sink_build(Engine *e, Session *s, const AstStmt *st, const char *sql, Ca
     }
     sp->format = cs->format ? arena_strdup(o->arena, cs->format) : NULL;
     if (cs->encode && strcasecmp(cs->encode, "json") != 0) {
-        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE %s", cs->encode);
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE %s on a sink", cs->encode);
+        if (!strcasecmp(cs->encode, "avro"))
+            werr_hint(err, "Sinks write JSON (ENCODE JSON); Avro is read by sources only, for now.");
         goto fail;
     }
     /* The sink's columns: the view's visible columns, in order. */

@@ -6,6 +6,7 @@
 #include "tz.h"
 #include "crashpoint.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "numeric.h"
 #include "row.h"
 #include "log.h"
+#include "avro_codec.h"
 
 /* ---- CREATE SOURCE ----------------------------------------------------------------- */
 
@@ -185,12 +187,140 @@ int session_alter_source(Engine *e, const AstStmt *st, bool replay, WError *err)
  * sources were bound by until revision 7). */
 int source_rev(const CatObj *o) { return o->view.plan_rev > 0 ? o->view.plan_rev : 6; }
 
+/* The byte offset in sql just past the name of CREATE SOURCE [IF NOT EXISTS]
+ * name: where a column list goes. -1 if the text is not shaped so. */
+static long after_source_name(const char *sql)
+{
+    const char *p = sql;
+    const char *words[] = {"create", "source", "stream"};
+    for (int w = 0; w < 2; w++) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+            p++;
+        size_t n = strlen(words[w]);
+        if (w == 1 && !strncasecmp(p, words[2], strlen(words[2])))
+            n = strlen(words[2]); /* CREATE STREAM, the synonym */
+        else if (strncasecmp(p, words[w], n) != 0)
+            return -1;
+        p += n;
+    }
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+            p++;
+        if (!strncasecmp(p, "if ", 3) || !strncasecmp(p, "not ", 4) || !strncasecmp(p, "exists ", 7)) {
+            while (*p && *p != ' ')
+                p++;
+            continue;
+        }
+        break;
+    }
+    for (;;) { /* a (dotted) name: unquoted words or "quoted ""parts""" */
+        if (*p == '"') {
+            for (p++; *p && !(*p == '"' && p[1] != '"'); p += *p == '"' ? 2 : 1)
+                ;
+            if (*p != '"')
+                return -1;
+            p++;
+        } else {
+            while (*p && (isalnum((unsigned char)*p) || *p == '_' || (unsigned char)*p >= 0x80))
+                p++;
+        }
+        if (*p != '.')
+            break;
+        p++;
+    }
+    return (long)(p - sql);
+}
+
+/* CREATE SOURCE s WITH (...) FORMAT PLAIN ENCODE AVRO (schema.registry = ...)
+ * without columns: the columns of the latest schema of subject
+ * "<topic>-value" are written into the statement, which is then created as
+ * if typed so. The catalog keeps that text, so a restart does not need the
+ * registry and the columns do not change under the views. */
+static int create_from_registry(Engine *e, const AstStmt *st, const char *sql, WError *err)
+{
+    const AstCreateSource *cs = st->u.create_source;
+    CatRelation r = {0};
+    int n_with = ast_list_len(cs->options), n = n_with + ast_list_len(cs->encode_options);
+    CatOption *opts = xcalloc((size_t)(n ? n : 1), sizeof *opts);
+    for (int i = 0; i < n; i++) {
+        const AstOption *op = i < n_with ? AST_AT(cs->options, i) : AST_AT(cs->encode_options, i - n_with);
+        opts[i] = (CatOption){op->key, op->value ? op->value : ""};
+    }
+    r.options = opts;
+    r.n_options = n;
+    r.format = cs->format ? cs->format : "plain";
+    r.encode = "avro";
+    const char *topic = cat_option(&r, "topic");
+    Buf cols = BUF_INIT, text = BUF_INIT;
+    int rc = -1;
+    long at = after_source_name(sql);
+    if (!cat_option(&r, "schema.registry")) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos,
+             "a source without a column list takes its columns from ENCODE AVRO (schema.registry = '...')");
+        werr_hint(err, "With schema.inline, declare the columns.");
+        goto out;
+    }
+    if (!topic || !*topic || at < 0) {
+        werr(err, SQLSTATE_INVALID_PARAMETER, st->pos, "a Kafka source needs WITH (topic = '...')");
+        goto out;
+    }
+    if (rt_avro_check_options(&r, err)) {
+        err->pos = st->pos;
+        goto out;
+    }
+    Buf subject = BUF_INIT;
+    buf_printf(&subject, "%s-value", topic);
+    rc = rt_avro_registry_columns(&r, subject.data, &cols, err);
+    buf_free(&subject);
+    if (rc) {
+        err->pos = st->pos;
+        goto out;
+    }
+    buf_append(&text, sql, (size_t)at);
+    buf_putc(&text, ' ');
+    buf_append(&text, cols.data, cols.len);
+    buf_puts(&text, sql + at);
+    Arena *a = arena_new(0);
+    AstStmt **stmts;
+    int n_stmts;
+    rc = parse_sql(text.data, a, &stmts, &n_stmts, err);
+    if (!rc && (n_stmts != 1 || stmts[0]->kind != STMT_CREATE_SOURCE || !ast_list_len(stmts[0]->u.create_source->columns)))
+        rc = werr(err, SQLSTATE_INTERNAL, st->pos, "the column list from the registry did not parse: %s",
+                  cols.data);
+    if (!rc) {
+        rc = session_create_source(e, stmts[0], text.data, NULL, err);
+        if (!rc)
+            wlog_info("cmd_source", "source %s: columns %s from the schema registry", cs->name, cols.data);
+    } else if (!err->pos) {
+        err->pos = st->pos;
+    }
+    arena_free(a);
+out:
+    free(opts);
+    buf_free(&cols);
+    buf_free(&text);
+    return rc;
+}
+
 int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj *replay, WError *err)
 {
     const AstCreateSource *cs = st->u.create_source;
     bool table = cs->obj == OBJ_TABLE;
-    if (cs->encode_options)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE options");
+    bool avro = cs->encode && !strcasecmp(cs->encode, "avro");
+    if (avro && table) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE AVRO on a table");
+        werr_hint(err, "Avro topics are read by CREATE SOURCE ... FORMAT PLAIN ENCODE AVRO (...); FORMAT UPSERT and "
+                       "DEBEZIUM read JSON (ENCODE JSON).");
+        return -1;
+    }
+    if (avro && cs->format && strcasecmp(cs->format, "plain") != 0) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: FORMAT %s ENCODE AVRO", cs->format);
+        werr_hint(err, "Avro records are read with FORMAT PLAIN ENCODE AVRO; UPSERT and DEBEZIUM read JSON.");
+        return -1;
+    }
+    if (cs->encode_options && !avro)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE %s options",
+                    cs->encode ? cs->encode : "json");
     if (cs->format && strcasecmp(cs->format, "plain") != 0 &&
         !(table && (!strcasecmp(cs->format, "upsert") || !strcasecmp(cs->format, "debezium")))) {
         werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: FORMAT %s%s", cs->format,
@@ -200,8 +330,13 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
                            "FORMAT %s ENCODE JSON.", cs->format);
         return -1;
     }
-    if (cs->encode && strcasecmp(cs->encode, "json") != 0)
-        return werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE %s", cs->encode);
+    if (cs->encode && strcasecmp(cs->encode, "json") != 0 && !avro) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE %s", cs->encode);
+        werr_hint(err, "Sources read ENCODE JSON and ENCODE AVRO.");
+        return -1;
+    }
+    if (avro && !replay && !ast_list_len(cs->columns))
+        return create_from_registry(e, st, sql, err);
     CatObj *o = replay ? replay : xcalloc(1, sizeof *o);
     if (!replay) {
         o->name = xstrdup(cs->name);
@@ -219,10 +354,26 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     CatRelation *r = &o->rel;
     r->kind = o->kind;
     r->name = o->name;
-    int n_opts = ast_list_len(cs->options);
+    /* ENCODE AVRO (...)'s options join the WITH options (their keys,
+     * schema.*, are the encoding's only), so the source operator reads
+     * them the same way. */
+    int n_with = ast_list_len(cs->options), n_opts = n_with + ast_list_len(cs->encode_options);
     CatOption *opts = arena_zalloc(o->arena, sizeof(CatOption) * (size_t)(n_opts ? n_opts : 1));
     for (int i = 0; i < n_opts; i++) {
-        const AstOption *op = AST_AT(cs->options, i);
+        const AstOption *op = i < n_with ? AST_AT(cs->options, i) : AST_AT(cs->encode_options, i - n_with);
+        if (i < n_with && !strncasecmp(op->key, "schema.", 7)) {
+            werr(err, SQLSTATE_INVALID_PARAMETER, op->pos, "option \"%s\" belongs to ENCODE AVRO (...)", op->key);
+            werr_hint(err, "Write FORMAT PLAIN ENCODE AVRO (%s = '...').", op->key);
+            goto fail;
+        }
+        if (i >= n_with && strcasecmp(op->key, "schema.registry") != 0 &&
+            strcasecmp(op->key, "schema.registry.username") != 0 &&
+            strcasecmp(op->key, "schema.registry.password") != 0 && strcasecmp(op->key, "schema.inline") != 0) {
+            werr(err, SQLSTATE_INVALID_PARAMETER, op->pos, "unknown ENCODE AVRO option \"%s\"", op->key);
+            werr_hint(err, "Options: schema.registry, schema.registry.username, schema.registry.password, "
+                           "schema.inline.");
+            goto fail;
+        }
         for (int j = 0; j < i; j++)
             if (strcasecmp(opts[j].key, op->key) == 0) {
                 werr(err, SQLSTATE_SYNTAX_ERROR, op->pos, "option \"%s\" specified more than once", op->key);
@@ -265,6 +416,11 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
         werr_hint(err, "Tables read Kafka topics (connector = 'kafka') or are written with INSERT, UPDATE and DELETE.");
         goto fail;
     }
+    if (avro && strcasecmp(conn, "kafka") != 0) {
+        werr(err, SQLSTATE_NOT_SUPPORTED, st->pos, "feature not supported: ENCODE AVRO over connector '%s'", conn);
+        werr_hint(err, "Avro records are read from Kafka: WITH (connector = 'kafka', topic = '...').");
+        goto fail;
+    }
     if (strcasecmp(conn, "nexmark") == 0) {
         /* The built-in generator: its options and the declared columns are checked now. */
         RtNxConfig nx;
@@ -285,7 +441,7 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     static const char *known[] = {"connector", "topic", "scan.startup.mode", "topic.partitions", "scan.bounded.mode",
                                   "idle_timeout", "max_future", "far_future", "on_error", "error.topic", "on_offset_gap",
                                   "skew.send_time", "skew.receive_time", "topic.lost_after"};
-    for (int i = 0; i < n_opts; i++) {
+    for (int i = 0; i < n_with; i++) {
         bool ok = strncasecmp(opts[i].key, "properties.", 11) == 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0] && !ok; k++)
             ok = strcasecmp(opts[i].key, known[k]) == 0;
@@ -325,6 +481,10 @@ int session_create_source(Engine *e, const AstStmt *st, const char *sql, CatObj 
     }
     if (check_error_options(r, st->pos, err))
         goto fail;
+    if (avro && rt_avro_check_options(r, err)) {
+        err->pos = st->pos;
+        goto fail;
+    }
     static const char *ivs[] = {"idle_timeout", "max_future", "topic.lost_after"};
     for (int k = 0; k < 3; k++) {
         const char *v = cat_option(r, ivs[k]);

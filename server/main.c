@@ -36,6 +36,8 @@
 #define DEFAULT_PORT 4566
 #define DEFAULT_HTTP_PORT 4567
 #define DEFAULT_KAFKA "127.0.0.1:9092"
+/* The schema registry the embedded broker serves beside Kafka (Confluent's usual port). */
+#define DEFAULT_REGISTRY "127.0.0.1:8081"
 
 static void usage(FILE *f)
 {
@@ -122,7 +124,7 @@ static int parse_size(const char *s, uint64_t lo, uint64_t *out)
     return 0;
 }
 
-/* Starts `weir broker --listen addr` detached, and waits until it answers. */
+/* Starts `weir broker --listen addr --registry DEFAULT_REGISTRY` detached, and waits until it answers. */
 static int spawn_broker(const char *addr, const char *data_dir)
 {
     char exe[PATH_MAX];
@@ -148,7 +150,7 @@ static int spawn_broker(const char *addr, const char *data_dir)
         }
         if (fork() != 0)
             _exit(0); /* double fork: the broker is nobody's child */
-        execl(exe, exe, "broker", "--listen", addr, (char *)NULL);
+        execl(exe, exe, "broker", "--listen", addr, "--registry", DEFAULT_REGISTRY, (char *)NULL);
         _exit(127);
     }
     waitpid(pid, NULL, 0);
@@ -382,11 +384,14 @@ static int serve(int argc_in, char **argv_in)
            "  authentication:    %s; tls %s\n"
            "  http:              %s\n"
            "  kafka:             %s%s\n"
+           "%s"
            "  data directory:    %s\n"
            "%s",
            host, srv_server_port(srv), host, srv_server_port(srv),
            auth == SRV_AUTH_SCRAM ? "scram-sha-256 for everyone" : "trust on loopback, scram-sha-256 otherwise",
-           tls_cert ? "on" : "off", http_line, bootstrap, broker_note, data_dir, cluster_line);
+           tls_cert ? "on" : "off", http_line, bootstrap, broker_note,
+           !kafka && !no_broker ? "  schema registry:   http://" DEFAULT_REGISTRY " (with the embedded broker)\n" : "",
+           data_dir, cluster_line);
     fflush(stdout);
     int sig = 0;
     sigwait(&sigs, &sig);
