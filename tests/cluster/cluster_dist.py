@@ -12,6 +12,7 @@ other nodes' key groups, a SELECT on a node answers that node's own rows. Checks
   weir_cluster.key_groups says so per view;
 - each node's rows are a non-empty strict subset, disjoint from the other's, and their union
   equals a Python oracle;
+- a view over it and VERIFY of it are 0A000 (each node holds only its key groups);
 - b killed with kill -9: a takes b's source partitions and key groups, and a's rows alone equal
   the oracle (nothing lost, nothing counted twice).
 
@@ -98,6 +99,10 @@ def main():
                                                            len(oracle)))
         tap(0 < len(ra) < len(oracle) and 0 < len(rb) < len(oracle), "both nodes hold a strict subset",
             "%d and %d of %d" % (len(ra), len(rb), len(oracle)))
+
+        tap(a.err("CREATE MATERIALIZED VIEW over_dv AS SELECT k, n FROM dv WHERE n > 1") == "0A000",
+            "a view over the distributed view: 0A000")
+        tap(a.err("VERIFY MATERIALIZED VIEW dv") == "0A000", "VERIFY of the distributed view: 0A000")
 
         b.kill9()
         t1 = time.time()
