@@ -372,6 +372,13 @@ static int open_df(const RtEnv *env, const PlanView *plan, RtDataflow *replay_of
     if (plan->parallelism > 1 && replay_of)
         return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
                     "feature not supported: VERIFY of a view with streaming_parallelism > 1");
+    /* The live view holds this node's key groups only; a replay would read everything. */
+    if (replay_of && replay_of->rc.dist)
+        return werr(err, SQLSTATE_NOT_SUPPORTED, 0,
+                    "feature not supported: VERIFY of a view distributed over a cluster's nodes"),
+               werr_hint(err, "This node holds only its key groups of the view; VERIFY a replicated view, or a "
+                              "single weir's."),
+               -1;
     RtDataflow *df = xcalloc(1, sizeof *df);
     df->plan = plan;
     df->rc.env = env;

@@ -166,12 +166,15 @@ static int repart_flush(RtOp *op, uint64_t ck_epoch)
     RtCtx *rc = op->rc;
     const RtDist *d = rc->dist;
     if (x->w) {
-        if (rt_repart_writer_barrier(x->w, x->epoch, rc->err) ||
-            rt_repart_writer_sync(x->w, REPART_TIMEOUT_MS, rc->err))
+        if (rt_repart_writer_barrier(x->w, x->epoch, rc->err))
             return -1;
-        if (put_u64(op->table, (const unsigned char *)"E", 1, x->epoch, rc->err))
+        /* The writer is in the next epoch now, whether or not the sync
+         * succeeds: a failed sync fails this checkpoint, and the next one's
+         * sync covers what this one queued. */
+        uint64_t ended = x->epoch++;
+        if (rt_repart_writer_sync(x->w, REPART_TIMEOUT_MS, rc->err) ||
+            put_u64(op->table, (const unsigned char *)"E", 1, ended, rc->err))
             return -1;
-        x->epoch++;
         for (int i = 0; i < d->n_src; i++) {
             uint64_t seq;
             unsigned char k[5];

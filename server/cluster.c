@@ -577,9 +577,15 @@ static void work_drain(Cluster *c)
     static const char *what[] = {"", "assigned", "revoked", "lost"};
     while ((n = rt_group_poll(c->group, ch, 64)) > 0) {
         atomic_store(&c->work_changed_ms, clock_mono_ms());
-        for (int i = 0; i < n; i++)
-            wlog_info("cluster", "work group: %s %s[%d]", what[ch[i].event], ch[i].topic,
-                    (int)ch[i].partition);
+        /* One line per run of one event on one topic: a distributed view's
+         * repartition topic moves by the dozen (a partition per key group). */
+        for (int i = 0, j; i < n; i = j) {
+            Buf parts = BUF_INIT;
+            for (j = i; j < n && ch[j].event == ch[i].event && !strcmp(ch[j].topic, ch[i].topic); j++)
+                buf_printf(&parts, "%s%d", j > i ? "," : "", (int)ch[j].partition);
+            wlog_info("cluster", "work group: %s %s[%s]", what[ch[i].event], ch[i].topic, parts.data);
+            buf_free(&parts);
+        }
         rt_group_changes_free(ch, n);
     }
 }

@@ -121,16 +121,43 @@ static const CatRelation *views(Engine *e, Arena *a)
  * has not applied. catalog_agrees: its catalog digest equals this node's
  * (NULL when the two are at different positions of the catalog topic).
  * work_partitions: how many partitions the node holds in the work group
- * (weir_cluster_assignment lists them); NULL before its first assignment. */
+ * (weir_cluster_assignment lists them); NULL before its first assignment.
+ * key_groups: per distributed view, the key groups the node holds
+ * (view_key_groups); NULL when none. */
+/* A node's key groups per distributed view, from its work text ("topic:0,3,6
+ * t2:1", cluster.c work_text): "view: 0,2,4; view2: 1" for each view whose
+ * repartition topic it holds partitions of (phase 2). Engine lock held. */
+static Value view_key_groups(Engine *e, Arena *a, const char *work)
+{
+    Buf kb = BUF_INIT;
+    CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
+        char rp[1][256];
+        if (!o->flow.plan || rt_plan_repart_topics(o->flow.plan, cluster_name(e->cluster), rp, 1) != 1)
+            continue;
+        size_t tl = strlen(rp[0]);
+        for (const char *p = work; (p = strstr(p, rp[0])); p += tl) {
+            if ((p != work && p[-1] != ' ') || p[tl] != ':')
+                continue;
+            const char *list = p + tl + 1;
+            buf_printf(&kb, "%s%s: %.*s", kb.len ? "; " : "", o->name, (int)strcspn(list, " "), list);
+            break;
+        }
+    }
+    Value v = kb.len ? text(a, kb.data) : value_null(TYPE_TEXT);
+    buf_free(&kb);
+    return v;
+}
+
 static const CatRelation *cluster(Engine *e, Arena *a)
 {
     static const char *names[] = {"cluster", "node_id", "self", "alive", "state", "version", "postgres_address",
                                   "http_address", "started_at", "last_heartbeat", "catalog_applied",
-                                  "catalog_lag", "instance", "catalog_digest", "catalog_agrees", "work_partitions"};
+                                  "catalog_lag", "instance", "catalog_digest", "catalog_agrees", "work_partitions",
+                                  "key_groups"};
     static const TypeId types[] = {TYPE_TEXT, TYPE_TEXT, TYPE_BOOL, TYPE_BOOL, TYPE_TEXT, TYPE_TEXT, TYPE_TEXT,
                                    TYPE_TEXT, TYPE_TIMESTAMPTZ, TYPE_TIMESTAMPTZ, TYPE_INT8, TYPE_INT8, TYPE_TEXT,
-                                   TYPE_TEXT, TYPE_BOOL, TYPE_INT4};
-    SysBuild b = {a, sys_new(a, "weir_cluster", 16, names, types), 0};
+                                   TYPE_TEXT, TYPE_BOOL, TYPE_INT4, TYPE_TEXT};
+    SysBuild b = {a, sys_new(a, "weir_cluster", 17, names, types), 0};
     if (!e->cluster) {
         Value *row = sys_row(&b);
         row[0] = value_null(TYPE_TEXT);
@@ -138,7 +165,7 @@ static const CatRelation *cluster(Engine *e, Arena *a)
         row[2] = value_bool(true);
         row[3] = value_bool(true);
         row[4] = text(a, "standalone");
-        for (int k = 5; k < 16; k++)
+        for (int k = 5; k < 17; k++)
             row[k] = value_null(types[k]);
         return b.r;
     }
@@ -173,6 +200,7 @@ static const CatRelation *cluster(Engine *e, Arena *a)
         row[14] = nd->catalog_next == nodes[0].catalog_next ? value_bool(nd->catalog_digest == nodes[0].catalog_digest)
                                                             : value_null(TYPE_BOOL);
         row[15] = nd->work_partitions >= 0 ? value_int(TYPE_INT4, nd->work_partitions) : value_null(TYPE_INT4);
+        row[16] = view_key_groups(e, a, nd->work);
     }
     free(nodes);
     return b.r;
@@ -185,8 +213,9 @@ static const CatRelation *cluster(Engine *e, Arena *a)
  * its partitions). Empty outside a cluster and for a node with no
  * assignment yet. A list cut at CLUSTER_WORK_TEXT_MAX ends in a row with
  * topic '...' and partition NULL: weir_cluster's work_partitions has the
- * whole count. Phase 1 shows the assignment; every node still runs every
- * view over every partition. */
+ * whole count. Distributed views obey the assignment (a view's key groups
+ * are the partitions of its repartition topic); replicated views run every
+ * partition. */
 static const CatRelation *cluster_assignment(Engine *e, Arena *a)
 {
     static const char *names[] = {"node_id", "self", "alive", "topic", "partition"};

@@ -8,9 +8,11 @@ and keeps the key groups (repartition partitions) assigned to it. Until reads ga
 other nodes' key groups, a SELECT on a node answers that node's own rows. Checks:
 
 - EXPLAIN says "placement: distributed over key groups";
-- weir_cluster_assignment: the repartition topic's 8 partitions are split between a and b;
+- weir_cluster_assignment: the repartition topic's 8 partitions are split between a and b, and
+  weir_cluster.key_groups says so per view;
 - each node's rows are a non-empty strict subset, disjoint from the other's, and their union
   equals a Python oracle;
+- a view over it and VERIFY of it are 0A000 (each node holds only its key groups);
 - b killed with kill -9: a takes b's source partitions and key groups, and a's rows alone equal
   the oracle (nothing lost, nothing counted twice).
 
@@ -80,6 +82,9 @@ def main():
             rp_assignment(a)), timeout=60, every=0.5)
         tap(split is not None, "the repartition topic's 8 partitions are split between a and b",
             repr(rp_assignment(a)))
+        kgs = dict(a.q("SELECT node_id, key_groups FROM weir_cluster"))
+        want = {x: "dv: " + ",".join(str(p) for p in sorted(split[x])) for x in split} if split else None
+        tap(kgs == want, "weir_cluster.key_groups: each node's key groups of dv", "%r, want %r" % (kgs, want))
 
         def exact():
             ra, rb = rows(a), rows(b)
@@ -94,6 +99,10 @@ def main():
                                                            len(oracle)))
         tap(0 < len(ra) < len(oracle) and 0 < len(rb) < len(oracle), "both nodes hold a strict subset",
             "%d and %d of %d" % (len(ra), len(rb), len(oracle)))
+
+        tap(a.err("CREATE MATERIALIZED VIEW over_dv AS SELECT k, n FROM dv WHERE n > 1") == "0A000",
+            "a view over the distributed view: 0A000")
+        tap(a.err("VERIFY MATERIALIZED VIEW dv") == "0A000", "VERIFY of the distributed view: 0A000")
 
         b.kill9()
         t1 = time.time()
