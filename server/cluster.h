@@ -50,10 +50,14 @@
 #define CLUSTER_MAX_RECORD (900 * 1024) /* a catalog record's bytes: under Kafka's default 1 MB message.max.bytes */
 #define CLUSTER_WORK_SESSION_MS 10000 /* work group session.timeout.ms: a silent node's partitions move after this */
 /* A heartbeat's list of the node's work partitions ("topic:0,3,6 t2:1"):
- * at most this many bytes, so a heartbeat stays small; beyond it the list
- * is cut at a whole entry and ends with "..." (work_partitions, the count,
- * is always whole). 8 KiB holds about 1,500 partitions of a short topic. */
-#define CLUSTER_WORK_TEXT_MAX 8192
+ * at most this many bytes, so a heartbeat stays well under a Kafka record's
+ * 1 MB; beyond it the list is cut at a whole entry and ends with "..."
+ * (work_partitions, the count, is always whole). The other nodes find a
+ * distributed view's key groups here to gather its rows (cluster_gather.c):
+ * a key group cut off has no known owner and reads of its view answer 57P03.
+ * 64 KiB holds about 13,000 partitions: a distributed view's 128 key groups
+ * take about 30 + 4 per group bytes, so some 120 views on two nodes. */
+#define CLUSTER_WORK_TEXT_MAX 65536
 
 typedef struct Engine Engine;
 typedef struct Cluster Cluster;
