@@ -204,6 +204,13 @@ static void follow_assignment(Engine *e, int64_t now)
     int64_t changed = cluster_work_changed_ms(e->cluster);
     if (!changed || changed == e->work_seen_ms || now - changed < CLUSTER_REBALANCE_QUIET_MS)
         return;
+    /* Cut off from Kafka, the group takes this node's share away ("lost")
+     * but nothing can be reopened: each try would hold the engine lock for
+     * the broker's connect timeout, and every statement with it. The views
+     * keep what they hold and serve reads of it (docs/cluster.md, "Kafka
+     * down"); the assignment that follows the broker's return reopens them. */
+    if (cluster_cut_off(e->cluster, NULL))
+        return;
     e->work_seen_ms = changed;
     CAT_FOREACH(e->cat, CAT_KINDS(CAT_VIEW), o) {
         if (!o->flow.df || !rt_dataflow_assignment_changed(o->flow.df))
