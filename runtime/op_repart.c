@@ -42,8 +42,17 @@
 #include "row.h"
 #include "weir_limits.h"
 
-/* Waiting for the broker: opening the topic, and acknowledging a checkpoint's records. */
+/* Waiting for the broker to open the topic. */
 #define REPART_TIMEOUT_MS 10000
+/* Waiting for a checkpoint's records to be acknowledged. The sync runs on
+ * the engine thread, with the engine lock held (every statement waits), so
+ * it is short: a broker that acknowledges nothing in this time fails the
+ * checkpoint, which is tried again at the next interval with the records
+ * of both. After a failed sync the next ones wait only
+ * REPART_SYNC_RETRY_MS until one succeeds: with Kafka gone, the node keeps
+ * serving reads instead of holding its lock for seconds every checkpoint. */
+#define REPART_SYNC_MS 3000
+#define REPART_SYNC_RETRY_MS 200
 
 typedef struct RepartOp {
     RtSource base;            /* base.op first */
@@ -55,6 +64,7 @@ typedef struct RepartOp {
     int64_t emitted_wm;       /* the last watermark emitted downstream */
     uint16_t *kg;             /* scratch: per row, its key group */
     int cap;
+    bool sync_failed;         /* the last checkpoint's sync failed: the next waits REPART_SYNC_RETRY_MS */
 } RepartOp;
 
 static int push_local(RtOp *op, Chunk *c) { return rt_emit(op, c); }
@@ -172,8 +182,8 @@ static int repart_flush(RtOp *op, uint64_t ck_epoch)
          * succeeds: a failed sync fails this checkpoint, and the next one's
          * sync covers what this one queued. */
         uint64_t ended = x->epoch++;
-        if (rt_repart_writer_sync(x->w, REPART_TIMEOUT_MS, rc->err) ||
-            put_u64(op->table, (const unsigned char *)"E", 1, ended, rc->err))
+        x->sync_failed = rt_repart_writer_sync(x->w, x->sync_failed ? REPART_SYNC_RETRY_MS : REPART_SYNC_MS, rc->err) != 0;
+        if (x->sync_failed || put_u64(op->table, (const unsigned char *)"E", 1, ended, rc->err))
             return -1;
         for (int i = 0; i < d->n_src; i++) {
             uint64_t seq;
