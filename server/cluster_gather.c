@@ -266,6 +266,8 @@ static int find_views(Engine *e, const AstStmt *st, ClusterGather *g, WError *er
         v->n_owned = rt_dataflow_owned_kgs(o->flow.df, v->owned, WEIR_MAX_KEY_GROUPS);
         if (v->n_owned < 0)
             v->n_owned = 0;
+        if (v->n_owned == v->G) /* all here (a cluster of one): read in place, as outside a cluster */
+            free((char *)v->name), g->n--;
     }
     arena_free(a);
     return 0;
