@@ -911,12 +911,11 @@ uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i)
     return sum;
 }
 
-int rt_dataflow_analyze(RtDataflow *df, int i, RtOpAnalyze *out)
+int rt_dataflow_analyze(RtDataflow *df, int i, int64_t now, RtOpAnalyze *out)
 {
     memset(out, 0, sizeof *out);
     if (i < 0 || i >= df->n_ops || !df->samples)
         return -1;
-    int64_t now = clock_mono_us();
     /* The newest sample at least RT_ANALYZE_WINDOW_S old, else the oldest. */
     int best = -1;
     for (int k = 0; k < RT_ANALYZE_SAMPLES; k++) {

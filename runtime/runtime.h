@@ -252,9 +252,11 @@ typedef struct RtOpAnalyze {
     int64_t state_entries;      /* entries committed by the last checkpoint; -1 for a stateless node */
     uint64_t state_pending;     /* changes (puts, deletes) since, not yet checkpointed */
 } RtOpAnalyze;
-/* Fills out for plan node i. Call between steps (engine lock held).
- * Returns 0, or -1 when i is out of range. */
-int rt_dataflow_analyze(RtDataflow *df, int i, RtOpAnalyze *out);
+/* Fills out for plan node i, with the window ending at now_us
+ * (clock_mono_us; one value for every node of one EXPLAIN ANALYZE, so that
+ * all their rates are over the same window). Call between steps (engine
+ * lock held). Returns 0, or -1 when i is out of range. */
+int rt_dataflow_analyze(RtDataflow *df, int i, int64_t now_us, RtOpAnalyze *out);
 /* Approximate bytes of state held by plan node i (0 for stateless nodes). */
 uint64_t rt_dataflow_state_bytes(RtDataflow *df, int i);
 /* True when some operator holds state that its view's state_ttl has expired

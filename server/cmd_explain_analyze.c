@@ -30,6 +30,7 @@ typedef struct Analyze {
     RtDataflow *df;
     const PlanView *plan;
     int64_t now_us;           /* wall clock, for the watermark's delay */
+    int64_t mono_us;          /* monotonic clock: where every node's window ends */
 } Analyze;
 
 /* What one node's figures say, derived once for both formats. */
@@ -73,7 +74,7 @@ static bool figures(const Analyze *an, const PlanNode *n, Figures *f)
 {
     memset(f, 0, sizeof *f);
     int i = node_index(an->plan, n);
-    if (i < 0 || rt_dataflow_analyze(an->df, i, &f->a))
+    if (i < 0 || rt_dataflow_analyze(an->df, i, an->mono_us, &f->a))
         return false;
     const RtOpCounters *c = &f->a.now, *t = &f->a.then;
     f->window_s = (double)f->a.window_us / 1e6;
@@ -181,10 +182,10 @@ static void annotate(void *arg, const PlanNode *n, bool json, Buf *out)
 }
 
 /* The window every node's rates are over (the same for all of them). */
-static double window_s(RtDataflow *df)
+static double window_s(RtDataflow *df, int64_t mono_us)
 {
     RtOpAnalyze a;
-    return rt_dataflow_analyze(df, 0, &a) ? 0 : (double)a.window_us / 1e6;
+    return rt_dataflow_analyze(df, 0, mono_us, &a) ? 0 : (double)a.window_us / 1e6;
 }
 
 int srv_explain_view(Engine *e, const char *name, int pos, bool analyze, bool json, Buf *out, WError *err)
@@ -203,8 +204,8 @@ int srv_explain_view(Engine *e, const char *name, int pos, bool analyze, bool js
         werr_hint(err, "weir_views.state and last_error say why; EXPLAIN MATERIALIZED VIEW without ANALYZE shows its plan");
         return -1;
     }
-    Analyze an = {o->flow.df, o->flow.plan, clock_wall_us()};
-    double w = window_s(o->flow.df);
+    Analyze an = {o->flow.df, o->flow.plan, clock_wall_us(), clock_mono_us()};
+    double w = window_s(o->flow.df, an.mono_us);
     if (json) {
         buf_puts(out, "{\"view\": \"");
         for (const char *p = o->name; *p; p++) {
